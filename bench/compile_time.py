@@ -1,0 +1,116 @@
+#!/usr/bin/env python
+"""Compile time, ours vs Triton: cold (fresh process, empty caches) and warm (fresh process, filled caches).
+
+For each kernel (softmax fp32 8192x4096; matmul fp16 4096^3) and each compiler, in new processes:
+  cold  TRANSPILER_CACHE_DIR, TRITON_CACHE_DIR and CUPY_CACHE_DIR point at new empty folders; the time of the
+        first call (for ours: parse, analysis, emission, NVRTC, load; for Triton: its whole pipeline) plus
+        its launch, then of the second call (launch only, for scale);
+  warm  another new process on the caches the cold one filled: time to first launch.
+Each process's start-up (imports, CUDA context, inputs) is measured apart and left out of those figures.
+
+    python bench/compile_time.py [--out DIR]
+    python bench/compile_time.py --child KERNEL FLAVOR    (one measurement; prints one JSON line)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+KERNELS = ("softmax", "matmul")
+FLAVORS = ("ours", "triton")
+CHILD_TIMEOUT_S = 240
+
+
+def child(kernel: str, flavor: str) -> dict:
+    """Runs in the fresh process: build inputs, then time the first and the second call."""
+    started = time.perf_counter()
+    import torch
+
+    sys.path.insert(0, str(HERE))
+    from twins import BENCH, EXAMPLES, load
+
+    if kernel == "softmax":
+        module = load(EXAMPLES / "softmax.py", flavor)
+        x = torch.randn(8192, 4096, device="cuda")
+        y = torch.empty_like(x)
+        call = lambda: module.softmax(x, out=y)  # noqa: E731
+    else:
+        module = load(BENCH / "kernels.py", flavor)
+        a = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
+        b = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
+        c = torch.empty_like(a)
+        call = lambda: module.matmul(a, b, out=c)  # noqa: E731
+    torch.cuda.synchronize()
+    setup = time.perf_counter()
+    call()
+    torch.cuda.synchronize()
+    first = time.perf_counter()
+    call()
+    torch.cuda.synchronize()
+    second = time.perf_counter()
+    return {"startup_s": setup - started, "first_call_s": first - setup, "second_call_s": second - first}
+
+
+def run_child(kernel: str, flavor: str, cache_root: Path) -> dict:
+    env = dict(os.environ)
+    for name in ("TRANSPILER_CACHE_DIR", "TRITON_CACHE_DIR", "CUPY_CACHE_DIR"):
+        env[name] = str(cache_root / name.lower())
+    try:
+        done = subprocess.run([sys.executable, __file__, "--child", kernel, flavor], env=env, capture_output=True,
+                              text=True, timeout=CHILD_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {CHILD_TIMEOUT_S} s"}
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"error": f"exit {done.returncode}: {tail[:300]}"}
+    return json.loads(lines[-1])
+
+
+def measure_all() -> dict:
+    results = {}
+    for kernel in KERNELS:
+        for flavor in FLAVORS:
+            with tempfile.TemporaryDirectory(prefix=f"compile-{kernel}-{flavor}-") as cache:
+                cold = run_child(kernel, flavor, Path(cache))
+                warm = run_child(kernel, flavor, Path(cache)) if "error" not in cold else {"error": "no cold run"}
+            results[f"{kernel}/{flavor}"] = {"cold": cold, "warm": warm}
+            print(f"  {kernel:8} {flavor:7} {describe(cold, warm)}", flush=True)
+    return results
+
+
+def describe(cold: dict, warm: dict) -> str:
+    if "error" in cold:
+        return f"failed: {cold['error']}"
+    text = (f"cold first call {cold['first_call_s']:7.3f} s (second {cold['second_call_s'] * 1e3:6.2f} ms, "
+            f"start-up {cold['startup_s']:.1f} s)")
+    if "error" in warm:
+        return text + f"; warm failed: {warm['error']}"
+    return text + f"; warm first call {warm['first_call_s']:7.3f} s"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=None, help="write compile_time.json here")
+    parser.add_argument("--child", nargs=2, metavar=("KERNEL", "FLAVOR"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(*args.child)))
+        return 0
+    print("compile time in fresh processes (cold: empty caches; warm: the caches the cold run filled):")
+    results = measure_all()
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "compile_time.json").write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,176 @@
+// ---- device helpers (templates/device.cuh, inlined into every generated file) -------------------------------
+// Conversions that follow Triton's rules, wide loads and stores with cache hints, warp shuffles and the
+// combiners of the built-in reductions. Everything is __forceinline__: the generated kernel reads as if
+// these were written in place.
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+namespace tp {
+
+template <typename A, typename B> struct same_type { static constexpr bool value = false; };
+template <typename A> struct same_type<A, A> { static constexpr bool value = true; };
+template <typename T> struct is_half16 { static constexpr bool value = false; };
+template <> struct is_half16<__half> { static constexpr bool value = true; };
+template <> struct is_half16<__nv_bfloat16> { static constexpr bool value = true; };
+
+template <typename T> __device__ __forceinline__ T nan() { return T(__int_as_float(0x7fc00000)); }
+template <> __device__ __forceinline__ double nan<double>() { return __longlong_as_double(0x7ff8000000000000LL); }
+template <typename T> __device__ __forceinline__ T inf() { return T(__int_as_float(0x7f800000)); }
+template <> __device__ __forceinline__ double inf<double>() { return __longlong_as_double(0x7ff0000000000000LL); }
+
+// Value conversion with C semantics (float -> int truncates); 16-bit floats convert through float, rounding
+// to nearest even, as Triton does.
+template <typename To, typename From> __device__ __forceinline__ To cast(From x) {
+  if constexpr (same_type<To, From>::value) {
+    return x;
+  } else if constexpr (same_type<From, __half>::value) {
+    return cast<To>(__half2float(x));
+  } else if constexpr (same_type<From, __nv_bfloat16>::value) {
+    return cast<To>(__bfloat162float(x));
+  } else if constexpr (same_type<To, __half>::value) {
+    if constexpr (same_type<From, double>::value) return __double2half(x);
+    else return __float2half_rn(static_cast<float>(x));
+  } else if constexpr (same_type<To, __nv_bfloat16>::value) {
+    if constexpr (same_type<From, double>::value) return __double2bfloat16(x);
+    else return __float2bfloat16_rn(static_cast<float>(x));
+  } else if constexpr (same_type<To, bool>::value) {
+    return x != From(0);
+  } else {
+    return static_cast<To>(x);
+  }
+}
+
+// Reinterpret the bits of a value as another type of the same width.
+template <typename To, typename From> __device__ __forceinline__ To bitcast(From x) {
+  static_assert(sizeof(To) == sizeof(From), "bitcast needs equal widths");
+  To y;
+  memcpy(&y, &x, sizeof(To));
+  return y;
+}
+
+template <typename T> __device__ __forceinline__ T iabs(T x) { return x < T(0) ? T(-x) : x; }
+__device__ __forceinline__ int mulhi(int a, int b) { return __mulhi(a, b); }
+__device__ __forceinline__ unsigned mulhi(unsigned a, unsigned b) { return __umulhi(a, b); }
+
+template <typename T> __device__ __forceinline__ T min_propagate_nan(T a, T b) {
+  return (a != a || b != b) ? nan<T>() : (a < b ? a : b);
+}
+template <typename T> __device__ __forceinline__ T max_propagate_nan(T a, T b) {
+  return (a != a || b != b) ? nan<T>() : (a > b ? a : b);
+}
+
+// ---- combiners of the built-in reductions: fold x into the accumulator -----------------------------------
+template <typename T> __device__ __forceinline__ void combine_add(T& acc, T x) { acc = acc + x; }
+template <typename T> __device__ __forceinline__ void combine_xor(T& acc, T x) { acc = acc ^ x; }
+template <typename T> __device__ __forceinline__ void combine_max(T& acc, T x) {
+  if constexpr (same_type<T, float>::value) acc = fmaxf(acc, x);
+  else if constexpr (same_type<T, double>::value) acc = fmax(acc, x);
+  else acc = x > acc ? x : acc;
+}
+template <typename T> __device__ __forceinline__ void combine_min(T& acc, T x) {
+  if constexpr (same_type<T, float>::value) acc = fminf(acc, x);
+  else if constexpr (same_type<T, double>::value) acc = fmin(acc, x);
+  else acc = x < acc ? x : acc;
+}
+// (value, index) pairs: the larger value wins; equal values keep the smaller index.
+template <typename T, typename I> __device__ __forceinline__ void combine_argmax(T& v, I& i, T xv, I xi) {
+  if (xv > v || (xv == v && xi < i)) { v = xv; i = xi; }
+}
+template <typename T, typename I> __device__ __forceinline__ void combine_argmin(T& v, I& i, T xv, I xi) {
+  if (xv < v || (xv == v && xi < i)) { v = xv; i = xi; }
+}
+
+// ---- warp shuffles for every element type --------------------------------------------------------------
+template <typename T> __device__ __forceinline__ T shfl_xor(T v, int lane_mask) {
+  if constexpr (same_type<T, bool>::value) {
+    return __shfl_xor_sync(0xffffffffu, static_cast<int>(v), lane_mask) != 0;
+  } else if constexpr (sizeof(T) < 4 && !is_half16<T>::value) {
+    return static_cast<T>(__shfl_xor_sync(0xffffffffu, static_cast<int>(v), lane_mask));
+  } else {
+    return __shfl_xor_sync(0xffffffffu, v, lane_mask);
+  }
+}
+
+// ---- wide global loads and stores ----------------------------------------------------------------------
+template <int BYTES> struct raw;
+template <> struct raw<16> { typedef uint4 type; };
+template <> struct raw<8> { typedef uint2 type; };
+template <> struct raw<4> { typedef unsigned int type; };
+template <> struct raw<2> { typedef unsigned short type; };
+template <> struct raw<1> { typedef unsigned char type; };
+
+enum Cache { CACHE_DEFAULT, CACHE_CA, CACHE_CG, CACHE_CS, CACHE_CV, CACHE_LU, CACHE_WB, CACHE_WT, CACHE_VOLATILE };
+
+template <int CACHE, typename V> __device__ __forceinline__ V load_raw(const V* p) {
+  if constexpr (CACHE == CACHE_CA) return __ldca(p);
+  else if constexpr (CACHE == CACHE_CG) return __ldcg(p);
+  else if constexpr (CACHE == CACHE_CS) return __ldcs(p);
+  else if constexpr (CACHE == CACHE_CV) return __ldcv(p);
+  else if constexpr (CACHE == CACHE_LU) return __ldlu(p);
+  else if constexpr (CACHE == CACHE_VOLATILE) return *reinterpret_cast<const volatile V*>(p);
+  else return *p;
+}
+
+template <int CACHE, typename V> __device__ __forceinline__ void store_raw(V* p, V v) {
+  if constexpr (CACHE == CACHE_CG) __stcg(p, v);
+  else if constexpr (CACHE == CACHE_CS) __stcs(p, v);
+  else if constexpr (CACHE == CACHE_WB) __stwb(p, v);
+  else if constexpr (CACHE == CACHE_WT) __stwt(p, v);
+  else *p = v;
+}
+
+// Eviction priority hints (sm_80+): one 32-bit word at a time keeps the asm simple; ptxas fuses the words
+// of a 16-byte run back into one LDG.128 only without hints, so hinted loads use the vector forms below.
+#define TP_LD_HINT(SUFFIX, HINT)                                                                                \
+  __device__ __forceinline__ uint4 ld_##SUFFIX(const uint4* p) {                                                \
+    uint4 v;                                                                                                     \
+    asm volatile("ld.global.L1::" HINT ".v4.u32 {%0,%1,%2,%3}, [%4];"                                           \
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));                                       \
+    return v;                                                                                                    \
+  }                                                                                                              \
+  __device__ __forceinline__ uint2 ld_##SUFFIX(const uint2* p) {                                                \
+    uint2 v;                                                                                                     \
+    asm volatile("ld.global.L1::" HINT ".v2.u32 {%0,%1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));              \
+    return v;                                                                                                    \
+  }                                                                                                              \
+  __device__ __forceinline__ unsigned int ld_##SUFFIX(const unsigned int* p) {                                  \
+    unsigned int v;                                                                                              \
+    asm volatile("ld.global.L1::" HINT ".u32 %0, [%1];" : "=r"(v) : "l"(p));                                    \
+    return v;                                                                                                    \
+  }                                                                                                              \
+  __device__ __forceinline__ unsigned short ld_##SUFFIX(const unsigned short* p) {                              \
+    unsigned short v;                                                                                            \
+    asm volatile("ld.global.L1::" HINT ".u16 %0, [%1];" : "=h"(v) : "l"(p));                                    \
+    return v;                                                                                                    \
+  }                                                                                                              \
+  __device__ __forceinline__ unsigned char ld_##SUFFIX(const unsigned char* p) {                                \
+    unsigned short v;                                                                                            \
+    asm volatile("ld.global.L1::" HINT ".u8 %0, [%1];" : "=h"(v) : "l"(p));                                     \
+    return static_cast<unsigned char>(v);                                                                        \
+  }
+TP_LD_HINT(evict_first, "evict_first")
+TP_LD_HINT(evict_last, "evict_last")
+#undef TP_LD_HINT
+
+enum Evict { EVICT_NORMAL, EVICT_FIRST, EVICT_LAST };
+
+// Load N consecutive elements (N * sizeof(T) bytes, aligned to that) into dst[0..N).
+template <int N, int CACHE, int EVICT, typename T> __device__ __forceinline__ void load(T* dst, const T* src) {
+  typedef typename raw<N * sizeof(T)>::type V;
+  V v;
+  if constexpr (EVICT == EVICT_FIRST) v = ld_evict_first(reinterpret_cast<const V*>(src));
+  else if constexpr (EVICT == EVICT_LAST) v = ld_evict_last(reinterpret_cast<const V*>(src));
+  else v = load_raw<CACHE>(reinterpret_cast<const V*>(src));
+  memcpy(dst, &v, sizeof(V));
+}
+
+// Store src[0..N) to N consecutive elements at dst (aligned to N * sizeof(T) bytes).
+template <int N, int CACHE, typename T> __device__ __forceinline__ void store(T* dst, const T* src) {
+  typedef typename raw<N * sizeof(T)>::type V;
+  V v;
+  memcpy(&v, src, sizeof(V));
+  store_raw<CACHE>(reinterpret_cast<V*>(dst), v);
+}
+
+}  // namespace tp
+// ---- end of device helpers ---------------------------------------------------------------------------------

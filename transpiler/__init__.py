@@ -1,0 +1,62 @@
+"""transpiler: Triton-style block kernels in Python, compiled to readable CUDA C++ and run through CuPy.
+
+    import transpiler
+    import transpiler.language as tl
+
+    @transpiler.transpile          # or @transpiler.jit
+    def add(X, Y, Z, N, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(Z + offs, tl.load(X + offs, mask=offs < N) + tl.load(Y + offs, mask=offs < N), mask=offs < N)
+
+    add[(transpiler.cdiv(n, 1024),)](x, y, z, n, BLOCK=1024)
+    print(add.cuda_source(x, y, z, n, BLOCK=1024))
+"""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+__version__ = "0.1.0"
+
+
+def _map_runtime_folder():
+    """In a source checkout the top-level `runtime/` folder is this package's `transpiler.runtime` (an
+    installed wheel maps it with setuptools' package-dir instead)."""
+    if "transpiler.runtime" in sys.modules:
+        return
+    here = Path(__file__).resolve().parent
+    if (here / "runtime" / "__init__.py").exists():
+        return
+    folder = here.parent / "runtime"
+    spec = importlib.util.spec_from_file_location("transpiler.runtime", folder / "__init__.py",
+                                                  submodule_search_locations=[str(folder)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["transpiler.runtime"] = module
+    spec.loader.exec_module(module)
+
+
+_map_runtime_folder()
+
+from . import language  # noqa: E402
+from .errors import (CompileTimeError, DTypeError, InternalCompilerError, InterpreterError, LaunchError,  # noqa: E402
+                     NameResolutionError, ShapeError, TranspilerError, UnsupportedSyntaxError)
+from .runtime import Kernel, gpu_available, transpile  # noqa: E402
+
+jit = transpile
+
+
+def cdiv(x, y):
+    """Ceiling division of integers."""
+    return -(-x // y)
+
+
+def next_power_of_2(n: int) -> int:
+    """Smallest power of two >= n (1 for n <= 1)."""
+    n = int(n)
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+__all__ = ["transpile", "jit", "Kernel", "cdiv", "next_power_of_2", "gpu_available", "language",
+           "TranspilerError", "UnsupportedSyntaxError", "NameResolutionError", "CompileTimeError", "ShapeError",
+           "DTypeError", "LaunchError", "InterpreterError", "InternalCompilerError"]

@@ -1,0 +1,257 @@
+"""Layout assignment: which thread holds which element of every block value.
+
+Decides, for each block value, either a fixed layout or that it is *flexible*. Memory operations anchor
+coalesced layouts (chosen here from axis information: the fastest dimension, and as many contiguous elements
+per thread as alignment and contiguity allow, up to 16 bytes); reductions produce the slice of their
+operand's layout; loops carry the layout their body yields. Values computed only from constants, scalars and
+`arange` (index arithmetic, masks, pointer offsets) are flexible: the emitter computes them directly in
+whatever layout their user needs, which costs nothing, instead of converting them. A fixed value needed in
+another layout is converted by the emitter (through shared memory unless `register_map` proves it free).
+"""
+from __future__ import annotations
+
+from ..parse.ir import Region
+from .layouts import blocked, log2
+
+
+def coalesced_order(info, rank):
+    """Dimensions fastest-first: most contiguous first, ties broken towards the last dimension."""
+    return sorted(range(rank), key=lambda d: (-info.contiguity[d], -d))
+
+
+def coalesced_layout(shape, info, elem_bytes, num_warps, decisions=None, op=None):
+    rank = len(shape)
+    order = coalesced_order(info, rank)
+    fastest = order[0]
+    contig = min(info.contiguity[fastest], shape[fastest])
+    align_elems = max(1, info.divisibility[fastest] // elem_bytes) if info.divisibility else 1
+    numel = 1
+    for s in shape:
+        numel *= s
+    per_thread = max(numel // (32 * num_warps), 1)
+    vec = min(contig, _pow2_floor(align_elems), max(1, 16 // elem_bytes), per_thread)
+    vec = _pow2_floor(max(vec, 1))
+    layout = blocked(shape, vec, order, num_warps)
+    if decisions is not None and op is not None:
+        why = (f"dim {fastest} contiguous by {info.contiguity[fastest]}, first element aligned to "
+               f"{info.divisibility[fastest]} {'bytes' if op.operands[0].dtype.is_ptr() else 'elements'}, "
+               f"{per_thread} elements per thread")
+        decisions.add("layout", op, f"{op.name} of {list(shape)}: {vec} contiguous elements per thread "
+                      f"({vec * elem_bytes} bytes) along dim {fastest}", why)
+    return layout
+
+
+def _pow2_floor(n):
+    return 1 << (int(n).bit_length() - 1) if n >= 1 else 1
+
+
+def default_layout(shape, num_warps):
+    return blocked(shape, 1, list(reversed(range(len(shape)))), num_warps)
+
+
+class LayoutAssignment:
+    """`layout[v]` for fixed block values; `flexible` for the rest; `load_layout[op]` / `store_layout[op]`."""
+
+    def __init__(self, kernel, axis_info, decisions):
+        self.kernel = kernel
+        self.axis = axis_info
+        self.decisions = decisions
+        self.num_warps = kernel.num_warps
+        self.layout = {}
+        self.provisional = set()
+        self.flexible = set()
+        self.mem_layout = {}      # load/store op -> its layout
+        self.reduce_input = {}    # reduce op -> the layout its operands are read in
+        self._assign(kernel.body)
+
+    # -- helpers -------------------------------------------------------------------------------------------
+    def is_fixed(self, v):
+        return v in self.layout
+
+    def _set(self, v, layout, provisional=False):
+        if not v.shape:
+            return
+        self.layout[v] = layout
+        if provisional:
+            self.provisional.add(v)
+        else:
+            self.provisional.discard(v)
+        self.flexible.discard(v)
+
+    def _flex(self, v):
+        if v.shape:
+            self.flexible.add(v)
+            self.layout.pop(v, None)
+
+    def _pick(self, operands):
+        fixed = [o for o in operands if o.shape and o in self.layout]
+        firm = [o for o in fixed if o not in self.provisional]
+        if firm:
+            return self.layout[firm[0]], False
+        if fixed:
+            return self.layout[fixed[0]], True
+        return None, False
+
+    def anchor_for_pointer(self, op, ptr):
+        elem = ptr.dtype.element_ty
+        return coalesced_layout(ptr.shape, self.axis[ptr], elem.itemsize, self.num_warps, self.decisions, op)
+
+    # -- walk ----------------------------------------------------------------------------------------------
+    def _assign(self, region: Region):
+        for op in region.ops:
+            getattr(self, f"_op_{op.name}", self._op_default)(op)
+
+    def _op_default(self, op):
+        if not op.results:
+            return
+        layout, provisional = self._pick(op.operands)
+        for r in op.results:
+            if layout is None or not r.shape or r.shape != layout.shape:
+                if r.shape and layout is not None:
+                    self._set(r, layout, provisional)
+                else:
+                    self._flex(r)
+            else:
+                self._set(r, layout, provisional)
+
+    def _op_broadcast(self, op):
+        self._flex(op.result)
+
+    _op_splat = _op_broadcast
+    _op_arange = _op_broadcast
+    _op_constant = _op_broadcast
+
+    def _op_expand_dims(self, op):
+        src = op.operands[0]
+        if src in self.layout:
+            self._set(op.result, self.layout[src].insert_dim(op.attrs["axis"]), src in self.provisional)
+        else:
+            self._flex(op.result)
+
+    def _op_permute(self, op):
+        src = op.operands[0]
+        if src in self.layout:
+            self._set(op.result, self.layout[src].permute(op.attrs["order"]), src in self.provisional)
+        else:
+            self._flex(op.result)
+
+    def _op_reshape(self, op):
+        src = op.operands[0]
+        if src in self.layout:
+            self._set(op.result, self.layout[src].reshape(op.result.shape), src in self.provisional)
+        else:
+            self._flex(op.result)
+
+    def _op_load(self, op):
+        ptr = op.operands[0]
+        if not ptr.shape:
+            return
+        if ptr in self.layout and ptr not in self.provisional:
+            layout = self.layout[ptr]
+            self.decisions.add("layout", op, "gather load in the layout of its pointer block",
+                               "the pointers depend on loaded data")
+        else:
+            layout = self.anchor_for_pointer(op, ptr)
+        self.mem_layout[op] = layout
+        self._set(op.result, layout)
+
+    def _op_store(self, op):
+        ptr, value = op.operands[0], op.operands[1]
+        if not ptr.shape:
+            return
+        anchor = self.anchor_for_pointer(op, ptr)
+        layout = anchor
+        if value in self.layout:
+            own = self.layout[value]
+            # Store from the value's own registers when that is as wide as the coalesced layout: no trip
+            # through shared memory. Otherwise the emitter converts to the coalesced layout first.
+            order = coalesced_order(self.axis[ptr], len(ptr.shape))
+            if own.contiguous_regs(order[0]) >= anchor.contiguous_regs(order[0]) or own.lane == anchor.lane:
+                layout = own
+            else:
+                self.decisions.add("layout", op, "convert the stored value to the coalesced layout",
+                                   f"its own layout holds {own.contiguous_regs(order[0])} contiguous elements "
+                                   f"per thread, the coalesced one {anchor.contiguous_regs(order[0])}")
+        self.mem_layout[op] = layout
+
+    def _op_reduce(self, op):
+        src = op.operands[0]
+        if src in self.layout:
+            layout = self.layout[src]
+        else:
+            layout = default_layout(src.shape, self.num_warps)
+        self.reduce_input[op] = layout
+        out = layout.drop_dims([op.attrs["axis"]])
+        for r in op.results:
+            self._set(r, out, src in self.provisional)
+        if op.regions:
+            self._assign(op.regions[0])
+
+    def _op_dot(self, op):
+        raise NotImplementedError("tl.dot layouts are assigned by the tensor-core pass")
+
+    # -- control flow --------------------------------------------------------------------------------------
+    def _carried_layouts(self, op, inits, regions, yields_of):
+        """Give loop-carried values one layout: the init's, or else what the body yields."""
+        guesses = []
+        for v in inits:
+            if v.shape and v in self.layout and v not in self.provisional:
+                guesses.append((self.layout[v], False))
+            elif v.shape:
+                guesses.append((default_layout(v.shape, self.num_warps), True))
+            else:
+                guesses.append((None, False))
+        for _ in range(3):
+            for region in regions:
+                for a, (g, prov) in zip(region.args[-len(inits):] if inits else [], guesses):
+                    if g is not None:
+                        self._set(a, g, prov)
+                self._assign(region)
+            changed = False
+            new = []
+            for y, (g, prov) in zip(yields_of(), guesses):
+                if prov and y.shape and y in self.layout and y not in self.provisional and self.layout[y] != g:
+                    new.append((self.layout[y], False))
+                    changed = True
+                else:
+                    new.append((g, prov and not (y in self.layout and y not in self.provisional)))
+            guesses = new
+            if not changed:
+                break
+        for r, (g, prov) in zip(op.results, guesses):
+            if g is not None:
+                self._set(r, g, prov)
+        return guesses
+
+    def _op_for(self, op):
+        region = op.regions[0]
+        inits = op.operands[3:]
+        self._carried_layouts(op, inits, [region], lambda: region.ops[-1].operands)
+
+    def _op_while(self, op):
+        cond, body = op.regions
+        self._carried_layouts(op, op.operands, [cond, body], lambda: body.ops[-1].operands)
+
+    def _op_if(self, op):
+        then_r, else_r = op.regions
+        self._assign(then_r)
+        self._assign(else_r)
+        for i, r in enumerate(op.results):
+            if not r.shape:
+                continue
+            t, e = then_r.ops[-1].operands[i], else_r.ops[-1].operands[i]
+            for y in (t, e):
+                if y in self.layout and y not in self.provisional:
+                    self._set(r, self.layout[y])
+                    break
+            else:
+                self._set(r, default_layout(r.shape, self.num_warps))
+
+    def describe(self):
+        lines = []
+        for v, l in self.layout.items():
+            lines.append(f"{v!r}: {l.describe()}")
+        return "\n".join(lines)
+
+
+__all__ = ["LayoutAssignment", "coalesced_layout", "default_layout", "log2"]

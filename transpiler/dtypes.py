@@ -1,0 +1,242 @@
+"""Element types of the language and Triton's promotion rules.
+
+One `dtype` object per element type (`tl.float32`, `tl.int1`, ...) and `pointer_type` for pointers. The
+promotion functions here are the single source of truth for both the compiler's typing rules and the CPU
+interpreter, so the two cannot drift apart. They follow `triton/language/semantic.py`
+(`computation_type_impl`, `integer_promote_impl`) rule for rule.
+"""
+from __future__ import annotations
+
+import enum
+
+import numpy as np
+
+
+class Kind(enum.IntEnum):
+    """Ordering used when a Python scalar meets a block: a scalar of a lower or equal kind does not promote."""
+
+    BOOL = 0
+    INT = 1
+    FLOAT = 2
+
+
+class dtype:
+    """A scalar element type. Instances are singletons compared by identity and by name."""
+
+    __slots__ = ("name", "bits", "kind", "signed", "mantissa_bits", "c_name", "numpy")
+
+    def __init__(self, name, bits, kind, signed=True, mantissa_bits=0, c_name="", numpy_dtype=None):
+        self.name = name
+        self.bits = bits
+        self.kind = kind
+        self.signed = signed
+        self.mantissa_bits = mantissa_bits
+        self.c_name = c_name
+        self.numpy = numpy_dtype
+
+    # -- Triton's predicate names, so user code such as `X.dtype.element_ty.is_fp16()` works ----------------
+    def is_floating(self):
+        return self.kind is Kind.FLOAT
+
+    def is_int(self):
+        return self.kind is not Kind.FLOAT and not self.is_ptr()
+
+    def is_int_signed(self):
+        return self.is_int() and self.signed and self.kind is Kind.INT
+
+    def is_int_unsigned(self):
+        return self.is_int() and not self.signed
+
+    def is_bool(self):
+        return self.kind is Kind.BOOL
+
+    def is_ptr(self):
+        return False
+
+    def is_fp16(self):
+        return self.name == "fp16"
+
+    def is_bf16(self):
+        return self.name == "bf16"
+
+    def is_fp32(self):
+        return self.name == "fp32"
+
+    def is_fp64(self):
+        return self.name == "fp64"
+
+    @property
+    def primitive_bitwidth(self):
+        return self.bits
+
+    @property
+    def int_bitwidth(self):
+        return self.bits
+
+    @property
+    def itemsize(self):
+        return max(1, self.bits // 8)
+
+    @property
+    def scalar(self):
+        return self
+
+    def __repr__(self):
+        return f"tl.{_PUBLIC_NAME.get(self.name, self.name)}"
+
+    def __str__(self):
+        return self.name
+
+    def __reduce__(self):
+        return (by_name, (self.name,))
+
+
+class pointer_type(dtype):
+    """Pointer to global memory holding `element_ty` elements."""
+
+    __slots__ = ("element_ty",)
+    _interned: dict = {}
+
+    def __new__(cls, element_ty):
+        key = element_ty.name
+        if key not in cls._interned:
+            obj = object.__new__(cls)
+            dtype.__init__(obj, f"ptr<{element_ty.name}>", 64, Kind.INT, False, 0, f"{element_ty.c_name}*", None)
+            obj.element_ty = element_ty
+            cls._interned[key] = obj
+        return cls._interned[key]
+
+    def __init__(self, element_ty):
+        pass
+
+    def is_ptr(self):
+        return True
+
+    def is_int(self):
+        return False
+
+    def __repr__(self):
+        return f"pointer<{self.element_ty!r}>"
+
+    def __reduce__(self):
+        return (pointer_type, (self.element_ty,))
+
+
+int1 = dtype("int1", 1, Kind.BOOL, False, c_name="bool", numpy_dtype=np.dtype(np.bool_))
+int8 = dtype("int8", 8, Kind.INT, True, c_name="signed char", numpy_dtype=np.dtype(np.int8))
+int16 = dtype("int16", 16, Kind.INT, True, c_name="short", numpy_dtype=np.dtype(np.int16))
+int32 = dtype("int32", 32, Kind.INT, True, c_name="int", numpy_dtype=np.dtype(np.int32))
+int64 = dtype("int64", 64, Kind.INT, True, c_name="long long", numpy_dtype=np.dtype(np.int64))
+uint8 = dtype("uint8", 8, Kind.INT, False, c_name="unsigned char", numpy_dtype=np.dtype(np.uint8))
+uint16 = dtype("uint16", 16, Kind.INT, False, c_name="unsigned short", numpy_dtype=np.dtype(np.uint16))
+uint32 = dtype("uint32", 32, Kind.INT, False, c_name="unsigned int", numpy_dtype=np.dtype(np.uint32))
+uint64 = dtype("uint64", 64, Kind.INT, False, c_name="unsigned long long", numpy_dtype=np.dtype(np.uint64))
+float16 = dtype("fp16", 16, Kind.FLOAT, True, 10, c_name="__half", numpy_dtype=np.dtype(np.float16))
+# NumPy has no bfloat16: the interpreter stores bf16 as float32 rounded to bf16 precision.
+bfloat16 = dtype("bf16", 16, Kind.FLOAT, True, 7, c_name="__nv_bfloat16", numpy_dtype=None)
+float32 = dtype("fp32", 32, Kind.FLOAT, True, 23, c_name="float", numpy_dtype=np.dtype(np.float32))
+float64 = dtype("fp64", 64, Kind.FLOAT, True, 52, c_name="double", numpy_dtype=np.dtype(np.float64))
+void = dtype("void", 0, Kind.INT, False, c_name="void")
+
+ALL = (int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32, float64)
+_BY_NAME = {d.name: d for d in ALL}
+_PUBLIC_NAME = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64"}
+# Aliases Triton also accepts.
+float8 = None
+bool_ = int1
+
+
+def by_name(name: str) -> dtype:
+    if name.startswith("ptr<"):
+        return pointer_type(by_name(name[4:-1]))
+    return _BY_NAME[name]
+
+
+_FROM_NUMPY = {d.numpy: d for d in ALL if d.numpy is not None}
+_FROM_STRING = {
+    "float16": float16, "half": float16, "bfloat16": bfloat16, "float32": float32, "float": float32,
+    "float64": float64, "double": float64, "bool": int1, "int8": int8, "int16": int16, "int32": int32,
+    "int64": int64, "uint8": uint8, "uint16": uint16, "uint32": uint32, "uint64": uint64,
+}
+
+
+def from_array_dtype(dt) -> dtype:
+    """The language dtype of an array's element type (NumPy, CuPy or torch)."""
+    if isinstance(dt, dtype):
+        return dt
+    text = str(dt)
+    if text.startswith("torch."):
+        text = text[len("torch."):]
+    if text in _FROM_STRING:
+        return _FROM_STRING[text]
+    try:
+        return _FROM_NUMPY[np.dtype(dt)]
+    except (TypeError, KeyError):
+        raise TypeError(f"arrays of element type {dt} are not supported") from None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Promotion (semantic.py of Triton, reproduced as rules)
+# ---------------------------------------------------------------------------------------------------------
+
+def python_scalar_dtype(value) -> dtype:
+    """How Triton types a Python literal: bool→int1, int→int32/uint32/int64/uint64 by value, float→fp32."""
+    if isinstance(value, (bool, np.bool_)):
+        return int1
+    if isinstance(value, (int, np.integer)) and not isinstance(value, np.integer):
+        if -2**31 <= value < 2**31:
+            return int32
+        if 2**31 <= value < 2**32:
+            return uint32
+        if -2**63 <= value < 2**63:
+            return int64
+        if 2**63 <= value < 2**64:
+            return uint64
+        raise OverflowError(f"integer {value} does not fit in 64 bits")
+    if isinstance(value, np.generic):
+        return from_array_dtype(value.dtype)
+    if isinstance(value, float):
+        return float32
+    raise TypeError(f"cannot use a {type(value).__name__} as a scalar")
+
+
+def integer_promote(a: dtype, b: dtype) -> dtype:
+    """C's usual arithmetic conversions on integer widths and signedness."""
+    if a.signed == b.signed or a.kind is Kind.BOOL or b.kind is Kind.BOOL:
+        if a.kind is Kind.BOOL:
+            return b
+        if b.kind is Kind.BOOL:
+            return a
+        return a if a.bits > b.bits else b
+    if not a.signed:
+        return a if a.bits >= b.bits else b
+    return b if b.bits >= a.bits else a
+
+
+def computation_type(a: dtype, a_is_python_scalar: bool, b: dtype, b_is_python_scalar: bool,
+                     div_or_mod: bool = False) -> dtype:
+    """The type in which a binary arithmetic op is computed (Triton's `computation_type_impl`)."""
+    if a_is_python_scalar != b_is_python_scalar:
+        scalar, block = (a, b) if a_is_python_scalar else (b, a)
+        if scalar.kind <= block.kind:
+            if div_or_mod and block in (float16, bfloat16):
+                return float32
+            return block
+    if a is float64 or b is float64:
+        return float64
+    if a is float32 or b is float32:
+        return float32
+    if a is float16 or b is float16:
+        return float32 if div_or_mod else float16
+    if a is bfloat16 or b is bfloat16:
+        if div_or_mod:
+            return float32
+        return bfloat16 if (a is bfloat16 and b is bfloat16) else float32
+    if div_or_mod and a.signed != b.signed and a.kind is Kind.INT and b.kind is Kind.INT:
+        raise TypeError(f"cannot use /, // or % with {a!r} and {b!r} because they have different signedness; "
+                        "cast them to the same signedness")
+    return integer_promote(a, b)
+
+
+def float_of_width(bits: int) -> dtype:
+    return {16: float16, 32: float32, 64: float64}[bits]

@@ -1,0 +1,102 @@
+"""IR + analysis decisions in, one self-contained `.cu` file out (lowering rules + Jinja templates)."""
+from __future__ import annotations
+
+from . import cspell
+from . import rules  # noqa: F401  (registers the lowering rules)
+from .emitter import Emitter, jinja_env, templates_dir
+
+
+def _params(kernel, written):
+    out = []
+    for a in kernel.args:
+        dt = a.value.dtype
+        name = a.name
+        if dt.is_ptr():
+            const = "" if a.name in written else "const "
+            out.append(f"{const}{cspell.ctype(dt.element_ty)}* __restrict__ {name}")
+        else:
+            out.append(f"{cspell.ctype(dt)} {name}")
+    return out
+
+
+def written_pointer_args(kernel):
+    """Names of pointer arguments some store writes through (the rest become `const T*`)."""
+    roots = {a.value: a.name for a in kernel.args}
+    written = set()
+    for op in kernel.walk():
+        if op.name != "store":
+            continue
+        stack = [op.operands[0]]
+        seen = set()
+        while stack:
+            v = stack.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            if v in roots:
+                written.add(roots[v])
+                continue
+            owner = v.owner
+            if owner is None or not hasattr(owner, "operands"):
+                written.update(roots.values())  # a pointer carried through control flow: be conservative
+                continue
+            stack.extend(o for o in owner.operands if o.dtype.is_ptr())
+    return written
+
+
+def const_pointer_values(kernel, written):
+    """Pointer values whose every root argument is read-only (so their C type is `const T*`)."""
+    const = {a.value for a in kernel.args if a.value.dtype.is_ptr() and a.name not in written}
+    from ..parse.ir import walk
+
+    def visit(region):
+        for op in region.ops:
+            for r in op.results:
+                ptr_operands = [o for o in op.operands if o.dtype.is_ptr()]
+                if r.dtype.is_ptr() and ptr_operands and all(o in const for o in ptr_operands):
+                    const.add(r)
+            for reg in op.regions:
+                visit(reg)
+    visit(kernel.body)
+    del walk
+    return const
+
+
+def _specialization_text(kernel):
+    parts = []
+    for a in kernel.args:
+        dt = a.value.dtype
+        note = ""
+        if dt.is_ptr() and a.divisibility >= 16:
+            note = " (16-byte aligned)"
+        elif not dt.is_ptr() and a.equal_to_one:
+            note = " (== 1)"
+        elif not dt.is_ptr() and a.divisibility >= 16:
+            note = " (multiple of 16)"
+        parts.append(f"{a.name} {dt}{note}")
+    parts += [f"{k} = {v!r}" for k, v in kernel.constexprs.items()]
+    return ", ".join(parts)
+
+
+def emit_kernel(kernel, analysis) -> str:
+    em = Emitter(kernel, analysis)
+    written = written_pointer_args(kernel)
+    em.const_pointers = const_pointer_values(kernel, written)
+    for a in kernel.args:
+        em.used_names.add(a.name)
+        em.names[a.value] = a.name
+        from .emitter import Read
+        em.bind(a.value, Read(scalar=a.name, ctype=cspell.ctype(a.value.dtype)), None)
+    em.emit_region(kernel.body)
+    notes = []
+    for layout, i in sorted(em.layout_ids.items(), key=lambda kv: kv[1]):
+        notes.append(f"layout L{i}: {layout.describe()} ({layout.num_regs} registers per thread)")
+    return jinja_env().get_template("kernel.cu.j2").render(
+        source_file=kernel.source_file, name=kernel.name, specialization=_specialization_text(kernel),
+        num_warps=kernel.num_warps, threads=32 * kernel.num_warps, layout_notes=notes,
+        device_header=(templates_dir() / "device.cuh").read_text(), device_functions=em.device_functions,
+        params=_params(kernel, written), shared_decls=em.shared_decls,
+        thread_bases=em.thread_base_lines, body="\n".join(em.lines))
+
+
+__all__ = ["emit_kernel"]

@@ -1,0 +1,67 @@
+"""C expressions that move index bits: the arithmetic behind every layout in the generated code.
+
+Layouts map bits of (register, lane, warp) to bits of block coordinates. `bit_moves(var, pairs, width)`
+writes "take bit s of var to bit d" for many bits as few shift-and-mask terms, merging runs of consecutive
+bits, so `cols = lane * 4 + ...` reads like hand-written code.
+"""
+from __future__ import annotations
+
+
+def bit_moves(var: str, pairs, width: int) -> str:
+    """Expression placing bit `s` of `var` (which has `width` significant bits) at bit `d`, for each (s, d)."""
+    pairs = sorted(pairs)
+    if not pairs:
+        return "0"
+    runs = []
+    for s, d in pairs:
+        if runs and runs[-1][0] + runs[-1][2] == s and runs[-1][1] + runs[-1][2] == d:
+            runs[-1][2] += 1
+        else:
+            runs.append([s, d, 1])
+    terms = []
+    for s, d, n in runs:
+        x = var
+        if s:
+            x = f"({x} >> {s})"
+        if s + n < width:
+            x = f"({x} & {(1 << n) - 1})"
+        if d:
+            x = f"({x} << {d})" if not x.startswith("(") else f"({x} << {d})"
+        terms.append(x)
+    return " | ".join(terms) if len(terms) > 1 else terms[0]
+
+
+def strip_parens(expr: str) -> str:
+    if expr.startswith("(") and expr.endswith(")"):
+        depth = 0
+        for i, ch in enumerate(expr):
+            depth += ch == "("
+            depth -= ch == ")"
+            if depth == 0 and i != len(expr) - 1:
+                return expr
+        return expr[1:-1]
+    return expr
+
+
+def linear_register_map(mapping):
+    """If `mapping` (list: target register -> source register) moves bits linearly, return its (s, d) pairs."""
+    n = len(mapping)
+    if n == 0 or mapping[0] != 0:
+        return None
+    bits = n.bit_length() - 1
+    pairs = []
+    for i in range(bits):
+        m = mapping[1 << i]
+        if m == 0:
+            continue
+        if m & (m - 1):
+            return None
+        pairs.append((i, m.bit_length() - 1))
+    for r in range(n):
+        expect = 0
+        for s, d in pairs:
+            if r >> s & 1:
+                expect |= 1 << d
+        if mapping[r] != expect:
+            return None
+    return pairs

@@ -1,0 +1,136 @@
+"""How CUDA C++ spells types, constants and elementwise functions: tables, not logic.
+
+Everything that depends on the C++ spelling of an element type lives here, so a rule that lowers an op asks
+"what is `exp` on fp16?" instead of knowing. Half-precision math runs in float and rounds back once (Triton
+does the same); `+ - *` and comparisons use the native half operators.
+"""
+from __future__ import annotations
+
+import math
+
+from .. import dtypes
+
+HALF_TYPES = (dtypes.float16, dtypes.bfloat16)
+
+
+def ctype(dt) -> str:
+    if dt.is_ptr():
+        return f"{ctype(dt.element_ty)}*"
+    return dt.c_name
+
+
+def accumulate_type(dt):
+    """The type a reduction accumulates in: float for the 16-bit floats, the type itself otherwise."""
+    return dtypes.float32 if dt in HALF_TYPES else dt
+
+
+def literal(value, dt) -> str:
+    if dt.kind is dtypes.Kind.BOOL:
+        return "true" if value else "false"
+    if dt.kind is dtypes.Kind.FLOAT:
+        if math.isnan(value):
+            core = "tp::nan<float>()" if dt is not dtypes.float64 else "tp::nan<double>()"
+        elif math.isinf(value):
+            core = ("-" if value < 0 else "") + ("tp::inf<double>()" if dt is dtypes.float64 else "tp::inf<float>()")
+        elif dt is dtypes.float64:
+            core = repr(float(value))
+        else:
+            text = repr(float(value))
+            core = text + ("f" if ("." in text or "e" in text) else ".0f")
+        if dt in HALF_TYPES:
+            return f"tp::cast<{dt.c_name}>({core})"
+        return core
+    if dt.bits == 64:
+        return f"{value}{'ULL' if not dt.signed else 'LL'}"
+    if not dt.signed:
+        return f"{value}u"
+    if value == -2**31:
+        return "(-2147483647 - 1)"
+    return str(value)
+
+
+# Elementwise functions: the C expression over operands a, b, c, by element-type family.
+_FLOAT_MATH = {
+    # fp32 spelling, fp64 spelling
+    "exp": ("__expf({a})", "exp({a})"),
+    "exp2": ("exp2f({a})", "exp2({a})"),
+    "log": ("logf({a})", "log({a})"),
+    "log2": ("log2f({a})", "log2({a})"),
+    "sqrt": ("sqrtf({a})", "sqrt({a})"),
+    "sqrt_rn": ("__fsqrt_rn({a})", "__dsqrt_rn({a})"),
+    "rsqrt": ("rsqrtf({a})", "rsqrt({a})"),
+    "sin": ("sinf({a})", "sin({a})"),
+    "cos": ("cosf({a})", "cos({a})"),
+    "erf": ("erff({a})", "erf({a})"),
+    "floor": ("floorf({a})", "floor({a})"),
+    "ceil": ("ceilf({a})", "ceil({a})"),
+    "abs": ("fabsf({a})", "fabs({a})"),
+    "sigmoid": ("1.0f / (1.0f + __expf(-({a})))", "1.0 / (1.0 + exp(-({a})))"),
+    "fma": ("fmaf({a}, {b}, {c})", "fma({a}, {b}, {c})"),
+    "truediv": ("{a} / {b}", "{a} / {b}"),
+    "mod": ("fmodf({a}, {b})", "fmod({a}, {b})"),
+    "min": ("fminf({a}, {b})", "fmin({a}, {b})"),
+    "max": ("fmaxf({a}, {b})", "fmax({a}, {b})"),
+    "min_nan": ("tp::min_propagate_nan({a}, {b})", "tp::min_propagate_nan({a}, {b})"),
+    "max_nan": ("tp::max_propagate_nan({a}, {b})", "tp::max_propagate_nan({a}, {b})"),
+}
+
+_OPERATORS = {
+    "add": "{a} + {b}", "sub": "{a} - {b}", "mul": "{a} * {b}", "floordiv": "{a} / {b}", "mod": "{a} % {b}",
+    "and": "{a} & {b}", "or": "{a} | {b}", "xor": "{a} ^ {b}", "shl": "{a} << {b}", "shr": "{a} >> {b}",
+    "lt": "{a} < {b}", "le": "{a} <= {b}", "gt": "{a} > {b}", "ge": "{a} >= {b}", "eq": "{a} == {b}",
+    "ne": "{a} != {b}", "neg": "-{a}", "invert": "~{a}", "select": "{a} ? {b} : {c}",
+}
+
+_INT_FUNCS = {
+    "min": "min({a}, {b})", "max": "max({a}, {b})", "abs": "tp::iabs({a})", "umulhi": "tp::mulhi({a}, {b})",
+    "floordiv": "{a} / {b}", "mod": "{a} % {b}",
+}
+
+# Operators the 16-bit float types support natively (cuda_fp16.hpp / cuda_bf16.hpp).
+_HALF_NATIVE = {"add", "sub", "mul", "neg", "lt", "le", "gt", "ge", "eq", "ne", "select"}
+
+
+def elementwise_expr(fn: str, operand_dt, result_dt, args, propagate_nan=False) -> str:
+    """The C expression computing `fn` on operand expressions `args`."""
+    a = args[0] if args else None
+    b = args[1] if len(args) > 1 else None
+    c = args[2] if len(args) > 2 else None
+    if fn in ("min", "max") and propagate_nan and operand_dt.is_floating():
+        fn = fn + "_nan"
+    if fn == "select":
+        return _OPERATORS["select"].format(a=a, b=b, c=c)
+    dt = operand_dt
+    if dt.is_floating():
+        if dt in HALF_TYPES and fn not in _HALF_NATIVE:
+            f_args = [f"tp::cast<float>({x})" for x in args]
+            inner = elementwise_expr(fn, dtypes.float32, dtypes.float32, f_args, False)
+            if result_dt in HALF_TYPES:
+                return f"tp::cast<{result_dt.c_name}>({inner})"
+            return inner
+        if fn in _FLOAT_MATH:
+            spelled = _FLOAT_MATH[fn][1 if dt is dtypes.float64 else 0]
+            return spelled.format(a=a, b=b, c=c)
+        return _OPERATORS[fn].format(a=a, b=b, c=c)
+    if fn in _INT_FUNCS:
+        return _INT_FUNCS[fn].format(a=a, b=b, c=c)
+    if fn in ("and", "or") and dt is dtypes.int1:
+        return ("{a} && {b}" if fn == "and" else "{a} || {b}").format(a=a, b=b)
+    if fn == "xor" and dt is dtypes.int1:
+        return f"{a} != {b}"
+    if fn == "invert" and dt is dtypes.int1:
+        return f"!{a}"
+    if fn == "fma":
+        return f"{a} * {b} + {c}"
+    return _OPERATORS[fn].format(a=a, b=b, c=c)
+
+
+def needs_parens(expr: str) -> bool:
+    return any(ch in expr for ch in " ?")
+
+
+COMBINERS = {
+    # reduce combine -> device helper updating the accumulator in place
+    "add": "tp::combine_add", "max": "tp::combine_max", "min": "tp::combine_min", "xor": "tp::combine_xor",
+    "argmax": "tp::combine_argmax", "argmin": "tp::combine_argmin",
+}

@@ -1,0 +1,98 @@
+"""Lowering of `load` and `store`: the vector width comes from the vectorize pass; this spells the access.
+
+A run of `vec` registers is one access of `vec * itemsize` bytes. When the mask is not proven uniform over a
+run, the run is checked as a whole: runs fully inside the mask take the wide path and only a ragged run falls
+back to element accesses (the exemplar's "16-byte runs + one ragged run").
+"""
+from __future__ import annotations
+
+from .. import cspell
+from ..emitter import Read, lowering
+
+_CACHE = {"": "tp::CACHE_DEFAULT", ".ca": "tp::CACHE_CA", ".cg": "tp::CACHE_CG", ".cs": "tp::CACHE_CS",
+          ".cv": "tp::CACHE_CV", ".lu": "tp::CACHE_LU", ".wb": "tp::CACHE_WB", ".wt": "tp::CACHE_WT"}
+_EVICT = {"": "tp::EVICT_NORMAL", "evict_normal": "tp::EVICT_NORMAL", "evict_first": "tp::EVICT_FIRST",
+          "evict_last": "tp::EVICT_LAST"}
+
+
+def _cache(op, volatile=False):
+    if volatile:
+        return "tp::CACHE_VOLATILE"
+    return _CACHE[op.attrs.get("cache", "")]
+
+
+def _all_of(read, vec):
+    return " && ".join(f"{read.at(f'r + {j}') if j else read.at('r')}" for j in range(vec))
+
+
+@lowering("load")
+def load(em, op, layout):
+    v = op.result
+    ptr_v = op.operands[0]
+    ctype = cspell.ctype(v.dtype)
+    volatile = op.attrs.get("volatile", False)
+    if not v.shape:
+        ptr = em.scalar(ptr_v)
+        deref = f"*({ptr})" if not volatile else f"*reinterpret_cast<const volatile {ctype}*>({ptr})"
+        if len(op.operands) > 1:
+            mask, other = em.scalar(op.operands[1]), em.scalar(op.operands[2])
+            em.define_scalar(v, f"({mask}) ? {deref} : {other}")
+        else:
+            em.define_scalar(v, deref)
+        return
+    layout = em.layouts.mem_layout[op]
+    vec = em.analysis.vector_width[op]
+    ptr = em.operand(ptr_v, layout)
+    mask = em.operand(op.operands[1], layout) if len(op.operands) > 1 else None
+    other = em.operand(op.operands[2], layout) if len(op.operands) > 2 else None
+    name = em.array_name(v, layout)
+    mask_uniform = em.analysis.mask_uniform.get(op, False)
+    ctx = dict(ctype=ctype, name=name, n=layout.num_regs, vec=vec, ptr=ptr.at("r"), cache=_cache(op, volatile),
+               evict=_EVICT[op.attrs.get("eviction", "")],
+               load_one=(f"*({ptr.at('r')})" if not volatile else
+                         f"*reinterpret_cast<const volatile {ctype}*>({ptr.at('r')})"),
+               mask=mask.at("r") if mask else "", other=other.at("r") if other else "",
+               mask_all="", mask_first="", other_at_rj=other.at("r + j") if other else "")
+    if mask is not None and vec > 1:
+        if mask.array is None:
+            ctx["mask_first"] = mask.at("r")
+        elif mask_uniform:
+            ctx["mask_first"] = mask.at("r")
+        else:
+            ctx["mask_all"] = _all_of(mask, vec)
+    em.write(em.macros.load(ctx))
+    em.bind(v, Read(array=name, ctype=ctype), layout)
+
+
+@lowering("store")
+def store(em, op, layout):
+    ptr_v, value_v = op.operands[0], op.operands[1]
+    mask_v = op.operands[2] if len(op.operands) > 2 else None
+    ctype = cspell.ctype(value_v.dtype)
+    if not ptr_v.shape:
+        ptr, value = em.scalar(ptr_v), em.scalar(value_v)
+        cond = "threadIdx.x == 0" + (f" && ({em.scalar(mask_v)})" if mask_v is not None else "")
+        em.write(f"if ({cond}) *({ptr}) = {value};")
+        return
+    layout = em.layouts.mem_layout[op]
+    vec = em.analysis.vector_width[op]
+    ptr = em.operand(ptr_v, layout)
+    value = em.operand(value_v, layout)
+    mask = em.operand(mask_v, layout) if mask_v is not None else None
+    guards = []
+    lane_rep, warp_rep = layout.replicated_lane_mask(), layout.replicated_warp_mask()
+    # Threads holding copies of the same elements store once.
+    if lane_rep:
+        guards.append(f"(lane & {lane_rep}) == 0")
+    if warp_rep:
+        guards.append(f"(warp & {warp_rep}) == 0")
+    ctx = dict(ctype=ctype, n=layout.num_regs, vec=vec, ptr=ptr.at("r"), cache=_cache(op),
+               value_array=value.array if value.is_identity_array else "", value=value.at("r"),
+               store_one=f"*({ptr.at('r')}) = {value.at('r')}", mask=mask.at("r") if mask else "",
+               mask_all="", mask_first="", guard=" && ".join(guards))
+    if mask is not None and vec > 1:
+        if mask.array is None or em.analysis.mask_uniform.get(op, False):
+            ctx["mask_first"] = mask.at("r")
+        else:
+            ctx["mask_all"] = _all_of(mask, vec)
+    em.write(em.macros.store(ctx))

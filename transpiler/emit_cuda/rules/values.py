@@ -1,0 +1,168 @@
+"""Lowering of value-producing ops: constants, program ids, arange, elementwise math, casts, pointer offsets
+and the shape ops (splat, broadcast, expand_dims, permute, reshape), which cost nothing in registers."""
+from __future__ import annotations
+
+from ...analysis.layouts import register_map
+from .. import cspell
+from ..bits import linear_register_map
+from ..emitter import Read, lowering
+
+
+@lowering("constant")
+def constant(em, op, layout):
+    v = op.result
+    em.bind(v, Read(scalar=cspell.literal(op.attrs["value"], v.dtype), ctype=cspell.ctype(v.dtype)), None)
+
+
+@lowering("program_id")
+def program_id(em, op, layout):
+    em.define_scalar(op.result, f"static_cast<int>(blockIdx.{'xyz'[op.attrs['axis']]})")
+
+
+@lowering("num_programs")
+def num_programs(em, op, layout):
+    em.define_scalar(op.result, f"static_cast<int>(gridDim.{'xyz'[op.attrs['axis']]})")
+
+
+@lowering("arange")
+def arange(em, op, layout):
+    start = op.attrs["start"]
+    coord = em.coord_expr(layout, 0)
+    em.define_block(op.result, layout, lambda r: f"{start} + {coord}" if start else coord)
+
+
+@lowering("splat")
+def splat(em, op, layout):
+    # Every register holds the scalar: no array, reads use the scalar directly.
+    src = em.scalar(op.operands[0])
+    em.bind(op.result, Read(scalar=src, ctype=cspell.ctype(op.result.dtype)), layout)
+
+
+@lowering("broadcast")
+def broadcast(em, op, layout):
+    src_v = op.operands[0]
+    dims = [d for d, (a, b) in enumerate(zip(src_v.shape, op.result.shape)) if a != b]
+    src_layout = layout.zero_dims(dims, src_v.shape)
+    src = em.operand(src_v, src_layout)
+    _bind_remapped(em, op.result, layout, src, src_layout, broadcast_dims=dims)
+
+
+def _bind_remapped(em, v, layout, src: Read, src_layout, same_rank_layout=None, broadcast_dims=()):
+    """Bind `v` in `layout` as a register-permuted view of `src` (held in `src_layout` by the same threads).
+    `same_rank_layout` is `layout` seen with src's rank, when the op changed the rank."""
+    if src.array is None:
+        em.bind(v, src, layout)
+        return
+    mapping = register_map(same_rank_layout or layout, src_layout, broadcast_dims)
+    read = remapped(src, mapping) if mapping is not None else None
+    if read is None:
+        raise AssertionError(f"no register map from {src_layout.describe()} to {layout.describe()}")
+    em.bind(v, read, layout)
+
+
+def remapped(src: Read, mapping):
+    """`src` read through a register map (target register -> source register), composed with its own map."""
+    if src.regmap is not None:
+        def through(x):
+            out = 0
+            for s, d in src.regmap:
+                if x >> s & 1:
+                    out |= 1 << d
+            return out
+        mapping = [through(m) for m in mapping]
+    pairs = linear_register_map(mapping)
+    if pairs is None:
+        return None
+    identity = all(s == d for s, d in pairs) and len(pairs) == len(mapping).bit_length() - 1
+    return Read(array=src.array, regmap=None if identity else pairs, ctype=src.ctype)
+
+
+@lowering("expand_dims")
+def expand_dims(em, op, layout):
+    src_v = op.operands[0]
+    if not src_v.shape:
+        em.bind(op.result, Read(scalar=em.scalar(src_v), ctype=cspell.ctype(src_v.dtype)), layout)
+        return
+    src_layout = layout.drop_dims([op.attrs["axis"]])
+    src = em.operand(src_v, src_layout)
+    _bind_remapped(em, op.result, layout, src, src_layout, src_layout)
+
+
+@lowering("permute")
+def permute(em, op, layout):
+    order = op.attrs["order"]
+    inverse = [order.index(d) for d in range(len(order))]
+    src_layout = layout.permute(inverse)
+    src = em.operand(op.operands[0], src_layout)
+    em.bind(op.result, src, layout)
+
+
+@lowering("reshape")
+def reshape(em, op, layout):
+    src_v = op.operands[0]
+    src_layout = layout.reshape(src_v.shape)
+    src = em.operand(src_v, src_layout)
+    em.bind(op.result, src, layout)
+
+
+@lowering("hint")
+def hint(em, op, layout):
+    src_v = op.operands[0]
+    if not src_v.shape:
+        em.bind(op.result, Read(scalar=em.scalar(src_v), ctype=cspell.ctype(src_v.dtype)), None)
+        return
+    em.bind(op.result, em.operand(src_v, layout), layout)
+
+
+def _map(em, op, layout, fn):
+    """Define op's result from its operands read in `layout` (or as scalars)."""
+    v = op.result
+    if not v.shape:
+        args = [em.scalar(o) for o in op.operands]
+        em.define_scalar(v, fn(args))
+        return
+    reads = [em.operand(o, layout) for o in op.operands]
+    if all(rd.array is None for rd in reads):
+        # Every operand is the same in all registers: compute once, as a scalar.
+        name = em.fresh(v.name or "u")
+        ct = em.ctype(v)
+        expr = fn([rd.at() for rd in reads])
+        em.write(f"{ct} {name} = {expr};" if v.dtype.is_ptr() else em.macros.scalar_def(ct, name, expr))
+        em.bind(v, Read(scalar=name, ctype=ct), layout)
+        return
+    em.define_block(v, layout, lambda r: fn([rd.at(r) for rd in reads]))
+
+
+def _wrap(expr):
+    return f"({expr})" if cspell.needs_parens(expr) else expr
+
+
+@lowering("elementwise")
+def elementwise(em, op, layout):
+    fn = op.attrs["fn"]
+    operand_dt = op.operands[1].dtype if fn == "select" else op.operands[0].dtype
+    _map(em, op, layout, lambda args: cspell.elementwise_expr(
+        fn, operand_dt, op.result.dtype, [_wrap(a) for a in args], op.attrs.get("propagate_nan", False)))
+
+
+@lowering("cast")
+def cast(em, op, layout):
+    target = cspell.ctype(op.result.dtype)
+    if op.result.dtype.is_ptr() or op.operands[0].dtype.is_ptr():
+        _map(em, op, layout, lambda args: f"reinterpret_cast<{target}>({args[0]})")
+        return
+    _map(em, op, layout, lambda args: f"tp::cast<{target}>({args[0]})")
+
+
+@lowering("bitcast")
+def bitcast(em, op, layout):
+    target = cspell.ctype(op.result.dtype)
+    if op.result.dtype.is_ptr():
+        _map(em, op, layout, lambda args: f"reinterpret_cast<{target}>({args[0]})")
+        return
+    _map(em, op, layout, lambda args: f"tp::bitcast<{target}>({args[0]})")
+
+
+@lowering("addptr")
+def addptr(em, op, layout):
+    _map(em, op, layout, lambda args: f"{_wrap(args[0])} + {_wrap(args[1])}")

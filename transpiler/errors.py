@@ -1,0 +1,106 @@
+"""One exception family for everything a user can get wrong, each message pointing at the kernel's source.
+
+`TranspilerError` is the base. Errors found while reading a kernel carry a `SourceLocation` and print
+`file:line:col`, the line, and a caret under the column, then the call chain through inlined helpers.
+Launch errors name the kernel and the argument. `InternalCompilerError` is the one error that is our fault:
+it names the dumped `.cu` and the first compiler message and asks for a report.
+"""
+from __future__ import annotations
+
+import linecache
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SourceLocation:
+    """A position in a kernel's Python source (1-based line, 0-based column), and the function it is in."""
+
+    file: str
+    line: int
+    col: int
+    function: str = ""
+
+    def source_line(self) -> str:
+        return linecache.getline(self.file, self.line).rstrip("\n")
+
+    def __str__(self):
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+def render_location(loc: SourceLocation) -> str:
+    text = loc.source_line()
+    if not text:
+        return f"  at {loc}"
+    return f"  {loc} (in {loc.function})\n    {text}\n    {' ' * loc.col}^"
+
+
+class TranspilerError(Exception):
+    """Base of every error this package raises for a user mistake."""
+
+    def __init__(self, message: str, loc: SourceLocation | None = None, kernel: str | None = None,
+                 hint: str | None = None, call_chain: tuple = ()):
+        self.message = message
+        self.loc = loc
+        self.kernel = kernel
+        self.hint = hint
+        self.call_chain = tuple(call_chain)
+        super().__init__(self._format())
+
+    @property
+    def line(self):
+        return self.loc.line if self.loc else None
+
+    def with_context(self, kernel=None, call_site=None):
+        """Attach the kernel name, and a helper's call site when the error came from an inlined helper."""
+        if kernel and not self.kernel:
+            self.kernel = kernel
+        if call_site is not None:
+            self.call_chain = self.call_chain + (call_site,)
+        self.args = (self._format(),)
+        return self
+
+    def _format(self) -> str:
+        head = f"in kernel '{self.kernel}': " if self.kernel else ""
+        parts = [f"{head}{self.message}"]
+        if self.loc is not None:
+            parts.append(render_location(self.loc))
+        for site in self.call_chain:
+            parts.append("  called from\n" + render_location(site))
+        if self.hint:
+            parts.append(f"  hint: {self.hint}")
+        return "\n".join(parts)
+
+    def __str__(self):
+        return self._format()
+
+
+class UnsupportedSyntaxError(TranspilerError):
+    """A Python construct kernels cannot use."""
+
+
+class NameResolutionError(TranspilerError):
+    """A name that is not defined, or a call to something that is neither a builtin nor a kernel."""
+
+
+class CompileTimeError(TranspilerError):
+    """A constexpr requirement failed: non-constant bounds, `static_assert`, bad block size."""
+
+
+class ShapeError(TranspilerError):
+    """Shapes that do not broadcast or do not match."""
+
+
+class DTypeError(TranspilerError):
+    """An operation applied to element types it does not accept."""
+
+
+class LaunchError(TranspilerError):
+    """A problem with the arguments, grid or options of a launch."""
+
+
+class InterpreterError(TranspilerError):
+    """A fault found by the CPU interpreter (out-of-bounds access)."""
+
+
+class InternalCompilerError(TranspilerError):
+    """Our generated C++ did not compile: a bug in this project, not in the kernel."""

@@ -1,0 +1,17 @@
+"""CPU interpreter: runs a kernel's Python function program by program with NumPy-backed block values.
+
+    from transpiler.interpreter import interpret
+    interpret(kernel_fn, grid, args, kwargs, num_warps=4)
+
+Modules: `runner` (the launch loop and the object that answers `tl.*` calls), `arguments` (binding, host
+copies of arrays, writing results back), `tensor` (the block value and its operators), `arith` (promotion
+and C operator semantics), `numeric` (dtype storage, rounding, casts), `shapes` (broadcasting, block-shape
+and axis checks), `pointers` (pointer values, masked loads/stores, bounds checks), `location` (the kernel
+line an error points at), `registry` (rule table by builtin name) and the rule modules `rules`,
+`math_rules`, `reductions` and `dot`.
+"""
+from .pointers import Buffer, Pointer
+from .runner import Interpreter, interpret
+from .tensor import Tensor
+
+__all__ = ["interpret", "Interpreter", "Tensor", "Pointer", "Buffer"]

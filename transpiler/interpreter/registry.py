@@ -1,0 +1,32 @@
+"""The interpreter's rule table: one Python function per `tl.*` builtin, looked up by builtin name.
+
+A rule has the same signature as the builtin it implements (see `transpiler/language/__init__.py`), so the
+interpreter can hand it the user's arguments unchanged. Rules live in `rules.py`, `math_rules.py`,
+`reductions.py` and `dot.py`; each registers itself with `@rule("name")` when its module is imported.
+"""
+from __future__ import annotations
+
+import importlib
+
+RULES: dict[str, object] = {}
+
+_RULE_MODULES = ("rules", "math_rules", "reductions", "dot")
+
+
+def rule(name: str):
+    """Register the decorated function as the interpreter rule of builtin `name`."""
+
+    def register(fn):
+        if name in RULES:
+            raise RuntimeError(f"two interpreter rules for tl.{name}")
+        RULES[name] = fn
+        return fn
+
+    return register
+
+
+def all_rules() -> dict[str, object]:
+    """The complete table (imports the rule modules on first use, avoiding import cycles)."""
+    for module in _RULE_MODULES:
+        importlib.import_module(f"{__package__}.{module}")
+    return RULES

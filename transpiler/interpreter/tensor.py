@@ -1,0 +1,240 @@
+"""The interpreter's block value: a NumPy array plus its language dtype, with Triton's Python operators.
+
+A `Tensor` of shape `()` is a scalar (what `tl.program_id`, a full reduction or a load through a scalar
+pointer give). Operators delegate to `arith.py`, which applies Triton's promotion rules; methods such as
+`x.to(...)` or `x.sum(...)` go through the builtin of the same name (`TENSOR_METHODS`), so they run the
+same interpreter rule as `tl.cast(x, ...)` or `tl.sum(x, ...)`. Values are immutable: every operation
+returns a new Tensor and never writes into an existing array (arrays may be read-only broadcast views).
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..errors import DTypeError, ShapeError, UnsupportedSyntaxError
+from ..language import TENSOR_METHODS
+from ..language import core
+from . import numeric
+from .location import error
+
+
+class Tensor:
+    """A block (or 0-d scalar) value of the language."""
+
+    __slots__ = ("data", "dtype")
+    # Make NumPy scalars defer to our reflected operators (`np.int32(1) + t` calls `t.__radd__`).
+    __array_ufunc__ = None
+
+    def __init__(self, data, dtype: dt.dtype):
+        self.data = np.asarray(data)
+        self.dtype = dtype
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(self.data.shape)
+
+    def _with_data(self, data) -> "Tensor":
+        """Same dtype (and, for pointers, same buffer), new elements: used by the shape operations."""
+        return Tensor(data, self.dtype)
+
+    # ---- methods: `x.to(...)`, `x.sum(...)` ... are the builtins of the same name --------------------------
+    def __getattr__(self, name):
+        builtin_name = TENSOR_METHODS.get(name)
+        if builtin_name is None or name.startswith("__"):
+            raise AttributeError(f"'tensor' object has no attribute '{name}'")
+        return functools.partial(core.BUILTINS[builtin_name], self)
+
+    # ---- arithmetic -------------------------------------------------------------------------------------
+    def __add__(self, other):
+        return arith.add(self, other)
+
+    def __radd__(self, other):
+        return arith.add(other, self)
+
+    def __sub__(self, other):
+        return arith.sub(self, other)
+
+    def __rsub__(self, other):
+        return arith.sub(other, self)
+
+    def __mul__(self, other):
+        return arith.mul(self, other)
+
+    def __rmul__(self, other):
+        return arith.mul(other, self)
+
+    def __truediv__(self, other):
+        return arith.truediv(self, other)
+
+    def __rtruediv__(self, other):
+        return arith.truediv(other, self)
+
+    def __floordiv__(self, other):
+        return arith.floordiv(self, other)
+
+    def __rfloordiv__(self, other):
+        return arith.floordiv(other, self)
+
+    def __mod__(self, other):
+        return arith.mod(self, other)
+
+    def __rmod__(self, other):
+        return arith.mod(other, self)
+
+    def __pow__(self, other):
+        raise _no_pow()
+
+    def __rpow__(self, other):
+        raise _no_pow()
+
+    # ---- bitwise ---------------------------------------------------------------------------------------
+    def __and__(self, other):
+        return arith.and_(self, other)
+
+    def __rand__(self, other):
+        return arith.and_(other, self)
+
+    def __or__(self, other):
+        return arith.or_(self, other)
+
+    def __ror__(self, other):
+        return arith.or_(other, self)
+
+    def __xor__(self, other):
+        return arith.xor(self, other)
+
+    def __rxor__(self, other):
+        return arith.xor(other, self)
+
+    def __lshift__(self, other):
+        return arith.shl(self, other)
+
+    def __rlshift__(self, other):
+        return arith.shl(other, self)
+
+    # `>>` is arithmetic when the *tensor* operand is signed, as in Triton's `tensor.__rshift__`.
+    def __rshift__(self, other):
+        return arith.shr(self, other, arithmetic=self.dtype.is_int_signed())
+
+    def __rrshift__(self, other):
+        return arith.shr(other, self, arithmetic=self.dtype.is_int_signed())
+
+    # ---- comparisons (int1 results) ----------------------------------------------------------------------
+    def __eq__(self, other):
+        return arith.compare("==", self, other)
+
+    def __ne__(self, other):
+        return arith.compare("!=", self, other)
+
+    def __lt__(self, other):
+        return arith.compare("<", self, other)
+
+    def __le__(self, other):
+        return arith.compare("<=", self, other)
+
+    def __gt__(self, other):
+        return arith.compare(">", self, other)
+
+    def __ge__(self, other):
+        return arith.compare(">=", self, other)
+
+    __hash__ = object.__hash__
+
+    # ---- unary -----------------------------------------------------------------------------------------
+    def __neg__(self):
+        return arith.neg(self)
+
+    def __pos__(self):
+        return self
+
+    def __invert__(self):
+        return arith.invert(self)
+
+    # ---- indexing: only `None` (new axis) and `:` (keep axis), as in Triton ------------------------------
+    def __getitem__(self, index):
+        index = index if isinstance(index, tuple) else (index,)
+        for item in index:
+            if item is not None and item != slice(None):
+                raise error(UnsupportedSyntaxError, f"unsupported block index {item!r}: only None (new axis) "
+                            "and ':' (keep axis) are allowed, as in x[:, None]")
+        kept = sum(1 for item in index if item is not None)
+        if kept > len(self.shape):
+            raise error(ShapeError, f"too many ':' in index {index!r} for a block of shape {self.shape}")
+        return self._with_data(self.data[index])
+
+    def __iter__(self):
+        raise error(UnsupportedSyntaxError, "cannot iterate over a block; use tl.range and indexing arithmetic")
+
+    # ---- conversion of 0-d values to Python (control flow: `if x < y:`, `while`, `range(n)`) -------------
+    def _scalar(self, what: str):
+        if self.shape != ():
+            raise error(ShapeError, f"{what} needs a scalar, but this block has shape {self.shape}",
+                        hint="reduce it first (tl.max, tl.sum, ...) or use tl.where")
+        return self.data.item()
+
+    def __bool__(self):
+        return bool(self._scalar("using a block as a condition"))
+
+    def __int__(self):
+        return int(self._scalar("int()"))
+
+    def __float__(self):
+        return float(self._scalar("float()"))
+
+    def __index__(self):
+        if self.dtype.is_floating() or self.dtype.is_ptr():
+            raise error(DTypeError, f"a {self.dtype!r} value cannot be used as an integer (index, range bound)")
+        return int(self._scalar("an integer bound"))
+
+    # ---- display ---------------------------------------------------------------------------------------
+    def __str__(self):
+        return str(self.data)
+
+    def __repr__(self):
+        return f"tensor({self.data!r}, dtype={self.dtype!r})"
+
+
+def _no_pow():
+    return error(DTypeError, "the ** operator is not defined on blocks (as in Triton)",
+                 hint="use tl.exp2(y * tl.log2(x)) for floats, or multiply in a tl.static_range loop")
+
+
+# ---- turning Python values into tensors -------------------------------------------------------------------
+
+def unwrap(value):
+    """`tl.constexpr(v)` -> `v`; anything else unchanged."""
+    return value.value if isinstance(value, core.constexpr) else value
+
+
+def is_python_number(value) -> bool:
+    return isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating))
+
+
+def scalar_dtype(value) -> dt.dtype:
+    """How a Python (or NumPy) number is typed when it meets a block (`dtypes.python_scalar_dtype`)."""
+    try:
+        return dt.python_scalar_dtype(value)
+    except (OverflowError, TypeError) as exc:
+        raise error(DTypeError, str(exc)) from None
+
+
+def scalar_tensor(value, dtype: dt.dtype | None = None) -> Tensor:
+    """A 0-d Tensor holding the Python number `value`, typed as Triton types literals unless `dtype` is given."""
+    dtype = dtype or scalar_dtype(value)
+    return Tensor(numeric.scalar_constant(value, dtype), dtype)
+
+
+def to_tensor(value, what: str = "operand") -> Tensor:
+    """A Tensor for a block or a Python number; DTypeError for anything else."""
+    value = unwrap(value)
+    if isinstance(value, Tensor):
+        return value
+    if is_python_number(value):
+        return scalar_tensor(value)
+    raise error(DTypeError, f"expected a block or a number as {what}, got {type(value).__name__} {value!r}")
+
+
+# Imported last: arith needs the Tensor class defined above.
+from . import arith  # noqa: E402

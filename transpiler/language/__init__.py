@@ -1,0 +1,325 @@
+"""`transpiler.language`: Triton's `triton.language` names and semantics, for what this project implements.
+
+Use it as Triton's: `import transpiler.language as tl`. Each function below declares a builtin (its body is
+never run in a compiled kernel; see `core.py`). Differences from Triton are listed in docs/language.md.
+"""
+from __future__ import annotations
+
+from .. import dtypes as _dtypes
+from ..dtypes import (bfloat16, dtype, float16, float32, float64, int1, int8, int16, int32, int64,
+                      pointer_type, uint8, uint16, uint32, uint64)
+from .core import builtin, constexpr
+
+void = _dtypes.void
+bool_ = int1
+
+# ---- program and block construction --------------------------------------------------------------------
+
+
+@builtin
+def program_id(axis=0):
+    """Index of this program along grid `axis` (0, 1 or 2), an int32 scalar."""
+
+
+@builtin
+def num_programs(axis=0):
+    """Number of programs along grid `axis`, an int32 scalar."""
+
+
+@builtin
+def arange(start, end):
+    """int32 block `[start, start+1, ..., end-1]`; `end - start` must be a power of two."""
+
+
+@builtin
+def full(shape, value, dtype):
+    """Block of `shape` filled with `value`."""
+
+
+@builtin
+def zeros(shape, dtype):
+    """Block of `shape` filled with zeros."""
+
+
+@builtin
+def zeros_like(input):
+    """Zeros with the shape and dtype of `input`."""
+
+
+@builtin
+def full_like(input, value, dtype=None):
+    """`value` with the shape (and dtype unless given) of `input`."""
+
+
+@builtin
+def cast(input, dtype, fp_downcast_rounding=None, bitcast=False):
+    """Convert `input` to `dtype`; with `bitcast=True` reinterpret the bits (same width)."""
+
+
+# ---- memory ---------------------------------------------------------------------------------------------
+
+
+@builtin
+def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="",
+         eviction_policy="", volatile=False):
+    """Load a block (or scalar) through `pointer`; masked-off lanes read `other` (undefined when None)."""
+
+
+@builtin
+def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
+    """Store `value` through `pointer` where `mask` is true."""
+
+
+# ---- shape manipulation ---------------------------------------------------------------------------------
+
+
+@builtin
+def broadcast_to(input, *shape):
+    """Broadcast `input` to `shape`."""
+
+
+@builtin
+def broadcast(input, other):
+    """Broadcast two blocks against each other; returns both."""
+
+
+@builtin
+def expand_dims(input, axis):
+    """Insert a size-1 dimension at `axis` (an int or a sequence of ints)."""
+
+
+@builtin
+def reshape(input, *shape, can_reorder=False):
+    """Reshape `input` (row-major element order) to `shape`."""
+
+
+@builtin
+def view(input, *shape):
+    """Deprecated Triton alias of `reshape` that may reorder; here it keeps row-major order."""
+
+
+@builtin
+def trans(input, *dims):
+    """Transpose a 2-D block (or permute by `dims`)."""
+
+
+@builtin
+def permute(input, *dims):
+    """Permute the dimensions of `input`."""
+
+
+# ---- elementwise math -----------------------------------------------------------------------------------
+
+
+@builtin
+def where(condition, x, y):
+    """`x` where `condition` is true, else `y`, with broadcasting and promotion."""
+
+
+@builtin
+def minimum(x, y, propagate_nan=None):
+    """Elementwise minimum; NaN loses to a number unless `propagate_nan=tl.PropagateNan.ALL`."""
+
+
+@builtin
+def maximum(x, y, propagate_nan=None):
+    """Elementwise maximum; NaN loses to a number unless `propagate_nan=tl.PropagateNan.ALL`."""
+
+
+@builtin
+def clamp(x, min, max, propagate_nan=None):
+    """`minimum(maximum(x, min), max)` for floats."""
+
+
+def _unary_math(name, doc):
+    def fn(x):
+        pass
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return builtin(fn)
+
+
+exp = _unary_math("exp", "e ** x")
+exp2 = _unary_math("exp2", "2 ** x")
+log = _unary_math("log", "Natural logarithm.")
+log2 = _unary_math("log2", "Base-2 logarithm.")
+sqrt = _unary_math("sqrt", "Square root (correctly rounded).")
+sqrt_rn = _unary_math("sqrt_rn", "Square root, round to nearest.")
+rsqrt = _unary_math("rsqrt", "1 / sqrt(x).")
+abs = _unary_math("abs", "Absolute value.")
+sin = _unary_math("sin", "Sine.")
+cos = _unary_math("cos", "Cosine.")
+erf = _unary_math("erf", "Error function.")
+floor = _unary_math("floor", "Round down.")
+ceil = _unary_math("ceil", "Round up.")
+sigmoid = _unary_math("sigmoid", "1 / (1 + exp(-x)).")
+
+
+@builtin
+def fma(x, y, z):
+    """x * y + z with one rounding."""
+
+
+@builtin
+def cdiv(x, div):
+    """Ceiling division `(x + div - 1) // div`."""
+
+
+@builtin
+def div_rn(x, y):
+    """x / y rounded to nearest (floats)."""
+
+
+@builtin
+def fdiv(x, y, ieee_rounding=False):
+    """Floating-point division."""
+
+
+@builtin
+def umulhi(x, y):
+    """High 32 bits of the 64-bit product of two uint32/int32 values."""
+
+
+# ---- reductions -----------------------------------------------------------------------------------------
+
+
+@builtin
+def sum(input, axis=None, keep_dims=False, dtype=None):
+    """Sum along `axis` (all axes when None). Integers narrower than 32 bits sum as (u)int32."""
+
+
+@builtin
+def max(input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
+    """Maximum along `axis`; with `return_indices`, also the (first) index of it."""
+
+
+@builtin
+def min(input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
+    """Minimum along `axis`; with `return_indices`, also the (first) index of it."""
+
+
+@builtin
+def argmax(input, axis, tie_break_left=True, keep_dims=False):
+    """Index of the maximum along `axis` (int32); ties go to the smallest index."""
+
+
+@builtin
+def argmin(input, axis, tie_break_left=True, keep_dims=False):
+    """Index of the minimum along `axis` (int32); ties go to the smallest index."""
+
+
+@builtin
+def xor_sum(input, axis=None, keep_dims=False):
+    """Bitwise xor of the elements along `axis` (integers)."""
+
+
+@builtin
+def reduce(input, axis, combine_fn, keep_dims=False):
+    """Reduce `input` (a block or a tuple of blocks) along `axis` with a @transpile `combine_fn`."""
+
+
+# ---- matrix multiply ------------------------------------------------------------------------------------
+
+
+@builtin
+def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None,
+        out_dtype=float32):
+    """Matrix product of two 2-D blocks (+ `acc`)."""
+
+
+# ---- compiler hints and debugging -----------------------------------------------------------------------
+
+
+@builtin
+def multiple_of(input, values):
+    """Promise that every element of `input` is a multiple of `values`."""
+
+
+@builtin
+def max_contiguous(input, values):
+    """Promise that `input` runs in contiguous groups of `values` elements."""
+
+
+@builtin
+def max_constancy(input, values):
+    """Promise that `input` is constant in groups of `values` elements."""
+
+
+@builtin
+def static_assert(cond, msg=""):
+    """Compile-time assertion on constexpr values."""
+
+
+@builtin
+def static_print(*values, sep=" ", end="\n"):
+    """Print constexpr values and types at compile time."""
+
+
+@builtin
+def device_print(prefix, *args, hex=False):
+    """printf from the device: the prefix, then each argument's values."""
+
+
+@builtin
+def device_assert(cond, msg=""):
+    """Trap when `cond` is false somewhere (checked only with TRANSPILER_DEBUG=1, as in Triton)."""
+
+
+@builtin
+def debug_barrier():
+    """A block-wide barrier (`__syncthreads()`)."""
+
+
+# ---- iteration ------------------------------------------------------------------------------------------
+
+
+@builtin
+def range(arg1, arg2=None, step=None, num_stages=None, loop_unroll_factor=None, disallow_acc_multi_buffer=False,
+          flatten=False, warp_specialize=False):
+    """A runtime loop: `for i in tl.range(lo, hi, step, num_stages=...)`."""
+
+
+@builtin
+def static_range(arg1, arg2=None, step=None):
+    """A loop unrolled at compile time; bounds must be constexpr."""
+
+
+class PropagateNan:
+    """Whether `minimum`/`maximum` return NaN when either input is NaN (ALL) or prefer the number (NONE)."""
+
+    NONE = 0
+    ALL = 0xFFFF
+
+
+class math:
+    """`tl.math.*` aliases, as in Triton."""
+
+    exp = exp
+    exp2 = exp2
+    log = log
+    log2 = log2
+    sqrt = sqrt
+    sqrt_rn = sqrt_rn
+    rsqrt = rsqrt
+    abs = abs
+    sin = sin
+    cos = cos
+    erf = erf
+    floor = floor
+    ceil = ceil
+    fma = fma
+    div_rn = div_rn
+    fdiv = fdiv
+    umulhi = umulhi
+    cdiv = cdiv
+
+
+# Methods a block value offers (`x.to(tl.float16)`, `x.sum(axis=0)`): method name -> builtin name.
+TENSOR_METHODS = {
+    "to": "cast", "sum": "sum", "max": "max", "min": "min", "argmax": "argmax", "argmin": "argmin",
+    "reshape": "reshape", "view": "view", "trans": "trans", "permute": "permute", "broadcast_to": "broadcast_to",
+    "expand_dims": "expand_dims", "reduce": "reduce", "xor_sum": "xor_sum",
+}
+
+__all__ = [n for n in dir() if not n.startswith("_")]

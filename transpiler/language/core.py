@@ -1,0 +1,72 @@
+"""The builtin registry: every `tl.*` function is declared here once, by name and signature.
+
+A builtin's Python body never runs in compiled kernels: the parser resolves a call to a builtin by object
+identity and hands the bound arguments to the typing rule of the same name (`parse/semantic.py`). When the
+CPU interpreter runs a kernel it installs itself as the current implementation, and a call then goes to the
+interpreter's rule of the same name. Adding a builtin is therefore: declare it here, add a typing rule, a
+lowering rule and an interpreter rule.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+
+_state = threading.local()
+
+
+class constexpr:
+    """Annotation for compile-time parameters (`BLOCK: tl.constexpr`); `tl.constexpr(v)` is `v`."""
+
+    def __init__(self, value):
+        self.value = value.value if isinstance(value, constexpr) else value
+
+    def __repr__(self):
+        return f"constexpr[{self.value!r}]"
+
+    def __index__(self):
+        return self.value
+
+    def __bool__(self):
+        return bool(self.value)
+
+
+def current_interpreter():
+    """The interpreter running on this thread, or None while compiling or outside kernels."""
+    return getattr(_state, "interpreter", None)
+
+
+def set_interpreter(interpreter):
+    previous = current_interpreter()
+    _state.interpreter = interpreter
+    return previous
+
+
+BUILTINS: dict[str, object] = {}
+
+
+def builtin(fn=None, *, name=None):
+    """Declare a language builtin. The decorated body only documents the signature."""
+
+    def wrap(f):
+        op_name = name or f.__name__
+
+        @functools.wraps(f)
+        def call(*args, **kwargs):
+            interpreter = current_interpreter()
+            if interpreter is None:
+                raise RuntimeError(
+                    f"tl.{op_name} can only be called inside a @transpile kernel (or under the interpreter)")
+            return interpreter.call_builtin(op_name, call, args, kwargs)
+
+        call.__transpiler_builtin__ = op_name
+        call.__signature__ = inspect.signature(f)
+        BUILTINS[op_name] = call
+        return call
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def builtin_name(obj):
+    """The builtin name of `obj` if it is a `tl` builtin, else None."""
+    return getattr(obj, "__transpiler_builtin__", None)

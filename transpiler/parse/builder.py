@@ -1,0 +1,870 @@
+"""Builds the typed IR of one kernel specialization from its libcst tree.
+
+One visitor method per syntax node (`_stmt_*`, `_expr_*`), as Triton's code generator does; what an operator
+or builtin *means* is delegated to the typing rules in `semantic.py`. Names resolve through the function's
+locals, then its globals and closure, by object identity, so `import transpiler.language as tl`, `from
+transpiler.language import load` and calls to other `@transpile` functions (inlined here) all work.
+Constexpr values are plain Python objects during the build: `if CONST:` and `tl.static_range` vanish here;
+runtime `if`/`for`/`while` become ops with regions, and the variables they change become their results.
+"""
+from __future__ import annotations
+
+import builtins
+import inspect
+
+import libcst as cst
+
+from .. import dtypes
+from ..errors import (CompileTimeError, NameResolutionError, ShapeError, TranspilerError, UnsupportedSyntaxError)
+from ..language import TENSOR_METHODS
+from ..language.core import BUILTINS, builtin_name, constexpr
+from . import semantic, semantic_reduce  # noqa: F401  (semantic_reduce registers its rules)
+from .ir import Argument, KernelIR, Op, Region, Type, Value
+from .source import parsed_function
+
+_BINOPS = {
+    cst.Add: "add", cst.Subtract: "sub", cst.Multiply: "mul", cst.Divide: "truediv", cst.FloorDivide: "floordiv",
+    cst.Modulo: "mod", cst.Power: "pow", cst.LeftShift: "lshift", cst.RightShift: "rshift", cst.BitAnd: "and_",
+    cst.BitOr: "or_", cst.BitXor: "xor", cst.MatrixMultiply: "matmul",
+}
+_AUGOPS = {
+    cst.AddAssign: "add", cst.SubtractAssign: "sub", cst.MultiplyAssign: "mul", cst.DivideAssign: "truediv",
+    cst.FloorDivideAssign: "floordiv", cst.ModuloAssign: "mod", cst.PowerAssign: "pow",
+    cst.LeftShiftAssign: "lshift", cst.RightShiftAssign: "rshift", cst.BitAndAssign: "and_",
+    cst.BitOrAssign: "or_", cst.BitXorAssign: "xor", cst.MatrixMultiplyAssign: "matmul",
+}
+_CMPOPS = {
+    cst.LessThan: "lt", cst.LessThanEqual: "le", cst.GreaterThan: "gt", cst.GreaterThanEqual: "ge",
+    cst.Equal: "eq", cst.NotEqual: "ne",
+}
+_UNARY = {cst.Minus: "neg", cst.Plus: "pos", cst.BitInvert: "invert", cst.Not: "not"}
+
+# Python builtins a kernel may call on compile-time values.
+_PY_CONST_BUILTINS = {builtins.min: min, builtins.max: max, builtins.len: len, builtins.int: int,
+                      builtins.float: float, builtins.bool: bool, builtins.isinstance: isinstance,
+                      builtins.tuple: tuple, builtins.list: tuple, builtins.getattr: getattr, builtins.abs: abs}
+
+
+class _Unbound:
+    """Placeholder for names a runtime branch defines on one side only."""
+
+    def __init__(self, name):
+        self.name = name
+
+
+class BoundMethod:
+    """`x.sum` etc.: a builtin with its first argument fixed."""
+
+    def __init__(self, builtin, self_value):
+        self.builtin = builtin
+        self.self_value = self_value
+
+
+class _Return(Exception):
+    pass
+
+
+def is_kernel_object(obj):
+    return getattr(obj, "__transpiler_kernel__", False)
+
+
+def kernel_function(obj):
+    return obj.fn if is_kernel_object(obj) else obj
+
+
+class Scope:
+    """One function's view of names: locals (mutable), then the function's globals, closure and builtins."""
+
+    def __init__(self, fn, parsed):
+        self.fn = fn
+        self.parsed = parsed
+        self.locals: dict = {}
+        self.globals = dict(fn.__globals__)
+        if fn.__closure__:
+            for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+                try:
+                    self.globals[name] = cell.cell_contents
+                except ValueError:
+                    pass
+
+    def lookup(self, name):
+        if name in self.locals:
+            return self.locals[name]
+        if name in self.globals:
+            return self.globals[name]
+        if hasattr(builtins, name):
+            return getattr(builtins, name)
+        raise KeyError(name)
+
+
+class Builder:
+    def __init__(self, kernel_fn, arg_specs, num_warps):
+        self.kernel_fn = kernel_fn
+        self.arg_specs = arg_specs
+        self.num_warps = num_warps
+        self.region: Region | None = None
+        self.scope: Scope | None = None
+        self.loc = None
+        self.runtime_depth = 0        # > 0 inside runtime if/for/while regions
+        self.call_sites: list = []
+
+    # -- emitting ------------------------------------------------------------------------------------------
+    def emit(self, name, operands, result_type, regions=(), **attrs):
+        results = [Value(result_type)] if result_type is not None else []
+        op = Op(name, list(operands), results, attrs, self.loc, list(regions))
+        self.region.ops.append(op)
+        return results[0] if results else None
+
+    def emit_multi(self, name, operands, result_types, regions=(), **attrs):
+        op = Op(name, list(operands), [Value(t) for t in result_types], attrs, self.loc, list(regions))
+        self.region.ops.append(op)
+        return op
+
+    def error(self, cls, message, hint=None):
+        return cls(message, self.loc, hint=hint)
+
+    # -- entry ---------------------------------------------------------------------------------------------
+    def build(self) -> KernelIR:
+        parsed = parsed_function(self.kernel_fn)
+        self.scope = Scope(self.kernel_fn, parsed)
+        self.loc = parsed.loc(parsed.node)
+        body = Region()
+        self.region = body
+        args = []
+        params = list(inspect.signature(self.kernel_fn).parameters)
+        for index, spec in enumerate(self.arg_specs):
+            if spec.is_constexpr:
+                self.scope.locals[spec.name] = spec.constexpr
+                continue
+            value = Value(Type(spec.dtype), name=spec.name)
+            args.append(Argument(spec.name, value, index, spec.divisibility, spec.equal_to_one))
+            if spec.equal_to_one:
+                # Triton specializes integer arguments equal to 1 into the constant 1.
+                self.scope.locals[spec.name] = 1
+            else:
+                self.scope.locals[spec.name] = value
+        assert [s.name for s in self.arg_specs] == params[:len(self.arg_specs)]
+        try:
+            self._block(parsed.node.body)
+        except _Return:
+            pass
+        return KernelIR(self.kernel_fn.__name__, args, body, self.num_warps, parsed.file, parsed.lines,
+                        {s.name: s.constexpr for s in self.arg_specs if s.is_constexpr})
+
+    # -- statements ----------------------------------------------------------------------------------------
+    def _block(self, body):
+        statements = body.body if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)) else body
+        for i, stmt in enumerate(statements):
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    self.loc = self.scope.parsed.loc(small)
+                    self._dispatch_stmt(small)
+            else:
+                self.loc = self.scope.parsed.loc(stmt)
+                self._dispatch_stmt(stmt)
+
+    def _dispatch_stmt(self, stmt):
+        method = getattr(self, f"_stmt_{type(stmt).__name__}", None)
+        if method is None:
+            raise self.error(UnsupportedSyntaxError, f"{_describe(stmt)} is not supported in kernels")
+        method(stmt)
+
+    def _stmt_Expr(self, stmt):
+        if isinstance(stmt.value, (cst.SimpleString, cst.ConcatenatedString)):
+            return  # docstring
+        self.eval(stmt.value)
+
+    def _stmt_Pass(self, stmt):
+        pass
+
+    def _stmt_Assign(self, stmt):
+        value = self.eval(stmt.value)
+        for target in stmt.targets:
+            self._assign(target.target, value)
+
+    def _stmt_AnnAssign(self, stmt):
+        if stmt.value is None:
+            return
+        value = self.eval(stmt.value)
+        self._assign(stmt.target, value)
+
+    def _stmt_AugAssign(self, stmt):
+        if not isinstance(stmt.target, cst.Name):
+            raise self.error(UnsupportedSyntaxError, "augmented assignment works on plain names only")
+        current = self._lookup(stmt.target.value)
+        value = semantic.binary_op(self, _AUGOPS[type(stmt.operator)], current, self.eval(stmt.value))
+        self._assign(stmt.target, value)
+
+    def _assign(self, target, value):
+        if isinstance(target, cst.Name):
+            if isinstance(value, constexpr):
+                value = value.value
+            if isinstance(value, Value) and value.name is None:
+                value.name = target.value
+            self.scope.locals[target.value] = value
+            return
+        if isinstance(target, (cst.Tuple, cst.List)):
+            if not isinstance(value, (tuple, list)):
+                raise self.error(UnsupportedSyntaxError, "cannot unpack a single value into several names")
+            if len(value) != len(target.elements):
+                raise self.error(ShapeError, f"cannot unpack {len(value)} values into {len(target.elements)} names")
+            for element, v in zip(target.elements, value):
+                self._assign(element.value, v)
+            return
+        raise self.error(UnsupportedSyntaxError, f"assigning to {_describe(target)} is not supported",
+                         hint="kernels assign to names; write memory with tl.store")
+
+    def _stmt_Return(self, stmt):
+        if self.runtime_depth:
+            raise self.error(UnsupportedSyntaxError, "return inside a runtime if/for/while is not supported",
+                             hint="return once, at the end of the function")
+        self.return_value = self.eval(stmt.value) if stmt.value is not None else None
+        raise _Return()
+
+    def _stmt_Assert(self, stmt):
+        cond = self.eval(stmt.test)
+        if semantic.is_const(cond):
+            if not cond:
+                msg = self.eval(stmt.msg) if stmt.msg is not None else ""
+                raise self.error(CompileTimeError, f"assertion failed: {msg}")
+
+    def _stmt_Break(self, stmt):
+        raise self.error(UnsupportedSyntaxError, "break is not supported in kernels",
+                         hint="use a while loop whose condition carries the exit")
+
+    def _stmt_Continue(self, stmt):
+        raise self.error(UnsupportedSyntaxError, "continue is not supported in kernels",
+                         hint="guard the rest of the body with an if")
+
+    # -- if ------------------------------------------------------------------------------------------------
+    def _stmt_If(self, stmt):
+        cond = self.eval(stmt.test)
+        if isinstance(cond, constexpr):
+            cond = cond.value
+        if semantic.is_const(cond):
+            if cond:
+                self._block(stmt.body)
+            elif stmt.orelse is not None:
+                self._else(stmt.orelse)
+            return
+        if cond.shape:
+            raise self.error(ShapeError, f"an if condition must be a scalar, not a block of shape {list(cond.shape)}",
+                             hint="use tl.where for elementwise choices")
+        cond = semantic.to_bool(self, cond)
+        loc = self.loc
+        before = dict(self.scope.locals)
+        then_region, then_env = self._build_branch(lambda: self._block(stmt.body), before)
+        else_region, else_env = self._build_branch(
+            (lambda: self._else(stmt.orelse)) if stmt.orelse is not None else (lambda: None), before)
+        self.loc = loc
+        names = [n for n in then_env if n in else_env and then_env[n] is not else_env[n]
+                 and not isinstance(then_env[n], _Unbound)]
+        merged_then, merged_else = [], []
+        for n in names:
+            t, e = self._unify_branch_values(n, then_env[n], else_env[n], then_region, else_region)
+            merged_then.append(t)
+            merged_else.append(e)
+        then_region.ops.append(Op("yield", merged_then, [], {}, loc))
+        else_region.ops.append(Op("yield", merged_else, [], {}, loc))
+        op = Op("if", [cond], [Value(v.type, name=n) for n, v in zip(names, merged_then)], {}, loc,
+                [then_region, else_region])
+        self.region.ops.append(op)
+        self.scope.locals = before
+        for n in set(then_env) | set(else_env):
+            if n not in before and (n not in then_env or n not in else_env):
+                self.scope.locals[n] = _Unbound(n)
+        for n, r in zip(names, op.results):
+            self.scope.locals[n] = r
+
+    def _else(self, orelse):
+        if isinstance(orelse, cst.If):
+            self.loc = self.scope.parsed.loc(orelse)
+            self._stmt_If(orelse)
+        else:
+            self._block(orelse.body)
+
+    def _build_branch(self, build, before):
+        saved_region = self.region
+        region = Region()
+        self.region = region
+        self.scope.locals = dict(before)
+        self.runtime_depth += 1
+        try:
+            build()
+        finally:
+            self.runtime_depth -= 1
+            self.region = saved_region
+        return region, self.scope.locals
+
+    def _unify_branch_values(self, name, t, e, then_region, else_region):
+        t_is, e_is = isinstance(t, Value), isinstance(e, Value)
+        if not t_is and not e_is:
+            dt = dtypes.python_scalar_dtype(t)
+            t = self._const_in(then_region, t, Type(dt))
+            e = self._const_in(else_region, e, Type(dt))
+        elif not t_is:
+            t = self._const_in(then_region, t, e.type)
+        elif not e_is:
+            e = self._const_in(else_region, e, t.type)
+        if t.type != e.type:
+            raise self.error(CompileTimeError, f"'{name}' is {t.type} after the if branch but {e.type} after the "
+                             "else branch; both branches must give it the same type",
+                             hint="convert one side with .to(...)")
+        return t, e
+
+    def _const_in(self, region, value, type_):
+        if isinstance(value, _Unbound) or not isinstance(value, (bool, int, float)):
+            raise self.error(CompileTimeError, f"'{getattr(value, 'name', value)}' is not defined on every path")
+        saved = self.region
+        self.region = region
+        try:
+            v = semantic.constant(self, value, type_.dtype)
+            if type_.shape:
+                v = semantic.splat(self, v, type_.shape)
+        finally:
+            self.region = saved
+        # Constants must come before the yield that uses them; regions are still open here.
+        return v
+
+    # -- loops ---------------------------------------------------------------------------------------------
+    def _stmt_For(self, stmt):
+        if stmt.orelse is not None:
+            raise self.error(UnsupportedSyntaxError, "for ... else is not supported")
+        if not isinstance(stmt.target, cst.Name):
+            raise self.error(UnsupportedSyntaxError, "the loop variable must be a single name")
+        var = stmt.target.value
+        it = stmt.iter
+        fn = self.eval(it.func) if isinstance(it, cst.Call) else None
+        name = builtin_name(fn) if fn is not None else None
+        if fn is builtins.range or name in ("range", "static_range"):
+            args, kwargs = self._call_args(it)
+            if name == "static_range" or (name is None and False):
+                return self._static_for(stmt, var, self._range_bounds(args, const=True))
+            bounds = self._range_bounds(args, const=False)
+            attrs = {}
+            if name == "range":
+                for k in ("num_stages", "loop_unroll_factor"):
+                    if kwargs.get(k) is not None:
+                        attrs[k] = semantic.const_value(self, kwargs[k], k)
+            return self._runtime_for(stmt, var, bounds, attrs)
+        iterable = self.eval(it)
+        if isinstance(iterable, (tuple, list)):
+            return self._static_for(stmt, var, iterable)
+        raise self.error(UnsupportedSyntaxError, "a for loop must iterate over range(...), tl.range(...), "
+                         "tl.static_range(...) or a constexpr tuple")
+
+    def _range_bounds(self, args, const):
+        if not 1 <= len(args) <= 3:
+            raise self.error(UnsupportedSyntaxError, "range takes 1 to 3 arguments")
+        lo, hi, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
+        if const:
+            lo, hi, step = (semantic.const_value(self, x, "tl.static_range's bounds") for x in (lo, hi, step))
+            return builtins.range(lo, hi, step)
+        for x in (lo, hi, step):
+            if isinstance(x, Value) and (x.shape or not x.dtype.is_int()):
+                raise self.error(CompileTimeError, f"range bounds must be integer scalars, not {x.type}")
+        if semantic.is_const(step) and step == 0:
+            raise self.error(CompileTimeError, "range step must not be zero")
+        return lo, hi, step
+
+    def _static_for(self, stmt, var, values):
+        for v in values:
+            self.scope.locals[var] = v
+            self._block(stmt.body)
+
+    def _loop_types(self, carried, inits):
+        return [v.type if isinstance(v, Value) else Type(dtypes.python_scalar_dtype(v)) for v in inits]
+
+    def _runtime_for(self, stmt, var, bounds, attrs):
+        lo, hi, step = bounds
+        loc = self.loc
+        dts = [x.dtype if isinstance(x, Value) else dtypes.python_scalar_dtype(x) for x in (lo, hi, step)]
+        iv_dtype = dtypes.int64 if dtypes.int64 in dts or dtypes.uint64 in dts else dtypes.int32
+        lo_v, hi_v, step_v = (semantic.cast(self, semantic.to_value(self, x, iv_dtype if semantic.is_const(x)
+                                                                        else None), iv_dtype) for x in bounds)
+        attrs["step_sign"] = (1 if step > 0 else -1) if semantic.is_const(step) else 0
+        carried = self._carried_names(stmt.body)
+        carried = [n for n in carried if n != var]
+
+        def build(region_args):
+            iv = region_args[0]
+            self.scope.locals[var] = iv
+            for n, a in zip(carried, region_args[1:]):
+                self.scope.locals[n] = a
+            self._block(stmt.body)
+
+        def make_args(types):
+            return [Value(Type(iv_dtype), name=var)] + [Value(t, name=n) for n, t in zip(carried, types)]
+
+        region, inits, results = self._build_loop(carried, build, make_args, offset=1)
+        op = Op("for", [lo_v, hi_v, step_v] + inits, results, attrs, loc, [region])
+        self._finish_loop(op, carried, var)
+
+    def _stmt_While(self, stmt):
+        if stmt.orelse is not None:
+            raise self.error(UnsupportedSyntaxError, "while ... else is not supported")
+        loc = self.loc
+        carried = self._carried_names(stmt.body)
+        cond_region_holder = {}
+
+        def build(region_args):
+            for n, a in zip(carried, region_args):
+                self.scope.locals[n] = a
+            self._block(stmt.body)
+
+        def make_args(types):
+            return [Value(t, name=n) for n, t in zip(carried, types)]
+
+        region, inits, results = self._build_loop(carried, build, make_args, offset=0)
+        # The condition is evaluated with the carried values at the top of each iteration.
+        cond_region = Region(args=make_args([v.type for v in inits]))
+        saved_region, saved_locals = self.region, dict(self.scope.locals)
+        self.region = cond_region
+        for n, a in zip(carried, cond_region.args):
+            self.scope.locals[n] = a
+        self.runtime_depth += 1
+        try:
+            self.loc = loc
+            cond = self.eval(stmt.test)
+            if semantic.is_const(cond):
+                raise self.error(UnsupportedSyntaxError, "a while loop needs a runtime condition",
+                                 hint="constant conditions would never end or never run")
+            if cond.shape:
+                raise self.error(ShapeError, "a while condition must be a scalar")
+            cond = semantic.to_bool(self, cond)
+            cond_region.ops.append(Op("condition", [cond], [], {}, loc))
+        finally:
+            self.runtime_depth -= 1
+            self.region, self.scope.locals = saved_region, saved_locals
+        cond_region_holder["r"] = cond_region
+        op = Op("while", inits, results, {}, loc, [cond_region, region])
+        self._finish_loop(op, carried, None)
+
+    def _build_loop(self, carried, build, make_args, offset):
+        """Build a loop body until the carried values' types are stable; returns (region, inits, results)."""
+        before = dict(self.scope.locals)
+        for n in carried:
+            if isinstance(before.get(n), _Unbound):
+                raise self.error(CompileTimeError, f"'{n}' is not defined on every path before the loop")
+        inits = [before[n] for n in carried]
+        types = self._loop_types(carried, inits)
+        loc = self.loc
+        for _ in range(4):
+            region = Region(args=make_args(types))
+            saved_region = self.region
+            self.region = region
+            self.runtime_depth += 1
+            try:
+                build(region.args)
+                yielded = [self.scope.locals[n] for n in carried]
+            finally:
+                self.runtime_depth -= 1
+                self.region = saved_region
+                body_locals = self.scope.locals
+                self.scope.locals = dict(before)
+            self.loc = loc
+            new_types = []
+            for n, v, t, init in zip(carried, yielded, types, inits):
+                if isinstance(v, _Unbound):
+                    raise self.error(CompileTimeError, f"'{n}' is not defined on every path through the loop")
+                vt = v.type if isinstance(v, Value) else t
+                if vt != t and isinstance(init, Value):
+                    raise self.error(CompileTimeError, f"loop-carried '{n}' is {init.type} before the loop but "
+                                     f"{vt} after an iteration; it must keep its type",
+                                     hint="initialize it with the final type, e.g. tl.zeros(..., dtype=...)")
+                new_types.append(vt)
+            if new_types == types:
+                break
+            types = new_types
+        else:
+            raise self.error(CompileTimeError, "could not settle the types of the loop-carried variables")
+        # Materialize constexpr yields and inits with the settled types.
+        saved_region = self.region
+        self.region = region
+        yielded = [y if isinstance(y, Value) else self._typed_const(y, t) for y, t in zip(yielded, types)]
+        region.ops.append(Op("yield", yielded, [], {}, loc))
+        self.region = saved_region
+        inits = [i if isinstance(i, Value) else self._typed_const(i, t) for i, t in zip(inits, types)]
+        del body_locals
+        results = [Value(t, name=n) for n, t in zip(carried, types)]
+        return region, inits, results
+
+    def _typed_const(self, value, type_):
+        if isinstance(value, constexpr):
+            value = value.value
+        if not isinstance(value, (bool, int, float)):
+            raise self.error(CompileTimeError, f"cannot carry {value!r} through a loop")
+        v = semantic.constant(self, value, type_.dtype)
+        return semantic.splat(self, v, type_.shape) if type_.shape else v
+
+    def _finish_loop(self, op, carried, var):
+        self.region.ops.append(op)
+        for n, r in zip(carried, op.results):
+            self.scope.locals[n] = r
+        if var is not None:
+            self.scope.locals.pop(var, None)
+
+    def _carried_names(self, body):
+        """Names assigned anywhere in `body` that are already defined: the loop-carried variables."""
+        assigned = []
+        _collect_assigned(body, assigned)
+        out = []
+        for n in assigned:
+            if n in self.scope.locals and n not in out:
+                out.append(n)
+        return out
+
+    # -- expressions ---------------------------------------------------------------------------------------
+    def eval(self, node):
+        method = getattr(self, f"_expr_{type(node).__name__}", None)
+        if method is None:
+            saved = self.loc
+            self.loc = self.scope.parsed.loc(node)
+            raise self.error(UnsupportedSyntaxError, f"{_describe(node)} is not supported in kernels")
+        return method(node)
+
+    def _lookup(self, name):
+        try:
+            value = self.scope.lookup(name)
+        except KeyError:
+            raise self.error(NameResolutionError, f"name '{name}' is not defined") from None
+        if isinstance(value, _Unbound):
+            raise self.error(NameResolutionError, f"'{name}' is defined on only one side of a runtime if",
+                             hint="assign it before the if, or in both branches")
+        if isinstance(value, constexpr):
+            return value.value
+        return value
+
+    def _expr_Name(self, node):
+        if node.value == "True":
+            return True
+        if node.value == "False":
+            return False
+        if node.value == "None":
+            return None
+        return self._lookup(node.value)
+
+    def _expr_Integer(self, node):
+        return int(node.value, 0)
+
+    def _expr_Float(self, node):
+        return float(node.value)
+
+    def _expr_SimpleString(self, node):
+        return node.evaluated_value
+
+    def _expr_ConcatenatedString(self, node):
+        return node.evaluated_value
+
+    def _expr_Ellipsis(self, node):
+        return Ellipsis
+
+    def _expr_Tuple(self, node):
+        return tuple(self._elements(node.elements))
+
+    def _expr_List(self, node):
+        return tuple(self._elements(node.elements))
+
+    def _elements(self, elements):
+        out = []
+        for e in elements:
+            if isinstance(e, cst.StarredElement):
+                out.extend(self.eval(e.value))
+            else:
+                out.append(self.eval(e.value))
+        return out
+
+    def _expr_BinaryOperation(self, node):
+        left, right = self.eval(node.left), self.eval(node.right)
+        self.loc = self.scope.parsed.loc(node)
+        return semantic.binary_op(self, _BINOPS[type(node.operator)], left, right)
+
+    def _expr_UnaryOperation(self, node):
+        value = self.eval(node.expression)
+        self.loc = self.scope.parsed.loc(node)
+        return semantic.unary_op(self, _UNARY[type(node.operator)], value)
+
+    def _expr_BooleanOperation(self, node):
+        left = self.eval(node.left)
+        is_and = isinstance(node.operator, cst.And)
+        if semantic.is_const(left):
+            if is_and and not left:
+                return left
+            if not is_and and left:
+                return left
+            return self.eval(node.right)
+        right = self.eval(node.right)
+        if semantic.is_const(right):
+            if is_and:
+                return semantic.to_bool(self, left) if right else False
+            return True if right else semantic.to_bool(self, left)
+        return semantic.logical(self, "and" if is_and else "or", left, right)
+
+    def _expr_Comparison(self, node):
+        left = self.eval(node.left)
+        result = None
+        for target in node.comparisons:
+            right = self.eval(target.comparator)
+            op = type(target.operator)
+            self.loc = self.scope.parsed.loc(node)
+            if op in _CMPOPS:
+                r = semantic.binary_op(self, _CMPOPS[op], left, right)
+            elif op in (cst.Is, cst.IsNot, cst.In, cst.NotIn):
+                if not (semantic.is_const(left) and semantic.is_const(right)):
+                    raise self.error(UnsupportedSyntaxError, f"'{_cmp_text(op)}' works on constexprs only")
+                r = {cst.Is: lambda a, b: a is b, cst.IsNot: lambda a, b: a is not b,
+                     cst.In: lambda a, b: a in b, cst.NotIn: lambda a, b: a not in b}[op](left, right)
+            else:
+                raise self.error(UnsupportedSyntaxError, f"comparison {_describe(target.operator)}")
+            result = r if result is None else semantic.logical(self, "and", result, r) \
+                if not (semantic.is_const(result) and semantic.is_const(r)) else (result and r)
+            left = right
+        return result
+
+    def _expr_IfExp(self, node):
+        cond = self.eval(node.test)
+        if semantic.is_const(cond):
+            return self.eval(node.body) if cond else self.eval(node.orelse)
+        body, orelse = self.eval(node.body), self.eval(node.orelse)
+        self.loc = self.scope.parsed.loc(node)
+        return semantic.RULES["where"](self, cond, body, orelse)
+
+    def _expr_Attribute(self, node):
+        base = self.eval(node.value)
+        attr = node.attr.value
+        self.loc = self.scope.parsed.loc(node)
+        if isinstance(base, Value):
+            if attr == "dtype":
+                return base.dtype
+            if attr == "shape":
+                return tuple(base.shape)
+            if attr == "type":
+                return base.type
+            if attr in TENSOR_METHODS:
+                return BoundMethod(BUILTINS[TENSOR_METHODS[attr]], base)
+            if attr == "T":
+                raise self.error(UnsupportedSyntaxError, "blocks have no .T; use tl.trans(x)")
+            raise self.error(NameResolutionError, f"a block has no attribute '{attr}'")
+        try:
+            return getattr(base, attr)
+        except AttributeError:
+            raise self.error(NameResolutionError, f"{_short(base)} has no attribute '{attr}'") from None
+
+    def _expr_Subscript(self, node):
+        base = self.eval(node.value)
+        self.loc = self.scope.parsed.loc(node)
+        items = []
+        for element in node.slice:
+            s = element.slice
+            if isinstance(s, cst.Index):
+                items.append(self.eval(s.value))
+            elif isinstance(s, cst.Slice):
+                if s.lower is None and s.upper is None and s.step is None:
+                    items.append(slice(None))
+                else:
+                    if isinstance(base, Value):
+                        raise self.error(UnsupportedSyntaxError, "blocks can be indexed only with None and ':'")
+                    items.append(slice(*(self.eval(p) if p is not None else None for p in (s.lower, s.upper, s.step))))
+        if not isinstance(base, Value):
+            key = items[0] if len(items) == 1 else tuple(items)
+            try:
+                return base[key]
+            except Exception as e:
+                raise self.error(CompileTimeError, f"indexing failed: {e}") from None
+        return self._index_block(base, items)
+
+    def _index_block(self, value, items):
+        dim = 0
+        for item in items:
+            if item is None:
+                value = semantic.expand_dims(self, value, dim)
+                dim += 1
+            elif isinstance(item, slice) and item == slice(None):
+                dim += 1
+            elif item is Ellipsis:
+                dim = len(value.shape) - (len(items) - items.index(Ellipsis) - 1 - items.count(None))
+            else:
+                raise self.error(UnsupportedSyntaxError, "blocks can be indexed only with None, ':' and '...'")
+        if dim > len(value.shape):
+            raise self.error(ShapeError, f"too many indices for a block of rank {len(value.shape)}")
+        return value
+
+    # -- calls ---------------------------------------------------------------------------------------------
+    def _call_args(self, node):
+        args, kwargs = [], {}
+        for a in node.args:
+            if a.star == "*":
+                args.extend(self.eval(a.value))
+            elif a.star == "**":
+                kwargs.update(self.eval(a.value))
+            elif a.keyword is not None:
+                kwargs[a.keyword.value] = self.eval(a.value)
+            else:
+                args.append(self.eval(a.value))
+        return args, kwargs
+
+    def _expr_Call(self, node):
+        fn = self.eval(node.func)
+        args, kwargs = self._call_args(node)
+        self.loc = self.scope.parsed.loc(node)
+        return self.call(fn, args, kwargs, node)
+
+    def call(self, fn, args, kwargs, node=None):
+        if isinstance(fn, BoundMethod):
+            return self._call_builtin(fn.builtin, [fn.self_value] + list(args), kwargs)
+        if builtin_name(fn):
+            return self._call_builtin(fn, args, kwargs)
+        if is_kernel_object(fn) or (inspect.isfunction(fn) and getattr(fn, "__transpiler_inline__", False)):
+            return self.inline_call(kernel_function(fn), args, kwargs)
+        if fn is constexpr:
+            return args[0]
+        if fn is builtins.print:
+            return semantic.RULES["device_print"](self, "", *args)
+        if fn in _PY_CONST_BUILTINS:
+            if any(isinstance(a, Value) for a in args):
+                raise self.error(UnsupportedSyntaxError, f"{fn.__name__}() works on constexprs only here",
+                                 hint="use tl.minimum/tl.maximum/tl.abs on blocks")
+            return _PY_CONST_BUILTINS[fn](*args, **kwargs)
+        if fn is builtins.range:
+            raise self.error(UnsupportedSyntaxError, "range() can only be used as a for-loop iterable")
+        if isinstance(fn, dtypes.dtype):
+            raise self.error(UnsupportedSyntaxError, f"call x.to({fn!r}) to convert a value")
+        raise self.error(NameResolutionError,
+                         f"cannot call {_short(fn)}: it is neither a tl builtin nor a @transpile function",
+                         hint="decorate helpers with @transpiler.transpile (or @transpiler.jit)")
+
+    def _call_builtin(self, fn, args, kwargs):
+        name = builtin_name(fn)
+        try:
+            bound = fn.__signature__.bind(*args, **kwargs)
+        except TypeError as e:
+            raise self.error(CompileTimeError, f"bad arguments to tl.{name}: {e}") from None
+        rule = semantic.RULES.get(name)
+        if rule is None:
+            raise self.error(UnsupportedSyntaxError, f"tl.{name} is not supported by the compiler yet")
+        return rule(self, *bound.args, **bound.kwargs)
+
+    def inline_call(self, fn, args, kwargs):
+        """Inline a @transpile helper: build its body in a fresh scope, in the current region."""
+        call_loc = self.loc
+        sig = inspect.signature(fn)
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise self.error(CompileTimeError, f"bad arguments to {fn.__name__}: {e}") from None
+        bound.apply_defaults()
+        parsed = parsed_function(fn)
+        saved_scope, saved_return = self.scope, getattr(self, "return_value", None)
+        self.scope = Scope(fn, parsed)
+        for name, value in bound.arguments.items():
+            param = sig.parameters[name]
+            if param.kind is param.VAR_POSITIONAL:
+                value = tuple(value)
+            if _is_constexpr_annotation(param.annotation, fn) and isinstance(value, Value):
+                self.scope = saved_scope
+                raise self.error(CompileTimeError, f"argument '{name}' of {fn.__name__} is a tl.constexpr "
+                                 f"parameter but got a runtime {value.type}")
+            self.scope.locals[name] = value.value if isinstance(value, constexpr) else value
+        self.return_value = None
+        depth = self.runtime_depth
+        self.runtime_depth = 0
+        try:
+            self._block(parsed.node.body)
+        except _Return:
+            pass
+        except TranspilerError as e:
+            raise e.with_context(call_site=call_loc)
+        finally:
+            self.runtime_depth = depth
+            result = self.return_value
+            self.scope, self.return_value = saved_scope, saved_return
+            self.loc = call_loc
+        return result
+
+    def inline_into_region(self, fn, region, what, cast_to):
+        """Build `fn(*region.args)` into `region` and end it with a yield of the results cast to `cast_to`."""
+        saved = self.region
+        self.region = region
+        self.runtime_depth += 1
+        try:
+            if not (is_kernel_object(fn) or inspect.isfunction(fn)):
+                raise self.error(NameResolutionError, f"{what} must be a @transpile function")
+            out = self.inline_call(kernel_function(fn), list(region.args), {})
+            results = list(out) if isinstance(out, (tuple, list)) else [out]
+            if len(results) != len(cast_to):
+                raise self.error(ShapeError, f"{what} returned {len(results)} values, expected {len(cast_to)}")
+            results = [semantic.cast(self, semantic.to_value(self, r, dt), dt) for r, dt in zip(results, cast_to)]
+            for r in results:
+                if r.shape:
+                    raise self.error(ShapeError, f"{what} must return scalars")
+            region.ops.append(Op("yield", results, [], {}, self.loc))
+        finally:
+            self.runtime_depth -= 1
+            self.region = saved
+        return results
+
+
+def _is_constexpr_annotation(annotation, fn):
+    if annotation is constexpr:
+        return True
+    if isinstance(annotation, str):
+        return annotation.endswith("constexpr")
+    return False
+
+
+def _collect_assigned(node, out):
+    class Visitor(cst.CSTVisitor):
+        def visit_AssignTarget(self, n):
+            _names_in_target(n.target, out)
+
+        def visit_AnnAssign(self, n):
+            _names_in_target(n.target, out)
+
+        def visit_AugAssign(self, n):
+            _names_in_target(n.target, out)
+
+        def visit_For(self, n):
+            _names_in_target(n.target, out)
+
+    node.visit(Visitor())
+
+
+def _names_in_target(target, out):
+    if isinstance(target, cst.Name):
+        out.append(target.value)
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for e in target.elements:
+            _names_in_target(e.value, out)
+
+
+def _describe(node) -> str:
+    names = {
+        "While": "while", "With": "a with statement", "Try": "try/except", "Raise": "raise", "Lambda": "lambda",
+        "ListComp": "a list comprehension", "GeneratorExp": "a generator expression", "DictComp": "a dict "
+        "comprehension", "SetComp": "a set comprehension", "Dict": "a dict literal", "Set": "a set literal",
+        "FunctionDef": "a nested function definition", "ClassDef": "a class definition", "Global": "global",
+        "Nonlocal": "nonlocal", "Del": "del", "Import": "import", "ImportFrom": "import", "Await": "await",
+        "Yield": "yield", "FormattedString": "an f-string", "NamedExpr": "the walrus operator :=",
+        "Imaginary": "a complex number", "Match": "match", "Subscript": "a subscript",
+        "Attribute": "an attribute",
+    }
+    kind = type(node).__name__
+    return names.get(kind, f"'{kind}'")
+
+
+def _cmp_text(op):
+    return {cst.Is: "is", cst.IsNot: "is not", cst.In: "in", cst.NotIn: "not in"}[op]
+
+
+def _short(obj):
+    name = getattr(obj, "__name__", None)
+    return f"'{name}'" if name else f"a {type(obj).__name__}"
+
+
+def build_kernel_ir(fn, arg_specs, num_warps) -> KernelIR:
+    """Parse (cached) and build the IR of `fn` for one specialization."""
+    builder = Builder(fn, arg_specs, num_warps)
+    try:
+        return builder.build()
+    except TranspilerError as e:
+        raise e.with_context(kernel=fn.__name__)

@@ -1,0 +1,738 @@
+"""Typing rules: what each builtin and operator means for shapes and dtypes, and which IR ops it becomes.
+
+One rule per builtin name in `RULES` (filled by `@rule`), plus the operator rules used for Python syntax.
+Rules receive the `Builder` (to emit ops and report errors at the current source position) and the bound
+arguments, which are IR `Value`s or plain Python constants (constexprs). Broadcasting and promotion follow
+Triton's `semantic.py`, through `transpiler.dtypes`.
+"""
+from __future__ import annotations
+
+import builtins
+import numbers
+
+from .. import dtypes
+from ..dtypes import Kind
+from ..errors import CompileTimeError, DTypeError, ShapeError
+from .ir import Type, Value
+
+RULES: dict = {}
+
+MAX_BLOCK_ELEMENTS = 1 << 20   # Triton's TRITON_MAX_TENSOR_NUMEL
+
+
+def rule(name):
+    def register(fn):
+        RULES[name] = fn
+        return fn
+    return register
+
+
+def is_const(x):
+    return not isinstance(x, Value)
+
+
+def const_value(b, x, what="value"):
+    if isinstance(x, Value):
+        raise b.error(CompileTimeError, f"{what} must be a compile-time constant (a constexpr), "
+                      f"but it is a runtime {x.type}",
+                      hint="pass it as a `tl.constexpr` parameter or compute it from constexprs")
+    return x
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Values: constants, scalars to blocks, casts, broadcasting
+# ---------------------------------------------------------------------------------------------------------
+
+def constant(b, value, dt=None) -> Value:
+    dt = dt or dtypes.python_scalar_dtype(value)
+    if dt.kind is Kind.FLOAT:
+        value = float(value)
+    elif dt.kind is Kind.BOOL:
+        value = bool(value)
+    else:
+        value = int(value)
+        # Wrap into the type's range the way a C cast would.
+        mask = (1 << dt.bits) - 1
+        value &= mask
+        if dt.signed and value >> (dt.bits - 1):
+            value -= 1 << dt.bits
+    return b.emit("constant", [], Type(dt), value=value)
+
+
+def to_value(b, x, dt=None) -> Value:
+    if isinstance(x, Value):
+        return x
+    if isinstance(x, (bool, numbers.Number)):
+        return constant(b, x, dt)
+    raise b.error(DTypeError, f"cannot use {type(x).__name__} {x!r} as a kernel value")
+
+
+def splat(b, v: Value, shape) -> Value:
+    shape = tuple(shape)
+    if v.shape == shape:
+        return v
+    assert not v.shape
+    return b.emit("splat", [v], Type(v.dtype, shape))
+
+
+def cast(b, v, dt, bitcast=False) -> Value:
+    if not isinstance(v, Value):
+        v = to_value(b, v)
+    if v.dtype is dt:
+        return v
+    if bitcast:
+        if v.dtype.is_ptr() or dt.is_ptr():
+            if not (v.dtype.is_ptr() and dt.is_ptr()):
+                raise b.error(DTypeError, f"cannot bitcast {v.dtype!r} to {dt!r}")
+        elif v.dtype.bits != dt.bits:
+            raise b.error(DTypeError, f"bitcast needs equal widths, but {v.dtype!r} has {v.dtype.bits} bits and "
+                          f"{dt!r} has {dt.bits}")
+        return b.emit("bitcast", [v], v.type.with_dtype(dt))
+    if v.dtype.is_ptr() and not dt.is_ptr():
+        if dt not in (dtypes.int64, dtypes.uint64):
+            raise b.error(DTypeError, f"a pointer can only be cast to int64 or uint64, not {dt!r}")
+    if dt.is_ptr() and not v.dtype.is_ptr() and v.dtype not in (dtypes.int64, dtypes.uint64):
+        raise b.error(DTypeError, f"only 64-bit integers can be cast to a pointer, not {v.dtype!r}")
+    return b.emit("cast", [v], v.type.with_dtype(dt))
+
+
+def broadcast_shapes(b, s1, s2):
+    if len(s1) != len(s2):
+        raise b.error(ShapeError, f"cannot broadcast shapes {list(s1)} and {list(s2)}: they have different ranks",
+                      hint="use x[:, None] / x[None, :] or tl.expand_dims to add dimensions")
+    out = []
+    for a, c in zip(s1, s2):
+        if a == c or c == 1:
+            out.append(a)
+        elif a == 1:
+            out.append(c)
+        else:
+            raise b.error(ShapeError, f"cannot broadcast shapes {list(s1)} and {list(s2)}")
+    return tuple(out)
+
+
+def broadcast_to_shape(b, v: Value, shape) -> Value:
+    shape = tuple(shape)
+    if v.shape == shape:
+        return v
+    if not v.shape:
+        return splat(b, v, shape)
+    if len(v.shape) != len(shape):
+        raise b.error(ShapeError, f"cannot broadcast shape {list(v.shape)} to {list(shape)}")
+    for a, c in zip(v.shape, shape):
+        if a != c and a != 1:
+            raise b.error(ShapeError, f"cannot broadcast shape {list(v.shape)} to {list(shape)}")
+    return b.emit("broadcast", [v], Type(v.dtype, shape))
+
+
+def broadcast_pair(b, x: Value, y: Value):
+    if x.shape == y.shape:
+        return x, y
+    if not x.shape:
+        return splat(b, x, y.shape), y
+    if not y.shape:
+        return x, splat(b, y, x.shape)
+    shape = broadcast_shapes(b, x.shape, y.shape)
+    return broadcast_to_shape(b, x, shape), broadcast_to_shape(b, y, shape)
+
+
+def _dtype_of(x):
+    return x.dtype if isinstance(x, Value) else dtypes.python_scalar_dtype(x)
+
+
+def binary_operands(b, x, y, div_or_mod=False, allow_ptr=False, arithmetic=True):
+    """Promote and broadcast two operands; returns (x, y, computation dtype)."""
+    x_scalar, y_scalar = is_const(x), is_const(y)
+    xd, yd = _dtype_of(x), _dtype_of(y)
+    if xd.is_ptr() or yd.is_ptr():
+        if not allow_ptr:
+            raise b.error(DTypeError, f"this operator is not defined on pointers ({xd!r}, {yd!r})")
+        return x, y, None
+    try:
+        dt = dtypes.computation_type(xd, x_scalar, yd, y_scalar, div_or_mod)
+    except TypeError as e:
+        raise b.error(DTypeError, str(e)) from None
+    xv = cast(b, to_value(b, x, dt if x_scalar else None), dt)
+    yv = cast(b, to_value(b, y, dt if y_scalar else None), dt)
+    xv, yv = broadcast_pair(b, xv, yv)
+    return xv, yv, dt
+
+
+def elementwise(b, fn, operands, out_dtype, **attrs) -> Value:
+    shape = operands[0].shape
+    return b.emit("elementwise", list(operands), Type(out_dtype, shape), fn=fn, **attrs)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Python operators
+# ---------------------------------------------------------------------------------------------------------
+
+ARITH = {"add", "sub", "mul"}
+
+
+def binary_op(b, op, x, y):
+    """Apply a Python binary operator (`add`, `truediv`, `lshift`, ...) to two operands."""
+    if is_const(x) and is_const(y):
+        return python_binary(b, op, x, y)
+    return BINARY_RULES[op](b, x, y)
+
+
+def python_binary(b, op, x, y):
+    import operator
+    fn = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
+          "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow, "lshift": operator.lshift,
+          "rshift": operator.rshift, "and_": operator.and_, "or_": operator.or_, "xor": operator.xor,
+          "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge, "eq": operator.eq,
+          "ne": operator.ne, "matmul": operator.matmul}[op]
+    try:
+        return fn(x, y)
+    except Exception as e:
+        raise b.error(CompileTimeError, f"constant expression failed: {e}") from None
+
+
+def _add(b, x, y):
+    xd, yd = _dtype_of(x), _dtype_of(y)
+    if xd.is_ptr() and yd.is_ptr():
+        raise b.error(DTypeError, "cannot add two pointers")
+    if yd.is_ptr():
+        x, y, xd, yd = y, x, yd, xd
+    if xd.is_ptr():
+        return pointer_offset(b, x, y, negate=False)
+    x, y, dt = binary_operands(b, x, y)
+    return elementwise(b, "add", [x, y], dt)
+
+
+def _sub(b, x, y):
+    xd, yd = _dtype_of(x), _dtype_of(y)
+    if xd.is_ptr():
+        if yd.is_ptr():
+            raise b.error(DTypeError, "subtracting two pointers is not supported")
+        return pointer_offset(b, x, y, negate=True)
+    if yd.is_ptr():
+        raise b.error(DTypeError, "cannot subtract a pointer from a number")
+    x, y, dt = binary_operands(b, x, y)
+    return elementwise(b, "sub", [x, y], dt)
+
+
+def pointer_offset(b, ptr, offset, negate):
+    od = _dtype_of(offset)
+    if not od.is_int():
+        raise b.error(DTypeError, f"pointer arithmetic needs an integer offset, not {od!r}",
+                      hint="convert the offset with .to(tl.int32) or .to(tl.int64)")
+    ptr = to_value(b, ptr)
+    offset = to_value(b, offset)
+    if od.kind is Kind.BOOL:
+        offset = cast(b, offset, dtypes.int32)
+    if negate:
+        offset = unary_op(b, "neg", offset)
+    ptr, offset = broadcast_pair(b, ptr, offset)
+    return b.emit("addptr", [ptr, offset], ptr.type)
+
+
+def _arith(fn):
+    def apply(b, x, y):
+        x, y, dt = binary_operands(b, x, y)
+        return elementwise(b, fn, [x, y], dt)
+    return apply
+
+
+def _truediv(b, x, y):
+    x, y, dt = binary_operands(b, x, y, div_or_mod=True)
+    if dt.kind is not Kind.FLOAT:
+        dt = dtypes.float32
+        x, y = cast(b, x, dt), cast(b, y, dt)
+    return elementwise(b, "truediv", [x, y], dt)
+
+
+def _floordiv(b, x, y):
+    x, y, dt = binary_operands(b, x, y, div_or_mod=True)
+    if dt.kind is Kind.FLOAT:
+        raise b.error(DTypeError, f"// is only defined on integers here, not {dt!r}",
+                      hint="use tl.floor(x / y) for floats")
+    return elementwise(b, "floordiv", [x, y], dt)
+
+
+def _mod(b, x, y):
+    x, y, dt = binary_operands(b, x, y, div_or_mod=True)
+    return elementwise(b, "mod", [x, y], dt)
+
+
+def _bitwise(fn):
+    def apply(b, x, y):
+        xd, yd = _dtype_of(x), _dtype_of(y)
+        for d in (xd, yd):
+            if not d.is_int():
+                raise b.error(DTypeError, f"bitwise operator needs integer operands, not {d!r}")
+        x, y, dt = binary_operands(b, x, y)
+        return elementwise(b, fn, [x, y], dt)
+    return apply
+
+
+def _compare(fn):
+    def apply(b, x, y):
+        xd, yd = _dtype_of(x), _dtype_of(y)
+        if xd.is_ptr() or yd.is_ptr():
+            xv, yv = broadcast_pair(b, to_value(b, x), to_value(b, y))
+            return elementwise(b, fn, [xv, yv], dtypes.int1)
+        x, y, _ = binary_operands(b, x, y)
+        return elementwise(b, fn, [x, y], dtypes.int1)
+    return apply
+
+
+def _pow(b, x, y):
+    raise b.error(DTypeError, "** is only supported between constexprs", hint="use tl.exp2 / tl.exp and tl.log")
+
+
+def _matmul(b, x, y):
+    return RULES["dot"](b, x, y)
+
+
+BINARY_RULES = {
+    "add": _add, "sub": _sub, "mul": _arith("mul"), "truediv": _truediv, "floordiv": _floordiv, "mod": _mod,
+    "pow": _pow, "matmul": _matmul,
+    "lshift": _bitwise("shl"), "rshift": _bitwise("shr"), "and_": _bitwise("and"), "or_": _bitwise("or"),
+    "xor": _bitwise("xor"),
+    "lt": _compare("lt"), "le": _compare("le"), "gt": _compare("gt"), "ge": _compare("ge"),
+    "eq": _compare("eq"), "ne": _compare("ne"),
+}
+
+
+def unary_op(b, op, x):
+    if is_const(x):
+        import operator
+        return {"neg": operator.neg, "pos": operator.pos, "invert": operator.invert,
+                "not": operator.not_}[op](x)
+    if op == "pos":
+        return x
+    if op == "neg":
+        if x.dtype.is_ptr():
+            raise b.error(DTypeError, "cannot negate a pointer")
+        return elementwise(b, "neg", [x], x.dtype)
+    if op == "invert":
+        if not x.dtype.is_int():
+            raise b.error(DTypeError, f"~ needs an integer operand, not {x.dtype!r}")
+        return elementwise(b, "invert", [x], x.dtype)
+    if op == "not":
+        return elementwise(b, "eq", [x, splat(b, constant(b, 0, x.dtype), x.shape)], dtypes.int1)
+    raise AssertionError(op)
+
+
+def to_bool(b, x):
+    """A condition as int1 (`x != 0`)."""
+    if x.dtype is dtypes.int1:
+        return x
+    return elementwise(b, "ne", [x, splat(b, constant(b, 0, x.dtype), x.shape)], dtypes.int1)
+
+
+def logical(b, op, x, y):
+    x, y = to_value(b, x), to_value(b, y)
+    x, y = broadcast_pair(b, to_bool(b, x), to_bool(b, y))
+    return elementwise(b, op, [x, y], dtypes.int1)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Builtins
+# ---------------------------------------------------------------------------------------------------------
+
+def _axis(b, axis):
+    axis = const_value(b, axis, "the grid axis")
+    if axis not in (0, 1, 2):
+        raise b.error(CompileTimeError, f"grid axis must be 0, 1 or 2, not {axis}")
+    return axis
+
+
+@rule("program_id")
+def _program_id(b, axis=0):
+    return b.emit("program_id", [], Type(dtypes.int32), axis=_axis(b, axis))
+
+
+@rule("num_programs")
+def _num_programs(b, axis=0):
+    return b.emit("num_programs", [], Type(dtypes.int32), axis=_axis(b, axis))
+
+
+def check_block_shape(b, shape):
+    n = 1
+    for s in shape:
+        if not isinstance(s, int) or s <= 0 or s & (s - 1):
+            raise b.error(CompileTimeError, f"block dimensions must be powers of two, but the shape is {list(shape)}",
+                          hint="round up with transpiler.next_power_of_2 and mask the tail")
+        n *= s
+    if n > MAX_BLOCK_ELEMENTS:
+        raise b.error(CompileTimeError, f"a block may hold at most {MAX_BLOCK_ELEMENTS} elements, "
+                      f"but {list(shape)} holds {n}")
+
+
+def _shape_arg(b, shape):
+    shape = const_value(b, shape, "a block shape")
+    if isinstance(shape, int):
+        shape = (shape,)
+    shape = tuple(const_value(b, s, "a block dimension") for s in shape)
+    check_block_shape(b, shape)
+    return shape
+
+
+@rule("arange")
+def _arange(b, start, end):
+    start = const_value(b, start, "tl.arange's start")
+    end = const_value(b, end, "tl.arange's end")
+    if not isinstance(start, int) or not isinstance(end, int):
+        raise b.error(CompileTimeError, "tl.arange bounds must be integers")
+    n = end - start
+    if n <= 0 or n & (n - 1):
+        raise b.error(CompileTimeError, f"tl.arange({start}, {end}) has {n} elements; the count must be a "
+                      "power of two", hint="round up with transpiler.next_power_of_2 and mask the tail")
+    check_block_shape(b, (n,))
+    return b.emit("arange", [], Type(dtypes.int32, (n,)), start=start)
+
+
+def _dtype_arg(b, dt, what="dtype"):
+    dt = const_value(b, dt, what)
+    if isinstance(dt, str):
+        dt = dtypes.from_array_dtype(dt)
+    if not isinstance(dt, dtypes.dtype):
+        raise b.error(DTypeError, f"{what} must be a tl dtype, not {dt!r}")
+    return dt
+
+
+@rule("full")
+def _full(b, shape, value, dtype):
+    shape = _shape_arg(b, shape)
+    dt = _dtype_arg(b, dtype)
+    v = cast(b, to_value(b, value, dt if is_const(value) else None), dt)
+    if v.shape:
+        raise b.error(ShapeError, "tl.full needs a scalar fill value")
+    return splat(b, v, shape)
+
+
+@rule("zeros")
+def _zeros(b, shape, dtype):
+    return _full(b, shape, 0, dtype)
+
+
+@rule("zeros_like")
+def _zeros_like(b, input):
+    input = to_value(b, input)
+    return _full(b, input.shape, 0, input.dtype) if input.shape else constant(b, 0, input.dtype)
+
+
+@rule("full_like")
+def _full_like(b, input, value, dtype=None):
+    input = to_value(b, input)
+    dt = _dtype_arg(b, dtype) if dtype is not None else input.dtype
+    if not input.shape:
+        return cast(b, to_value(b, value, dt), dt)
+    return _full(b, input.shape, value, dt)
+
+
+@rule("cast")
+def _cast(b, input, dtype, fp_downcast_rounding=None, bitcast=False):
+    dt = _dtype_arg(b, dtype)
+    return cast(b, to_value(b, input, None), dt, bitcast=bool(const_value(b, bitcast, "bitcast")))
+
+
+def _check_pointer(b, ptr, what):
+    if is_const(ptr) or not ptr.dtype.is_ptr():
+        raise b.error(DTypeError, f"{what} needs a pointer (or a block of pointers), not "
+                      f"{ptr.type if isinstance(ptr, Value) else type(ptr).__name__}")
+
+
+_CACHE_MODIFIERS = {"", ".ca", ".cg", ".cs", ".cv", ".lu", ".wb", ".wt"}
+_EVICTION = {"", "evict_first", "evict_last", "evict_normal"}
+
+
+def _memory_attrs(b, cache_modifier, eviction_policy):
+    cache_modifier = const_value(b, cache_modifier, "cache_modifier") or ""
+    eviction_policy = const_value(b, eviction_policy, "eviction_policy") or ""
+    if cache_modifier not in _CACHE_MODIFIERS:
+        raise b.error(CompileTimeError, f"unknown cache_modifier {cache_modifier!r}; "
+                      f"use one of {sorted(_CACHE_MODIFIERS - {''})}")
+    if eviction_policy not in _EVICTION:
+        raise b.error(CompileTimeError, f"unknown eviction_policy {eviction_policy!r}; "
+                      f"use one of {sorted(_EVICTION - {''})}")
+    return cache_modifier, eviction_policy
+
+
+def _mask_for(b, mask, shape):
+    if mask is None:
+        return None
+    m = to_value(b, mask)
+    if m.dtype is not dtypes.int1:
+        m = to_bool(b, m)
+    if m.shape != shape:
+        if len(m.shape) > len(shape):
+            raise b.error(ShapeError, f"mask shape {list(m.shape)} does not match pointer shape {list(shape)}")
+        m = broadcast_to_shape(b, m, shape) if m.shape else splat(b, m, shape)
+    return m
+
+
+@rule("load")
+def _load(b, pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="",
+          eviction_policy="", volatile=False):
+    _check_pointer(b, pointer, "tl.load")
+    if boundary_check:
+        raise b.error(CompileTimeError, "block pointers (boundary_check) are not supported yet")
+    elem = pointer.dtype.element_ty
+    if mask is not None and not is_const(mask) and len(mask.shape) > len(pointer.shape):
+        pointer = broadcast_to_shape(b, pointer, broadcast_shapes(b, (1,) * (len(mask.shape) - len(pointer.shape))
+                                                                     + pointer.shape, mask.shape)) \
+            if pointer.shape else splat(b, pointer, mask.shape)
+    shape = pointer.shape
+    if mask is not None and is_const(mask):
+        if mask:
+            mask = None
+        else:
+            mask = splat(b, constant(b, False), shape) if shape else constant(b, False)
+    m = _mask_for(b, mask, shape) if mask is not None else None
+    operands = [pointer]
+    if m is not None:
+        operands.append(m)
+        o = cast(b, to_value(b, other if other is not None else 0, elem if is_const(other) else None), elem)
+        if o.shape != shape:
+            o = broadcast_to_shape(b, o, shape)
+        operands.append(o)
+    cm, ev = _memory_attrs(b, cache_modifier, eviction_policy)
+    return b.emit("load", operands, Type(elem, shape), cache=cm, eviction=ev,
+                  volatile=bool(const_value(b, volatile, "volatile")))
+
+
+@rule("store")
+def _store(b, pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
+    _check_pointer(b, pointer, "tl.store")
+    elem = pointer.dtype.element_ty
+    v = to_value(b, value, elem if is_const(value) else None)
+    if v.dtype.is_ptr() and not elem.is_ptr():
+        raise b.error(DTypeError, f"cannot store pointers through a pointer to {elem!r}")
+    if len(v.shape) > len(pointer.shape) or (v.shape and pointer.shape and
+                                             broadcast_shapes(b, v.shape, pointer.shape) != pointer.shape):
+        if pointer.shape and v.shape:
+            raise b.error(ShapeError, f"value shape {list(v.shape)} does not fit pointer shape "
+                          f"{list(pointer.shape)}")
+        if not pointer.shape:
+            raise b.error(ShapeError, f"storing a block of shape {list(v.shape)} through a scalar pointer",
+                          hint="make the pointer a block: ptr + tl.arange(...)")
+    v = cast(b, v, elem)
+    shape = pointer.shape
+    if v.shape != shape:
+        v = broadcast_to_shape(b, v, shape)
+    operands = [pointer, v]
+    if mask is not None:
+        if is_const(mask):
+            if not mask:
+                return None
+        else:
+            operands.append(_mask_for(b, mask, shape))
+    cm, ev = _memory_attrs(b, cache_modifier, eviction_policy)
+    b.emit("store", operands, None, cache=cm, eviction=ev)
+    return None
+
+
+# ---- shapes ---------------------------------------------------------------------------------------------
+
+def _dims(b, shape):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    return tuple(const_value(b, s, "a shape") for s in shape)
+
+
+@rule("broadcast_to")
+def _broadcast_to(b, input, *shape):
+    shape = _dims(b, shape)
+    return broadcast_to_shape(b, to_value(b, input), shape)
+
+
+@rule("broadcast")
+def _broadcast(b, input, other):
+    return broadcast_pair(b, to_value(b, input), to_value(b, other))
+
+
+def expand_dims(b, v, axis):
+    rank = len(v.shape) + 1
+    if not -rank <= axis < rank:
+        raise b.error(ShapeError, f"expand_dims axis {axis} is out of range for a result of rank {rank}")
+    axis %= rank
+    shape = v.shape[:axis] + (1,) + v.shape[axis:]
+    return b.emit("expand_dims", [v], Type(v.dtype, shape), axis=axis)
+
+
+@rule("expand_dims")
+def _expand_dims(b, input, axis):
+    v = to_value(b, input)
+    axes = const_value(b, axis, "axis")
+    axes = [axes] if isinstance(axes, int) else list(axes)
+    for a in sorted(a % (len(v.shape) + len(axes)) for a in axes):
+        v = expand_dims(b, v, a)
+    return v
+
+
+@rule("reshape")
+def _reshape(b, input, *shape, can_reorder=False):
+    v = to_value(b, input)
+    shape = _dims(b, shape)
+    n = 1
+    for s in shape:
+        n *= s
+    if n != v.type.numel:
+        raise b.error(ShapeError, f"cannot reshape {list(v.shape)} ({v.type.numel} elements) to {list(shape)}")
+    check_block_shape(b, shape)
+    if shape == v.shape:
+        return v
+    return b.emit("reshape", [v], Type(v.dtype, shape))
+
+
+@rule("view")
+def _view(b, input, *shape):
+    return _reshape(b, input, *shape)
+
+
+@rule("permute")
+def _permute(b, input, *dims):
+    v = to_value(b, input)
+    dims = _dims(b, dims)
+    if sorted(dims) != list(builtins.range(len(v.shape))):
+        raise b.error(ShapeError, f"permute order {list(dims)} is not a permutation of the {len(v.shape)} dims")
+    if list(dims) == list(builtins.range(len(v.shape))):
+        return v
+    return b.emit("permute", [v], Type(v.dtype, tuple(v.shape[d] for d in dims)), order=tuple(dims))
+
+
+@rule("trans")
+def _trans(b, input, *dims):
+    v = to_value(b, input)
+    dims = _dims(b, dims)
+    if not dims:
+        if len(v.shape) != 2:
+            raise b.error(ShapeError, f"tl.trans without dims needs a 2-D block, not shape {list(v.shape)}")
+        dims = (1, 0)
+    return _permute(b, v, *dims)
+
+
+# ---- elementwise builtins -------------------------------------------------------------------------------
+
+@rule("where")
+def _where(b, condition, x, y):
+    c = to_value(b, condition)
+    c = to_bool(b, c)
+    x, y, dt = binary_operands(b, x, y)
+    shape = broadcast_shapes(b, c.shape, x.shape) if c.shape and x.shape else (c.shape or x.shape)
+    c, x, y = (broadcast_to_shape(b, v, shape) for v in (c, x, y))
+    return elementwise(b, "select", [c, x, y], dt)
+
+
+def _minmax(fn):
+    def apply(b, x, y, propagate_nan=None):
+        x, y, dt = binary_operands(b, x, y)
+        nan = const_value(b, propagate_nan, "propagate_nan") or 0
+        return elementwise(b, fn, [x, y], dt, propagate_nan=bool(nan))
+    return apply
+
+
+RULES["minimum"] = _minmax("min")
+RULES["maximum"] = _minmax("max")
+
+
+@rule("clamp")
+def _clamp(b, x, min, max, propagate_nan=None):
+    return RULES["minimum"](b, RULES["maximum"](b, x, min, propagate_nan), max, propagate_nan)
+
+
+def _float_math(fn, allow_int=False):
+    def apply(b, x):
+        v = to_value(b, x)
+        if v.dtype.kind is not Kind.FLOAT:
+            if allow_int and v.dtype.is_int():
+                return elementwise(b, fn, [v], v.dtype)
+            raise b.error(DTypeError, f"tl.{fn} needs a floating-point operand, not {v.dtype!r}",
+                          hint="convert first with .to(tl.float32)")
+        return elementwise(b, fn, [v], v.dtype)
+    return apply
+
+
+for _name in ("exp", "exp2", "log", "log2", "sqrt", "sqrt_rn", "rsqrt", "sin", "cos", "erf", "floor", "ceil",
+              "sigmoid"):
+    RULES[_name] = _float_math(_name)
+RULES["abs"] = _float_math("abs", allow_int=True)
+
+
+@rule("fma")
+def _fma(b, x, y, z):
+    x, y, dt = binary_operands(b, x, y)
+    x, z, dt = binary_operands(b, x, z)
+    x, y = broadcast_pair(b, x, cast(b, y, dt))
+    y, z = broadcast_pair(b, y, z)
+    x, _ = broadcast_pair(b, x, z)
+    return elementwise(b, "fma", [x, y, z], dt)
+
+
+@rule("cdiv")
+def _cdiv(b, x, div):
+    if is_const(x) and is_const(div):
+        return -(-x // div)
+    num = binary_op(b, "add", x, binary_op(b, "sub", div, 1))
+    return binary_op(b, "floordiv", num, div)
+
+
+@rule("div_rn")
+def _div_rn(b, x, y):
+    return _truediv(b, x, y)
+
+
+@rule("fdiv")
+def _fdiv(b, x, y, ieee_rounding=False):
+    return _truediv(b, x, y)
+
+
+@rule("umulhi")
+def _umulhi(b, x, y):
+    x, y, dt = binary_operands(b, x, y)
+    if dt not in (dtypes.int32, dtypes.uint32):
+        raise b.error(DTypeError, f"tl.umulhi needs 32-bit integers, not {dt!r}")
+    return elementwise(b, "umulhi", [x, y], dt)
+
+
+# ---- hints and debugging --------------------------------------------------------------------------------
+
+def _hint(kind):
+    def apply(b, input, values):
+        v = to_value(b, input)
+        vals = const_value(b, values, f"tl.{kind}'s values")
+        vals = (vals,) * builtins.max(1, len(v.shape)) if isinstance(vals, int) else tuple(vals)
+        if len(vals) != builtins.max(1, len(v.shape)):
+            raise b.error(ShapeError, f"tl.{kind} needs one value per dimension ({len(v.shape)}), got {list(vals)}")
+        return b.emit("hint", [v], v.type, kind=kind, values=vals)
+    return apply
+
+
+RULES["multiple_of"] = _hint("multiple_of")
+RULES["max_contiguous"] = _hint("max_contiguous")
+RULES["max_constancy"] = _hint("max_constancy")
+
+
+@rule("static_assert")
+def _static_assert(b, cond, msg=""):
+    cond = const_value(b, cond, "tl.static_assert's condition")
+    if not cond:
+        raise b.error(CompileTimeError, f"static_assert failed: {msg}" if msg else "static_assert failed")
+
+
+@rule("static_print")
+def _static_print(b, *values, sep=" ", end="\n"):
+    print(*[v.type if isinstance(v, Value) else v for v in values], sep=sep, end=end)
+
+
+@rule("device_print")
+def _device_print(b, prefix, *args, hex=False):
+    prefix = const_value(b, prefix, "device_print's prefix")
+    values = [to_value(b, a) for a in args]
+    b.emit("device_print", values, None, prefix=str(prefix), hex=bool(const_value(b, hex, "hex")))
+
+
+@rule("device_assert")
+def _device_assert(b, cond, msg=""):
+    # Like Triton, assertions are compiled only in debug mode; see docs/language.md.
+    return None
+
+
+@rule("debug_barrier")
+def _debug_barrier(b):
+    b.emit("barrier", [], None)

@@ -1,0 +1,34 @@
+"""What the IR builder is told about each kernel parameter for one specialization.
+
+The runtime derives these from the launch arguments (`analysis/specialization.py` says how); the builder
+turns them into typed IR arguments, and folds constexprs and integers equal to one into constants, as
+Triton does.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import dtypes
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    name: str
+    dtype: dtypes.dtype | None = None   # None for constexprs
+    constexpr: object = None            # the value, for constexpr parameters
+    is_constexpr: bool = False
+    divisibility: int = 1               # bytes of alignment for pointers; elements for integers
+    equal_to_one: bool = False
+
+    def key(self):
+        if self.is_constexpr:
+            return ("c", self.name, _hashable(self.constexpr))
+        return (self.name, self.dtype.name, self.divisibility, self.equal_to_one)
+
+
+def _hashable(v):
+    if isinstance(v, (list, tuple)):
+        return tuple(_hashable(x) for x in v)
+    if isinstance(v, dtypes.dtype):
+        return ("dtype", v.name)
+    return (type(v).__name__, v)
