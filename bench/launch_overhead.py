@@ -48,33 +48,45 @@ def per_launch_us(launch, sync, n: int, repeats: int) -> float:
     return statistics.median(samples)
 
 
-def launchers():
-    """(name, launch, output, input) for every launcher that can be built here; errors as (name, text)."""
+def launchers() -> dict:
+    """name -> builder; a builder returns (launch, output, input) or raises when that launcher is unavailable."""
     import cupy
     import numpy as np
     import torch
 
     twins = load_twins(BENCH / "kernels.py")
-    x_cp, y_cp = cupy.random.standard_normal(256, dtype=cupy.float32), cupy.zeros(256, cupy.float32)
-    x_t, y_t = torch.randn(256, device="cuda"), torch.zeros(256, device="cuda")
-    built, failed = [], dict(twins.errors)
+    x_t = torch.randn(256, device="cuda")
 
-    if twins.ours is not None:
-        k = twins.ours.tiny_kernel
-        built.append(("ours, CuPy arrays", lambda: k[(1,)](x_cp, y_cp, N_VALID, SCALE, num_warps=4), y_cp, x_cp))
-        built.append(("ours, torch tensors", lambda: k[(1,)](x_t, y_t, N_VALID, SCALE, num_warps=4), y_t, x_t))
-    if twins.triton is not None:
-        kt = twins.triton.tiny_kernel
-        y_tri = torch.zeros(256, device="cuda")
-        built.append(("triton, torch tensors", lambda: kt[(1,)](x_t, y_tri, N_VALID, SCALE, num_warps=4), y_tri, x_t))
-    raw = cupy.RawKernel(RAW_SOURCE, "tiny")
-    y_raw = cupy.zeros(256, cupy.float32)
-    # RawKernel passes Python ints as int64 and floats as float64: give the C types explicitly.
-    raw_args = (x_cp, y_raw, np.int32(N_VALID), np.float32(SCALE))
-    built.append(("cupy.RawKernel", lambda: raw((1,), (128,), raw_args), y_raw, x_cp))
-    y_mul = torch.zeros(256, device="cuda")
-    built.append(("torch.mul (one op)", lambda: torch.mul(x_t, SCALE, out=y_mul), y_mul, x_t))
-    return built, failed
+    def flavor(name):
+        module = getattr(twins, name)
+        if module is None:
+            raise RuntimeError(twins.errors[name])
+        return module.tiny_kernel
+
+    def ours_cupy():
+        k, x, y = flavor("ours"), cupy.asarray(x_t.cpu().numpy()), cupy.zeros(256, cupy.float32)
+        return lambda: k[(1,)](x, y, N_VALID, SCALE, num_warps=4), y, x
+
+    def ours_torch():
+        k, y = flavor("ours"), torch.zeros(256, device="cuda")
+        return lambda: k[(1,)](x_t, y, N_VALID, SCALE, num_warps=4), y, x_t
+
+    def triton_torch():
+        k, y = flavor("triton"), torch.zeros(256, device="cuda")
+        return lambda: k[(1,)](x_t, y, N_VALID, SCALE, num_warps=4), y, x_t
+
+    def raw_kernel():
+        raw, x, y = cupy.RawKernel(RAW_SOURCE, "tiny"), cupy.asarray(x_t.cpu().numpy()), cupy.zeros(256, cupy.float32)
+        # RawKernel passes Python ints as int64 and floats as float64: give the C types explicitly.
+        args = (x, y, np.int32(N_VALID), np.float32(SCALE))
+        return lambda: raw((1,), (128,), args), y, x
+
+    def torch_mul():
+        y = torch.zeros(256, device="cuda")
+        return lambda: torch.mul(x_t, SCALE, out=y), y, x_t
+
+    return {"ours, CuPy arrays": ours_cupy, "ours, torch tensors": ours_torch, "triton, torch tensors": triton_torch,
+            "cupy.RawKernel": raw_kernel, "torch.mul (one op)": torch_mul}
 
 
 def to_numpy(a):
@@ -99,10 +111,13 @@ def main(argv=None) -> int:
 
     import torch
 
-    results = {}
-    built, failed = launchers()
-    for name, launch, y, x in built:
+    if not torch.cuda.is_available():
+        print("launch_overhead.py needs a CUDA GPU with torch; none is visible")
+        return 2
+    results, failed = {}, {}
+    for name, build in launchers().items():
         try:
+            launch, y, x = build()
             check(name, launch, y, x)
             results[name] = per_launch_us(launch, torch.cuda.synchronize, args.n, args.repeats)
         except Exception as error:

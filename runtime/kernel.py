@@ -22,7 +22,7 @@ from . import cache
 from .args import array_info, check_devices, current_stream_ptr, pointer_key
 
 MAX_GRID = (2**31 - 1, 65535, 65535)
-_NUMPY_OF = {d.name: d.numpy for d in dtypes.ALL if d.numpy is not None}
+_NUMPY_OF = {d.name: d.numpy.type for d in dtypes.ALL if d.numpy is not None}
 
 
 def _is_constexpr_param(param):

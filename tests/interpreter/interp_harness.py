@@ -59,3 +59,41 @@ def bf16_reference(values):
     values = np.asarray(values, dtype=np.float64)
     mantissa, exponent = np.frexp(values)  # mantissa in [0.5, 1)
     return np.ldexp(np.round(mantissa * 256.0) / 256.0, exponent)  # np.round: ties to even
+
+
+def store_block(out_ptr, value):
+    """Store a block of rank 0, 1 or 2 (power-of-two sizes) row-major at out_ptr."""
+    shape = value.shape
+    if len(shape) == 0:
+        tl.store(out_ptr, value)
+    elif len(shape) == 1:
+        tl.store(out_ptr + tl.arange(0, shape[0]), value)
+    else:
+        tl.store(out_ptr + tl.arange(0, shape[0])[:, None] * shape[1] + tl.arange(0, shape[1])[None, :], value)
+
+
+def block_kernel(x_ptr, out_ptr, idx_ptr, OP: tl.constexpr, M: tl.constexpr, N: tl.constexpr,
+                 SINK: tl.constexpr):
+    """Load x as an (M, N) block, or an (N,) block when M is None; apply OP; store its one or two results."""
+    if M is None:
+        x = tl.load(x_ptr + tl.arange(0, N))
+    else:
+        x = tl.load(x_ptr + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :])
+    result = OP(x)
+    results = result if isinstance(result, tuple) else (result,)
+    SINK.extend((r.dtype, r.shape) for r in results)
+    store_block(out_ptr, results[0])
+    if len(results) > 1:
+        store_block(idx_ptr, results[1])
+
+
+def run_block(op, x, out_dtype, idx_dtype=np.int32):
+    """(values, indices or None, [(dtype, shape) per result]) of `op` on the block loaded from `x`."""
+    out, idx, sink = poisoned(x.size, out_dtype), poisoned(x.size, idx_dtype), []
+    m, n = (None, x.shape[0]) if x.ndim == 1 else x.shape
+    interpret(block_kernel, (1,), (x, out, idx), dict(OP=op, M=m, N=n, SINK=sink))
+    shape = sink[0][1]
+    size = int(np.prod(shape)) if shape else 1
+    values = out[:size].reshape(shape)
+    indices = idx[:size].reshape(sink[1][1]) if len(sink) > 1 else None
+    return values, indices, sink

@@ -14,7 +14,8 @@ F64 = np.float64
 
 def _ints(rng, n, dtype, lo=None, hi=None):
     info = np.iinfo(dtype)
-    return rng.integers(info.min if lo is None else lo, (info.max if hi is None else hi), n, endpoint=True).astype(dtype)
+    return rng.integers(info.min if lo is None else lo, (info.max if hi is None else hi), n, dtype=dtype,
+                        endpoint=True)
 
 
 def _c_div(a, b):
@@ -113,12 +114,18 @@ def test_bf16_plus_bf16_is_bf16_and_rounded(rng):
     assert not np.array_equal(out, x + y)  # rounding really happened
 
 
-def test_bf16_with_fp16_is_fp32(rng):
+def test_bf16_with_fp16_is_fp16_and_bf16_with_fp32_is_fp32(rng):
+    """Triton's rule 3: fp16 wins over bf16 (except for / and %, which compute in fp32)."""
     x = rng.standard_normal(16).astype(np.float32)
     y = rng.standard_normal(16).astype(np.float16)
-    out, dtype = run_binary(lambda a, b: a.to(tl.bfloat16) * b, x, y, np.float32)
+    out, dtype = run_binary(lambda a, b: a.to(tl.bfloat16) * b, x, y, np.float16)
+    assert dtype is tl.float16
+    np.testing.assert_array_equal(out, (bf16_reference(x) * y.astype(F64)).astype(np.float16))
+    out, dtype = run_binary(lambda a, b: a.to(tl.bfloat16) / b, x, y, np.float32)
     assert dtype is tl.float32
-    np.testing.assert_array_equal(out, (bf16_reference(x) * y.astype(F64)).astype(np.float32))
+    out, dtype = run_binary(lambda a, b: a.to(tl.bfloat16) + b.to(tl.float32), x, y, np.float32)
+    assert dtype is tl.float32
+    np.testing.assert_array_equal(out, (bf16_reference(x) + y.astype(F64)).astype(np.float32))
 
 
 def test_uint32_plus_int32_is_uint32(rng):
@@ -241,11 +248,15 @@ def test_unary_minus_plus_and_reflected_ops(rng):
         np.testing.assert_array_equal(out, expected)
 
 
-def test_numpy_scalar_operands(rng):
+def test_numpy_scalar_operands_count_as_python_scalars(rng):
     x = _ints(rng, 16, np.int32, -100, 100)
-    out, dtype = run_unary(lambda a: np.int64(3) * a, x, np.int64)
-    assert dtype is tl.int64
-    np.testing.assert_array_equal(out, 3 * x.astype(np.int64))
+    out, dtype = run_unary(lambda a: np.int64(3) * a, x, np.int32)
+    assert dtype is tl.int32  # a scalar of a kind no higher than the block's does not promote
+    np.testing.assert_array_equal(out, 3 * x)
+    # A NumPy scalar is typed by its own dtype (python_scalar_dtype): float64 outranks an int block.
+    out, dtype = run_unary(lambda a: a + np.float64(0.25), x, np.float64)
+    assert dtype is tl.float64
+    np.testing.assert_array_equal(out, x + 0.25)
 
 
 @pytest.mark.parametrize("op, message", [
