@@ -17,7 +17,7 @@ keeps the rows already written and carries on with the next point.
 
     python bench/run.py --out results [--quick] [--only softmax,layernorm] [--budget-s 300]
     python bench/run.py --list
-    python bench/run.py --table --out results     # print the table of an earlier run again
+    python bench/run.py --table --out results     # an earlier run's table again (and its plot)
 """
 from __future__ import annotations
 
@@ -560,7 +560,8 @@ def parse_args(argv=None):
     parser.add_argument("--budget-s", type=float, default=0, help="stop starting new points after this many "
                         "seconds (0: no limit), leaving time to write the table and plot")
     parser.add_argument("--list", action="store_true", help="list workloads and their points, then exit")
-    parser.add_argument("--table", action="store_true", help="print the table of the run in --out, then exit")
+    parser.add_argument("--table", action="store_true",
+                        help="print the table of the run in --out and redraw its plot, then exit")
     parser.add_argument("--resume", action="store_true", help=argparse.SUPPRESS)  # set on a self-restart
     args = parser.parse_args(argv)
     names = [n for n in args.only.split(",") if n]
@@ -635,6 +636,7 @@ def main(argv=None) -> int:
         return 0
     if args.table:
         meta, rows = load_results(args.out)
+        plot(args.out, meta, rows)
         print(format_table(meta, rows))
         return 0
 

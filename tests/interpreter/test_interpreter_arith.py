@@ -332,7 +332,10 @@ def test_fp32_to_bf16_rounds_to_nearest_even(rng):
     x = rng.standard_normal(1024).astype(np.float32)
     # Exact ties between two bf16 values: the low 16 bits are 0x8000.
     ties = ((rng.integers(0x3F800000, 0x40800000, 8, dtype=np.uint32) & 0xFFFF0000) | 0x8000).view(np.float32)
-    x = np.concatenate([x, ties, np.array([np.nan, np.inf, -np.inf, 3.4e38], np.float32)])
+    # A NaN whose payload would carry into the sign bit when rounded by bit arithmetic must stay NaN.
+    big_payload_nan = np.array([0x7FFFFFFF], dtype=np.uint32).view(np.float32)
+    specials = np.concatenate([big_payload_nan, np.array([np.inf, -np.inf, 3.4e38], np.float32)])
+    x = np.concatenate([x, ties, specials])
     out, _ = run_unary(lambda a: a.to(tl.bfloat16), x, np.float32)
     np.testing.assert_array_equal(out[:-4], bf16_reference(x[:-4]).astype(np.float32))
     assert np.isnan(out[-4]) and out[-3] == np.inf and out[-2] == -np.inf and out[-1] == np.inf

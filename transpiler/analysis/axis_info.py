@@ -108,8 +108,9 @@ class AxisInfoAnalysis:
         if not op.operands[0].shape:
             return AxisInfo((1,), src.divisibility, (1,), src.constant)
         ins = lambda t, x: t[:axis] + (x,) + t[axis:]  # noqa: E731
-        return AxisInfo(ins(src.contiguity, 1), ins(src.divisibility, src.divisibility[0] if False else
-                                                   max(src.divisibility)), ins(src.constancy, 1), src.constant)
+        # Along the new size-1 dimension every element is its own run: what divides every element.
+        every = min(1 if c > 1 else d for c, d in zip(src.contiguity, src.divisibility))
+        return AxisInfo(ins(src.contiguity, 1), ins(src.divisibility, every), ins(src.constancy, 1), src.constant)
 
     def _op_permute(self, op):
         src, order = self[op.operands[0]], op.attrs["order"]
