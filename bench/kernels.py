@@ -126,7 +126,8 @@ def row_argmax(x, out=None):
 def matmul_config(m, n, k):
     """One fixed tile configuration per shape class (no autotuning), used for ours and Triton alike."""
     if m <= 64:  # skinny: few rows of C, so tile wide along N and deep along K
-        return dict(BLOCK_M=max(16, transpiler.next_power_of_2(m)), BLOCK_N=128, BLOCK_K=128, GROUP_M=1, num_warps=4, num_stages=4)
+        return dict(BLOCK_M=max(16, transpiler.next_power_of_2(m)), BLOCK_N=128, BLOCK_K=128, GROUP_M=1,
+                    num_warps=4, num_stages=4)
     return dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, num_warps=8, num_stages=3)
 
 

@@ -31,7 +31,7 @@ import statistics
 import sys
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -68,9 +68,9 @@ class Case:
 
     impls: dict[str, Callable]
     bytes: int
+    compare: Callable  # compare(output, reference) raises on a mismatch
     flops: int = 0
     reference: Callable | None = None  # what ours and Triton must match (default: impls["torch"])
-    compare: Callable | None = None  # compare(output, reference) raises on a mismatch
 
 
 @dataclass
@@ -99,7 +99,8 @@ def grid(dtypes, shapes, variant=""):
 
 
 def randn(shape, dtype, scale=1.0):
-    return torch.randn(shape, device=DEVICE, dtype=getattr(torch, dtype)) * scale
+    x = torch.randn(shape, device=DEVICE, dtype=getattr(torch, dtype))
+    return x.mul_(scale) if scale != 1.0 else x
 
 
 def flavors(twins: Twins, make_impl) -> dict[str, Callable]:
@@ -224,8 +225,8 @@ def giou_case(twins, p):
     import numpy as np
 
     batch, n = p.shape
-    module = twins.ours or twins.triton
-    pred_host, target_host = module.random_boxes(np.random.default_rng(), batch, n)
+    example = twins.ours or twins.triton  # for its box generator and EPS, the same in both
+    pred_host, target_host = example.random_boxes(np.random.default_rng(), batch, n)
     dtype = getattr(torch, p.dtype)
     pred, target = (torch.from_numpy(a).to(device=DEVICE, dtype=dtype) for a in (pred_host, target_host))
 
@@ -237,7 +238,7 @@ def giou_case(twins, p):
         close("float32")(out[0], ref[0])
         assert torch.equal(out[1], ref[1]), "valid flags differ"
 
-    return Case({"torch": lambda: torch_giou(pred, target, module.EPS), **flavors(twins, impl)},
+    return Case({"torch": lambda: torch_giou(pred, target, example.EPS), **flavors(twins, impl)},
                 bytes=batch * n * (2 * 4 * ITEMSIZE[p.dtype] + 4 + 1), compare=compare)
 
 
@@ -246,7 +247,8 @@ def _copy2d_points(quick):
     return grid(["float32"], shapes[1:2]) if quick else grid(["float32", "float16"], shapes)
 
 
-@workload("copy2d", BENCH / "kernels.py", _copy2d_points, label=lambda p: f"{p.shape[0]}x{p.shape[1]} stride {p.shape[2]}")
+@workload("copy2d", BENCH / "kernels.py", _copy2d_points,
+          label=lambda p: f"{p.shape[0]}x{p.shape[1]} stride {p.shape[2]}")
 def copy2d_case(twins, p):
     m, n, pitch = p.shape
     x = randn((m, pitch), p.dtype)[:, :n]
@@ -375,10 +377,7 @@ def copy_ceiling_gbs(timer) -> float:
     src = torch.randn(2**28, device=DEVICE)
     dst = torch.empty_like(src)
     ms = timer(lambda: dst.copy_(src))
-    nbytes = 2 * src.numel() * src.element_size()
-    del src, dst
-    torch.cuda.empty_cache()
-    return nbytes / ms / 1e6
+    return 2 * src.numel() * src.element_size() / ms / 1e6
 
 
 # ---- running points -------------------------------------------------------------------------------------------
@@ -516,8 +515,8 @@ def plot(out: Path, meta: dict, rows: list[dict]):
     if not names:
         return
     cols = min(4, len(names))
-    fig, axes = plt.subplots(math.ceil(len(names) / cols), cols, figsize=(4.6 * cols, 3.6 * math.ceil(len(names) / cols)),
-                             squeeze=False)
+    n_rows = math.ceil(len(names) / cols)
+    fig, axes = plt.subplots(n_rows, cols, figsize=(4.6 * cols, 3.6 * n_rows), squeeze=False)
     colors = {"ours": "tab:red", "triton": "tab:blue", "torch": "tab:gray"}
     styles = ["-", "--", ":", "-."]
     ceiling = max(meta.get("copy_ceiling_gbs") or [0])

@@ -34,18 +34,9 @@ class Mismatch(AssertionError):
 
 
 def gpu_available() -> bool:
-    """True when a CUDA GPU can run kernels (the runtime's own answer once it exists, else CuPy's)."""
-    try:
-        from transpiler.runtime import gpu_available as runtime_gpu_available
-    except Exception:  # the runtime is not written yet, or cannot load here
-        runtime_gpu_available = None
-    if runtime_gpu_available is not None:
-        return bool(runtime_gpu_available())
-    try:
-        import cupy
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # no CuPy, no driver or no device
-        return False
+    """True when a CUDA GPU can run kernels (the runtime's answer; imported here, not at module level)."""
+    from transpiler.runtime import gpu_available as runtime_gpu_available
+    return runtime_gpu_available()
 
 
 def torch_cuda_available() -> bool:

@@ -89,7 +89,8 @@ def reference(pred, target, eps=EPS):
     """(loss, valid) per box pair in float64, by the same formula."""
     pl, pt, pr, pb = np.moveaxis(H.to_float64(pred), -1, 0)
     tl_, tt, tr, tb = np.moveaxis(H.to_float64(target), -1, 0)
-    inter = np.maximum(np.minimum(pr, tr) - np.maximum(pl, tl_), 0) * np.maximum(np.minimum(pb, tb) - np.maximum(pt, tt), 0)
+    inter_w = np.maximum(np.minimum(pr, tr) - np.maximum(pl, tl_), 0)
+    inter = inter_w * np.maximum(np.minimum(pb, tb) - np.maximum(pt, tt), 0)
     union = (pr - pl) * (pb - pt) + (tr - tl_) * (tb - tt) - inter
     enclose = (np.maximum(pr, tr) - np.minimum(pl, tl_)) * (np.maximum(pb, tb) - np.minimum(pt, tt))
     giou = inter / np.maximum(union, eps) - (enclose - union) / np.maximum(enclose, eps)

@@ -473,3 +473,66 @@ def test_device_assert_and_static_assert():
     assert "(1,)" in str(info.value) and "(3,)" in str(info.value)
     with pytest.raises(CompileTimeError, match="LIMIT must be positive"):
         interpret(kernel, (1,), (np.array([1, 2, 3, 4], np.int32),), {"LIMIT": -1})
+
+
+# ---- device arrays ----------------------------------------------------------------------------------------
+
+
+class _FakeDeviceArray:
+    """A minimal device array: `__cuda_array_interface__` plus CuPy-style get()/set() host copies."""
+
+    def __init__(self, host):
+        self._host = host.copy()
+        self.dtype, self.shape = host.dtype, host.shape
+        self.__cuda_array_interface__ = {"shape": host.shape, "typestr": host.dtype.str, "version": 3}
+        self.sets = 0
+
+    def get(self):
+        return self._host.copy()
+
+    def set(self, values):
+        self.sets += 1
+        self._host[...] = values
+
+
+def test_device_arrays_are_copied_in_and_only_stored_ones_back(rng):
+    n = 50
+    x = _FakeDeviceArray(rng.standard_normal(n).astype(np.float32))
+    y = _FakeDeviceArray(rng.standard_normal(n).astype(np.float32))
+    out = _FakeDeviceArray(np.full(n, np.nan, dtype=np.float32))
+    interpret(add_kernel, (2,), (x, y, out, n), {"BLOCK": 32})
+    np.testing.assert_array_equal(out.get(), x.get() + y.get())
+    assert (x.sets, y.sets, out.sets) == (0, 0, 1)
+
+
+def test_same_array_passed_twice_is_one_buffer(rng):
+    data = _FakeDeviceArray(rng.standard_normal(16).astype(np.float32))
+    before = data.get()
+
+    def kernel(src, dst):
+        offs = tl.arange(0, 16)
+        tl.store(dst + offs, tl.load(src + offs) * 2)
+        tl.store(dst + offs, tl.load(src + offs) + 1)  # reads what the first store wrote
+
+    interpret(kernel, (1,), (data, data), {})
+    np.testing.assert_array_equal(data.get(), before * 2 + 1)
+
+
+def test_read_only_array_cannot_be_stored_to():
+    x = np.zeros(8, dtype=np.float32)
+    x.flags.writeable = False
+
+    def kernel(x_ptr):
+        tl.store(x_ptr + tl.arange(0, 8), 2.0)
+
+    with pytest.raises(LaunchError, match="read-only"):
+        interpret(kernel, (1,), (x,), {})
+
+
+def test_bad_builtin_arguments_are_compile_time_errors():
+    def kernel(x_ptr):
+        tl.load(x_ptr, mask=None, bogus=1)  # BAD-ARGS
+
+    with pytest.raises(CompileTimeError, match="tl.load") as info:
+        interpret(kernel, (1,), (np.zeros(4),), {})
+    assert info.value.loc.line == _line_of(kernel, "BAD-ARGS")

@@ -100,7 +100,8 @@ def _torch_argument(name: str, tensor) -> _ArrayArgument:
 
 
 def _device_argument(name: str, array) -> _ArrayArgument:
-    """CuPy arrays (through cupy when importable) or other `__cuda_array_interface__` objects with get/set."""
+    """CuPy arrays (through cupy when importable), or other `__cuda_array_interface__` objects that can copy
+    themselves to and from the host (CuPy's get/set or Numba's copy_to_host/copy_to_device)."""
     element_ty = _element_type(name, array.dtype)
     try:
         import cupy
@@ -112,9 +113,13 @@ def _device_argument(name: str, array) -> _ArrayArgument:
                                                  strides=(array.itemsize,))
         host = cupy.asnumpy(flat)
         push = lambda raw: flat.set(raw)  # noqa: E731
-    elif hasattr(array, "get"):
+    elif hasattr(array, "get"):  # CuPy-like
         host = np.ascontiguousarray(array.get()).reshape(-1)
         push = (lambda raw: array.set(raw.reshape(array.shape))) if hasattr(array, "set") else None
+    elif hasattr(array, "copy_to_host"):  # Numba-like
+        host = np.ascontiguousarray(array.copy_to_host()).reshape(-1)
+        push = (lambda raw: array.copy_to_device(raw.reshape(array.shape))) \
+            if hasattr(array, "copy_to_device") else None
     else:
         raise LaunchError(f"argument '{name}': cannot copy this device array to the host (install cupy)")
     if element_ty is dt.bfloat16:

@@ -38,16 +38,25 @@ class Interpreter:
             raise error(InterpreterError, f"tl.{name} is not supported by the interpreter")
         args = _unwrap_constexprs(args)
         kwargs = dict(zip(kwargs, _unwrap_constexprs(kwargs.values())))
-        signature = getattr(builtin_fn, "__signature__", None)
-        if signature is not None:
-            try:
-                signature.bind(*args, **kwargs)
-            except TypeError as exc:
-                raise error(CompileTimeError, f"bad arguments to tl.{name}: {exc}") from None
         try:
             return rule(*args, **kwargs)
         except TranspilerError as err:
             raise attach_location(err)
+        except TypeError:
+            # Rules have their builtin's signature, so a bad call fails here; binding is checked only
+            # now because it is slow. A TypeError that binding does not explain is a bug: re-raise it.
+            _check_call(name, builtin_fn, args, kwargs)
+            raise
+
+
+def _check_call(name, builtin_fn, args, kwargs):
+    signature = getattr(builtin_fn, "__signature__", None)
+    if signature is None:
+        return
+    try:
+        signature.bind(*args, **kwargs)
+    except TypeError as exc:
+        raise error(CompileTimeError, f"bad arguments to tl.{name}: {exc}") from None
 
 
 def _normalize_grid(grid) -> tuple[int, int, int]:
