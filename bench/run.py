@@ -37,13 +37,13 @@ from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from twins import BENCH, EXAMPLES, Twins, load_twins  # noqa: E402  (stdlib only: --help needs no GPU)
+from _harness import ITEMSIZE  # noqa: E402  (examples/, put on sys.path by twins; NumPy only)
 
 torch = None  # imported by main() once arguments are parsed, so that --help and --list need no GPU stack
 
 DEVICE = "cuda"
 MAX_RESTARTS = 8
 SHORT = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
-ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}
 # Tolerances for the one-time check against torch: it catches wrong kernels, not last-bit differences
 # (torch and Triton use different exp/division approximations).
 CHECK_TOL = {"float32": (1e-4, 1e-5), "float16": (1e-2, 1e-2), "bfloat16": (2e-2, 2e-2)}

@@ -536,3 +536,18 @@ def test_bad_builtin_arguments_are_compile_time_errors():
     with pytest.raises(CompileTimeError, match="tl.load") as info:
         interpret(kernel, (1,), (np.zeros(4),), {})
     assert info.value.loc.line == _line_of(kernel, "BAD-ARGS")
+
+
+def test_constexprs_by_name_between_runtime_arguments(rng):
+    """The runtime passes runtime arguments positionally and constexprs by name, in any parameter order."""
+    def kernel(x_ptr, BLOCK: tl.constexpr, out_ptr, n, SCALE: tl.constexpr = 3):
+        offs = tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * SCALE, mask=mask)
+
+    x = rng.standard_normal(10).astype(np.float32)
+    out = np.full(10, np.nan, dtype=np.float32)
+    interpret(kernel, (1,), (x, out, 10), {"BLOCK": 16})
+    np.testing.assert_array_equal(out, x * 3)
+    with pytest.raises(LaunchError, match="positional"):
+        interpret(kernel, (1,), (x, out, 10, 4, 5), {"BLOCK": 16})

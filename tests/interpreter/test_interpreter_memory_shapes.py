@@ -32,6 +32,32 @@ def test_masked_load_other_is_cast_and_broadcast(rng):
     np.testing.assert_array_equal(out, np.concatenate([x[:8], np.full(8, 7, np.int16)]))
 
 
+def test_load_broadcasts_the_pointer_with_mask_and_other(rng):
+    """tl.load broadcasts pointer and mask both ways (Triton's broadcast_impl_value); store does not."""
+    x = rng.standard_normal(8).astype(np.float32)
+    out = poisoned(32, np.float32)
+    sink = []
+
+    def kernel(x_ptr, out_ptr):
+        cols = tl.arange(0, 8)
+        rows = tl.arange(0, 4)
+        row_ptrs = x_ptr + cols[None, :]  # shape (1, 8)
+        tile = tl.load(row_ptrs, mask=rows[:, None] < 3, other=rows[:, None].to(tl.float32) * 100)
+        sink.append(tile.shape)
+        tl.store(out_ptr + rows[:, None] * 8 + cols[None, :], tile)
+
+    interpret(kernel, (1,), (x, out), {})
+    assert sink == [(4, 8)]
+    np.testing.assert_array_equal(out.reshape(4, 8), np.vstack([x, x, x, np.full(8, 300, np.float32)]))
+
+    def store_kernel(out_ptr):
+        cols = tl.arange(0, 8)
+        tl.store(out_ptr + cols[None, :], tl.zeros((4, 8), tl.float32))
+
+    with pytest.raises(ShapeError, match=r"\(4, 8\).*\(1, 8\)"):
+        interpret(store_kernel, (1,), (out,), {})
+
+
 def test_masked_load_without_other_gives_zero(rng):
     x = rng.standard_normal(8).astype(np.float32) + 10
     out, _ = run_unary(lambda a: a, x[:5], np.float32)  # harness loads 8 lanes, 3 masked off

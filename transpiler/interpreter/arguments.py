@@ -156,6 +156,20 @@ def _is_constexpr(param: inspect.Parameter) -> bool:
     return isinstance(annotation, str) and annotation.split(".")[-1] == "constexpr"
 
 
+def _bind(signature: inspect.Signature, args, kwargs) -> inspect.BoundArguments:
+    """Bind keyword arguments by name and positional ones, in order, to the parameters left over.
+
+    This accepts both a plain call and the runtime's convention (runtime arguments positionally, constexprs
+    by name, even when a constexpr parameter sits between runtime ones)."""
+    params = list(signature.parameters.values())
+    if any(p.kind in (p.POSITIONAL_ONLY, p.VAR_POSITIONAL) for p in params):
+        return signature.bind(*args, **kwargs)
+    free = [p.name for p in params if p.kind is p.POSITIONAL_OR_KEYWORD and p.name not in kwargs]
+    if len(args) > len(free):
+        raise TypeError(f"{len(args)} positional arguments for the {len(free)} parameters {free} not given by name")
+    return signature.bind(**dict(zip(free, args)), **kwargs)
+
+
 class Launch:
     """The bound call of one interpreted kernel launch: converted arguments and their array buffers."""
 
@@ -163,7 +177,7 @@ class Launch:
         self.arrays: dict[int, _ArrayArgument] = {}
         signature = inspect.signature(fn)
         try:
-            bound = signature.bind(*args, **kwargs)
+            bound = _bind(signature, args, kwargs)
         except TypeError as exc:
             raise LaunchError(f"cannot bind the arguments of kernel '{fn.__name__}': {exc}") from None
         bound.apply_defaults()

@@ -158,8 +158,9 @@ def compare(op: str, lhs, rhs) -> Tensor:
 # ---- bitwise ----------------------------------------------------------------------------------------------
 
 def _bitwise_operands(lhs, rhs, op: str) -> tuple[Tensor, Tensor]:
-    """Triton's `bitwise_op_type_checking_impl`: integers only, C integer promotion (no scalar special case)."""
-    a, b = check_types(lhs, rhs, op, arithmetic=False)
+    """Triton's `bitwise_op_type_checking_impl` (3.4+): arithmetic promotion (so `int8_block & 0xF` stays
+    int8), then integers only."""
+    a, b = check_types(lhs, rhs, op)
     if not a.dtype.is_int() or not b.dtype.is_int():
         raise error(DTypeError, f"operator {op} needs integer operands, got {a.dtype!r} and {b.dtype!r}")
     target = dt.integer_promote(a.dtype, b.dtype)

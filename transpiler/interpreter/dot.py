@@ -32,7 +32,8 @@ def round_to_tf32(values: np.ndarray) -> np.ndarray:
 
 def _check_shapes(a: Tensor, b: Tensor):
     if len(a.shape) not in (2, 3) or len(a.shape) != len(b.shape):
-        raise error(ShapeError, f"tl.dot needs two 2-D (or two 3-D batched) blocks, got shapes {a.shape} and {b.shape}")
+        raise error(ShapeError, "tl.dot needs two 2-D (or two 3-D batched) blocks, "
+                    f"got shapes {a.shape} and {b.shape}")
     (m, k), (k2, n) = a.shape[-2:], b.shape[-2:]
     if k != k2 or a.shape[:-2] != b.shape[:-2]:
         raise error(ShapeError, f"tl.dot: shapes {a.shape} and {b.shape} do not multiply (inner dimensions {k} and {k2})")

@@ -2,7 +2,8 @@
 
 A kernel's array argument becomes a `Buffer` (the argument's memory as a flat host NumPy array of the
 element type's storage) and a scalar `Pointer` to its element 0. A `Pointer` is a Tensor whose elements are
-int64 element offsets into one buffer; `ptr + offsets` broadcasts like any arithmetic. Every active lane
+int64 element offsets into one buffer; `ptr + offsets` broadcasts like any arithmetic (unsigned offsets are
+zero-extended, as Triton's addptr does). Every active lane
 (mask true or no mask) of a load or store must address `[0, len(buffer))`; otherwise the access raises
 InterpreterError naming the offsets, the buffer size and the kernel line.
 """
@@ -14,7 +15,7 @@ from .. import dtypes as dt
 from ..errors import DTypeError, InterpreterError, ShapeError
 from . import numeric
 from .location import error, program_text
-from .shapes import fit_to_shape
+from .shapes import broadcast_pair, fit_to_shape
 from .tensor import Tensor, is_python_number, to_tensor, unwrap
 
 _SHOWN_OFFSETS = 5  # how many offending offsets an out-of-bounds message lists
@@ -79,8 +80,8 @@ def require_pointer(pointer, what: str) -> Pointer:
     return pointer
 
 
-def _lane_mask(mask, shape: tuple, what: str):
-    """The mask as a bool array of `shape`, or None when every lane is active."""
+def _mask_tensor(mask, what: str) -> Tensor | None:
+    """The mask as an int1 Tensor, or None when every lane is active."""
     mask = unwrap(mask)
     if mask is None:
         return None
@@ -88,9 +89,12 @@ def _lane_mask(mask, shape: tuple, what: str):
     if mask.dtype is not dt.int1:
         raise error(DTypeError, f"the mask of {what} must be a boolean block (int1), got {mask.dtype!r}",
                     hint="compare to build it, e.g. mask=offs < n")
-    if shape == () and mask.shape != ():
-        raise error(ShapeError, f"{what}: a mask of shape {mask.shape} cannot go with a scalar pointer")
-    return fit_to_shape(mask, shape, f"the mask of {what}").data
+    return mask
+
+
+def _no_blocks_with_scalar_pointer(ptr: Pointer, value, what: str):
+    if ptr.shape == () and value is not None and value.shape != ():
+        raise error(ShapeError, f"{what} of shape {value.shape} cannot go with a scalar pointer")
 
 
 def _check_bounds(ptr: Pointer, active, what: str):
@@ -111,28 +115,39 @@ def _check_bounds(ptr: Pointer, active, what: str):
 
 
 def load(pointer, mask=None, other=None) -> Tensor:
-    """Masked gather through `pointer`; masked-off lanes read `other` (0 when None)."""
+    """Masked gather through `pointer`; masked-off lanes read `other` (0 when None).
+
+    As in Triton, the pointer block broadcasts with `mask` and with `other` (both ways), so a row of
+    pointers loaded under a 2-D mask gives a 2-D block."""
     ptr = require_pointer(pointer, "tl.load")
     elem = ptr.buffer.element_ty
-    active = _lane_mask(mask, ptr.shape, "tl.load")
+    mask = _mask_tensor(mask, "tl.load")
+    other = _other_tensor(other) if mask is not None else None  # without a mask `other` is never read
+    for operand, what in ((mask, "tl.load: a mask"), (other, "tl.load: `other`")):
+        _no_blocks_with_scalar_pointer(ptr, operand, what)
+        if operand is not None:
+            ptr, _ = broadcast_pair(ptr, operand)
+    if mask is None:
+        _check_bounds(ptr, None, "load")
+        return Tensor(ptr.buffer.values[ptr.data], elem)
+    active = fit_to_shape(mask, ptr.shape, "the mask of tl.load").data
     _check_bounds(ptr, active, "load")
+    if other is None:
+        fill = np.zeros(ptr.shape, dtype=numeric.storage_dtype(elem))
+    else:
+        fill = numeric.cast(fit_to_shape(other, ptr.shape, "`other` of tl.load").data, other.dtype, elem)
     values = ptr.buffer.values
-    if active is None:
-        return Tensor(values[ptr.data], elem)
-    fill = _fill_value(other, elem, ptr.shape)
     gathered = values[np.where(active, ptr.data, 0)] if len(values) else fill
     return Tensor(np.where(active, gathered, fill), elem)
 
 
-def _fill_value(other, elem: dt.dtype, shape: tuple) -> np.ndarray:
+def _other_tensor(other) -> Tensor | None:
     other = unwrap(other)
     if other is None:
-        return np.zeros(shape, dtype=numeric.storage_dtype(elem))
+        return None
     if isinstance(other, Pointer):
         raise error(DTypeError, "tl.load: `other` cannot be a pointer")
-    value = to_tensor(other, "`other` of tl.load")
-    value = fit_to_shape(value, shape, "`other` of tl.load")
-    return numeric.cast(value.data, value.dtype, elem)
+    return to_tensor(other, "`other` of tl.load")
 
 
 def store(pointer, value, mask=None) -> None:
@@ -145,12 +160,14 @@ def store(pointer, value, mask=None) -> None:
     if not isinstance(value, Tensor) and not is_python_number(value):
         raise error(DTypeError, f"tl.store needs a block or a number to store, got {type(value).__name__}")
     value = to_tensor(value, "the value of tl.store")
-    if ptr.shape == () and value.shape != ():
-        raise error(ShapeError, f"tl.store: a value of shape {value.shape} cannot be stored through a scalar pointer")
+    mask = _mask_tensor(mask, "tl.store")
+    _no_blocks_with_scalar_pointer(ptr, value, "tl.store: a value")
+    _no_blocks_with_scalar_pointer(ptr, mask, "tl.store: a mask")
+    # Unlike load, store fits the value and the mask to the pointer's shape (one-way, as Triton does).
     value = fit_to_shape(value, ptr.shape, "the value of tl.store")
     elem = ptr.buffer.element_ty
     data = numeric.cast(value.data, value.dtype, elem)
-    active = _lane_mask(mask, ptr.shape, "tl.store")
+    active = None if mask is None else fit_to_shape(mask, ptr.shape, "the mask of tl.store").data
     _check_bounds(ptr, active, "store")
     offsets = ptr.data
     if active is not None:
