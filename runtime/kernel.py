@@ -19,7 +19,7 @@ from ..analysis.specialization import arg_spec, scalar_key
 from ..errors import LaunchError, TranspilerError
 from ..language.core import constexpr, current_interpreter
 from . import cache
-from .args import array_info, check_devices, current_stream_ptr, pointer_key
+from .args import array_info, check_devices, pointer_key
 
 MAX_GRID = (2**31 - 1, 65535, 65535)
 _NUMPY_OF = {d.name: d.numpy.type for d in dtypes.ALL if d.numpy is not None}
@@ -256,12 +256,36 @@ class Kernel:
             else:
                 values.append(_NUMPY_OF[kind](bound[name]))
         stream = options["stream"]
-        if stream is None:
-            stream = current_stream_ptr({i.framework for i in arrays}, device)
-        with cupy.cuda.Device(device):
-            fn(grid, (32 * options["num_warps"], 1, 1), tuple(values),
-               stream=cupy.cuda.ExternalStream(stream) if isinstance(stream, int) else stream)
+        if stream is None and any(i.framework == "torch" for i in arrays):
+            stream = _torch_stream(device)
+        elif isinstance(stream, int):
+            stream = _external_stream(stream)
+        # Entering a device context costs two driver calls; do it only when the arrays live elsewhere.
+        if device != cupy.cuda.runtime.getDevice():
+            with cupy.cuda.Device(device):
+                fn(grid, (32 * options["num_warps"], 1, 1), tuple(values), stream=stream)
+        else:
+            fn(grid, (32 * options["num_warps"], 1, 1), tuple(values), stream=stream)
         return None
+
+
+_streams: dict = {}
+
+
+def _external_stream(ptr):
+    """A CuPy stream object for a raw handle, made once per handle (making one per launch is slow)."""
+    stream = _streams.get(ptr)
+    if stream is None:
+        import cupy
+        maker = getattr(cupy.cuda.Stream, "from_external", None)
+        stream = maker(ptr) if maker is not None and False else cupy.cuda.ExternalStream(ptr)
+        _streams[ptr] = stream
+    return stream
+
+
+def _torch_stream(device):
+    import torch
+    return _external_stream(torch.cuda.current_stream(device).cuda_stream)
 
 
 def _hashable(v):
