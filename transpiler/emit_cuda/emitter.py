@@ -199,10 +199,7 @@ class Emitter:
     def shared_buffer(self, dt, count: int, hint: str) -> str:
         name = self.fresh(hint)
         ct = cspell.ctype(dt)
-        if dt in cspell.HALF_TYPES:
-            self.shared_decls.append(f"__shared__ {ct} {name}[{count}];")
-        else:
-            self.shared_decls.append(f"__shared__ {ct} {name}[{count}];")
+        self.shared_decls.append(f"__shared__ {ct} {name}[{count}];")
         self.shared_bytes += count * dt.itemsize
         return name
 

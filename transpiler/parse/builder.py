@@ -405,7 +405,6 @@ class Builder:
             raise self.error(UnsupportedSyntaxError, "while ... else is not supported")
         loc = self.loc
         carried = self._carried_names(stmt.body)
-        cond_region_holder = {}
 
         def build(region_args):
             for n, a in zip(carried, region_args):
@@ -436,7 +435,6 @@ class Builder:
         finally:
             self.runtime_depth -= 1
             self.region, self.scope.locals = saved_region, saved_locals
-        cond_region_holder["r"] = cond_region
         op = Op("while", inits, results, {}, loc, [cond_region, region])
         self._finish_loop(op, carried, None)
 

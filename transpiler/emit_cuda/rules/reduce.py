@@ -56,7 +56,6 @@ def reduce(em, op, layout_unused):
 
     red_regs = [i for i, b in enumerate(src_layout.reg) if b[axis]]
     keep_regs = [i for i, b in enumerate(src_layout.reg) if not b[axis]]
-    nbits = len(src_layout.reg)
     deposit_o = bit_moves("o", [(j, p) for j, p in enumerate(keep_regs)], len(keep_regs)) if keep_regs else "0"
     deposit_k = bit_moves("k", [(j, p) for j, p in enumerate(red_regs)], len(red_regs)) if red_regs else "0"
     reg_of_ok = deposit_o if not red_regs else (deposit_k if not keep_regs else f"{deposit_o} | {deposit_k}")
@@ -97,7 +96,6 @@ def reduce(em, op, layout_unused):
                    smem_vals_w=", ".join(f"{b}[w * {n_slots} + {slot}]" for b in bufs),
                    writer=f"(lane & {lane_axis_mask}) == 0" if lane_axis_mask else "true",
                    barrier_before=em.loop_depth > 0)
-    del nbits
     em.write(em.macros.reduce(ctx))
     # Results: the accumulators, converted back to the result type where they were widened.
     for i, (res, acc) in enumerate(zip(op.results, accs)):
