@@ -64,15 +64,6 @@ def pointer_key(info: ArrayInfo):
     return ("ptr", info.dtype.name, info.ptr % ALIGNMENT == 0)
 
 
-def current_stream_ptr(frameworks, device):
-    """The current stream of the framework the arrays come from (torch's, else CuPy's), as a raw handle."""
-    if "torch" in frameworks:
-        import torch
-        return torch.cuda.current_stream(device).cuda_stream
-    import cupy
-    return cupy.cuda.get_current_stream().ptr
-
-
 def check_devices(kernel_name, infos):
     devices = {i.device for i in infos if i.device is not None}
     host = [i for i in infos if i.device is None]

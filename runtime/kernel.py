@@ -277,8 +277,7 @@ def _external_stream(ptr):
     stream = _streams.get(ptr)
     if stream is None:
         import cupy
-        maker = getattr(cupy.cuda.Stream, "from_external", None)
-        stream = maker(ptr) if maker is not None and False else cupy.cuda.ExternalStream(ptr)
+        stream = cupy.cuda.ExternalStream(ptr)
         _streams[ptr] = stream
     return stream
 
