@@ -5,13 +5,14 @@ along a dimension are consecutive in memory (contiguity), the largest power of t
 of each such run (divisibility; bytes for pointers, elements for integers), and how many consecutive elements
 are equal (constancy). Seeds come from the specialization (16-byte aligned pointers, integers divisible by
 16) and from `tl.multiple_of` / `tl.max_contiguous` / `tl.max_constancy`. Rules follow Triton's AxisInfo.
+Loop-carried values (a pointer block advanced by `ptrs += BLOCK * stride`) get the meet of their initial
+value and what the body yields, iterated to a fixed point, so a carried pointer keeps its alignment.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from math import gcd
 
-from ..parse.ir import walk
 
 MAX_DIVISIBILITY = 1 << 30
 
@@ -55,20 +56,61 @@ class AxisInfoAnalysis:
                 self.info[v] = AxisInfo((1,), (arg.divisibility,), (1,))
             else:
                 self.info[v] = AxisInfo((1,), (arg.divisibility,), (1,), 1 if arg.equal_to_one else None)
-        for op in walk(kernel.body):
-            self._visit(op)
+        self._visit_region(kernel.body)
 
     def __getitem__(self, value) -> AxisInfo:
         return self.info.get(value) or AxisInfo.unknown(len(value.shape))
 
+    def _visit_region(self, region):
+        for op in region.ops:
+            self._visit(op)
+
     def _visit(self, op):
+        if op.name in ("for", "while"):
+            self._loop(op)
+            return
+        if op.name == "if":
+            for r in op.regions:
+                self._visit_region(r)
+            for i, res in enumerate(op.results):
+                self.info[res] = meet(*(self[r.ops[-1].operands[i]] for r in op.regions))
+            return
+        for r in op.regions:
+            self._visit_region(r)
         rule = getattr(self, f"_op_{op.name}", None)
-        if op.name == "for":
-            self._for(op)
-        elif op.name == "while":
-            pass
         if rule is not None and op.results:
             self.info[op.results[0]] = rule(op)
+
+    def _loop(self, op):
+        """Carried values: start from the initial values, meet with what the body yields until stable."""
+        if op.name == "for":
+            lo, step = self[op.operands[0]], self[op.operands[2]]
+            iv = op.regions[0].args[0]
+            self.info[iv] = AxisInfo((1,), (gcd(lo.divisibility[0], step.divisibility[0]),), (1,))
+            inits, arg_lists = op.operands[3:], [op.regions[0].args[1:]]
+        else:
+            inits, arg_lists = op.operands, [r.args for r in op.regions]
+        body = op.regions[-1]
+        current = [self[v] for v in inits]
+        for _ in range(4):
+            for args in arg_lists:
+                for a, info in zip(args, current):
+                    self.info[a] = info
+            for r in op.regions:
+                self._visit_region(r)
+            new = [meet(c, self[y]) for c, y in zip(current, body.ops[-1].operands)]
+            if new == current:
+                break
+            current = new
+        else:
+            current = [AxisInfo.unknown(len(v.shape)) for v in inits]
+            for args in arg_lists:
+                for a, info in zip(args, current):
+                    self.info[a] = info
+            for r in op.regions:
+                self._visit_region(r)
+        for res, info in zip(op.results, current):
+            self.info[res] = info
 
     # -- rules ---------------------------------------------------------------------------------------------
     def _op_constant(self, op):
@@ -222,10 +264,25 @@ class AxisInfoAnalysis:
         folded = _fold(a, b, lambda x, y: x + y) if rhs_scale == 1 else None
         return AxisInfo(tuple(contig), tuple(div), tuple(const), folded)
 
-    def _for(self, op):
-        lo, step = self[op.operands[0]], self[op.operands[2]]
-        iv = op.regions[0].args[0]
-        self.info[iv] = AxisInfo((1,), (gcd(lo.divisibility[0], step.divisibility[0]),), (1,))
+
+
+def meet(*infos):
+    """What holds for a value that may be any of these: the weakest facts, per dimension."""
+    first = infos[0]
+    rank = len(first.contiguity)
+    if any(len(i.contiguity) != rank for i in infos):
+        return AxisInfo.unknown(rank)
+    constants = {i.constant for i in infos}
+    return AxisInfo(*(tuple(_gcd_all(getattr(i, f)[d] for i in infos) for d in range(rank))
+                      for f in ("contiguity", "divisibility", "constancy")),
+                    first.constant if len(constants) == 1 else None)
+
+
+def _gcd_all(values):
+    out = 0
+    for v in values:
+        out = gcd(out, v)
+    return out
 
 
 def _fold(a, b, fn):
