@@ -18,7 +18,7 @@ from .. import dtypes
 from ..errors import (CompileTimeError, NameResolutionError, ShapeError, TranspilerError, UnsupportedSyntaxError)
 from ..language import TENSOR_METHODS
 from ..language.core import BUILTINS, builtin_name, constexpr
-from . import semantic, semantic_reduce  # noqa: F401  (semantic_reduce registers its rules)
+from . import semantic, semantic_dot, semantic_reduce  # noqa: F401  (they register their rules)
 from .ir import Argument, KernelIR, Op, Region, Type, Value
 from .source import parsed_function
 
@@ -43,6 +43,7 @@ _UNARY = {cst.Minus: "neg", cst.Plus: "pos", cst.BitInvert: "invert", cst.Not: "
 _PY_CONST_BUILTINS = {builtins.min: min, builtins.max: max, builtins.len: len, builtins.int: int,
                       builtins.float: float, builtins.bool: bool, builtins.isinstance: isinstance,
                       builtins.tuple: tuple, builtins.list: tuple, builtins.getattr: getattr, builtins.abs: abs}
+_RUNTIME_BUILTINS = {builtins.min: "minimum", builtins.max: "maximum", builtins.abs: "abs"}
 
 
 class _Unbound:
@@ -718,6 +719,18 @@ class Builder:
             return args[0]
         if fn is builtins.print:
             return semantic.RULES["device_print"](self, "", *args)
+        if fn in _RUNTIME_BUILTINS and any(isinstance(a, Value) for a in args) and not kwargs:
+            # As in Triton, min/max/abs of runtime values mean tl.minimum/tl.maximum/tl.abs.
+            rule = semantic.RULES[_RUNTIME_BUILTINS[fn]]
+            if fn is builtins.abs:
+                return rule(self, *args)
+            if len(args) < 2:
+                raise self.error(UnsupportedSyntaxError, f"{fn.__name__}() of runtime values needs two or more "
+                                 "arguments", hint="use tl.min / tl.max to reduce a block")
+            result = args[0]
+            for other in args[1:]:
+                result = rule(self, result, other)
+            return result
         if fn in _PY_CONST_BUILTINS:
             if any(isinstance(a, Value) for a in args):
                 raise self.error(UnsupportedSyntaxError, f"{fn.__name__}() works on constexprs only here",
@@ -859,10 +872,12 @@ def _short(obj):
     return f"'{name}'" if name else f"a {type(obj).__name__}"
 
 
-def build_kernel_ir(fn, arg_specs, num_warps) -> KernelIR:
+def build_kernel_ir(fn, arg_specs, num_warps, num_stages=3) -> KernelIR:
     """Parse (cached) and build the IR of `fn` for one specialization."""
     builder = Builder(fn, arg_specs, num_warps)
     try:
-        return builder.build()
+        kernel = builder.build()
     except TranspilerError as e:
         raise e.with_context(kernel=fn.__name__)
+    kernel.num_stages = num_stages
+    return kernel

@@ -118,6 +118,7 @@ class KernelIR:
     source_file: str
     source_lines: dict        # line number -> text, for comments in the emitted code
     constexprs: dict = field(default_factory=dict)
+    num_stages: int = 3       # software-pipelining depth of loops that feed tl.dot (a launch option)
 
     def walk(self):
         """Every op, depth first, in program order."""

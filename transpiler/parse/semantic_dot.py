@@ -1,0 +1,83 @@
+"""Typing rule of `tl.dot`: shapes, input and accumulator dtypes, and the precision the product is computed in.
+
+Follows Triton: two 2-D blocks [M, K] @ [K, N] with M, N, K >= 16; both inputs of one dtype; fp16 and bf16
+accumulate in fp32; fp32 inputs are rounded to tf32 unless `input_precision="ieee"` (or `allow_tf32=False`);
+int8 accumulates in int32; fp64 stays fp64. `acc` must already be [M, N] of the result dtype. The op is
+`dot(a, b, acc)` with the precision as an attribute; which hardware instruction computes it is decided by
+the tensor-core pass (`analysis/tensor_cores.py`), not here.
+"""
+from __future__ import annotations
+
+from .. import dtypes
+from ..errors import CompileTimeError, DTypeError, ShapeError
+from .ir import Type
+from .semantic import cast, const_value, constant, rule, splat, to_value
+
+MIN_DOT_SIZE = 16
+PRECISIONS = ("tf32", "tf32x3", "ieee")
+_FLOAT_INPUTS = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
+
+
+def _precision(b, a_dtype, input_precision, allow_tf32):
+    precision = const_value(b, input_precision, "input_precision")
+    allow = const_value(b, allow_tf32, "allow_tf32")
+    if precision is None:
+        precision = "ieee" if allow is False else "tf32"
+    if precision not in PRECISIONS:
+        raise b.error(CompileTimeError, f"tl.dot: input_precision must be one of {list(PRECISIONS)}, "
+                      f"not {precision!r}")
+    if a_dtype is not dtypes.float32:
+        return "ieee" if a_dtype is dtypes.float64 else "native"
+    # tf32x3 (three tf32 products) exists to approximate ieee; ieee is exact and what we compute for it.
+    return "tf32" if precision == "tf32" else "ieee"
+
+
+def _result_dtype(b, a_dtype, out_dtype):
+    if a_dtype is dtypes.int8:
+        return dtypes.int32
+    if a_dtype is dtypes.float64:
+        return dtypes.float64
+    out = const_value(b, out_dtype, "out_dtype")
+    if out not in (dtypes.float32, dtypes.float16):
+        raise b.error(DTypeError, f"tl.dot: out_dtype must be tl.float32 (or tl.float16 for fp16 inputs), not {out!r}")
+    if out is dtypes.float16 and a_dtype is not dtypes.float16:
+        raise b.error(DTypeError, f"tl.dot: out_dtype=tl.float16 needs fp16 inputs, not {a_dtype!r}")
+    return out
+
+
+@rule("dot")
+def _dot(b, input, other, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None,
+         out_dtype=dtypes.float32):
+    a, w = to_value(b, input), to_value(b, other)
+    if len(a.shape) != 2 or len(w.shape) != 2:
+        raise b.error(ShapeError, f"tl.dot needs two 2-D blocks, not shapes {list(a.shape)} and {list(w.shape)}",
+                      hint="batched (3-D) dot is not supported yet; loop over the batch dimension")
+    (m, k), (k2, n) = a.shape, w.shape
+    if k != k2:
+        raise b.error(ShapeError, f"tl.dot: shapes {list(a.shape)} and {list(w.shape)} do not multiply "
+                      f"(inner dimensions {k} and {k2})")
+    if min(m, n, k) < MIN_DOT_SIZE:
+        raise b.error(ShapeError, f"tl.dot needs M, N and K of at least {MIN_DOT_SIZE}, got M={m}, N={n}, K={k}",
+                      hint="make the block sizes 16 or more (pad with masked loads)")
+    if a.dtype is not w.dtype:
+        raise b.error(DTypeError, f"tl.dot inputs must have one dtype, not {a.dtype!r} and {w.dtype!r}",
+                      hint="cast one of them with .to(...)")
+    if a.dtype not in _FLOAT_INPUTS and a.dtype is not dtypes.int8:
+        raise b.error(DTypeError, f"tl.dot supports fp16, bf16, fp32, fp64 and int8 inputs, not {a.dtype!r}")
+    precision = _precision(b, a.dtype, input_precision, allow_tf32)
+    out = _result_dtype(b, a.dtype, out_dtype)
+    # fp16 results are accumulated in fp32 and rounded once (see docs/language.md).
+    compute = dtypes.float32 if out is dtypes.float16 else out
+    if acc is None:
+        acc_v = splat(b, constant(b, 0, compute), (m, n))
+    else:
+        acc_v = to_value(b, acc)
+        if acc_v.shape != (m, n):
+            raise b.error(ShapeError, f"tl.dot: acc has shape {list(acc_v.shape)}, the product is [{m}, {n}]")
+        if acc_v.dtype is not out:
+            raise b.error(DTypeError, f"tl.dot: acc is {acc_v.dtype!r} but the product is {out!r}",
+                          hint=f"create the accumulator as {out!r} (tl.zeros(..., dtype=tl.{out.name}))"
+                          if out.name != "fp32" else "create the accumulator with tl.zeros(..., dtype=tl.float32)")
+        acc_v = cast(b, acc_v, compute)
+    result = b.emit("dot", [a, w, acc_v], Type(compute, (m, n)), precision=precision)
+    return cast(b, result, out)
