@@ -2,7 +2,8 @@
 
 Accepted: CuPy arrays, anything with `__cuda_array_interface__` (torch CUDA tensors, Numba, ...), DLPack
 capsules' owners (`__dlpack__`), NumPy arrays (only for `cuda_source` and the interpreter: a GPU launch
-refuses host memory), and Python / NumPy scalars.
+refuses host memory), `StandIn`s (a dtype with no NumPy equivalent, such as bfloat16, for `cuda_source`), and
+Python / NumPy scalars.
 """
 from __future__ import annotations
 
@@ -27,6 +28,18 @@ class ArrayInfo:
         self.obj = obj
 
 
+class StandIn:
+    """A pointer argument of a given element dtype that holds no data: `kernel.cuda_source(StandIn(tl.bfloat16),
+    ...)` produces the source of a specialization without any array (16-byte aligned unless told otherwise)."""
+
+    def __init__(self, dtype, aligned=True):
+        self.dtype = dtype
+        self.aligned = aligned
+
+    def __repr__(self):
+        return f"StandIn({self.dtype!r})"
+
+
 def _torch_info(t):
     if t.device.type != "cuda":
         return ArrayInfo(t.data_ptr(), from_array_dtype(t.dtype), None, "torch-cpu", t)
@@ -43,6 +56,8 @@ def array_info(x):
         return _torch_info(x)
     if isinstance(x, np.ndarray):
         return ArrayInfo(x.ctypes.data, from_array_dtype(x.dtype), None, "numpy", x)
+    if isinstance(x, StandIn):
+        return ArrayInfo(0 if x.aligned else 2, x.dtype, None, "stand-in", x)
     cai = getattr(x, "__cuda_array_interface__", None)
     if cai is not None:
         ptr = cai["data"][0]

@@ -44,16 +44,27 @@ def _internal_error(kernel_name, source, log, dump_path=None):
         hint="please report it with the dumped .cu file")
 
 
-def load_module(source: str, kernel_name: str, device_id: int, options=()):
-    """Compile with CuPy's NVRTC for the device and return the kernel function."""
+def load_module(source: str, kernel_name: str, device_id: int, shared_bytes: int = 0, options=()):
+    """Compile with CuPy's NVRTC for the device and return the kernel function, allowed `shared_bytes` of
+    dynamic shared memory (above 48 KiB a kernel must opt in)."""
     import cupy
     arch = device_arch(device_id)
     with cupy.cuda.Device(device_id):
         try:
             module = cupy.RawModule(code=source, options=(f"-arch={arch}", "--std=c++17") + tuple(options))
-            return module.get_function(kernel_name)
+            fn = module.get_function(kernel_name)
         except cupy.cuda.compiler.CompileException as e:
             raise _internal_error(kernel_name, source, str(e)) from None
+        if shared_bytes > 48 * 1024:
+            rt = cupy.cuda.runtime
+            limit = rt.deviceGetAttribute(getattr(rt, "cudaDevAttrMaxSharedMemoryPerBlockOptin", 97), device_id)
+            if shared_bytes > limit:
+                from ..errors import LaunchError
+                raise LaunchError(f"{kernel_name} needs {shared_bytes} bytes of shared memory per program; "
+                                  f"device {device_id} allows {limit}", kernel=kernel_name,
+                                  hint="lower num_stages or the block sizes of the tl.dot operands")
+            fn.max_dynamic_shared_size_bytes = shared_bytes
+        return fn
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -131,6 +142,7 @@ def _ptx_of(source, arch, opts):
     try:
         nvrtc.compileProgram(prog, [o for o in opts if not o.startswith(("-arch", "--ptxas"))]
                              + [f"-arch=compute_{arch[3:]}"])
-        return nvrtc.getPTX(prog)
+        ptx = nvrtc.getPTX(prog)
+        return ptx.decode() if isinstance(ptx, bytes) else ptx
     finally:
         nvrtc.destroyProgram(prog)

@@ -33,10 +33,11 @@ def _is_constexpr_param(param):
 class CompiledVariant:
     """One specialization: its source, and (on a GPU) the loaded function per device."""
 
-    def __init__(self, name, source, param_kinds):
+    def __init__(self, name, source, param_kinds, shared_bytes=0):
         self.name = name
         self.source = source
         self.param_kinds = param_kinds       # per kernel parameter: "ptr", a dtype name, or None (constexpr)
+        self.shared_bytes = shared_bytes     # dynamic shared memory per program
         self.functions = {}
         self.lock = threading.Lock()
 
@@ -47,7 +48,7 @@ class CompiledVariant:
                 fn = self.functions.get(device)
                 if fn is None:
                     from .compiler import load_module
-                    fn = load_module(self.source, self.name, device)
+                    fn = load_module(self.source, self.name, device, self.shared_bytes)
                     self.functions[device] = fn
         return fn
 
@@ -170,36 +171,37 @@ class Kernel:
             self._source_hash = _dependencies_hash(self.fn)
         return self._source_hash
 
-    def variant(self, key, bound, num_warps, arch="generic"):
-        full_key = (key, num_warps)
+    def variant(self, key, bound, num_warps, num_stages=3):
+        full_key = (key, num_warps, num_stages)
         var = self.variants.get(full_key)
         if var is not None:
             return var
         with self.lock:
             var = self.variants.get(full_key)
             if var is None:
-                var = self._build_variant(key, bound, num_warps)
+                var = self._build_variant(key, bound, num_warps, num_stages)
                 self.variants[full_key] = var
         return var
 
-    def _build_variant(self, key, bound, num_warps):
-        disk_key = cache.entry_key((self.source_hash(), key, num_warps, cache.toolchain_fingerprint()))
+    def _build_variant(self, key, bound, num_warps, num_stages):
+        disk_key = cache.entry_key((self.source_hash(), key, num_warps, num_stages, cache.toolchain_fingerprint()))
         entry = cache.load(disk_key)
         if entry is None:
-            source = self._generate(key, bound, num_warps)
+            emitted = self._generate(key, bound, num_warps, num_stages)
             param_kinds = []
             for name, part in zip(self.arg_names, key):
                 param_kinds.append(None if part[0] == "c" else ("ptr" if part[0] == "ptr" else part[0]))
-            entry = {"name": self.fn.__name__, "source": source, "param_kinds": param_kinds}
+            entry = {"name": self.fn.__name__, "source": emitted.source, "param_kinds": param_kinds,
+                     "shared_bytes": emitted.shared_bytes}
             cache.store(disk_key, entry)
         dump = os.environ.get("TRANSPILER_DUMP_DIR")
         if dump:
             os.makedirs(dump, exist_ok=True)
             with open(os.path.join(dump, f"{self.fn.__name__}_{disk_key[:8]}.cu"), "w") as f:
                 f.write(entry["source"])
-        return CompiledVariant(entry["name"], entry["source"], entry["param_kinds"])
+        return CompiledVariant(entry["name"], entry["source"], entry["param_kinds"], entry.get("shared_bytes", 0))
 
-    def _generate(self, key, bound, num_warps):
+    def _generate(self, key, bound, num_warps, num_stages):
         from ..analysis import analyze
         from ..emit_cuda import emit_kernel
         from ..parse import build_kernel_ir
@@ -209,7 +211,7 @@ class Kernel:
                 specs.append(arg_spec(name, part, bound[name], True))
             else:
                 specs.append(arg_spec(name, part))
-        ir = build_kernel_ir(self.fn, specs, num_warps)
+        ir = build_kernel_ir(self.fn, specs, num_warps, num_stages)
         analysis = analyze(ir)
         try:
             return emit_kernel(ir, analysis)
@@ -217,19 +219,23 @@ class Kernel:
             raise e.with_context(kernel=self.fn.__name__)
 
     # -- public helpers ----------------------------------------------------------------------------------
-    def cuda_source(self, *args, num_warps=4, **kwargs):
+    def cuda_source(self, *args, num_warps=4, num_stages=3, **kwargs):
         """The `.cu` of the specialization these arguments select (NumPy arrays may stand in for device ones)."""
-        bound, options = self._bind(args, dict(kwargs, num_warps=num_warps))
-        key, _ = self._key_and_infos(bound)
-        return self.variant(key, bound, options["num_warps"]).source
+        return self.compiled_variant(*args, num_warps=num_warps, num_stages=num_stages, **kwargs).source
 
-    def ir(self, *args, num_warps=4, **kwargs):
+    def compiled_variant(self, *args, num_warps=4, num_stages=3, **kwargs):
+        """The specialization these arguments select: its source and launch needs (no GPU needed)."""
+        bound, options = self._bind(args, dict(kwargs, num_warps=num_warps, num_stages=num_stages))
+        key, _ = self._key_and_infos(bound)
+        return self.variant(key, bound, options["num_warps"], options["num_stages"])
+
+    def ir(self, *args, num_warps=4, num_stages=3, **kwargs):
         """The typed IR of a specialization (for tests and for reading)."""
         from ..parse import build_kernel_ir
-        bound, options = self._bind(args, dict(kwargs, num_warps=num_warps))
+        bound, options = self._bind(args, dict(kwargs, num_warps=num_warps, num_stages=num_stages))
         key, _ = self._key_and_infos(bound)
         specs = [arg_spec(n, p, bound[n], p[0] == "c") for n, p in zip(self.arg_names, key)]
-        return build_kernel_ir(self.fn, specs, options["num_warps"])
+        return build_kernel_ir(self.fn, specs, options["num_warps"], options["num_stages"])
 
     # -- launch ------------------------------------------------------------------------------------------
     def run(self, *args, grid, **kwargs):
@@ -242,7 +248,7 @@ class Kernel:
         grid = self._grid(grid, bound, options)
         if 0 in grid:
             return None
-        var = self.variant(key, bound, options["num_warps"])
+        var = self.variant(key, bound, options["num_warps"], options["num_stages"])
         import cupy
         if device is None:
             device = cupy.cuda.runtime.getDevice()
@@ -263,9 +269,10 @@ class Kernel:
         # Entering a device context costs two driver calls; do it only when the arrays live elsewhere.
         if device != cupy.cuda.runtime.getDevice():
             with cupy.cuda.Device(device):
-                fn(grid, (32 * options["num_warps"], 1, 1), tuple(values), stream=stream)
+                fn(grid, (32 * options["num_warps"], 1, 1), tuple(values), stream=stream,
+                   shared_mem=var.shared_bytes)
         else:
-            fn(grid, (32 * options["num_warps"], 1, 1), tuple(values), stream=stream)
+            fn(grid, (32 * options["num_warps"], 1, 1), tuple(values), stream=stream, shared_mem=var.shared_bytes)
         return None
 
 

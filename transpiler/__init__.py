@@ -42,6 +42,7 @@ from . import language  # noqa: E402
 from .errors import (CompileTimeError, DTypeError, InternalCompilerError, InterpreterError, LaunchError,  # noqa: E402
                      NameResolutionError, ShapeError, TranspilerError, UnsupportedSyntaxError)
 from .runtime import Kernel, gpu_available, transpile  # noqa: E402
+from .runtime.args import StandIn  # noqa: E402
 
 jit = transpile
 
@@ -57,6 +58,6 @@ def next_power_of_2(n: int) -> int:
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
-__all__ = ["transpile", "jit", "Kernel", "cdiv", "next_power_of_2", "gpu_available", "language",
+__all__ = ["transpile", "jit", "Kernel", "StandIn", "cdiv", "next_power_of_2", "gpu_available", "language",
            "TranspilerError", "UnsupportedSyntaxError", "NameResolutionError", "CompileTimeError", "ShapeError",
            "DTypeError", "LaunchError", "InterpreterError", "InternalCompilerError"]

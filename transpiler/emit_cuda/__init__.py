@@ -1,9 +1,11 @@
 """IR + analysis decisions in, one self-contained `.cu` file out (lowering rules + Jinja templates)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from . import cspell
 from . import rules  # noqa: F401  (registers the lowering rules)
-from .emitter import Emitter, jinja_env, templates_dir
+from .emitter import Emitter, Read, jinja_env, templates_dir
 
 
 def _params(kernel, written):
@@ -45,20 +47,32 @@ def written_pointer_args(kernel):
 
 
 def const_pointer_values(kernel, written):
-    """Pointer values whose every root argument is read-only (so their C type is `const T*`)."""
+    """Pointer values whose every root argument is read-only (so their C type is `const T*`). A loop-carried
+    pointer is read-only when its initial value is."""
     const = {a.value for a in kernel.args if a.value.dtype.is_ptr() and a.name not in written}
-    from ..parse.ir import walk
 
     def visit(region):
         for op in region.ops:
+            if op.name in ("for", "while"):
+                inits = op.operands[3:] if op.name == "for" else op.operands
+                for reg in op.regions:
+                    carried = reg.args[-len(inits):] if inits else []
+                    const.update(a for a, init in zip(carried, inits) if init in const)
+                const.update(r for r, init in zip(op.results, inits) if init in const)
+                for reg in op.regions:
+                    visit(reg)
+                continue
+            for reg in op.regions:
+                visit(reg)
+            if op.name == "if":
+                const.update(r for i, r in enumerate(op.results)
+                             if all(reg.ops[-1].operands[i] in const for reg in op.regions))
+                continue
             for r in op.results:
                 ptr_operands = [o for o in op.operands if o.dtype.is_ptr()]
                 if r.dtype.is_ptr() and ptr_operands and all(o in const for o in ptr_operands):
                     const.add(r)
-            for reg in op.regions:
-                visit(reg)
     visit(kernel.body)
-    del walk
     return const
 
 
@@ -78,25 +92,35 @@ def _specialization_text(kernel):
     return ", ".join(parts)
 
 
-def emit_kernel(kernel, analysis) -> str:
+@dataclass(frozen=True)
+class EmittedKernel:
+    """The `.cu` text and what a launch must provide besides the arguments."""
+
+    source: str
+    shared_bytes: int      # dynamic shared memory per program
+
+
+def emit_kernel(kernel, analysis) -> EmittedKernel:
     em = Emitter(kernel, analysis)
     written = written_pointer_args(kernel)
     em.const_pointers = const_pointer_values(kernel, written)
     for a in kernel.args:
         em.used_names.add(a.name)
         em.names[a.value] = a.name
-        from .emitter import Read
         em.bind(a.value, Read(scalar=a.name, ctype=cspell.ctype(a.value.dtype)), None)
     em.emit_region(kernel.body)
     notes = []
     for layout, i in sorted(em.layout_ids.items(), key=lambda kv: kv[1]):
         notes.append(f"layout L{i}: {layout.describe()} ({layout.num_regs} registers per thread)")
-    return jinja_env().get_template("kernel.cu.j2").render(
+    shared_bytes, smem_constants = em.smem.layout()
+    source = jinja_env().get_template("kernel.cu.j2").render(
         source_file=kernel.source_file, name=kernel.name, specialization=_specialization_text(kernel),
         num_warps=kernel.num_warps, threads=32 * kernel.num_warps, layout_notes=notes,
         device_header=(templates_dir() / "device.cuh").read_text(), device_functions=em.device_functions,
-        params=_params(kernel, written), shared_decls=em.shared_decls,
+        params=_params(kernel, written), shared_bytes=shared_bytes,
+        shared_decls=(smem_constants + em.shared_decls) if shared_bytes else [],
         thread_bases=em.thread_base_lines, body="\n".join(em.lines))
+    return EmittedKernel(source, shared_bytes)
 
 
-__all__ = ["emit_kernel"]
+__all__ = ["emit_kernel", "EmittedKernel"]
