@@ -5,7 +5,9 @@ from dataclasses import dataclass
 
 from .axis_info import AxisInfoAnalysis
 from .decisions import DecisionLog
-from .layout_assignment import LayoutAssignment
+from .layout_assignment import LayoutAssignment, coalesced_order
+from .pipelining import plan_pipelines
+from .tensor_cores import plan_dots
 from .vectorize import vectorize
 
 
@@ -16,11 +18,19 @@ class KernelAnalysis:
     vector_width: dict
     mask_uniform: dict
     decisions: DecisionLog
+    dots: dict          # dot op -> DotPlan (tensor_cores.py)
+    pipelines: dict     # for op -> PipelinePlan (pipelining.py)
 
 
 def analyze(kernel) -> KernelAnalysis:
     decisions = DecisionLog()
     axis = AxisInfoAnalysis(kernel)
-    layouts = LayoutAssignment(kernel, axis, decisions)
+    dots = plan_dots(kernel, decisions)
+    layouts = LayoutAssignment(kernel, axis, decisions, dots)
     widths, uniform = vectorize(kernel, axis, layouts, decisions)
-    return KernelAnalysis(axis, layouts, widths, uniform, decisions)
+
+    def fastest_dim(load):
+        ptr = load.operands[0]
+        return coalesced_order(axis[ptr], len(ptr.shape))[0]
+    pipelines = plan_pipelines(kernel, widths, fastest_dim, decisions)
+    return KernelAnalysis(axis, layouts, widths, uniform, decisions, dots, pipelines)

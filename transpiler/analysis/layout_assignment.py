@@ -52,8 +52,9 @@ def default_layout(shape, num_warps):
 class LayoutAssignment:
     """`layout[v]` for fixed block values; `flexible` for the rest; `load_layout[op]` / `store_layout[op]`."""
 
-    def __init__(self, kernel, axis_info, decisions):
+    def __init__(self, kernel, axis_info, decisions, dots=None):
         self.kernel = kernel
+        self.dots = dots or {}
         self.axis = axis_info
         self.decisions = decisions
         self.num_warps = kernel.num_warps
@@ -148,8 +149,9 @@ class LayoutAssignment:
             return
         if ptr in self.layout and ptr not in self.provisional:
             layout = self.layout[ptr]
-            self.decisions.add("layout", op, "gather load in the layout of its pointer block",
-                               "the pointers depend on loaded data")
+            self.decisions.add("layout", op, "load in the layout of its pointer block",
+                               "the pointer block already has a fixed layout (loaded indices, or carried "
+                               "by a loop in the coalesced layout)")
         else:
             layout = self.anchor_for_pointer(op, ptr)
         self.mem_layout[op] = layout
@@ -188,7 +190,8 @@ class LayoutAssignment:
             self._assign(op.regions[0])
 
     def _op_dot(self, op):
-        raise NotImplementedError("tl.dot layouts are assigned by the tensor-core pass")
+        # The tensor-core pass fixed the product's layout (the mma accumulator, or a blocked one for FMA).
+        self._set(op.result, self.dots[op].layout)
 
     # -- control flow --------------------------------------------------------------------------------------
     def _carried_layouts(self, op, inits, regions, yields_of):
@@ -209,9 +212,14 @@ class LayoutAssignment:
                 self._assign(region)
             changed = False
             new = []
-            for y, (g, prov) in zip(yields_of(), guesses):
+            args = regions[-1].args[-len(inits):] if inits else []
+            for a, y, (g, prov) in zip(args, yields_of(), guesses):
                 if prov and y.shape and y in self.layout and y not in self.provisional and self.layout[y] != g:
                     new.append((self.layout[y], False))
+                    changed = True
+                elif prov and a.dtype.is_ptr() and self._memory_layout_of_pointer(a, regions[-1]) not in (None, g):
+                    # A carried pointer block: hold it the way the load or store through it wants it.
+                    new.append((self._memory_layout_of_pointer(a, regions[-1]), False))
                     changed = True
                 else:
                     new.append((g, prov and not (y in self.layout and y not in self.provisional)))
@@ -222,6 +230,16 @@ class LayoutAssignment:
             if g is not None:
                 self._set(r, g, prov)
         return guesses
+
+    def _memory_layout_of_pointer(self, ptr, region):
+        """The layout of the first load or store in `region` whose pointer is `ptr` plus offsets."""
+        derived = {ptr}
+        for op in region.ops:
+            if op.name in ("load", "store") and op.operands[0] in derived:
+                return self.mem_layout.get(op)
+            if op.name in ("addptr", "broadcast") and op.operands[0] in derived:
+                derived.add(op.result)
+        return None
 
     def _op_for(self, op):
         region = op.regions[0]

@@ -27,7 +27,9 @@ _RESERVED = {"lane", "warp", "r", "v", "o", "k", "j", "w", "src", "tp", "int", "
              "delete", "this", "operator", "sizeof", "void", "goto", "enum", "private", "public", "protected",
              "virtual", "friend", "typedef", "using", "asm", "half", "min", "max", "abs", "exp", "log", "sqrt",
              "and", "or", "xor", "not", "bitand", "bitor", "compl", "and_eq", "or_eq", "xor_eq", "not_eq",
-             "blockIdx", "threadIdx", "gridDim", "blockDim", "printf", "memcpy"}
+             "blockIdx", "threadIdx", "gridDim", "blockDim", "printf", "memcpy",
+             # names the dot and pipeline templates use for their loop counters and fragments
+             "kk", "mt", "nt", "gid", "tig", "a_frag", "b_frag"}
 
 LOWERINGS: dict = {}
 
@@ -97,12 +99,15 @@ class Emitter:
         self.thread_base_lines: list = []
         self.thread_bases: dict = {}
         self.shared_decls: list = []
-        self.shared_bytes = 0
+        self.smem = SharedMemoryPool()
+        self.tiles: dict = {}              # value -> SharedTile holding it (staged loads of a pipelined loop)
+        self.stage_tiles: dict = {}        # staged load op -> its ring of stage tiles
         self.device_functions: list = []
         self.last_line = None
         self.line_stack: list = []
         self.loop_depth = 0
         self.macros = jinja_env().get_template("ops.j2").module
+        self.dot_macros = jinja_env().get_template("dot.j2").module
         self.const_pointers = set()   # pointer values derived only from read-only arguments
 
     # -- text ----------------------------------------------------------------------------------------------
@@ -184,6 +189,24 @@ class Emitter:
         parts = [p for p in (base, reg) if p]
         return " + ".join(f"({p})" if " " in p and len(parts) > 1 else p for p in parts) if parts else "0"
 
+    def padded_index(self, layout: LinearLayout, dt, r="r") -> str:
+        """Offset in a conversion buffer: row-major, each row of the last dimension padded by 4 bytes so that
+        threads walking a column (a transpose) spread over the banks instead of hitting one."""
+        pad = _row_padding(layout.shape, dt)
+        if not pad:
+            return self.linear_index(layout, r)
+        terms = []
+        stride = layout.shape[-1] + pad
+        for d in reversed(range(layout.rank)):
+            c = self.coord_expr(layout, d, r)
+            step = 1 if d == layout.rank - 1 else stride
+            if d != layout.rank - 1:
+                stride *= layout.shape[d]
+            if c != "0":
+                c = f"({c})" if " " in c else c
+                terms.append(f"{c} * {step}" if step != 1 else c)
+        return " + ".join(reversed(terms)) if terms else "0"
+
     def linear_index(self, layout: LinearLayout, r="r") -> str:
         """Row-major element index of register r of this thread."""
         terms = []
@@ -197,10 +220,30 @@ class Emitter:
 
     # -- shared memory -------------------------------------------------------------------------------------
     def shared_buffer(self, dt, count: int, hint: str) -> str:
+        """A buffer of its own for the whole kernel (reduction scratch), declared at the top."""
+        name = self.fresh(hint)
+        offset = self.smem.persistent(count * dt.itemsize)
+        ct = cspell.ctype(dt)
+        self.shared_decls.append(f"{ct}* {name} = reinterpret_cast<{ct}*>(tp_smem + {offset});")
+        return name
+
+    def scratch_buffers(self, requests):
+        """Scratch space for one conversion or one dot's operands: [(dtype, count, hint)] -> names, and
+        whether a barrier must come first (earlier readers of the same bytes may still be reading)."""
+        barrier = self.smem.begin_scratch(self.loop_depth > 0)
+        names = []
+        for dt, count, hint in requests:
+            name = self.fresh(hint)
+            ct = cspell.ctype(dt)
+            self.write(f"{ct}* {name} = reinterpret_cast<{ct}*>(tp_smem + {self.smem.scratch(count * dt.itemsize)});")
+            names.append(name)
+        return names, barrier
+
+    def stage_buffer(self, dt, count: int, hint: str) -> str:
+        """The ring of stage buffers of a pipelined loop (declared by the caller before the prologue)."""
         name = self.fresh(hint)
         ct = cspell.ctype(dt)
-        self.shared_decls.append(f"__shared__ {ct} {name}[{count}];")
-        self.shared_bytes += count * dt.itemsize
+        self.write(f"{ct}* {name} = reinterpret_cast<{ct}*>(tp_smem + {self.smem.stage(count * dt.itemsize)});")
         return name
 
     # -- values --------------------------------------------------------------------------------------------
@@ -250,13 +293,13 @@ class Emitter:
 
     def convert(self, v, own, layout, src: Read) -> Read:
         dt = v.dtype
-        buf = self.shared_buffer(dt, v.type.numel, f"convert_{self.name_of(v)}")
-        name = self.fresh(f"{self.name_of(v)}_L{self.layout_id(layout)}")
         self.write(f"// {self.name_of(v)} to layout L{self.layout_id(layout)} through shared memory")
+        (buf,), barrier = self.scratch_buffers([(dt, v.type.numel + _padding(v.type.shape, dt), f"convert_{self.name_of(v)}")])
+        name = self.fresh(f"{self.name_of(v)}_L{self.layout_id(layout)}")
         text = self.macros.convert(dict(
             ctype=cspell.ctype(dt), name=name, n_src=own.num_regs, n_dst=layout.num_regs, buf=buf,
-            src=src.array, src_index=self.linear_index(own), dst_index=self.linear_index(layout),
-            barrier_before=self.loop_depth > 0))
+            src=src.array, src_index=self.padded_index(own, dt), dst_index=self.padded_index(layout, dt),
+            barrier_before=barrier))
         self.write(text)
         read = Read(array=name, ctype=cspell.ctype(dt))
         self.bind(v, read, layout)
@@ -292,8 +335,13 @@ class Emitter:
         return self.layouts.layout.get(v)
 
     # -- walking -------------------------------------------------------------------------------------------
-    def emit_region(self, region):
-        for op in region.ops:
+    def emit_region(self, region, skip=()):
+        self.emit_ops(region.ops, skip)
+
+    def emit_ops(self, ops, skip=()):
+        for op in ops:
+            if op in skip:
+                continue
             if op.results and all(r in self.layouts.flexible for r in op.results):
                 continue  # computed on demand, in the layout its user needs
             if op.results and not any(r.shape for r in op.results) and op.name in ("constant",):
@@ -311,6 +359,92 @@ class Emitter:
 
     def pop_scope(self):
         self.scopes.pop()
+
+
+def _row_padding(shape, dt) -> int:
+    """Elements added to each row of a conversion buffer: one 4-byte bank's worth, so that threads walking a
+    column (a transpose) hit 32 different banks instead of one; 0 for 1-D values."""
+    if len(shape) < 2 or shape[-1] < 2:
+        return 0
+    return max(1, 4 // dt.itemsize)
+
+
+def _padding(shape, dt) -> int:
+    rows = 1
+    for s in shape[:-1]:
+        rows *= s
+    return rows * _row_padding(shape, dt)
+
+
+class SharedMemoryPool:
+    """Offsets into the one dynamic shared buffer `tp_smem` of a kernel.
+
+    Three kinds of space: *persistent* buffers (reduction scratch, each its own bytes for the whole kernel);
+    *stage* buffers, the rings of a pipelined loop, alive from its prologue to its end; and *scratch* for
+    one conversion or one dot's operands, dead as soon as it has been read back. All scratch uses start at
+    the same offset (after a barrier), and outside a pipelined loop they reuse the stage buffers' bytes.
+    Offsets are written as expressions of `tp_smem_stage` / `tp_smem_scratch`, fixed once the kernel is
+    emitted."""
+
+    ALIGN = 128
+
+    def __init__(self):
+        self.persistent_bytes = 0
+        self.stage_bytes = 0          # the current pipelined loop's rings
+        self.max_stage_bytes = 0
+        self.in_pipeline = False
+        self.scratch_bytes = 0        # the current scratch use
+        self.max_scratch = 0          # outside pipelined loops
+        self.max_scratch_in_pipeline = 0
+        self.scratch_used = False
+
+    @staticmethod
+    def _align(n):
+        return (n + SharedMemoryPool.ALIGN - 1) // SharedMemoryPool.ALIGN * SharedMemoryPool.ALIGN
+
+    def persistent(self, nbytes) -> str:
+        offset = self.persistent_bytes
+        self.persistent_bytes += (nbytes + 15) // 16 * 16
+        return str(offset)
+
+    def begin_pipeline(self):
+        self.in_pipeline, self.stage_bytes = True, 0
+
+    def end_pipeline(self):
+        self.in_pipeline = False
+
+    def stage(self, nbytes) -> str:
+        offset = self.stage_bytes
+        self.stage_bytes += self._align(nbytes)
+        self.max_stage_bytes = max(self.max_stage_bytes, self.stage_bytes)
+        return f"tp_smem_stage + {offset}" if offset else "tp_smem_stage"
+
+    def begin_scratch(self, in_loop) -> bool:
+        barrier = self.scratch_used or in_loop
+        self.scratch_used = True
+        self.scratch_bytes = 0
+        return barrier
+
+    def scratch(self, nbytes) -> str:
+        offset = self.scratch_bytes
+        self.scratch_bytes += self._align(nbytes)
+        if self.in_pipeline:
+            self.max_scratch_in_pipeline = max(self.max_scratch_in_pipeline, self.scratch_bytes)
+            base = "tp_smem_scratch_in_loop"
+        else:
+            self.max_scratch = max(self.max_scratch, self.scratch_bytes)
+            base = "tp_smem_stage"
+        return f"{base} + {offset}" if offset else base
+
+    def layout(self):
+        """(total bytes, [constexpr declarations]) once everything has been allocated."""
+        stage_base = self._align(self.persistent_bytes)
+        in_loop = stage_base + self.max_stage_bytes
+        total = max(stage_base + self.max_scratch, in_loop + self.max_scratch_in_pipeline, self.persistent_bytes)
+        decls = [f"constexpr int tp_smem_stage = {stage_base};"] if self.max_stage_bytes or self.max_scratch else []
+        if self.max_scratch_in_pipeline:
+            decls.append(f"constexpr int tp_smem_scratch_in_loop = {in_loop};")
+        return total, decls
 
 
 def _hint_for(v):

@@ -10,12 +10,12 @@ from .. import cspell
 from ..emitter import Read, lowering
 
 
-def _declare_carried(em, values, inits):
+def declare_carried(em, values, inits, suffix=""):
     """Declare one variable per carried value, initialized from `inits`; returns their Reads."""
     reads = []
     for v, init in zip(values, inits):
         ct = em.ctype(v)
-        name = em.name_of(v, "carried")
+        name = em.fresh(em.name_of(v, "carried") + suffix) if suffix else em.name_of(v, "carried")
         if v.shape:
             layout = em.layouts.layout[v]
             src = em.operand(init, layout)
@@ -27,12 +27,12 @@ def _declare_carried(em, values, inits):
     return reads
 
 
-def _bind_args(em, args, reads):
+def bind_args(em, args, reads):
     for a, (rd, layout) in zip(args, reads):
         em.bind(a, rd, layout)
 
 
-def _assign_yield(em, targets, yielded, region_args):
+def assign_yield(em, targets, yielded, region_args):
     """targets[i] := yielded[i], safe when a yielded value is another target's current value."""
     arg_set = set(region_args)
     staged = []
@@ -64,10 +64,10 @@ def _emit_body(em, region, targets, region_args):
     em.push_scope()
     em.indent += 1
     em.loop_depth += 1
-    _bind_args(em, region_args, targets)
+    bind_args(em, region_args, targets)
     em.emit_region(region)
     em.last_line = None
-    _assign_yield(em, targets, region.ops[-1].operands, region_args)
+    assign_yield(em, targets, region.ops[-1].operands, region_args)
     em.loop_depth -= 1
     em.indent -= 1
     em.pop_scope()
@@ -80,17 +80,20 @@ def terminator(em, op, layout):
 
 @lowering("for")
 def for_loop(em, op, layout):
+    plan = em.analysis.pipelines.get(op)
+    if plan is not None:
+        from .pipeline import pipelined_for
+        return pipelined_for(em, op, plan)
     lo, hi, step = (em.scalar(x) for x in op.operands[:3])
     region = op.regions[0]
     iv = region.args[0]
-    targets = _declare_carried(em, op.results, op.operands[3:])
+    targets = declare_carried(em, op.results, op.operands[3:])
     for res, (rd, lay) in zip(op.results, targets):
         em.bind(res, rd, lay)
     ivname = em.name_of(iv, "i")
     ct = cspell.ctype(iv.dtype)
     sign = op.attrs.get("step_sign", 1)
-    cond = f"{ivname} < {hi}" if sign > 0 else (f"{ivname} > {hi}" if sign < 0 else
-                                                 f"({step} > 0 ? {ivname} < {hi} : {ivname} > {hi})")
+    cond = loop_condition(ivname, hi, step, sign)
     if op.attrs.get("loop_unroll_factor"):
         em.write(f"#pragma unroll {op.attrs['loop_unroll_factor']}")
     em.write(f"for ({ct} {ivname} = {lo}; {cond}; {ivname} += {step}) {{")
@@ -101,16 +104,25 @@ def for_loop(em, op, layout):
     em.write("}")
 
 
+def loop_condition(ivname, hi, step, sign):
+    """C condition that `ivname` has not reached `hi` (the step's sign may be known only at run time)."""
+    if sign > 0:
+        return f"{ivname} < {hi}"
+    if sign < 0:
+        return f"{ivname} > {hi}"
+    return f"({step} > 0 ? {ivname} < {hi} : {ivname} > {hi})"
+
+
 @lowering("while")
 def while_loop(em, op, layout):
     cond_region, body = op.regions
-    targets = _declare_carried(em, op.results, op.operands)
+    targets = declare_carried(em, op.results, op.operands)
     for res, (rd, lay) in zip(op.results, targets):
         em.bind(res, rd, lay)
     em.write("while (true) {")
     em.push_scope()
     em.indent += 1
-    _bind_args(em, cond_region.args, targets)
+    bind_args(em, cond_region.args, targets)
     em.emit_region(cond_region)
     cond = em.scalar(cond_region.ops[-1].operands[0])
     em.write(f"if (!({cond})) break;")
@@ -141,7 +153,7 @@ def if_op(em, op, layout):
         em.indent += 1
         em.emit_region(region)
         em.last_line = None
-        _assign_yield(em, targets, region.ops[-1].operands, [])
+        assign_yield(em, targets, region.ops[-1].operands, [])
         em.indent -= 1
         em.pop_scope()
     em.write("}")

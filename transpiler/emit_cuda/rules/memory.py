@@ -52,6 +52,7 @@ def load(em, op, layout):
                load_one=(f"*({ptr.at('r')})" if not volatile else
                          f"*reinterpret_cast<const volatile {ctype}*>({ptr.at('r')})"),
                mask=mask.at("r") if mask else "", other=other.at("r") if other else "",
+               mask_j=mask.at("(r + j)") if mask else "", other_j=other.at("(r + j)") if other else "",
                mask_all="", mask_first="", other_at_rj=other.at("r + j") if other else "")
     if mask is not None and vec > 1:
         if mask.array is None:
@@ -89,6 +90,7 @@ def store(em, op, layout):
     ctx = dict(ctype=ctype, n=layout.num_regs, vec=vec, ptr=ptr.at("r"), cache=_cache(op),
                value_array=value.array if value.is_identity_array else "", value=value.at("r"),
                store_one=f"*({ptr.at('r')}) = {value.at('r')}", mask=mask.at("r") if mask else "",
+               mask_j=mask.at("(r + j)") if mask else "",
                mask_all="", mask_first="", guard=" && ".join(guards))
     if mask is not None and vec > 1:
         if mask.array is None or em.analysis.mask_uniform.get(op, False):

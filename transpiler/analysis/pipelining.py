@@ -1,0 +1,183 @@
+"""Software pipelining: which loads of a loop are staged into shared memory `num_stages` iterations ahead.
+
+Decides, for each `for` loop, from the ops of its body, the vector widths and the `num_stages` option:
+- which loads are *staged*: a load whose only users are `tl.dot`s (directly or through `tl.trans`) and whose
+  access runs are 4, 8 or 16 bytes (what `cp.async` copies). Its result never lives in registers: the copy
+  goes global -> shared, and the dot reads its fragments from there;
+- the *address slice*: the body ops that compute the staged loads' pointers, masks and `other` values, and
+  the loop-carried values they advance (`a_ptrs += BLOCK_K * stride`). The slice must be pure arithmetic that
+  does not depend on loaded data; the emitter runs it a second time, `num_stages - 1` iterations ahead of
+  the body, with its own copy of those carried values;
+- what the body itself no longer computes: slice ops and carried values that only the staged loads needed.
+A loop qualifies only when every such load can be staged and `num_stages >= 2`; otherwise its loads stay in
+registers and the dot writes them to shared memory itself.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..parse.ir import walk
+
+# Ops with no side effects and no dependence on memory: what an address slice may contain.
+ADDRESS_OPS = {"constant", "splat", "broadcast", "expand_dims", "reshape", "permute", "elementwise", "cast",
+               "bitcast", "addptr", "arange", "program_id", "num_programs", "hint"}
+CP_ASYNC_BYTES = (4, 8, 16)
+
+
+@dataclass
+class StagedLoad:
+    op: object
+    vec: int            # elements per cp.async
+    col_dim: int        # the dimension laid out contiguously in shared memory (the load's fastest)
+
+
+@dataclass
+class PipelinePlan:
+    loop: object
+    stages: int
+    loads: list
+    slice_ops: list                               # body ops the prefetch runs, in program order
+    prefetch_carried: list                        # carried-value indices the prefetch advances itself
+    main_dead_ops: set = field(default_factory=set)
+    main_dead_carried: set = field(default_factory=set)
+
+    def is_staged(self, op):
+        return any(s.op is op for s in self.loads)
+
+
+def _users(region):
+    """value -> ops of `region` (top level) that read it, directly or from inside their own regions."""
+    users = {}
+    for op in region.ops:
+        reads = list(op.operands)
+        for r in op.regions:
+            for inner in walk(r):
+                reads.extend(inner.operands)
+        for v in reads:
+            users.setdefault(v, []).append(op)
+    return users
+
+
+def _feeds_only_dots(value, users):
+    for u in users.get(value, []):
+        if u.name == "dot" and value in u.operands[:2] and value is not u.operands[2]:
+            continue
+        if u.name == "permute" and _feeds_only_dots(u.result, users):
+            continue
+        return False
+    return bool(users.get(value))
+
+
+def plan_loop(loop, kernel, vector_width, order_of, decisions):
+    region = loop.regions[0]
+    stages = loop.attrs.get("num_stages") or kernel.num_stages
+    loads = [op for op in region.ops if op.name == "load" and op.result.shape]
+    users = _users(region)
+    dot_loads = [op for op in loads if _feeds_only_dots(op.result, users)]
+    if not dot_loads:
+        return None
+    if stages < 2:
+        decisions.add("pipeline", loop, "loop not pipelined", f"num_stages={stages}")
+        return None
+    body_ops = {id(op): op for op in region.ops}
+    iv, carried_args = region.args[0], region.args[1:]
+    yields = region.ops[-1].operands
+    staged = []
+    for op in dot_loads:
+        elem = op.result.dtype.itemsize
+        vec = vector_width[op]
+        if vec * elem not in CP_ASYNC_BYTES:
+            decisions.add("pipeline", loop, "loop not pipelined",
+                          f"the load on line {op.loc.line if op.loc else '?'} moves {vec * elem} bytes per access; "
+                          "cp.async copies 4, 8 or 16")
+            return None
+        staged.append(StagedLoad(op, vec, order_of(op)))
+
+    # The address slice: backward from the staged loads' operands, through carried values into their updates.
+    slice_ids, prefetch_carried = set(), []
+    work = [v for s in staged for v in s.op.operands]
+    while work:
+        v = work.pop()
+        if v is iv:
+            continue
+        if v in carried_args:
+            i = carried_args.index(v)
+            if i not in prefetch_carried:
+                prefetch_carried.append(i)
+                work.append(yields[i])
+            continue
+        owner = v.owner
+        if owner is None or id(owner) not in body_ops or id(owner) in slice_ids:
+            continue
+        if owner.name not in ADDRESS_OPS:
+            decisions.add("pipeline", loop, "loop not pipelined",
+                          f"the address of a dot operand depends on a '{owner.name}' in the loop "
+                          f"(line {owner.loc.line if owner.loc else '?'})")
+            return None
+        slice_ids.add(id(owner))
+        work.extend(owner.operands)
+    slice_ops = [op for op in region.ops if id(op) in slice_ids]
+
+    # What the body still needs once the staged loads stop reading their operands there.
+    used_after = _values_used_outside(kernel, loop)
+    staged_ids = {id(s.op) for s in staged}
+    live_ops, live_carried = set(), set()
+    work = []
+    for op in region.ops[:-1]:
+        if id(op) in slice_ids:
+            continue
+        live_ops.add(id(op))
+        if id(op) in staged_ids:
+            continue
+        work.extend(op.operands)
+        for r in op.regions:
+            for inner in walk(r):
+                work.extend(inner.operands)
+    work.extend(yields[i] for i, res in enumerate(loop.results) if res in used_after)
+    live_carried.update(i for i, res in enumerate(loop.results) if res in used_after)
+    while work:
+        v = work.pop()
+        if v in carried_args:
+            i = carried_args.index(v)
+            if i not in live_carried:
+                live_carried.add(i)
+                work.append(yields[i])
+            continue
+        owner = v.owner
+        if owner is not None and id(owner) in slice_ids and id(owner) not in live_ops:
+            live_ops.add(id(owner))
+            work.extend(owner.operands)
+    # Carried values outside the slice are the loop's own business (accumulators and the like).
+    live_carried.update(i for i in range(len(carried_args)) if i not in prefetch_carried)
+    plan = PipelinePlan(loop, stages, staged, slice_ops, sorted(prefetch_carried),
+                        {op for op in slice_ops if id(op) not in live_ops},
+                        {i for i in prefetch_carried if i not in live_carried})
+    lines = ", ".join(f"line {s.op.loc.line if s.op.loc else '?'} ({s.vec * s.op.result.dtype.itemsize} B cp.async)"
+                      for s in staged)
+    decisions.add("pipeline", loop, f"{stages}-stage cp.async pipeline for the loads on {lines}",
+                  f"they feed only tl.dot; their addresses come from {len(slice_ops)} ops and "
+                  f"{len(prefetch_carried)} carried value(s) the prefetch advances "
+                  f"{stages - 1} iteration(s) ahead")
+    return plan
+
+
+def _values_used_outside(kernel, loop):
+    inside = {id(op) for op in walk(loop.regions[0])}
+    used = set()
+    for op in kernel.walk():
+        if id(op) not in inside and op is not loop:
+            used.update(op.operands)
+    return used
+
+
+def plan_pipelines(kernel, vector_width, order_of, decisions):
+    plans = {}
+    for op in kernel.walk():
+        if op.name == "for":
+            plan = plan_loop(op, kernel, vector_width, order_of, decisions)
+            if plan is not None:
+                plans[op] = plan
+    return plans
+
+
+__all__ = ["PipelinePlan", "StagedLoad", "plan_pipelines"]

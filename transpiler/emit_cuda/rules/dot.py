@@ -1,0 +1,137 @@
+"""Lowering of `tl.dot`: operands from shared memory, fragments by ldmatrix (or element by element), mma.sync.
+
+Operands come from the tiles a pipelined loop staged (`em.tiles`), or are written to scratch shared memory
+here, between two barriers. Fragment loads, per operand:
+- `ldmatrix` when the operand's K runs along the tile's rows (any 8- or 16-bit type);
+- `ldmatrix.trans` when the rows run along M (for A) or N (for B), for 16-bit types;
+- otherwise (tf32; 8-bit transposed) one shared-memory read per element, packed into registers.
+The tensor-core pass chose the instruction, the warp grid and the product's layout.
+"""
+from __future__ import annotations
+
+from .. import cspell
+from ..emitter import Read, lowering
+from ..tiles import staged_view, write_to_tile
+from ...analysis.layouts import log2
+
+
+def _operand_views(em, op):
+    """Views of A and B in shared memory; operands held in registers are written to scratch first."""
+    a, b = op.operands[0], op.operands[1]
+    views = {a: staged_view(em, a), b: staged_view(em, b)}
+    pending = [(v, k_dim) for v, k_dim in ((a, 1), (b, 0)) if views[v] is None]
+    if pending:
+        em.write("// dot operands: registers to shared memory")
+        names, barrier = em.scratch_buffers([(v.dtype, v.type.numel, f"{em.name_of(v)}_tile") for v, _ in pending])
+        if barrier:
+            em.write("__syncthreads();  // earlier readers of this scratch space are done")
+        for (v, k_dim), buf in zip(pending, names):
+            views[v] = write_to_tile(em, v, buf, k_dim)
+        em.write("__syncthreads();")
+    return views[a], views[b]
+
+
+def _warp_index(plan, dim):
+    """C expression of this warp's position along M (dim 0) or N (dim 1) of the warp grid."""
+    wm_bits = log2(plan.warps_m)
+    if dim == 0:
+        return f"(warp & {plan.warps_m - 1})" if plan.warps_m > 1 else "0"
+    if plan.warps_n == 1:
+        return "0"
+    shifted = f"(warp >> {wm_bits})" if wm_bits else "warp"
+    return f"({shifted} & {plan.warps_n - 1})"
+
+
+def _scaled(index, size):
+    return "0" if index == "0" else f"{index} * {size}"
+
+
+def _load_a(view, plan, m0, es):
+    """Statements loading a_frag[mt] for k step kk."""
+    ins = plan.instruction
+    chunk = 16 // es
+    if es in (1, 2) and view.contiguous(1):
+        addr = view.address(f"{m0} + 16 * mt + (lane & 15)", f"kk + {chunk} * (lane >> 4)")
+        return f"tp::ldmatrix_x4(a_frag[mt][0], a_frag[mt][1], a_frag[mt][2], a_frag[mt][3], {addr});", False
+    if es == 2:
+        addr = view.address(f"{m0} + 16 * mt + 8 * ((lane >> 3) & 1)", "kk + 8 * (lane >> 4) + (lane & 7)")
+        return f"tp::ldmatrix_x4_trans(a_frag[mt][0], a_frag[mt][1], a_frag[mt][2], a_frag[mt][3], {addr});", False
+    lines = []
+    for reg in range(ins.a_regs):
+        elems = [view.at(f"{m0} + 16 * mt + {row}", f"kk + {col}")
+                 for row, col in (ins.a_element(reg, e) for e in range(ins.elems_per_reg))]
+        lines.append(f"a_frag[mt][{reg}] = {_pack(elems, es, plan.tf32)};")
+    return "\n".join(lines), True
+
+
+def _load_b(view, plan, n0, es):
+    """Statements loading b_frag[nt] (and b_frag[nt + 1] with the x4 forms) for k step kk."""
+    ins = plan.instruction
+    chunk = 16 // es
+    pair = plan.tiles_n >= 2
+    if es in (1, 2) and view.contiguous(0):
+        if pair:
+            addr = view.address(f"kk + {chunk} * ((lane >> 3) & 1)", f"{n0} + 8 * nt + 8 * (lane >> 4) + (lane & 7)")
+            return (f"tp::ldmatrix_x4(b_frag[nt][0], b_frag[nt][1], b_frag[nt + 1][0], b_frag[nt + 1][1], {addr});",
+                    False, 2)
+        addr = view.address(f"kk + {chunk} * ((lane >> 3) & 1)", f"{n0} + 8 * nt + (lane & 7)")
+        return f"tp::ldmatrix_x2(b_frag[nt][0], b_frag[nt][1], {addr});", False, 1
+    if es == 2:
+        if pair:
+            addr = view.address("kk + (lane & 15)", f"{n0} + 8 * nt + 8 * (lane >> 4)")
+            return (f"tp::ldmatrix_x4_trans(b_frag[nt][0], b_frag[nt][1], b_frag[nt + 1][0], b_frag[nt + 1][1], "
+                    f"{addr});", False, 2)
+        addr = view.address("kk + (lane & 15)", f"{n0} + 8 * nt")
+        return f"tp::ldmatrix_x2_trans(b_frag[nt][0], b_frag[nt][1], {addr});", False, 1
+    lines = []
+    for reg in range(ins.b_regs):
+        elems = [view.at(f"kk + {k}", f"{n0} + 8 * nt + {n}")
+                 for k, n in (ins.b_element(reg, e) for e in range(ins.elems_per_reg))]
+        lines.append(f"b_frag[nt][{reg}] = {_pack(elems, es, plan.tf32)};")
+    return "\n".join(lines), True, 1
+
+
+def _pack(elems, es, tf32):
+    if tf32:
+        return f"tp::tf32({elems[0]})"
+    if es == 2:
+        return f"tp::pack2({elems[0]}, {elems[1]})"
+    return f"tp::pack4({', '.join(elems)})"
+
+
+def _describe(op, plan):
+    a, b = op.operands[0], op.operands[1]
+    m, k, n = a.shape[0], a.shape[1], b.shape[1]
+    if plan.kind == "fma":
+        return f"{m}x{n}x{k} product on CUDA cores (FMA)"
+    i = plan.instruction
+    return (f"{m}x{n}x{k} product on tensor cores: mma.sync m{i.m}n{i.n}k{i.k}, warps {plan.warps_m}x{plan.warps_n}, "
+            f"each {plan.warp_rows}x{plan.warp_cols} ({plan.tiles_m}x{plan.tiles_n} tiles)")
+
+
+@lowering("dot")
+def dot(em, op, layout):
+    plan = em.analysis.dots[op]
+    res = op.result
+    a_view, b_view = _operand_views(em, op)
+    acc = em.operand(op.operands[2], plan.layout)
+    ctype = cspell.ctype(res.dtype)
+    name = em.array_name(res, plan.layout)
+    em.write(f"// {_describe(op, plan)}")
+    k = op.operands[0].shape[1]
+    if plan.kind == "fma":
+        m_r, n_r = em.coord_expr(plan.layout, 0, "r"), em.coord_expr(plan.layout, 1, "r")
+        em.write(em.dot_macros.fma(dict(ctype=ctype, name=name, n=plan.layout.num_regs, acc=acc.at("r"), k=k,
+                                        a=a_view.at(m_r, "kk"), b=b_view.at("kk", n_r))))
+    else:
+        es = op.operands[0].dtype.itemsize
+        m0, n0 = em.fresh("warp_m0"), em.fresh("warp_n0")
+        load_a, scalar_a = _load_a(a_view, plan, m0, es)
+        load_b, scalar_b, b_step = _load_b(b_view, plan, n0, es)
+        em.write(em.dot_macros.mma(dict(
+            ctype=ctype, name=name, n=plan.layout.num_regs, acc=acc.at("r"), m0=m0, n0=n0,
+            warp_m=_scaled(_warp_index(plan, 0), plan.warp_rows), warp_n=_scaled(_warp_index(plan, 1), plan.warp_cols),
+            needs_gid=scalar_a or scalar_b, k=k, k_step=plan.instruction.k, tiles_m=plan.tiles_m,
+            tiles_n=plan.tiles_n, a_regs=plan.instruction.a_regs, b_regs=plan.instruction.b_regs,
+            load_a=load_a, load_b=load_b, b_step=b_step, mma=plan.instruction.ptx)))
+    em.bind(res, Read(array=name, ctype=ctype), plan.layout)

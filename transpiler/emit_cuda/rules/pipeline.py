@@ -1,0 +1,156 @@
+"""Lowering of a software-pipelined `for` (the plan comes from analysis/pipelining.py).
+
+The loop's staged loads become `cp.async` copies into a ring of `num_stages` shared-memory tiles, issued
+`num_stages - 1` iterations ahead:
+
+    prologue:   for s < S-1: run the address slice for iteration s, copy into stage s, commit
+    iteration:  wait until the current stage has landed; barrier (also: everyone is done with the stage
+                about to be refilled); run the address slice for iteration i+S-1 and copy into that stage;
+                commit; then the body, whose dots read the current stage
+    after:      wait for every copy, barrier (the shared memory may be reused)
+
+The address slice runs with its own copy of the carried values it advances (`a_ptrs_ahead`), so the body
+keeps only what it still uses. Copies run 16 bytes at a time where the mask is whole over a run; a ragged or
+masked-off run is loaded through registers and stored to the tile (masked elements get `other`).
+"""
+from __future__ import annotations
+
+from .. import cspell
+from ..emitter import Read
+from ..tiles import SharedTile
+from .control import assign_yield, bind_args, declare_carried, loop_condition
+
+
+def _issue_copies(em, staged, tile):
+    op = staged.op
+    layout = em.layouts.mem_layout[op]
+    vec, elem = staged.vec, op.result.dtype
+    ptr = em.operand(op.operands[0], layout)
+    coords = [em.coord_expr(layout, d, "r") for d in range(2)]
+    cp = f"tp::cp_async<{vec * elem.itemsize}>({tile.address(coords)}, {ptr.at('r')});"
+    if len(op.operands) == 1:
+        em.write(em.macros.run_loop(layout.num_regs // vec, vec, cp))
+        return
+    mask = em.operand(op.operands[1], layout)
+    other = em.operand(op.operands[2], layout)
+    uniform = mask.array is None or em.analysis.mask_uniform.get(op, False)
+    whole = mask.at("r") if uniform else " && ".join(mask.at(f"r + {j}" if j else "r") for j in range(vec))
+    coords_j = [em.coord_expr(layout, d, "(r + j)") for d in range(2)]
+    em.write(em.macros.async_copy(dict(
+        n_runs=layout.num_regs // vec, vec=vec, whole=whole, cp=cp, element=tile.at(coords_j), ptr=ptr.at("r"),
+        mask_j=mask.at("(r + j)"), other_j=other.at("(r + j)"))))
+
+
+def _prefetch(em, plan, iv, iv_name, ct, carried, ahead_targets, yields, stage):
+    """Run the address slice for the iteration `iv_name` and issue its copies into stage `stage`."""
+    em.push_scope()
+    em.bind(iv, Read(scalar=iv_name, ctype=ct), None)
+    bind_args(em, [carried[i] for i in plan.prefetch_carried], ahead_targets)
+    em.last_line = None
+    em.emit_ops(plan.slice_ops)
+    for staged in plan.loads:
+        em.line_stack.append(staged.op.loc.line if staged.op.loc else None)
+        em.last_line = None
+        _issue_copies(em, staged, em.stage_tiles[staged.op].at_stage(stage))
+        em.line_stack.pop()
+    em.last_line = None
+    assign_yield(em, ahead_targets, [yields[i] for i in plan.prefetch_carried],
+                 [carried[i] for i in plan.prefetch_carried])
+    em.pop_scope()
+
+
+class StageRing:
+    """The `num_stages` tiles of one staged load, back to back in one buffer."""
+
+    def __init__(self, buffer, shape, col_dim, dtype):
+        self.buffer, self.shape, self.col_dim, self.dtype = buffer, shape, col_dim, dtype
+        self.numel = shape[0] * shape[1]
+
+    def at_stage(self, stage) -> SharedTile:
+        base = self.buffer if stage == "0" else f"({self.buffer} + ({stage}) * {self.numel})"
+        return SharedTile(base, self.shape, self.col_dim, self.dtype)
+
+
+def pipelined_for(em, op, plan):
+    region = op.regions[0]
+    iv, carried, yields = region.args[0], region.args[1:], region.ops[-1].operands
+    lo, hi, step = (em.scalar(x) for x in op.operands[:3])
+    stages = plan.stages
+    sign = op.attrs.get("step_sign", 1)
+    ct = cspell.ctype(iv.dtype)
+    lines = ", ".join(str(s.op.loc.line) for s in plan.loads if s.op.loc)
+    em.write(f"// software pipeline, {stages} stages: the loads on line(s) {lines} are copied to shared memory "
+             f"{stages - 1} iteration(s) ahead (cp.async)")
+
+    main = [i for i in range(len(carried)) if i not in plan.main_dead_carried]
+    targets = declare_carried(em, [op.results[i] for i in main], [op.operands[3 + i] for i in main])
+    for i, (rd, lay) in zip(main, targets):
+        em.bind(op.results[i], rd, lay)
+    ahead = declare_carried(em, [op.results[i] for i in plan.prefetch_carried],
+                            [op.operands[3 + i] for i in plan.prefetch_carried], suffix="_ahead")
+
+    em.smem.begin_pipeline()
+    for staged in plan.loads:
+        v = staged.op.result
+        buf = em.stage_buffer(v.dtype, v.type.numel * stages, f"{em.name_of(v)}_stages")
+        em.stage_tiles[staged.op] = StageRing(buf, v.shape, staged.col_dim, v.dtype)
+
+    # Prologue: the first S-1 iterations' copies.
+    s = em.fresh("stage")
+    iv_ahead = em.fresh(f"{iv.name or 'i'}_ahead")
+    em.loop_depth += 1
+    em.write(f"for (int {s} = 0; {s} < {stages - 1}; ++{s}) {{")
+    em.indent += 1
+    em.write(f"const {ct} {iv_ahead} = {lo} + {s} * {step};")
+    em.write(f"if ({loop_condition(iv_ahead, hi, step, sign)}) {{")
+    em.indent += 1
+    _prefetch(em, plan, iv, iv_ahead, ct, carried, ahead, yields, s)
+    em.indent -= 1
+    em.write("}")
+    em.write("tp::cp_async_commit();  // one group per iteration, even an empty one")
+    em.indent -= 1
+    em.write("}")
+    em.loop_depth -= 1
+
+    # The loop.
+    ivname = em.name_of(iv, "i")
+    em.write(f"int {s} = 0;  // the stage this iteration reads")
+    em.write(f"for ({ct} {ivname} = {lo}; {loop_condition(ivname, hi, step, sign)}; {ivname} += {step}) {{")
+    em.push_scope()
+    em.indent += 1
+    em.loop_depth += 1
+    em.bind(iv, Read(scalar=ivname, ctype=ct), None)
+    em.write(f"tp::cp_async_wait<{stages - 2}>();  // this iteration's stage has landed (for this thread)")
+    em.write("__syncthreads();                 // ... for every thread; and the stage refilled next is free")
+    em.write("{")
+    em.indent += 1
+    em.write(f"const {ct} {iv_ahead} = {ivname} + {stages - 1} * {step};")
+    em.write(f"if ({loop_condition(iv_ahead, hi, step, sign)}) {{")
+    em.indent += 1
+    _prefetch(em, plan, iv, iv_ahead, ct, carried, ahead, yields, f"({s} + {stages - 1}) % {stages}")
+    em.indent -= 1
+    em.write("}")
+    em.indent -= 1
+    em.write("}")
+    em.write("tp::cp_async_commit();")
+    bind_args(em, [carried[i] for i in main], targets)
+    for staged in plan.loads:
+        em.tiles[staged.op.result] = em.stage_tiles[staged.op].at_stage(s)
+    staged_values = {staged.op.result for staged in plan.loads}
+    # Staged loads have no registers to fill, and a tl.trans of one is only a different view of its tile.
+    skip = {o for o in region.ops if o in plan.main_dead_ops or plan.is_staged(o)
+            or (o.name == "permute" and o.operands[0] in staged_values)}
+    em.last_line = None
+    em.emit_region(region, skip)
+    em.last_line = None
+    assign_yield(em, targets, [yields[i] for i in main], [carried[i] for i in main])
+    em.write(f"{s} = {s} + 1 == {stages} ? 0 : {s} + 1;")
+    for staged in plan.loads:
+        del em.tiles[staged.op.result]
+    em.loop_depth -= 1
+    em.indent -= 1
+    em.pop_scope()
+    em.write("}")
+    em.write("tp::cp_async_wait<0>();")
+    em.write("__syncthreads();  // the stage buffers may be reused from here on")
+    em.smem.end_pipeline()

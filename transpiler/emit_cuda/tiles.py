@@ -1,0 +1,101 @@
+"""Blocks held in shared memory: how an element's coordinates become an offset, and how a block gets there.
+
+A `SharedTile` stores a 2-D block row by row along `col_dim` (the dimension that is contiguous in global
+memory, so 16-byte copies stay 16-byte copies), with the 16-byte chunks of each row XOR-swizzled
+(`tp::swizzle`, templates/device.cuh) so that reading 8 rows at one column, as ldmatrix does, and writing 16
+bytes per thread are both free of bank conflicts. `OperandView` is a tile seen through a permutation (a
+`tl.trans` of the staged value costs nothing: the dot reads the same bytes with the roles of rows and
+columns swapped).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..analysis.layouts import blocked
+
+
+@dataclass(frozen=True)
+class SharedTile:
+    base: str              # C expression of the first element (a `T*`)
+    shape: tuple           # the block's shape
+    col_dim: int           # the dimension that runs along a row
+    dtype: object
+
+    @property
+    def row_bytes(self):
+        return self.shape[self.col_dim] * self.dtype.itemsize
+
+    def offset(self, coords) -> str:
+        row, col = coords[1 - self.col_dim], coords[self.col_dim]
+        return f"tp::swizzle<{self.row_bytes}, {self.dtype.itemsize}>({row}, {col})"
+
+    def at(self, coords) -> str:
+        return f"{self.base}[{self.offset(coords)}]"
+
+    def address(self, coords) -> str:
+        return f"&{self.base}[{self.offset(coords)}]"
+
+
+@dataclass(frozen=True)
+class OperandView:
+    """A dot operand read from a tile: operand dimension i is the tile's dimension `dims[i]`."""
+
+    tile: SharedTile
+    dims: tuple = (0, 1)
+
+    def coords(self, i0: str, i1: str):
+        out = [None, None]
+        out[self.dims[0]], out[self.dims[1]] = i0, i1
+        return out
+
+    def at(self, i0, i1):
+        return self.tile.at(self.coords(i0, i1))
+
+    def address(self, i0, i1):
+        return self.tile.address(self.coords(i0, i1))
+
+    def contiguous(self, operand_dim) -> bool:
+        """Whether operand dimension `operand_dim` runs along the tile's rows."""
+        return self.dims[operand_dim] == self.tile.col_dim
+
+
+def staged_view(em, value):
+    """The tile a staged load put `value` in (directly or through `tl.trans`), or None."""
+    if value in em.tiles:
+        return OperandView(em.tiles[value])
+    owner = value.owner
+    if getattr(owner, "name", None) == "permute" and owner.operands[0] in em.tiles:
+        return OperandView(em.tiles[owner.operands[0]], tuple(owner.attrs["order"]))
+    return None
+
+
+def register_layout_for(em, value, k_dim):
+    """The layout `value` is read in before it is written to a tile: its own, or for a value computed on
+    demand, a blocked layout with 16 bytes per thread along `k_dim`."""
+    own = em.layouts.layout.get(value)
+    if own is not None:
+        return own
+    elems = value.type.numel
+    per_thread = max(1, min(16 // value.dtype.itemsize, elems // (32 * em.kernel.num_warps)))
+    return blocked(value.shape, per_thread, [k_dim, 1 - k_dim], em.kernel.num_warps)
+
+
+def write_to_tile(em, value, buffer, k_dim) -> OperandView:
+    """Store a block held in registers into `buffer` as a swizzled tile (16 bytes per store where the
+    registers allow); the caller places the barriers."""
+    layout = register_layout_for(em, value, k_dim)
+    read = em.operand(value, layout)
+    reg_dims = [d for d in range(2) if layout.contiguous_regs(d) > 1]
+    col_dim = reg_dims[0] if reg_dims else k_dim
+    tile = SharedTile(buffer, value.shape, col_dim, value.dtype)
+    vec = min(layout.contiguous_regs(col_dim), max(1, 16 // value.dtype.itemsize)) if read.is_identity_array else 1
+    coords = [em.coord_expr(layout, d, "r") for d in range(2)]
+    if vec > 1:
+        em.write(em.macros.run_loop(layout.num_regs // vec, vec,
+                                    f"tp::store<{vec}, tp::CACHE_DEFAULT>({tile.address(coords)}, &{read.array}[r]);"))
+    else:
+        em.write(em.macros.reg_loop(layout.num_regs, f"{tile.at(coords)} = {read.at('r')}"))
+    return OperandView(tile)
+
+
+__all__ = ["SharedTile", "OperandView", "staged_view", "write_to_tile", "register_layout_for"]
