@@ -84,6 +84,13 @@ def row_stride(a) -> int:
     return a.stride(0) if library(a) == "torch" else a.strides[0] // a.itemsize
 
 
+def strides(a) -> tuple:
+    """Strides of `a` in elements, one per dimension (torch, CuPy and NumPy alike)."""
+    if library(a) == "torch":
+        return tuple(a.stride())
+    return tuple(s // a.itemsize for s in a.strides)
+
+
 def has_unit_column_stride(a) -> bool:
     return (a.stride(1) if library(a) == "torch" else a.strides[1] // a.itemsize) == 1
 

@@ -1,0 +1,127 @@
+"""CPU tests of `tl.dot`: every dot case compiles with NVRTC for sm_80 and sm_90a with no spills and no
+warnings; the matmul example's specialization uses mma.sync, ldmatrix and cp.async; the analysis decisions
+(instruction, warp grid, pipeline depth, staging) are pinned."""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import transpiler
+import transpiler.language as tl
+from transpiler.runtime.compiler import compile_offline, nvrtc_available
+
+from dot_kernels import CASES, dot_kernel, dot_epilogue_kernel, host_stand_ins, launch_args
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+import matmul as matmul_example  # noqa: E402
+
+needs_nvrtc = pytest.mark.skipif(not nvrtc_available(), reason="NVRTC not installed (pip install '.[nvrtc]')")
+
+
+def dot_source(case):
+    a, b, c, sa, sb, sc = host_stand_ins(case)
+    _, args, options = launch_args(case, a, b, c, sa, sb, sc)
+    return dot_kernel.compiled_variant(*args, **options)
+
+
+def matmul_variant(dtype=tl.float16, config=None):
+    m = n = k = 4096
+    a = b = transpiler.StandIn(dtype)
+    c = transpiler.StandIn(dtype)
+    config = config or matmul_example.config_for(m, n, k)
+    return matmul_example.matmul_kernel.compiled_variant(a, b, c, m, n, k, k, 1, n, 1, n, 1, ACTIVATION="leaky_relu",
+                                                         **config)
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_dot_case_compiles_without_spills(case, arch):
+    result = compile_offline(dot_source(case).source, arch)
+    assert result.spill_bytes == 0, result.log
+    assert not result.warnings, result.warnings
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("dtype", [tl.float16, tl.bfloat16])
+def test_matmul_example_uses_tensor_cores_and_cp_async(dtype, arch):
+    variant = matmul_variant(dtype)
+    result = compile_offline(variant.source, arch)
+    kind = "f16" if dtype is tl.float16 else "bf16"
+    assert re.search(rf"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.{kind}\.{kind}\.f32", result.ptx)
+    assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in result.ptx
+    assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in result.ptx     # B is K x N, N contiguous
+    assert "cp.async.cg.shared.global" in result.ptx and "cp.async.wait_group" in result.ptx
+    assert result.spill_bytes == 0, result.log
+    assert not result.warnings
+    # 3 stages of a 128x64 A tile and a 64x256 B tile, fp16: 3 * (8192 + 16384) * 2 bytes
+    assert variant.shared_bytes >= 3 * (128 * 64 + 64 * 256) * 2
+
+
+def test_matmul_decisions_are_pinned():
+    m = n = k = 4096
+    a = b = c = np.ones((1, 1), np.float16)
+    kernel = matmul_example.matmul_kernel
+    from transpiler.analysis import analyze
+    ir = kernel.ir(a, b, c, m, n, k, k, 1, n, 1, n, 1, ACTIVATION="", BLOCK_M=128, BLOCK_N=256, BLOCK_K=64,
+                   GROUP_M=8, num_warps=8, num_stages=3)
+    analysis = analyze(ir)
+    (plan,) = analysis.dots.values()
+    assert plan.kind == "mma" and (plan.warps_m, plan.warps_n) == (2, 4) and (plan.tiles_m, plan.tiles_n) == (4, 8)
+    (pipe,) = analysis.pipelines.values()
+    assert pipe.stages == 3
+    assert sorted(s.vec for s in pipe.loads) == [8, 8]                # 16-byte cp.async for A and B
+    assert [s.col_dim for s in pipe.loads] == [1, 1]                  # A: K contiguous, B: N contiguous
+    assert len(pipe.main_dead_carried) == 2          # a_ptrs and b_ptrs are advanced by the prefetch only
+    text = analysis.decisions.report()
+    assert "mma.sync m16n8k16" in text and "3-stage cp.async pipeline" in text
+
+
+def test_odd_strides_fall_back_to_registers():
+    """K = 333 with fp16: rows are not 16-byte aligned, so no cp.async; the dot still compiles."""
+    case = next(c for c in CASES if c.shape == (77, 45, 333) and c.dtype == "float16")
+    source = dot_source(case).source
+    assert "cp_async" not in source.split("namespace tp")[-1].split("end of device helpers")[-1]
+    assert "registers to shared memory" in source
+
+
+@needs_nvrtc
+def test_dot_result_feeds_epilogue_ops():
+    a = np.ones((64, 32), np.float16)
+    b = np.ones((32, 64), np.float16)
+    args = (a, b, np.ones(64, np.float32), np.ones((64, 64), np.float16), np.ones(64, np.float32), 64, 64, 32)
+    variant = dot_epilogue_kernel.compiled_variant(*args, BM=64, BN=64, BK=32)
+    result = compile_offline(variant.source, "sm_90a")
+    assert "mma.sync" in result.ptx and result.spill_bytes == 0 and not result.warnings
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("shape", "do not multiply"),
+    ("small", "at least 16"),
+    ("dtype", "one dtype"),
+])
+def test_dot_errors(bad, message):
+    @transpiler.jit
+    def k(A, B, C, WHICH: tl.constexpr):
+        r = tl.arange(0, 32)
+        s = tl.arange(0, 8)
+        a = tl.load(A + r[:, None] * 32 + r[None, :])
+        if WHICH == "shape":
+            b = tl.load(B + tl.arange(0, 16)[:, None] * 32 + r[None, :])
+        elif WHICH == "small":
+            b = tl.load(B + r[:, None] * 8 + s[None, :])
+        else:
+            b = tl.load(B + r[:, None] * 32 + r[None, :]).to(tl.float32)
+        c = tl.dot(a, b)
+        tl.store(C + r[:, None] * 32 + r[None, :], c)
+
+    x = np.ones((32, 32), np.float16)
+    with pytest.raises((transpiler.ShapeError, transpiler.DTypeError)) as info:
+        k.cuda_source(x, x, x.astype(np.float32), WHICH=bad)
+    assert message in str(info.value)
+    assert "tl.dot" in str(info.value)
