@@ -64,15 +64,20 @@ def pointer_key(info: ArrayInfo):
     return ("ptr", info.dtype.name, info.ptr % ALIGNMENT == 0)
 
 
-def check_devices(kernel_name, infos):
-    devices = {i.device for i in infos if i.device is not None}
-    host = [i for i in infos if i.device is None]
+def check_devices(kernel_name, named_infos):
+    """The one device all array arguments live on (None when there are no arrays); LaunchError for host
+    memory or for arrays on several devices. `named_infos` is a list of (parameter name, ArrayInfo)."""
+    host = [(n, i) for n, i in named_infos if i.device is None]
     if host:
-        kinds = {i.framework for i in host}
-        raise LaunchError(f"argument is in host memory ({', '.join(sorted(kinds))}); a GPU launch needs device "
-                          "arrays", kernel=kernel_name,
-                          hint="move it with cupy.asarray(...) or tensor.cuda(), or run kernel.interpret[grid](...)")
+        names = ", ".join(f"'{n}' ({i.framework})" for n, i in host)
+        raise LaunchError(f"argument {names} is in host memory; a GPU launch needs device arrays",
+                          kernel=kernel_name,
+                          hint="move it with cupy.asarray(...) or tensor.cuda(), or run kernel.interpret[grid](...) "
+                               "on the CPU")
+    devices = {i.device for _, i in named_infos}
     if len(devices) > 1:
-        raise LaunchError(f"arguments live on different devices {sorted(devices)}", kernel=kernel_name,
-                          hint="copy them to one device first")
+        where = ", ".join(f"'{n}' on device {i.device}" for n, i in named_infos)
+        raise LaunchError(f"the array arguments live on different devices: {where}", kernel=kernel_name,
+                          hint="copy them to one device first (cupy.asarray under cupy.cuda.Device(n), "
+                               "or tensor.to('cuda:n'))")
     return devices.pop() if devices else None

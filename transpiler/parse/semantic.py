@@ -301,7 +301,9 @@ def _bitwise(fn):
         xd, yd = _dtype_of(b, x), _dtype_of(b, y)
         for d in (xd, yd):
             if not d.is_int():
-                raise b.error(DTypeError, f"bitwise operator needs integer operands, not {d!r}")
+                raise b.error(DTypeError, f"bitwise operator needs integer operands, not {d!r}",
+                              hint="convert with .to(tl.int32), reinterpret bits with .to(tl.int32, "
+                                   "bitcast=True), or use comparisons and tl.where on floats")
         x, y, dt = binary_operands(b, x, y)
         return elementwise(b, fn, [x, y], dt)
     return apply
@@ -399,7 +401,8 @@ def check_block_shape(b, shape):
         n *= s
     if n > MAX_BLOCK_ELEMENTS:
         raise b.error(CompileTimeError, f"a block may hold at most {MAX_BLOCK_ELEMENTS} elements, "
-                      f"but {list(shape)} holds {n}")
+                      f"but {list(shape)} holds {n}",
+                      hint="use smaller blocks and loop over the rest (for k in range(0, n, BLOCK): ...)")
 
 
 def _shape_arg(b, shape):
@@ -473,7 +476,8 @@ def _cast(b, input, dtype, fp_downcast_rounding=None, bitcast=False):
 def _check_pointer(b, ptr, what):
     if is_const(ptr) or not ptr.dtype.is_ptr():
         raise b.error(DTypeError, f"{what} needs a pointer (or a block of pointers), not "
-                      f"{ptr.type if isinstance(ptr, Value) else type(ptr).__name__}")
+                      f"{ptr.type if isinstance(ptr, Value) else type(ptr).__name__}",
+                      hint="pass an array argument plus offsets, e.g. X + offs")
 
 
 _CACHE_MODIFIERS = {"", ".ca", ".cg", ".cs", ".cv", ".lu", ".wb", ".wt"}
@@ -541,15 +545,15 @@ def _store(b, pointer, value, mask=None, boundary_check=(), cache_modifier="", e
     elem = pointer.dtype.element_ty
     v = to_value(b, value, elem if is_const(value) else None)
     if v.dtype.is_ptr() and not elem.is_ptr():
-        raise b.error(DTypeError, f"cannot store pointers through a pointer to {elem!r}")
-    if len(v.shape) > len(pointer.shape) or (v.shape and pointer.shape and
-                                             broadcast_shapes(b, v.shape, pointer.shape) != pointer.shape):
-        if pointer.shape and v.shape:
-            raise b.error(ShapeError, f"value shape {list(v.shape)} does not fit pointer shape "
-                          f"{list(pointer.shape)}")
-        if not pointer.shape:
-            raise b.error(ShapeError, f"storing a block of shape {list(v.shape)} through a scalar pointer",
-                          hint="make the pointer a block: ptr + tl.arange(...)")
+        raise b.error(DTypeError, f"cannot store pointers through a pointer to {elem!r}",
+                      hint="store the values: tl.store(P, tl.load(Q)), or the address: (Q).to(tl.int64)")
+    if v.shape and not pointer.shape:
+        raise b.error(ShapeError, f"storing a block of shape {list(v.shape)} through a scalar pointer",
+                      hint="make the pointer a block: ptr + tl.arange(...)")
+    if v.shape and (len(v.shape) != len(pointer.shape) or
+                    any(s != p and s != 1 for s, p in zip(v.shape, pointer.shape))):
+        raise b.error(ShapeError, f"value shape {list(v.shape)} does not fit pointer shape {list(pointer.shape)}",
+                      hint="a stored value must have the pointer block's shape (size-1 axes stretch)")
     v = cast(b, v, elem)
     shape = pointer.shape
     if v.shape != shape:
