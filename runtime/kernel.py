@@ -94,7 +94,8 @@ class Kernel:
 
     def __call__(self, *args, **kwargs):
         if current_interpreter() is not None:
-            return self.fn(*args, **kwargs)
+            from ..interpreter.loops import interpreted_function
+            return interpreted_function(self.fn)(*args, **kwargs)
         raise self._launch_error(f"a kernel is launched with {self.__name__}[grid](...), not called directly",
                                  hint="call it directly only from inside another kernel, where it is inlined")
 

@@ -104,3 +104,35 @@ def test_torch_cpu_tensors_are_read_and_written_in_place(rng):
     out = torch.full((50,), float("nan"), dtype=torch.float32)
     scale_kernel.interpret[(2,)](x, out, 50, 2.0, BLOCK=32)
     assert torch.equal(out, x * 2)
+
+
+@transpiler.jit
+def carried_kernel(X, OUT, n, BLOCK: tl.constexpr):
+    count = 0
+    big = 2147483647
+    half = 0.0
+    for start in range(0, n, BLOCK):
+        count += 1
+        big += 1                                   # int32 wraps, as in the compiled loop
+        half = half + tl.sum(tl.load(X + start + tl.arange(0, BLOCK)).to(tl.float16), axis=0)
+    tl.static_print(count.dtype, big.dtype, half.dtype)
+    tl.store(OUT, count.to(tl.float32))
+    tl.store(OUT + 1, big.to(tl.float32))
+    tl.store(OUT + 2, half)
+    for i in range(0, 2):
+        tl.store(OUT + 3 + i, i.to(tl.float32) + 10.0)
+        tl.store(OUT + 9 + i, 1.0)  # LOOP-OOB
+
+
+def test_loop_carried_numbers_take_the_compiled_types(capsys):
+    x = np.ones(32, np.float32)
+    out = np.full(10, np.nan, np.float32)
+    with pytest.raises(InterpreterError) as info:
+        carried_kernel.interpret[(1,)](x, out, 32, BLOCK=8)
+    printed = capsys.readouterr().out.strip()
+    carried_kernel.ir(x, out, 32, BLOCK=8)
+    assert printed == capsys.readouterr().out.strip() == "int32 int32 fp32"
+    np.testing.assert_array_equal(out[:5], np.array([4, -2147483648 + 3, 32, 10, 11], np.float32))
+    # The rewritten kernel still reports the user's line and column.
+    assert info.value.loc.line == _line(carried_kernel, "LOOP-OOB")
+    assert info.value.loc.col == 8 and "offsets 10 (lane ())" in str(info.value)
