@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import dtypes
 from ..analysis.specialization import arg_spec, scalar_key
-from ..errors import LaunchError, SourceLocation, TranspilerError
+from ..errors import InternalCompilerError, LaunchError, SourceLocation, TranspilerError
 from ..language.core import constexpr, current_interpreter
 from . import cache
 from .args import array_info, check_devices, pointer_key
@@ -241,11 +241,17 @@ class Kernel:
             else:
                 specs.append(arg_spec(name, part))
         ir = build_kernel_ir(self.fn, specs, num_warps)
-        analysis = analyze(ir)
         try:
-            return emit_kernel(ir, analysis)
+            return emit_kernel(ir, analyze(ir))
         except TranspilerError as e:
             raise e.with_context(kernel=self.fn.__name__)
+        except Exception as e:   # a typed IR the later passes cannot handle is our bug, not the user's
+            raise InternalCompilerError(
+                f"generating CUDA for '{self.fn.__name__}' failed after the kernel type-checked "
+                f"({type(e).__name__}: {e}); this is a bug in transpiler, not in your kernel",
+                self.definition(), kernel=self.fn.__name__,
+                hint="please report it with the kernel's source; kernel.interpret[grid](...) runs it on the CPU "
+                     "meanwhile") from e
 
     # -- public helpers ----------------------------------------------------------------------------------
     def cuda_source(self, *args, num_warps=4, **kwargs):

@@ -419,3 +419,22 @@ def test_launch_of_generated_cuda_that_does_not_compile_is_an_internal_error(tmp
     with pytest.raises(InternalCompilerError) as info:
         broken_kernel[(1,)](cupy.zeros(16, cupy.float32), BLOCK=16)
     assert "broken_kernel.cu" in str(info.value) and "first message:" in str(info.value)
+
+
+def test_a_crash_after_type_checking_is_an_internal_error(monkeypatch):
+    import transpiler.emit_cuda as emit_cuda
+
+    def crash(ir, analysis):
+        raise KeyError("no rule")
+    monkeypatch.setattr(emit_cuda, "emit_kernel", crash)
+
+    @transpiler.jit
+    def fine_kernel(X, BLOCK: tl.constexpr):
+        tl.store(X + tl.arange(0, BLOCK), 1.0)
+
+    with pytest.raises(InternalCompilerError) as info:
+        fine_kernel.cuda_source(X, BLOCK=16)
+    text = str(info.value)
+    assert "generating CUDA for 'fine_kernel' failed after the kernel type-checked (KeyError" in text
+    assert "not in your kernel" in text and "report" in info.value.hint
+    assert info.value.line == def_line(fine_kernel)
