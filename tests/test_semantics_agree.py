@@ -66,6 +66,8 @@ def test_sum_of_booleans_is_uint32_on_both_paths(capsys):
     compiled, interpreted = both_print(capsys, bool_sum_kernel, x, out, BLOCK=8)
     assert compiled == interpreted == "uint32"
     assert out[0] == 5
+    if nvrtc_available():
+        compile_offline(bool_sum_kernel.cuda_source(x, out, BLOCK=8))
 
 
 @transpiler.jit
@@ -83,6 +85,8 @@ def test_bf16_max_with_indices_reduces_as_fp32(capsys):
     compiled, interpreted = both_print(capsys, bf16_argmax_kernel, x, val, idx, BLOCK=8)
     assert compiled == interpreted == "fp32 int32"
     assert (val[0], idx[0]) == (3.0, 1)
+    if nvrtc_available():
+        compile_offline(bf16_argmax_kernel.cuda_source(x, val, idx, BLOCK=8))
 
 
 @transpiler.jit
@@ -104,8 +108,8 @@ def test_integer_literal_that_does_not_fit_the_block_type_raises(x_dtype, litera
 
 def test_integer_literal_beyond_64_bits_is_a_dtype_error():
     x, out = np.zeros(8, np.int64), np.zeros(8, np.int64)
-    with pytest.raises(DTypeError, match="does not fit in 64 bits"):
-        literal_kernel.ir(x, out, BLOCK=8, LITERAL=2**70)
+    compiled, interpreted = both_raise(DTypeError, literal_kernel, x, out, BLOCK=8, LITERAL=2**70)
+    assert "does not fit in 64 bits" in compiled and "does not fit in 64 bits" in interpreted
 
 
 @transpiler.jit
@@ -137,6 +141,8 @@ def test_load_pointer_broadcasts_with_a_wider_mask(capsys):
     assert compiled == interpreted == "fp32 (4, 8)"
     r, c = np.arange(4)[:, None], np.arange(8)[None, :]
     np.testing.assert_array_equal(out.reshape(4, 8), np.where(r + c < 8, x[None, :], -1.0))
+    if nvrtc_available():
+        compile_offline(mask_broadcast_kernel.cuda_source(x, out, BLOCK=8))
 
 
 @transpiler.jit
