@@ -228,3 +228,35 @@ def test_module_level_constexpr_supports_arithmetic():
     constexpr_arith_kernel.interpret[(1,)](x, out, BLOCK=8)
     np.testing.assert_array_equal(out, x * 5)
     constexpr_arith_kernel.ir(x, out, BLOCK=8)
+
+
+def _probe_launches():
+    rng = np.random.default_rng()
+    i32 = np.iinfo(np.int32)
+    ints = lambda dt: rng.integers(np.iinfo(dt).min, np.iinfo(dt).max, 8, dtype=dt, endpoint=True)  # noqa: E731
+    x8 = rng.standard_normal(8).astype(np.float32)
+    return {
+        "rank_broadcast": (rank_broadcast_kernel, [x8, np.full(64, np.nan, np.float32)], dict(BLOCK=8)),
+        "bool_sum": (bool_sum_kernel, [x8, np.full(1, -1, np.int64)], dict(BLOCK=8)),
+        "bf16_argmax": (bf16_argmax_kernel, [x8, np.full(1, np.nan, np.float32), np.full(1, -1, np.int32)],
+                        dict(BLOCK=8)),
+        "mask_broadcast": (mask_broadcast_kernel, [x8, np.full(32, np.nan, np.float32)], dict(BLOCK=8)),
+        "other_broadcast": (other_broadcast_kernel, [x8, np.full(32, np.nan, np.float32)], dict(BLOCK=8)),
+        "umulhi_int32": (umulhi_kernel, [ints(np.int32), ints(np.int32), np.full(8, i32.min, np.int32)],
+                         dict(BLOCK=8)),
+        "umulhi_uint64": (umulhi_kernel, [ints(np.uint64), ints(np.uint64), np.zeros(8, np.uint64)], dict(BLOCK=8)),
+        "umulhi_int64": (umulhi_kernel, [ints(np.int64), ints(np.int64), np.zeros(8, np.int64)], dict(BLOCK=8)),
+    }
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(_probe_launches()))
+def test_probe_compiled_on_gpu_equals_interpreted(name):
+    import cupy
+    kernel, args, constexprs = _probe_launches()[name]
+    host = [a.copy() for a in args]
+    kernel.interpret[(1,)](*host, **constexprs)
+    device = [cupy.asarray(a) for a in args]
+    kernel[(1,)](*device, **constexprs)
+    for i, (d, h) in enumerate(zip(device, host)):
+        np.testing.assert_array_equal(cupy.asnumpy(d), h, err_msg=f"{name}: argument {i}")
