@@ -276,8 +276,7 @@ class Kernel:
         key, infos = self._key_and_infos(bound)
         arrays = [i for i in infos if i is not None]
         try:
-            device = check_devices(self.__name__, [(n, i) for n, i in zip(self._runtime_names, infos)
-                                                   if i is not None])
+            device = check_devices(self.__name__, self._runtime_names, infos)
         except LaunchError as e:
             raise e.at(self.definition()) from None
         grid = self._grid(grid, bound, options)

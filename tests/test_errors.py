@@ -359,6 +359,8 @@ class FakeCudaArray:
      "num_warps must be a power of two between 1 and 32, not 3"),
     (lambda: launch_kernel[(1,)](X, X, 64, BLOCK=16),
      "argument 'X' (numpy), 'Y' (numpy) is in host memory; a GPU launch needs device arrays"),
+    (lambda: launch_kernel[(1,)](FakeCudaArray(0), X, 64, BLOCK=16),
+     "argument 'Y' (numpy) is in host memory"),
     (lambda: launch_kernel[(1,)](FakeCudaArray(0), FakeCudaArray(1), 64, BLOCK=16),
      "the array arguments live on different devices: 'X' on device 0, 'Y' on device 1"),
     (lambda: launch_kernel[(1, 70000)](FakeCudaArray(0), FakeCudaArray(0), 64, BLOCK=16),
@@ -371,7 +373,7 @@ class FakeCudaArray:
      "argument 'X': arrays of element type complex64 are not supported"),
     (lambda: launch_kernel(X, X, 64, BLOCK=16), "a kernel is launched with launch_kernel[grid](...)"),
 ], ids=["too_many_args", "unknown_keyword", "missing_arg", "missing_constexpr", "given_twice", "num_warps",
-        "host_memory", "different_devices", "grid_axis_1", "grid_axis_0", "grid_rank", "array_dtype",
+        "host_memory", "one_in_host_memory", "different_devices", "grid_axis_1", "grid_axis_0", "grid_rank", "array_dtype",
         "called_directly"])
 def test_launch_error(call, phrase):
     err = launch_error(call)
