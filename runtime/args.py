@@ -84,7 +84,7 @@ def _device_error(kernel_name, named_infos):
         subject = f"arguments {names} are" if len(host) > 1 else f"argument {names} is"
         raise LaunchError(f"{subject} in host memory; a GPU launch needs device arrays",
                           kernel=kernel_name,
-                          hint="move it with cupy.asarray(...) or tensor.cuda(), or run kernel.interpret[grid](...) "
+                          hint="move arrays with cupy.asarray(...) or tensor.cuda(), or run kernel.interpret[grid](...) "
                                "on the CPU")
     where = ", ".join(f"'{n}' on device {i.device}" for n, i in named_infos)
     raise LaunchError(f"the array arguments live on different devices: {where}", kernel=kernel_name,

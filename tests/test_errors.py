@@ -358,7 +358,7 @@ class FakeCudaArray:
     (lambda: launch_kernel[(1,)](X, X, 64, BLOCK=16, num_warps=3),
      "num_warps must be a power of two between 1 and 32, not 3"),
     (lambda: launch_kernel[(1,)](X, X, 64, BLOCK=16),
-     "argument 'X' (numpy), 'Y' (numpy) is in host memory; a GPU launch needs device arrays"),
+     "arguments 'X' (numpy), 'Y' (numpy) are in host memory; a GPU launch needs device arrays"),
     (lambda: launch_kernel[(1,)](FakeCudaArray(0), X, 64, BLOCK=16),
      "argument 'Y' (numpy) is in host memory"),
     (lambda: launch_kernel[(1,)](FakeCudaArray(0), FakeCudaArray(1), 64, BLOCK=16),
