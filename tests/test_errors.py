@@ -440,3 +440,30 @@ def test_a_crash_after_type_checking_is_an_internal_error(monkeypatch):
     assert "generating CUDA for 'fine_kernel' failed after the kernel type-checked (KeyError" in text
     assert "not in your kernel" in text and "report" in info.value.hint
     assert info.value.line == def_line(fine_kernel)
+
+
+# ---- the interpreter reports the same class at the same line ------------------------------------------------
+
+SAME_ON_BOTH_PATHS = [
+    (runtime_arange_kernel, (X, 16), dict(BLOCK=16)), (arange_kernel, (X,), dict(BLOCK=48)),
+    (zeros_kernel, (X,), dict(BM=16, BN=24)), (zeros_kernel, (X,), dict(BM=2048, BN=1024)),
+    (binary_shape_kernel, (X,), dict(BLOCK=16)), (broadcast_2d_kernel, (X,), dict(BLOCK=16)),
+    (where_shape_kernel, (X,), dict(BLOCK=16)), (store_shape_kernel, (X,), dict(BLOCK=16)),
+    (store_block_scalar_pointer_kernel, (X,), dict(BLOCK=16)), (float_bitwise_kernel, (X,), dict(BLOCK=16)),
+    (pointer_plus_float_kernel, (X,), dict(BLOCK=16)), (store_pointer_kernel, (X, X), dict(BLOCK=16)),
+    (store_to_number_kernel, (X, 3), dict(BLOCK=16)), (int_mask_kernel, (X,), dict(BLOCK=16)),
+    (literal_range_kernel, (X,), dict(BLOCK=16)), (axis_kernel, (X,), dict(BLOCK=16)),
+    (calls_helpers_kernel, (X,), dict(BLOCK=16)),
+]
+
+
+@pytest.mark.parametrize("kernel,args,constexprs", SAME_ON_BOTH_PATHS,
+                         ids=[f"{k.__name__}-{i}" for i, (k, _, _) in enumerate(SAME_ON_BOTH_PATHS)])
+def test_interpreter_raises_the_same_class_at_the_same_line(kernel, args, constexprs):
+    with pytest.raises(TranspilerError) as compiled:
+        kernel.cuda_source(*args, **constexprs)
+    with pytest.raises(TranspilerError) as interpreted:
+        kernel.interpret[(1,)](*[a.copy() if isinstance(a, np.ndarray) else a for a in args], **constexprs)
+    assert type(interpreted.value) is type(compiled.value)
+    assert interpreted.value.line == compiled.value.line
+    assert f"in kernel '{kernel.__name__}'" in str(interpreted.value)
