@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import dtypes
 from ..analysis.specialization import arg_spec, scalar_key
-from ..errors import LaunchError, TranspilerError
+from ..errors import InternalCompilerError, LaunchError, SourceLocation, TranspilerError
 from ..language.core import constexpr, current_interpreter
 from . import cache
 from .args import array_info, check_devices, pointer_key
@@ -66,10 +66,28 @@ class Kernel:
         self.params = list(self.signature.parameters.values())
         self.arg_names = [p.name for p in self.params]
         self.constexpr_names = {p.name for p in self.params if _is_constexpr_param(p)}
+        self._runtime_names = [n for n in self.arg_names if n not in self.constexpr_names]
         self.defaults = {p.name: p.default for p in self.params if p.default is not inspect.Parameter.empty}
         self.variants = {}
         self.lock = threading.Lock()
         self._source_hash = None
+
+    # -- errors --------------------------------------------------------------------------------------------
+    def definition(self) -> SourceLocation:
+        """Where the kernel's `def` line is: launch errors point there (the caller's line is in the traceback)."""
+        try:
+            lines, start = inspect.getsourcelines(self.fn)
+        except (OSError, TypeError):
+            return None
+        for i, text in enumerate(lines):
+            stripped = text.lstrip()
+            if stripped.startswith(("def ", "async def ")):
+                return SourceLocation(inspect.getsourcefile(self.fn), start + i, len(text) - len(stripped),
+                                      self.__name__)
+        return None
+
+    def _launch_error(self, message, hint=None):
+        return LaunchError(message, self.definition(), kernel=self.__name__, hint=hint)
 
     # -- Triton-compatible entry points ----------------------------------------------------------------------
     def __getitem__(self, grid):
@@ -77,9 +95,10 @@ class Kernel:
 
     def __call__(self, *args, **kwargs):
         if current_interpreter() is not None:
-            return self.fn(*args, **kwargs)
-        raise LaunchError(f"launch kernels with {self.__name__}[grid](...); a @transpile function can be called "
-                          "directly only from inside another kernel", kernel=self.__name__)
+            from ..interpreter.loops import interpreted_function
+            return interpreted_function(self.fn)(*args, **kwargs)
+        raise self._launch_error(f"a kernel is launched with {self.__name__}[grid](...), not called directly",
+                                 hint="call it directly only from inside another kernel, where it is inlined")
 
     @property
     def interpret(self):
@@ -107,17 +126,19 @@ class Kernel:
             kwargs.pop(k, None)
         nw = options["num_warps"]
         if not isinstance(nw, int) or nw <= 0 or nw & (nw - 1) or nw > 32:
-            raise LaunchError(f"num_warps must be a power of two between 1 and 32, not {nw!r}", kernel=self.__name__)
+            raise self._launch_error(f"num_warps must be a power of two between 1 and 32, not {nw!r}",
+                                     hint="use 1, 2, 4, 8, 16 or 32")
         if len(args) > len(self.arg_names):
-            raise LaunchError(f"{self.__name__} takes {len(self.arg_names)} arguments but {len(args)} were given",
-                              kernel=self.__name__)
+            raise self._launch_error(f"{self.__name__} takes {len(self.arg_names)} arguments but {len(args)} were "
+                                     "given", hint=f"parameters are: {', '.join(self.arg_names)}")
         bound = dict(zip(self.arg_names, args))
         for k, v in kwargs.items():
             if k not in self.signature.parameters:
-                raise LaunchError(f"unknown keyword argument '{k}'", kernel=self.__name__,
-                                  hint=f"parameters are: {', '.join(self.arg_names)}")
+                raise self._launch_error(f"unknown keyword argument '{k}'",
+                                         hint=f"parameters are: {', '.join(self.arg_names)}")
             if k in bound:
-                raise LaunchError(f"argument '{k}' given twice", kernel=self.__name__)
+                raise self._launch_error(f"argument '{k}' given twice",
+                                         hint="pass it either by position or by keyword")
             bound[k] = v
         for name in self.arg_names:
             if name not in bound:
@@ -125,7 +146,9 @@ class Kernel:
                     bound[name] = self.defaults[name]
                 else:
                     what = "constexpr" if name in self.constexpr_names else "argument"
-                    raise LaunchError(f"missing {what} '{name}'", kernel=self.__name__)
+                    hint = (f"pass it as a keyword: {self.__name__}[grid](..., {name}=...)"
+                            if name in self.constexpr_names else f"parameters are: {', '.join(self.arg_names)}")
+                    raise self._launch_error(f"missing {what} '{name}'", hint=hint)
         for name in self.constexpr_names:
             if isinstance(bound[name], constexpr):
                 bound[name] = bound[name].value
@@ -138,11 +161,13 @@ class Kernel:
             grid = (grid,)
         grid = tuple(int(g) for g in grid)
         if not 1 <= len(grid) <= 3:
-            raise LaunchError(f"grid must have 1 to 3 dimensions, not {len(grid)}", kernel=self.__name__)
+            raise self._launch_error(f"grid must have 1 to 3 dimensions, not {len(grid)}",
+                                     hint="fold extra dimensions into one and split it with // and %")
         for i, (g, limit) in enumerate(zip(grid, MAX_GRID)):
             if g < 0 or g > limit:
-                raise LaunchError(f"grid dimension {i} is {g}, outside the hardware limit 0..{limit}",
-                                  kernel=self.__name__)
+                raise self._launch_error(f"grid dimension {i} is {g}, outside the hardware limit 0..{limit}",
+                                         hint="put the largest count on axis 0 (up to 2**31 - 1), or loop "
+                                              "inside each program over several blocks")
         return grid + (1,) * (3 - len(grid))
 
     # -- specialization ----------------------------------------------------------------------------------
@@ -153,7 +178,12 @@ class Kernel:
             if name in self.constexpr_names:
                 key.append(("c", _hashable(v)))
                 continue
-            info = array_info(v) if not isinstance(v, (int, float, bool, np.generic)) else None
+            try:
+                info = array_info(v) if not isinstance(v, (int, float, bool, np.generic)) else None
+            except TypeError as e:
+                raise self._launch_error(f"argument '{name}': {e}",
+                                         hint="convert it, e.g. to float32, float16, bfloat16 or an integer type"
+                                         ) from None
             if info is not None:
                 infos.append(info)
                 key.append(pointer_key(info))
@@ -161,8 +191,9 @@ class Kernel:
                 try:
                     key.append(scalar_key(v))
                 except TypeError:
-                    raise LaunchError(f"argument '{name}' has unsupported type {type(v).__name__}",
-                                      kernel=self.__name__) from None
+                    raise self._launch_error(f"argument '{name}' has unsupported type {type(v).__name__}",
+                                             hint="pass an array (CuPy, torch, anything with "
+                                                  "__cuda_array_interface__) or a number") from None
                 infos.append(None)
         return tuple(key), infos
 
@@ -212,11 +243,17 @@ class Kernel:
             else:
                 specs.append(arg_spec(name, part))
         ir = build_kernel_ir(self.fn, specs, num_warps, num_stages)
-        analysis = analyze(ir)
         try:
-            return emit_kernel(ir, analysis)
+            return emit_kernel(ir, analyze(ir))
         except TranspilerError as e:
             raise e.with_context(kernel=self.fn.__name__)
+        except Exception as e:   # a typed IR the later passes cannot handle is our bug, not the user's
+            raise InternalCompilerError(
+                f"generating CUDA for '{self.fn.__name__}' failed after the kernel type-checked "
+                f"({type(e).__name__}: {e}); this is a bug in transpiler, not in your kernel",
+                self.definition(), kernel=self.fn.__name__,
+                hint="please report it with the kernel's source; kernel.interpret[grid](...) runs it on the CPU "
+                     "meanwhile") from e
 
     # -- public helpers ----------------------------------------------------------------------------------
     def cuda_source(self, *args, num_warps=4, num_stages=3, **kwargs):
@@ -244,7 +281,10 @@ class Kernel:
         bound, options = self._bind(args, kwargs)
         key, infos = self._key_and_infos(bound)
         arrays = [i for i in infos if i is not None]
-        device = check_devices(self.__name__, arrays)
+        try:
+            device = check_devices(self.__name__, self._runtime_names, infos)
+        except LaunchError as e:
+            raise e.at(self.definition()) from None
         grid = self._grid(grid, bound, options)
         if 0 in grid:
             return None

@@ -49,8 +49,15 @@ template <typename To, typename From> __device__ __forceinline__ To bitcast(From
 }
 
 template <typename T> __device__ __forceinline__ T iabs(T x) { return x < T(0) ? T(-x) : x; }
-__device__ __forceinline__ int mulhi(int a, int b) { return __mulhi(a, b); }
+// tl.umulhi: the high half of the unsigned product, whatever the signedness of the type (as Triton does).
 __device__ __forceinline__ unsigned mulhi(unsigned a, unsigned b) { return __umulhi(a, b); }
+__device__ __forceinline__ int mulhi(int a, int b) { return int(__umulhi(unsigned(a), unsigned(b))); }
+__device__ __forceinline__ unsigned long long mulhi(unsigned long long a, unsigned long long b) {
+  return __umul64hi(a, b);
+}
+__device__ __forceinline__ long long mulhi(long long a, long long b) {
+  return (long long)__umul64hi((unsigned long long)a, (unsigned long long)b);
+}
 
 template <typename T> __device__ __forceinline__ T min_propagate_nan(T a, T b) {
   return (a != a || b != b) ? nan<T>() : (a < b ? a : b);

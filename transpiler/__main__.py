@@ -75,7 +75,7 @@ def demo(out_dir: str) -> int:
         if not on_gpu and can_compile:
             for kernel in _kernels(module):
                 for var in kernel.variants.values():
-                    res = compile_offline(var.source, "sm_90a")
+                    res = compile_offline(var.source, "sm_90a", name=f"{var.name}.cu")
                     compiled = f"sm_90a: {res.registers} regs, {res.spill_bytes} B spills"
         rows.append((name, result, compiled, f"{time.perf_counter() - t0:.1f}s", buf.getvalue().strip()))
     files = sorted(p.name for p in out.glob("*.cu"))

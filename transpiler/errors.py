@@ -59,6 +59,13 @@ class TranspilerError(Exception):
         self.args = (self._format(),)
         return self
 
+    def at(self, loc):
+        """Attach a location when the error has none yet (launch errors point at the kernel's `def`)."""
+        if self.loc is None:
+            self.loc = loc
+            self.args = (self._format(),)
+        return self
+
     def _format(self) -> str:
         head = f"in kernel '{self.kernel}': " if self.kernel else ""
         parts = [f"{head}{self.message}"]

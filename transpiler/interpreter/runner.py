@@ -16,6 +16,7 @@ from ..errors import CompileTimeError, InterpreterError, LaunchError, Transpiler
 from ..language import core
 from .arguments import Launch
 from .location import attach_location, error
+from .loops import interpreted_function
 from .registry import all_rules
 
 
@@ -78,7 +79,7 @@ def interpret(fn, grid, args=(), kwargs=None, num_warps=4):
     `args` are bound in order to the kernel's parameters, `kwargs` by name (constexpr parameters receive
     plain Python values). Arrays the kernel stores to hold the results afterwards.
     """
-    kernel = getattr(fn, "fn", fn)
+    kernel = interpreted_function(getattr(fn, "fn", fn))
     grid = _normalize_grid(grid)
     launch = Launch(kernel, tuple(args), dict(kwargs or {}))
     interpreter = Interpreter(grid, num_warps)

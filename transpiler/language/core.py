@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+import numbers
+import operator
 import threading
 
 _state = threading.local()
@@ -29,6 +31,37 @@ class constexpr:
 
     def __bool__(self):
         return bool(self.value)
+
+    def __int__(self):
+        return int(self.value)
+
+    def __float__(self):
+        return float(self.value)
+
+    def __hash__(self):
+        return hash(self.value)
+
+
+def _constexpr_operator(fn, reflected=False):
+    """`constexpr op x` is `constexpr(value op x)` (as in Triton), so module-level constants compose."""
+
+    def apply(self, other):
+        other = other.value if isinstance(other, constexpr) else other
+        result = fn(other, self.value) if reflected else fn(self.value, other)
+        # A block operand answers through its own reflected operator; only constants stay constexpr.
+        return constexpr(result) if isinstance(result, (numbers.Number, str, tuple)) else result
+    return apply
+
+
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "lshift", "rshift", "and", "or", "xor",
+              "lt", "le", "gt", "ge", "eq", "ne"):
+    _fn = getattr(operator, _name + "_" if _name in ("and", "or") else _name)
+    setattr(constexpr, f"__{_name}__", _constexpr_operator(_fn))
+    if _name not in ("lt", "le", "gt", "ge", "eq", "ne"):
+        setattr(constexpr, f"__r{_name}__", _constexpr_operator(_fn, reflected=True))
+constexpr.__neg__ = lambda self: constexpr(-self.value)
+constexpr.__pos__ = lambda self: constexpr(+self.value)
+constexpr.__invert__ = lambda self: constexpr(~self.value)
 
 
 def current_interpreter():

@@ -167,7 +167,8 @@ class Builder:
     def _dispatch_stmt(self, stmt):
         method = getattr(self, f"_stmt_{type(stmt).__name__}", None)
         if method is None:
-            raise self.error(UnsupportedSyntaxError, f"{_describe(stmt)} is not supported in kernels")
+            raise self.error(UnsupportedSyntaxError, f"{_describe(stmt)} is not supported in kernels",
+                             hint=_SYNTAX_HINT)
         method(stmt)
 
     def _stmt_Expr(self, stmt):
@@ -519,14 +520,17 @@ class Builder:
         if method is None:
             saved = self.loc
             self.loc = self.scope.parsed.loc(node)
-            raise self.error(UnsupportedSyntaxError, f"{_describe(node)} is not supported in kernels")
+            raise self.error(UnsupportedSyntaxError, f"{_describe(node)} is not supported in kernels",
+                             hint=_SYNTAX_HINT)
         return method(node)
 
     def _lookup(self, name):
         try:
             value = self.scope.lookup(name)
         except KeyError:
-            raise self.error(NameResolutionError, f"name '{name}' is not defined") from None
+            raise self.error(NameResolutionError, f"name '{name}' is not defined",
+                             hint="assign it before this line, pass it as a kernel argument, or define it at "
+                                  "module level (a number, a tl.constexpr or a @transpile function)") from None
         if isinstance(value, _Unbound):
             raise self.error(NameResolutionError, f"'{name}' is defined on only one side of a runtime if",
                              hint="assign it before the if, or in both branches")
@@ -846,6 +850,10 @@ def _names_in_target(target, out):
     elif isinstance(target, (cst.Tuple, cst.List)):
         for e in target.elements:
             _names_in_target(e.value, out)
+
+
+_SYNTAX_HINT = ("kernels use assignments, if/for/while, tl builtins and @transpile helpers; "
+                "do other work on the host, before the launch")
 
 
 def _describe(node) -> str:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import builtins
 import numbers
 
+import numpy as np
+
 from .. import dtypes
 from ..dtypes import Kind
 from ..errors import CompileTimeError, DTypeError, ShapeError
@@ -44,7 +46,7 @@ def const_value(b, x, what="value"):
 # ---------------------------------------------------------------------------------------------------------
 
 def constant(b, value, dt=None) -> Value:
-    dt = dt or dtypes.python_scalar_dtype(value)
+    dt = dt or scalar_dtype(b, value)
     if dt.kind is Kind.FLOAT:
         value = float(value)
     elif dt.kind is Kind.BOOL:
@@ -97,18 +99,27 @@ def cast(b, v, dt, bitcast=False) -> Value:
 
 
 def broadcast_shapes(b, s1, s2):
-    if len(s1) != len(s2):
-        raise b.error(ShapeError, f"cannot broadcast shapes {list(s1)} and {list(s2)}: they have different ranks",
-                      hint="use x[:, None] / x[None, :] or tl.expand_dims to add dimensions")
+    """The shape two operands broadcast to (Triton's `broadcast_impl_value`, NumPy's rule): the shorter shape
+    gains leading size-1 axes, then size-1 axes stretch."""
+    rank = builtins.max(len(s1), len(s2))
+    p1, p2 = (1,) * (rank - len(s1)) + tuple(s1), (1,) * (rank - len(s2)) + tuple(s2)
     out = []
-    for a, c in zip(s1, s2):
+    for a, c in zip(p1, p2):
         if a == c or c == 1:
             out.append(a)
         elif a == 1:
             out.append(c)
         else:
-            raise b.error(ShapeError, f"cannot broadcast shapes {list(s1)} and {list(s2)}")
+            raise b.error(ShapeError, f"cannot broadcast shapes {list(s1)} and {list(s2)}",
+                          hint="sizes must match or be 1; add axes with x[:, None] / x[None, :]")
     return tuple(out)
+
+
+def lift_rank(b, v: Value, rank: int) -> Value:
+    """Add leading size-1 axes to a block until it has `rank` dimensions (scalars are left alone)."""
+    while v.shape and len(v.shape) < rank:
+        v = expand_dims(b, v, 0)
+    return v
 
 
 def broadcast_to_shape(b, v: Value, shape) -> Value:
@@ -133,17 +144,42 @@ def broadcast_pair(b, x: Value, y: Value):
     if not y.shape:
         return x, splat(b, y, x.shape)
     shape = broadcast_shapes(b, x.shape, y.shape)
+    x, y = lift_rank(b, x, len(shape)), lift_rank(b, y, len(shape))
     return broadcast_to_shape(b, x, shape), broadcast_to_shape(b, y, shape)
 
 
-def _dtype_of(x):
-    return x.dtype if isinstance(x, Value) else dtypes.python_scalar_dtype(x)
+def scalar_dtype(b, value):
+    """How a Python number is typed (int32, uint32, int64, uint64 by value; float32; int1)."""
+    try:
+        return dtypes.python_scalar_dtype(value)
+    except OverflowError:
+        raise b.error(DTypeError, f"the integer {value} does not fit in 64 bits") from None
+    except TypeError as e:
+        raise b.error(DTypeError, str(e)) from None
+
+
+def _dtype_of(b, x):
+    return x.dtype if isinstance(x, Value) else scalar_dtype(b, x)
+
+
+def _check_scalar_fits(b, value, dt):
+    """A Python integer meeting a block must be representable in the computation type (Triton checks this
+    too, instead of wrapping the literal)."""
+    if not dt.is_int() or isinstance(value, (float, bool)) or not isinstance(value, numbers.Integral):
+        return
+    if value < 0 and not dt.signed:
+        raise b.error(DTypeError, f"cannot combine an unsigned {dt!r} block with the negative number {value}",
+                      hint="cast one of them explicitly, e.g. x.to(tl.int64)")
+    lo, hi = (-(1 << (dt.bits - 1)), (1 << (dt.bits - 1)) - 1) if dt.signed else (0, (1 << dt.bits) - 1)
+    if not lo <= value <= hi:
+        raise b.error(DTypeError, f"the number {value} is out of range for {dt!r}",
+                      hint="cast the block to a wider type first, e.g. x.to(tl.int64)")
 
 
 def binary_operands(b, x, y, div_or_mod=False, allow_ptr=False, arithmetic=True):
     """Promote and broadcast two operands; returns (x, y, computation dtype)."""
     x_scalar, y_scalar = is_const(x), is_const(y)
-    xd, yd = _dtype_of(x), _dtype_of(y)
+    xd, yd = _dtype_of(b, x), _dtype_of(b, y)
     if xd.is_ptr() or yd.is_ptr():
         if not allow_ptr:
             raise b.error(DTypeError, f"this operator is not defined on pointers ({xd!r}, {yd!r})")
@@ -152,6 +188,9 @@ def binary_operands(b, x, y, div_or_mod=False, allow_ptr=False, arithmetic=True)
         dt = dtypes.computation_type(xd, x_scalar, yd, y_scalar, div_or_mod)
     except TypeError as e:
         raise b.error(DTypeError, str(e)) from None
+    for value, is_scalar in ((x, x_scalar), (y, y_scalar)):
+        if is_scalar:
+            _check_scalar_fits(b, value, dt)
     xv = cast(b, to_value(b, x, dt if x_scalar else None), dt)
     yv = cast(b, to_value(b, y, dt if y_scalar else None), dt)
     xv, yv = broadcast_pair(b, xv, yv)
@@ -191,7 +230,7 @@ def python_binary(b, op, x, y):
 
 
 def _add(b, x, y):
-    xd, yd = _dtype_of(x), _dtype_of(y)
+    xd, yd = _dtype_of(b, x), _dtype_of(b, y)
     if xd.is_ptr() and yd.is_ptr():
         raise b.error(DTypeError, "cannot add two pointers")
     if yd.is_ptr():
@@ -203,7 +242,7 @@ def _add(b, x, y):
 
 
 def _sub(b, x, y):
-    xd, yd = _dtype_of(x), _dtype_of(y)
+    xd, yd = _dtype_of(b, x), _dtype_of(b, y)
     if xd.is_ptr():
         if yd.is_ptr():
             raise b.error(DTypeError, "subtracting two pointers is not supported")
@@ -215,7 +254,7 @@ def _sub(b, x, y):
 
 
 def pointer_offset(b, ptr, offset, negate):
-    od = _dtype_of(offset)
+    od = _dtype_of(b, offset)
     if not od.is_int():
         raise b.error(DTypeError, f"pointer arithmetic needs an integer offset, not {od!r}",
                       hint="convert the offset with .to(tl.int32) or .to(tl.int64)")
@@ -259,10 +298,12 @@ def _mod(b, x, y):
 
 def _bitwise(fn):
     def apply(b, x, y):
-        xd, yd = _dtype_of(x), _dtype_of(y)
+        xd, yd = _dtype_of(b, x), _dtype_of(b, y)
         for d in (xd, yd):
             if not d.is_int():
-                raise b.error(DTypeError, f"bitwise operator needs integer operands, not {d!r}")
+                raise b.error(DTypeError, f"bitwise operator needs integer operands, not {d!r}",
+                              hint="convert with .to(tl.int32), reinterpret bits with .to(tl.int32, "
+                                   "bitcast=True), or use comparisons and tl.where on floats")
         x, y, dt = binary_operands(b, x, y)
         return elementwise(b, fn, [x, y], dt)
     return apply
@@ -270,7 +311,7 @@ def _bitwise(fn):
 
 def _compare(fn):
     def apply(b, x, y):
-        xd, yd = _dtype_of(x), _dtype_of(y)
+        xd, yd = _dtype_of(b, x), _dtype_of(b, y)
         if xd.is_ptr() or yd.is_ptr():
             xv, yv = broadcast_pair(b, to_value(b, x), to_value(b, y))
             return elementwise(b, fn, [xv, yv], dtypes.int1)
@@ -360,7 +401,8 @@ def check_block_shape(b, shape):
         n *= s
     if n > MAX_BLOCK_ELEMENTS:
         raise b.error(CompileTimeError, f"a block may hold at most {MAX_BLOCK_ELEMENTS} elements, "
-                      f"but {list(shape)} holds {n}")
+                      f"but {list(shape)} holds {n}",
+                      hint="use smaller blocks and loop over the rest (for k in range(0, n, BLOCK): ...)")
 
 
 def _shape_arg(b, shape):
@@ -434,7 +476,8 @@ def _cast(b, input, dtype, fp_downcast_rounding=None, bitcast=False):
 def _check_pointer(b, ptr, what):
     if is_const(ptr) or not ptr.dtype.is_ptr():
         raise b.error(DTypeError, f"{what} needs a pointer (or a block of pointers), not "
-                      f"{ptr.type if isinstance(ptr, Value) else type(ptr).__name__}")
+                      f"{ptr.type if isinstance(ptr, Value) else type(ptr).__name__}",
+                      hint="pass an array argument plus offsets, e.g. X + offs")
 
 
 _CACHE_MODIFIERS = {"", ".ca", ".cg", ".cs", ".cv", ".lu", ".wb", ".wt"}
@@ -453,17 +496,22 @@ def _memory_attrs(b, cache_modifier, eviction_policy):
     return cache_modifier, eviction_policy
 
 
-def _mask_for(b, mask, shape):
-    if mask is None:
-        return None
-    m = to_value(b, mask)
-    if m.dtype is not dtypes.int1:
-        m = to_bool(b, m)
-    if m.shape != shape:
-        if len(m.shape) > len(shape):
-            raise b.error(ShapeError, f"mask shape {list(m.shape)} does not match pointer shape {list(shape)}")
-        m = broadcast_to_shape(b, m, shape) if m.shape else splat(b, m, shape)
-    return m
+def _mask_value(b, mask, what):
+    """The mask as an int1 value, or None when it is the constant True. Like Triton, a mask must be boolean."""
+    if is_const(mask):
+        if not isinstance(mask, (bool, np.bool_)):
+            raise b.error(DTypeError, f"the mask of {what} must be boolean, not {mask!r}")
+        return None if mask else constant(b, False)
+    if mask.dtype is not dtypes.int1:
+        raise b.error(DTypeError, f"the mask of {what} must be a boolean block (int1), not {mask.type}",
+                      hint="build it with a comparison, e.g. mask=offs < n, or convert with x != 0")
+    return mask
+
+
+def _no_block_with_scalar_pointer(b, pointer, v, what):
+    if not pointer.shape and v is not None and v.shape:
+        raise b.error(ShapeError, f"{what} of shape {list(v.shape)} cannot go with a scalar pointer",
+                      hint="make the pointer a block: ptr + tl.arange(...)")
 
 
 @rule("load")
@@ -473,24 +521,19 @@ def _load(b, pointer, mask=None, other=None, boundary_check=(), padding_option="
     if boundary_check:
         raise b.error(CompileTimeError, "block pointers (boundary_check) are not supported yet")
     elem = pointer.dtype.element_ty
-    if mask is not None and not is_const(mask) and len(mask.shape) > len(pointer.shape):
-        pointer = broadcast_to_shape(b, pointer, broadcast_shapes(b, (1,) * (len(mask.shape) - len(pointer.shape))
-                                                                     + pointer.shape, mask.shape)) \
-            if pointer.shape else splat(b, pointer, mask.shape)
+    m = _mask_value(b, mask, "tl.load") if mask is not None else None
+    o = None
+    if m is not None:
+        o = cast(b, to_value(b, other if other is not None else 0, elem if is_const(other) else None), elem)
+    # As in Triton, the pointer broadcasts with the mask and with `other`, both ways.
+    for v, what in ((m, "a mask"), (o, "`other`")):
+        _no_block_with_scalar_pointer(b, pointer, v, f"tl.load: {what}")
+        if v is not None and v.shape:
+            pointer, _ = broadcast_pair(b, pointer, v)
     shape = pointer.shape
-    if mask is not None and is_const(mask):
-        if mask:
-            mask = None
-        else:
-            mask = splat(b, constant(b, False), shape) if shape else constant(b, False)
-    m = _mask_for(b, mask, shape) if mask is not None else None
     operands = [pointer]
     if m is not None:
-        operands.append(m)
-        o = cast(b, to_value(b, other if other is not None else 0, elem if is_const(other) else None), elem)
-        if o.shape != shape:
-            o = broadcast_to_shape(b, o, shape)
-        operands.append(o)
+        operands += [broadcast_to_shape(b, m, shape), broadcast_to_shape(b, o, shape)]
     cm, ev = _memory_attrs(b, cache_modifier, eviction_policy)
     return b.emit("load", operands, Type(elem, shape), cache=cm, eviction=ev,
                   volatile=bool(const_value(b, volatile, "volatile")))
@@ -502,26 +545,27 @@ def _store(b, pointer, value, mask=None, boundary_check=(), cache_modifier="", e
     elem = pointer.dtype.element_ty
     v = to_value(b, value, elem if is_const(value) else None)
     if v.dtype.is_ptr() and not elem.is_ptr():
-        raise b.error(DTypeError, f"cannot store pointers through a pointer to {elem!r}")
-    if len(v.shape) > len(pointer.shape) or (v.shape and pointer.shape and
-                                             broadcast_shapes(b, v.shape, pointer.shape) != pointer.shape):
-        if pointer.shape and v.shape:
-            raise b.error(ShapeError, f"value shape {list(v.shape)} does not fit pointer shape "
-                          f"{list(pointer.shape)}")
-        if not pointer.shape:
-            raise b.error(ShapeError, f"storing a block of shape {list(v.shape)} through a scalar pointer",
-                          hint="make the pointer a block: ptr + tl.arange(...)")
+        raise b.error(DTypeError, f"cannot store pointers through a pointer to {elem!r}",
+                      hint="store the values: tl.store(P, tl.load(Q)), or the address: (Q).to(tl.int64)")
+    if v.shape and not pointer.shape:
+        raise b.error(ShapeError, f"storing a block of shape {list(v.shape)} through a scalar pointer",
+                      hint="make the pointer a block: ptr + tl.arange(...)")
+    if v.shape and (len(v.shape) != len(pointer.shape) or
+                    any(s != p and s != 1 for s, p in zip(v.shape, pointer.shape))):
+        raise b.error(ShapeError, f"value shape {list(v.shape)} does not fit pointer shape {list(pointer.shape)}",
+                      hint="a stored value must have the pointer block's shape (size-1 axes stretch)")
     v = cast(b, v, elem)
     shape = pointer.shape
     if v.shape != shape:
         v = broadcast_to_shape(b, v, shape)
     operands = [pointer, v]
     if mask is not None:
-        if is_const(mask):
-            if not mask:
-                return None
-        else:
-            operands.append(_mask_for(b, mask, shape))
+        m = _mask_value(b, mask, "tl.store")
+        if m is not None and not m.shape and is_const(mask):
+            return None                    # mask=False: nothing to store
+        if m is not None:
+            _no_block_with_scalar_pointer(b, pointer, m, "tl.store: a mask")
+            operands.append(broadcast_to_shape(b, m, shape))
     cm, ev = _memory_attrs(b, cache_modifier, eviction_policy)
     b.emit("store", operands, None, cache=cm, eviction=ev)
     return None
@@ -614,8 +658,9 @@ def _where(b, condition, x, y):
     c = to_value(b, condition)
     c = to_bool(b, c)
     x, y, dt = binary_operands(b, x, y)
-    shape = broadcast_shapes(b, c.shape, x.shape) if c.shape and x.shape else (c.shape or x.shape)
-    c, x, y = (broadcast_to_shape(b, v, shape) for v in (c, x, y))
+    c, x = broadcast_pair(b, c, x)
+    c, y = broadcast_pair(b, c, y)
+    x, y = broadcast_pair(b, x, y)
     return elementwise(b, "select", [c, x, y], dt)
 
 
@@ -685,8 +730,8 @@ def _fdiv(b, x, y, ieee_rounding=False):
 @rule("umulhi")
 def _umulhi(b, x, y):
     x, y, dt = binary_operands(b, x, y)
-    if dt not in (dtypes.int32, dtypes.uint32):
-        raise b.error(DTypeError, f"tl.umulhi needs 32-bit integers, not {dt!r}")
+    if dt not in (dtypes.int32, dtypes.uint32, dtypes.int64, dtypes.uint64):
+        raise b.error(DTypeError, f"tl.umulhi needs 32- or 64-bit integers, not {dt!r}")
     return elementwise(b, "umulhi", [x, y], dt)
 
 

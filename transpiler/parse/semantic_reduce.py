@@ -3,7 +3,7 @@
 Every reduction becomes one `reduce` op over one or more same-shaped operands along one axis. Built-in
 combiners are named by `combine` (`add`, `max`, `min`, `xor`, `argmax`, `argmin`) so the lowering can use
 fast helpers; a user `combine_fn` becomes the op's region (its scalar arguments are the two partial results).
-Result dtypes follow Triton: narrow integers sum as 32-bit; `max`/`min` without indices widen inputs
+Result dtypes follow Triton: narrow integers sum as 32-bit (booleans as uint32); bf16 reduces as fp32; `max`/`min` without indices widen inputs
 narrower than 32 bits to int32 / float32.
 """
 from __future__ import annotations
@@ -62,8 +62,9 @@ def _sum(b, input, axis=None, keep_dims=False, dtype=None):
     v = to_value(b, input)
     dt = const_value(b, dtype, "dtype")
     if dt is None:
-        if v.dtype.kind is Kind.BOOL or (v.dtype.is_int() and v.dtype.bits < 32):
-            dt = dtypes.int32 if (v.dtype.signed or v.dtype.kind is Kind.BOOL) else dtypes.uint32
+        if v.dtype.is_int() and v.dtype.bits < 32:
+            # Triton counts int1 as unsigned: a sum of booleans is uint32.
+            dt = dtypes.int32 if v.dtype.signed else dtypes.uint32
     if dt is not None:
         v = cast(b, v, dt)
     if v.dtype.is_ptr():
@@ -102,6 +103,8 @@ def _min_max(which):
         v = to_value(b, input)
         if v.dtype.is_ptr():
             raise b.error(DTypeError, f"cannot take the {which} of pointers")
+        if v.dtype is dtypes.bfloat16:
+            v = cast(b, v, dtypes.float32)      # Triton reduces bf16 as fp32, with or without indices
         if const_value(b, return_indices, "return_indices"):
             if axis is None:
                 raise b.error(ShapeError, f"tl.{which} with return_indices needs an axis")

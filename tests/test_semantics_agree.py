@@ -1,0 +1,262 @@
+"""The compiler's typing rules and the CPU interpreter agree, on the points where they used to differ.
+
+Each probe kernel prints the dtype and shape of one result with `tl.static_print`, which the compiler runs
+while building the IR and the interpreter runs in program 0; both printouts must equal Triton 3.x's answer.
+Errors must be the same class on both sides. Values the interpreter computes are checked against NumPy.
+"""
+import numpy as np
+import pytest
+
+import transpiler
+import transpiler.language as tl
+from transpiler import DTypeError, ShapeError
+from transpiler.runtime.compiler import compile_offline, nvrtc_available
+
+SCALE = tl.constexpr(4)          # a module-level constexpr used in arithmetic inside kernels
+
+
+def both_print(capsys, kernel, *args, **constexprs):
+    """(what the compiler printed, what the interpreter printed) for one launch of `kernel` on one program."""
+    kernel.ir(*args, **constexprs)
+    compiled = capsys.readouterr().out
+    kernel.interpret[(1,)](*args, **constexprs)
+    interpreted = capsys.readouterr().out
+    return compiled.strip(), interpreted.strip()
+
+
+def both_raise(cls, kernel, *args, **constexprs):
+    with pytest.raises(cls) as compiled:
+        kernel.ir(*args, **constexprs)
+    with pytest.raises(cls) as interpreted:
+        kernel.interpret[(1,)](*args, **constexprs)
+    return str(compiled.value), str(interpreted.value)
+
+
+@transpiler.jit
+def rank_broadcast_kernel(X, OUT, BLOCK: tl.constexpr):
+    row = tl.arange(0, BLOCK)
+    tile = row[:, None] * BLOCK + row[None, :]
+    y = tl.load(X + row) + tile                     # [B] + [B, B]: the row gains a leading axis
+    tl.static_print(y.dtype, y.shape)
+    tl.store(OUT + tile, y)
+
+
+def test_blocks_of_different_rank_broadcast_with_leading_axes(capsys):
+    x = np.arange(8, dtype=np.float32) * 0.5
+    out = np.full(64, np.nan, np.float32)
+    compiled, interpreted = both_print(capsys, rank_broadcast_kernel, x, out, BLOCK=8)
+    assert compiled == interpreted == "fp32 (8, 8)"
+    expected = x[None, :] + np.arange(64, dtype=np.float32).reshape(8, 8)
+    np.testing.assert_array_equal(out.reshape(8, 8), expected)
+    if nvrtc_available():
+        compile_offline(rank_broadcast_kernel.cuda_source(x, out, BLOCK=8))
+
+
+@transpiler.jit
+def bool_sum_kernel(X, OUT, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    count = tl.sum(tl.load(X + offs) > 0, axis=0)
+    tl.static_print(count.dtype)
+    tl.store(OUT, count)
+
+
+def test_sum_of_booleans_is_uint32_on_both_paths(capsys):
+    x = np.array([1, -1, 2, 3, -5, 0, 7, 8], np.float32)
+    out = np.zeros(1, np.int64)
+    compiled, interpreted = both_print(capsys, bool_sum_kernel, x, out, BLOCK=8)
+    assert compiled == interpreted == "uint32"
+    assert out[0] == 5
+    if nvrtc_available():
+        compile_offline(bool_sum_kernel.cuda_source(x, out, BLOCK=8))
+
+
+@transpiler.jit
+def bf16_argmax_kernel(X, VAL, IDX, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    value, index = tl.max(tl.load(X + offs).to(tl.bfloat16), axis=0, return_indices=True)
+    tl.static_print(value.dtype, index.dtype)
+    tl.store(VAL, value)
+    tl.store(IDX, index)
+
+
+def test_bf16_max_with_indices_reduces_as_fp32(capsys):
+    x = np.array([0.5, 3.0, -2.0, 3.0, 1.0, 0.0, -7.0, 2.0], np.float32)
+    val, idx = np.zeros(1, np.float32), np.zeros(1, np.int32)
+    compiled, interpreted = both_print(capsys, bf16_argmax_kernel, x, val, idx, BLOCK=8)
+    assert compiled == interpreted == "fp32 int32"
+    assert (val[0], idx[0]) == (3.0, 1)
+    if nvrtc_available():
+        compile_offline(bf16_argmax_kernel.cuda_source(x, val, idx, BLOCK=8))
+
+
+@transpiler.jit
+def literal_kernel(X, OUT, BLOCK: tl.constexpr, LITERAL: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(OUT + offs, tl.load(X + offs) + LITERAL)
+
+
+@pytest.mark.parametrize("x_dtype,literal,phrase", [
+    (np.int32, 2**40, "out of range for"),
+    (np.int8, 1000, "out of range for"),
+    (np.uint32, -1, "negative number -1"),
+])
+def test_integer_literal_that_does_not_fit_the_block_type_raises(x_dtype, literal, phrase):
+    x, out = np.zeros(8, x_dtype), np.zeros(8, x_dtype)
+    compiled, interpreted = both_raise(DTypeError, literal_kernel, x, out, BLOCK=8, LITERAL=literal)
+    assert phrase in compiled and phrase in interpreted
+
+
+def test_integer_literal_beyond_64_bits_is_a_dtype_error():
+    x, out = np.zeros(8, np.int64), np.zeros(8, np.int64)
+    compiled, interpreted = both_raise(DTypeError, literal_kernel, x, out, BLOCK=8, LITERAL=2**70)
+    assert "does not fit in 64 bits" in compiled and "does not fit in 64 bits" in interpreted
+
+
+@transpiler.jit
+def int_mask_kernel(X, OUT, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(OUT + offs, tl.load(X + offs, mask=offs))
+
+
+def test_non_boolean_mask_raises_on_both_paths():
+    x, out = np.zeros(8, np.float32), np.zeros(8, np.float32)
+    compiled, interpreted = both_raise(DTypeError, int_mask_kernel, x, out, BLOCK=8)
+    assert "boolean" in compiled and "boolean" in interpreted
+
+
+@transpiler.jit
+def mask_broadcast_kernel(X, OUT, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    rows = tl.arange(0, 4)
+    keep = (rows[:, None] + cols[None, :]) < BLOCK
+    y = tl.load(X + cols, mask=keep, other=-1.0)     # [B] pointers under a [4, B] mask load a [4, B] block
+    tl.static_print(y.dtype, y.shape)
+    tl.store(OUT + rows[:, None] * BLOCK + cols[None, :], y)
+
+
+def test_load_pointer_broadcasts_with_a_wider_mask(capsys):
+    x = np.arange(8, dtype=np.float32)
+    out = np.full(32, np.nan, np.float32)
+    compiled, interpreted = both_print(capsys, mask_broadcast_kernel, x, out, BLOCK=8)
+    assert compiled == interpreted == "fp32 (4, 8)"
+    r, c = np.arange(4)[:, None], np.arange(8)[None, :]
+    np.testing.assert_array_equal(out.reshape(4, 8), np.where(r + c < 8, x[None, :], -1.0))
+    if nvrtc_available():
+        compile_offline(mask_broadcast_kernel.cuda_source(x, out, BLOCK=8))
+
+
+@transpiler.jit
+def other_broadcast_kernel(X, OUT, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    rows = tl.arange(0, 4)
+    fill = (rows[:, None] * 100 + cols[None, :]).to(tl.float32)
+    y = tl.load(X + cols[None, :], mask=(cols < 5)[None, :], other=fill)  # `other` widens [1, B] pointers
+    tl.static_print(y.shape)
+    tl.store(OUT + rows[:, None] * BLOCK + cols[None, :], y)
+
+
+def test_load_pointer_broadcasts_with_a_wider_other(capsys):
+    x = np.arange(8, dtype=np.float32)
+    out = np.full(32, np.nan, np.float32)
+    compiled, interpreted = both_print(capsys, other_broadcast_kernel, x, out, BLOCK=8)
+    assert compiled == interpreted == "(4, 8)"
+    r, c = np.arange(4)[:, None], np.arange(8)[None, :]
+    np.testing.assert_array_equal(out.reshape(4, 8), np.where(c < 5, x[None, :], r * 100 + c))
+
+
+@transpiler.jit
+def scalar_pointer_block_mask_kernel(X, OUT, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(OUT, tl.load(X, mask=offs < 3))
+
+
+@transpiler.jit
+def mask_of_lower_rank_kernel(X, OUT, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    fill = tl.zeros((4, BLOCK), tl.float32)
+    tl.store(OUT + cols, tl.sum(tl.load(X + cols, mask=cols < 5, other=fill), axis=0))
+
+
+def test_mask_left_behind_by_a_wider_other_raises_on_both_paths():
+    # The pointer widens to [4, B] through `other`; a mask of rank 1 no longer fits it (Triton's load op
+    # requires one shape), so both paths refuse it instead of guessing.
+    x, out = np.zeros(8, np.float32), np.zeros(8, np.float32)
+    compiled, interpreted = both_raise(ShapeError, mask_of_lower_rank_kernel, x, out, BLOCK=8)
+    assert "[8] to [4, 8]" in compiled and "(8,) to shape (4, 8)" in interpreted
+
+
+def test_block_mask_with_a_scalar_pointer_raises_on_both_paths():
+    x, out = np.zeros(8, np.float32), np.zeros(8, np.float32)
+    compiled, interpreted = both_raise(ShapeError, scalar_pointer_block_mask_kernel, x, out, BLOCK=8)
+    assert "scalar pointer" in compiled and "scalar pointer" in interpreted
+
+
+@transpiler.jit
+def umulhi_kernel(A, B, OUT, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    hi = tl.umulhi(tl.load(A + offs), tl.load(B + offs))
+    tl.static_print(hi.dtype)
+    tl.store(OUT + offs, hi)
+
+
+@pytest.mark.parametrize("np_dtype,bits", [(np.int32, 32), (np.uint32, 32), (np.int64, 64), (np.uint64, 64)])
+def test_umulhi_is_the_high_half_of_the_unsigned_product(capsys, np_dtype, bits):
+    rng = np.random.default_rng(bits)
+    info = np.iinfo(np_dtype)
+    a = rng.integers(info.min, info.max, 8, dtype=np_dtype, endpoint=True)
+    b = rng.integers(info.min, info.max, 8, dtype=np_dtype, endpoint=True)
+    out = np.zeros(8, np_dtype)
+    compiled, interpreted = both_print(capsys, umulhi_kernel, a, b, out, BLOCK=8)
+    assert compiled == interpreted
+    mod = 1 << bits
+    expected = [((int(x) % mod) * (int(y) % mod)) >> bits for x, y in zip(a, b)]
+    assert [int(v) % mod for v in out] == expected
+    if nvrtc_available():
+        compile_offline(umulhi_kernel.cuda_source(a, b, out, BLOCK=8))
+
+
+@transpiler.jit
+def constexpr_arith_kernel(X, OUT, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK * SCALE // 4)
+    tl.store(OUT + offs, tl.load(X + offs) * (SCALE + 1))
+
+
+def test_module_level_constexpr_supports_arithmetic():
+    assert SCALE * 2 == 8 and 2 * SCALE == 8 and -SCALE == -4 and SCALE // 3 == 1
+    assert isinstance(SCALE + 1, tl.constexpr)
+    x, out = np.arange(8, dtype=np.float32), np.zeros(8, np.float32)
+    constexpr_arith_kernel.interpret[(1,)](x, out, BLOCK=8)
+    np.testing.assert_array_equal(out, x * 5)
+    constexpr_arith_kernel.ir(x, out, BLOCK=8)
+
+
+def _probe_launches():
+    rng = np.random.default_rng()
+    i32 = np.iinfo(np.int32)
+    ints = lambda dt: rng.integers(np.iinfo(dt).min, np.iinfo(dt).max, 8, dtype=dt, endpoint=True)  # noqa: E731
+    x8 = rng.standard_normal(8).astype(np.float32)
+    return {
+        "rank_broadcast": (rank_broadcast_kernel, [x8, np.full(64, np.nan, np.float32)], dict(BLOCK=8)),
+        "bool_sum": (bool_sum_kernel, [x8, np.full(1, -1, np.int64)], dict(BLOCK=8)),
+        "bf16_argmax": (bf16_argmax_kernel, [x8, np.full(1, np.nan, np.float32), np.full(1, -1, np.int32)],
+                        dict(BLOCK=8)),
+        "mask_broadcast": (mask_broadcast_kernel, [x8, np.full(32, np.nan, np.float32)], dict(BLOCK=8)),
+        "other_broadcast": (other_broadcast_kernel, [x8, np.full(32, np.nan, np.float32)], dict(BLOCK=8)),
+        "umulhi_int32": (umulhi_kernel, [ints(np.int32), ints(np.int32), np.full(8, i32.min, np.int32)],
+                         dict(BLOCK=8)),
+        "umulhi_uint64": (umulhi_kernel, [ints(np.uint64), ints(np.uint64), np.zeros(8, np.uint64)], dict(BLOCK=8)),
+        "umulhi_int64": (umulhi_kernel, [ints(np.int64), ints(np.int64), np.zeros(8, np.int64)], dict(BLOCK=8)),
+    }
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(_probe_launches()))
+def test_probe_compiled_on_gpu_equals_interpreted(name):
+    import cupy
+    kernel, args, constexprs = _probe_launches()[name]
+    host = [a.copy() for a in args]
+    kernel.interpret[(1,)](*host, **constexprs)
+    device = [cupy.asarray(a) for a in args]
+    kernel[(1,)](*device, **constexprs)
+    for i, (d, h) in enumerate(zip(device, host)):
+        np.testing.assert_array_equal(cupy.asnumpy(d), h, err_msg=f"{name}: argument {i}")

@@ -1,0 +1,153 @@
+"""Loop-carried values: the interpreter gives them the compiled path's types.
+
+In a compiled kernel a runtime `for ... in range(...)` / `tl.range(...)` or `while` loop turns every variable
+it reassigns into a typed runtime value: `count = 0` before the loop is an int32 scalar after it, and
+`k.to(tl.float32)` works on it. Run as plain Python, `count` would stay a Python int (no `.to`, no int32
+wrap-around, no fp32 rounding). So, before running a kernel that has such loops, the interpreter rewrites
+its syntax tree: ahead of each runtime loop, every number the loop reassigns becomes a 0-d block typed as
+Triton types the literal, and so does the loop variable at the top of each iteration. `tl.static_range`
+loops are left alone, as the compiler unrolls them. Line and column numbers stay those of the source file,
+so errors, tracebacks and pdb point at the user's lines. Kernels without runtime loops run unchanged.
+"""
+from __future__ import annotations
+
+import __future__
+import ast
+import inspect
+import sys
+import textwrap
+
+from ..language import core
+from .tensor import is_python_number, scalar_tensor
+
+_CARRY = "__transpiler_carry__"
+_cache: dict = {}
+
+
+def carry(value):
+    """A number entering a runtime loop as a typed 0-d block; anything else unchanged."""
+    value = value.value if isinstance(value, core.constexpr) else value
+    return scalar_tensor(value) if is_python_number(value) else value
+
+
+def interpreted_function(fn):
+    """`fn` with its runtime loops' carried numbers typed (cached per function); `fn` itself when it has none
+    or its source cannot be read."""
+    cached = _cache.get(fn)
+    if cached is None:
+        cached = _cache[fn] = _rewrite(fn) or fn
+    return cached
+
+
+def _is_runtime_loop(node) -> bool:
+    if isinstance(node, ast.While):
+        return True
+    if not isinstance(node, ast.For) or not isinstance(node.iter, ast.Call):
+        return False
+    func = node.iter.func
+    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+    return name == "range"
+
+
+def _assigned_names(nodes) -> list[str]:
+    names: list[str] = []
+
+    class Visitor(ast.NodeVisitor):
+        def visit_Name(self, node):
+            if isinstance(node.ctx, ast.Store) and node.id not in names:
+                names.append(node.id)
+
+        def visit_FunctionDef(self, node):   # names inside nested functions are not the loop's
+            pass
+
+        visit_AsyncFunctionDef = visit_Lambda = visit_FunctionDef
+
+    for node in nodes:
+        Visitor().visit(node)
+    return names
+
+
+def _carry_statement(name: str, node) -> ast.stmt:
+    """`try: name = carry(name)` / `except NameError: pass` (the name may not exist before the loop)."""
+    assign = ast.Assign(targets=[ast.Name(name, ast.Store())],
+                        value=ast.Call(ast.Name(_CARRY, ast.Load()), [ast.Name(name, ast.Load())], []))
+    stmt = ast.Try(body=[assign], handlers=[ast.ExceptHandler(ast.Name("NameError", ast.Load()), None,
+                                                              [ast.Pass()])], orelse=[], finalbody=[])
+    return ast.copy_location(stmt, node)
+
+
+class _Rewriter(ast.NodeTransformer):
+    def __init__(self):
+        self.changed = False
+
+    def _visit_body(self, body):
+        out = []
+        for stmt in body:
+            stmt = self.visit(stmt)
+            if _is_runtime_loop(stmt):
+                carried = _assigned_names(stmt.body)
+                if isinstance(stmt, ast.For) and isinstance(stmt.target, ast.Name):
+                    var = stmt.target.id
+                    carried = [n for n in carried if n != var]
+                    stmt.body.insert(0, _carry_statement(var, stmt.body[0]))
+                out += [_carry_statement(n, stmt) for n in carried]
+                self.changed = True
+            out.append(stmt)
+        return out
+
+    def generic_visit(self, node):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                setattr(node, field, self._visit_body(block))
+        for field, value in ast.iter_fields(node):
+            if field not in ("body", "orelse", "finalbody") and isinstance(value, ast.AST):
+                self.visit(value)
+        return node
+
+
+def _rewrite(fn):
+    try:
+        lines, first_line = inspect.getsourcelines(fn)
+        filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
+    except (OSError, TypeError):
+        return None
+    source = "".join(lines)
+    dedented = textwrap.dedent(source)
+    indent = len(lines[0]) - len(lines[0].lstrip()) if dedented != source else 0
+    tree = ast.parse(dedented)
+    func = tree.body[0]
+    if not isinstance(func, ast.FunctionDef):
+        return None
+    func.decorator_list = []
+    rewriter = _Rewriter()
+    rewriter.visit(func)
+    if not rewriter.changed:
+        return None
+    # Keep the file's own positions, and close over the carry helper and over fn's own free variables.
+    freevars = fn.__code__.co_freevars
+    extra = {"type_params": []} if sys.version_info >= (3, 12) else {}
+    factory = ast.FunctionDef(name="__transpiler_factory__",
+                              args=ast.arguments(posonlyargs=[], args=[ast.arg(n) for n in (_CARRY,) + freevars],
+                                                 kwonlyargs=[], kw_defaults=[], defaults=[]),
+                              body=[func, ast.Return(ast.Name(func.name, ast.Load()))], decorator_list=[], **extra)
+    module = ast.Module(body=[factory], type_ignores=[])
+    ast.fix_missing_locations(module)
+    ast.increment_lineno(module, first_line - 1)
+    if indent:
+        for node in ast.walk(func):
+            if hasattr(node, "col_offset"):
+                node.col_offset += indent
+                if getattr(node, "end_col_offset", None) is not None:
+                    node.end_col_offset += indent
+    try:
+        cells = [c.cell_contents for c in fn.__closure__ or ()]
+    except ValueError:             # a free variable not yet bound: run the function as written
+        return None
+    namespace: dict = {}
+    flags = fn.__code__.co_flags & __future__.annotations.compiler_flag
+    exec(compile(module, filename, "exec", flags=flags, dont_inherit=True), fn.__globals__, namespace)
+    new = namespace["__transpiler_factory__"](carry, *cells)
+    new.__defaults__, new.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__
+    new.__wrapped__ = fn
+    return new
