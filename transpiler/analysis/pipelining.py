@@ -21,6 +21,8 @@ from ..parse.ir import walk
 # Ops with no side effects and no dependence on memory: what an address slice may contain.
 ADDRESS_OPS = {"constant", "splat", "broadcast", "expand_dims", "reshape", "permute", "elementwise", "cast",
                "bitcast", "addptr", "arange", "program_id", "num_programs", "hint"}
+# Ops the body may drop when nothing reads their results.
+PURE_OPS = ADDRESS_OPS | {"load", "reduce", "dot"}
 CP_ASYNC_BYTES = (4, 8, 16)
 
 
@@ -118,23 +120,30 @@ def plan_loop(loop, kernel, vector_width, order_of, decisions):
         work.extend(owner.operands)
     slice_ops = [op for op in region.ops if id(op) in slice_ids]
 
-    # What the body still needs once the staged loads stop reading their operands there.
+    # What the body still needs once the staged loads stop reading their operands there: everything with a
+    # side effect, the loop's other carried values and results used after the loop, and what they read.
     used_after = _values_used_outside(kernel, loop)
     staged_ids = {id(s.op) for s in staged}
     live_ops, live_carried = set(), set()
     work = []
-    for op in region.ops[:-1]:
-        if id(op) in slice_ids:
-            continue
+
+    def mark(op):
+        if id(op) in live_ops:
+            return
         live_ops.add(id(op))
         if id(op) in staged_ids:
-            continue
+            return
         work.extend(op.operands)
         for r in op.regions:
             for inner in walk(r):
                 work.extend(inner.operands)
-    work.extend(yields[i] for i, res in enumerate(loop.results) if res in used_after)
-    live_carried.update(i for i, res in enumerate(loop.results) if res in used_after)
+    for op in region.ops[:-1]:
+        if op.name not in PURE_OPS or id(op) in staged_ids:
+            mark(op)
+    for i in range(len(carried_args)):
+        if i not in prefetch_carried or loop.results[i] in used_after:
+            live_carried.add(i)
+            work.append(yields[i])
     while work:
         v = work.pop()
         if v in carried_args:
@@ -144,13 +153,10 @@ def plan_loop(loop, kernel, vector_width, order_of, decisions):
                 work.append(yields[i])
             continue
         owner = v.owner
-        if owner is not None and id(owner) in slice_ids and id(owner) not in live_ops:
-            live_ops.add(id(owner))
-            work.extend(owner.operands)
-    # Carried values outside the slice are the loop's own business (accumulators and the like).
-    live_carried.update(i for i in range(len(carried_args)) if i not in prefetch_carried)
+        if owner is not None and id(owner) in body_ops:
+            mark(owner)
     plan = PipelinePlan(loop, stages, staged, slice_ops, sorted(prefetch_carried),
-                        {op for op in slice_ops if id(op) not in live_ops},
+                        {op for op in region.ops[:-1] if id(op) not in live_ops},
                         {i for i in prefetch_carried if i not in live_carried})
     lines = ", ".join(f"line {s.op.loc.line if s.op.loc else '?'} ({s.vec * s.op.result.dtype.itemsize} B cp.async)"
                       for s in staged)

@@ -529,7 +529,9 @@ def _load(b, pointer, mask=None, other=None, boundary_check=(), padding_option="
     for v, what in ((m, "a mask"), (o, "`other`")):
         _no_block_with_scalar_pointer(b, pointer, v, f"tl.load: {what}")
         if v is not None and v.shape:
-            pointer, _ = broadcast_pair(b, pointer, v)
+            shape = broadcast_shapes(b, pointer.shape, v.shape)
+            pointer = broadcast_to_shape(b, lift_rank(b, pointer, len(shape)), shape) if pointer.shape \
+                else splat(b, pointer, shape)
     shape = pointer.shape
     operands = [pointer]
     if m is not None:
