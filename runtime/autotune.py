@@ -150,28 +150,32 @@ class Autotuner(_Wrapper):
         self.best_config = None
         self.configs_timings = None     # Config → ms, of the last tuning
         self.bench_time = 0.0           # seconds the last tuning took
-        self._chosen_by_configs = set().union(*(c.all_kwargs() for c in self.configs))
+        self._chosen_by_configs = frozenset().union(*(c.all_kwargs() for c in self.configs))
+        self._position = {name: i for i, name in enumerate(self.arg_names)}
+        self._defaults = dict(getattr(self.kernel, "defaults", {}))
         self._lock = threading.Lock()
 
     # -- launch ------------------------------------------------------------------------------------------
     def run(self, *args, grid, **kwargs):
-        clash = sorted(set(kwargs) & self._chosen_by_configs)
-        if clash:
+        if kwargs and not self._chosen_by_configs.isdisjoint(kwargs):
+            clash = sorted(self._chosen_by_configs.intersection(kwargs))
             raise LaunchError(f"{', '.join(clash)} {'is' if len(clash) == 1 else 'are'} chosen by the autotuner "
                               "and cannot also be passed to the launch", kernel=self.__name__,
                               hint="remove them from the call, or from the configs")
-        if len(self.configs) == 1:
-            config = self.configs[0]
-        else:
-            key = self.key_of(self._all_args(args, kwargs))
-            config = self.cache.get(key)
-            if config is None:
-                with self._lock:
-                    config = self.cache.get(key) or self._choose(key, args, grid, kwargs)
+        config = self.configs[0] if len(self.configs) == 1 else self._config_for(args, grid, kwargs)
         self.best_config = config
+        options = config.all_kwargs()
         if config.pre_hook is not None:
-            config.pre_hook({**self._all_args(args, kwargs), **config.all_kwargs()})
-        return self.fn.run(*args, grid=grid, **kwargs, **config.all_kwargs())
+            config.pre_hook({**self._all_args(args, kwargs), **options})
+        return self.fn.run(*args, grid=grid, **kwargs, **options)
+
+    def _config_for(self, args, grid, kwargs):
+        key = self._key(args, kwargs)
+        config = self.cache.get(key)
+        if config is None:
+            with self._lock:
+                config = self.cache.get(key) or self._choose(key, args, grid, kwargs)
+        return config
 
     def warmup(self, *args, grid=None, **kwargs):
         """Compile every candidate config for these arguments (in parallel), launching nothing."""
@@ -183,9 +187,22 @@ class Autotuner(_Wrapper):
 
     def key_of(self, all_args):
         """The tuning key: the values of the `key` arguments, then the dtype of every argument that has one."""
-        parts = [_key_value(all_args.get(name)) for name in self.keys]
-        for name in self.arg_names:
-            dt = getattr(all_args.get(name), "dtype", None)
+        return self._key((), all_args)
+
+    def _key(self, args, kwargs):
+        # On every launch: keep it cheap (no dict of all arguments, dtype names memoised).
+        n = len(args)
+        parts = []
+        for name in self.keys:
+            i = self._position[name]
+            parts.append(_key_value(args[i] if i < n else kwargs[name] if name in kwargs
+                                    else self._defaults.get(name)))
+        for v in args:
+            dt = getattr(v, "dtype", None)
+            if dt is not None:
+                parts.append(_dtype_name(dt))
+        for name in self.arg_names[n:]:
+            dt = getattr(kwargs[name] if name in kwargs else self._defaults.get(name), "dtype", None)
             if dt is not None:
                 parts.append(_dtype_name(dt))
         return tuple(parts)
@@ -390,22 +407,31 @@ def _first_line(error):
 
 
 def _key_value(v):
+    if type(v) in (int, float, bool, str) or v is None:
+        return v
     if isinstance(v, constexpr):
         v = v.value
     if isinstance(v, np.generic):
         return v.item()
-    if v is None or isinstance(v, (bool, int, float, str)):
+    if isinstance(v, (bool, int, float, str)):
         return v
     if hasattr(v, "shape") and hasattr(v, "dtype"):
         return ("shape", tuple(int(s) for s in v.shape))
     return str(v)
 
 
+_dtype_names: dict = {}
+
+
 def _dtype_name(dt):
-    try:
-        return from_array_dtype(dt).name
-    except TypeError:
-        return str(dt)
+    name = _dtype_names.get(dt)
+    if name is None:
+        try:
+            name = from_array_dtype(dt).name
+        except TypeError:
+            name = str(dt)
+        _dtype_names[dt] = name
+    return name
 
 
 def _device_tag(values):

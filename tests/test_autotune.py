@@ -393,3 +393,53 @@ def test_concurrent_writers_never_expose_a_partial_entry(fresh_cache_dir):
     assert all(w.wait() == 0 for w in writers)
     assert autotune_cache.load(path, ["a", "b"]) in (0, 1)
     assert [p.name for p in path.parent.iterdir()] == ["race.json"]
+
+
+# ---- the default timer, with a fake clock --------------------------------------------------------------
+
+class FakeClock:
+    """Events are readings of a fake time that launches and L2 flushes advance."""
+
+    def __init__(self):
+        self.now = 0.0
+        self.flushes = 0
+
+    def event(self):
+        return self.now
+
+    def elapsed_ms(self, start, end):
+        return end - start
+
+    def synchronize(self):
+        pass
+
+    def flush_l2(self):
+        self.flushes += 1
+        self.now += 0.5
+
+
+def test_do_bench_sizes_warmup_and_reps_from_an_estimate_and_times_each_launch_alone():
+    from transpiler.testing import do_bench
+    clock, calls = FakeClock(), []
+
+    def launch():
+        calls.append(1)
+        clock.now += 1.0 + 0.1 * (len(calls) % 3)      # 1.0, 1.1 or 1.2 ms
+    t = do_bench(launch, warmup=25, rep=100, clock=clock)
+    # Five estimating launches cost 5 * (flush 0.5 + ~1.1): about 1.6 ms each, so 15 warm-up and 62 timed.
+    assert len(calls) == 1 + 5 + 15 + 62 and clock.flushes == 5 + 62
+    assert t == pytest.approx(1.1)           # the median; flushes are outside the timed region
+    q = do_bench(launch, warmup=1, rep=10, clock=clock, quantiles=[0.0, 0.5, 1.0], flush_l2=False)
+    assert q == pytest.approx([1.0, 1.1, 1.2])
+
+
+def test_autotune_times_with_do_bench_on_the_launch_clock(monkeypatch):
+    from transpiler.runtime import bench
+    clock = FakeClock()
+    cost = {32: 3.0, 64: 1.0, 128: 2.0}
+    kernel = FakeKernel(body=lambda b: setattr(clock, "now", clock.now + cost[b["BLOCK"]]))
+    monkeypatch.setattr(bench, "clock_for", lambda values, stream=None: clock)
+    tuned = transpiler.autotune(CONFIGS, key=["N"], warmup=5, rep=20)(kernel)
+    tuned[(1,)](None, None, 100)
+    assert tuned.best_config.kwargs["BLOCK"] == 64
+    assert {c.kwargs["BLOCK"]: t for c, t in tuned.configs_timings.items()} == {32: 3.0, 64: 1.0, 128: 2.0}
