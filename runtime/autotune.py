@@ -12,6 +12,7 @@ other attribute (`cuda_source`, `ir`, ...) to what they wrap.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import inspect
@@ -263,7 +264,8 @@ class Autotuner(_Wrapper):
             raise self._all_failed(failures)
         chosen = min(timings, key=timings.get)
         for name in self.reset_to_zero:      # the real launch starts from zeros, as if never tuned
-            _zero(all_args[name])
+            with _on_stream(kwargs.get("stream"), all_args[name]):
+                _zero(all_args[name])
         self.configs_timings = timings
         if path is not None:
             autotune_cache.store(path, names, candidates.index(chosen), [timings.get(c) for c in candidates],
@@ -306,6 +308,7 @@ class Autotuner(_Wrapper):
         """Median time of one config in ms; arguments in `reset_to_zero` are zeroed before each launch and
         those in `restore_value` put back after it."""
         full = {**self._all_args(args, kwargs), **config.all_kwargs()}
+        stream = kwargs.get("stream")
         saved = {name: _clone(full[name]) for name in self.restore_value}
         options = config.all_kwargs()
 
@@ -313,12 +316,14 @@ class Autotuner(_Wrapper):
             if config.pre_hook is not None:
                 config.pre_hook(full)
             for name in self.reset_to_zero:
-                _zero(full[name])
+                with _on_stream(stream, full[name]):
+                    _zero(full[name])
             try:
                 self.fn.run(*args, grid=grid, **kwargs, **options)
             finally:
                 for name, copy in saved.items():
-                    _copy_into(full[name], copy)
+                    with _on_stream(stream, full[name]):
+                        _copy_into(full[name], copy)
 
         if self.do_bench is not None:
             t = self.do_bench(launch, quantiles=(0.5, 0.2, 0.8))
@@ -446,6 +451,19 @@ def _device_tag(values):
         return f"{name} sm_{props['major']}{props['minor']}"
     except Exception:
         return "no-gpu"
+
+
+def _on_stream(stream, array):
+    """Where to zero or copy an argument: on the launch's explicit `stream` (a handle or a CuPy stream) when
+    there is one, else on the current stream of the array's framework (where the launch goes too)."""
+    if stream is None:
+        return contextlib.nullcontext()
+    handle = stream if isinstance(stream, int) else stream.ptr
+    if type(array).__module__.startswith("torch"):
+        import torch
+        return torch.cuda.stream(torch.cuda.ExternalStream(handle))
+    import cupy
+    return cupy.cuda.ExternalStream(handle)
 
 
 def _zero(a):

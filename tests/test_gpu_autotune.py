@@ -122,6 +122,21 @@ def test_reset_to_zero_makes_an_accumulating_kernel_correct_after_tuning(framewo
     assert not np.array_equal(to_host(y), x_host)
 
 
+def test_reset_to_zero_and_timing_follow_an_explicit_stream():
+    import cupy
+    x_host = _small_integers(N)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        x, y = cupy.asarray(x_host), cupy.zeros(N, dtype=cupy.float32)
+    stream.synchronize()
+    configs = [Config({"BLOCK": 256}, num_warps=2), Config({"BLOCK": 1024}, num_warps=8)]
+    tuned = transpiler.autotune(configs, key=["N"], reset_to_zero=["Y"], warmup=5, rep=20)(accumulate)
+    tuned[_grid](x, y, N, stream=stream.ptr)
+    stream.synchronize()
+    np.testing.assert_array_equal(cupy.asnumpy(y), x_host)
+    assert all(t > 0 for t in tuned.configs_timings.values())
+
+
 def test_restore_value_makes_an_in_place_kernel_apply_once():
     import cupy
     x_host = _small_integers(N)
