@@ -245,9 +245,9 @@ class Autotuner(_Wrapper):
             if best is not None:
                 self._remember(key, candidates[best], None, start, "from the disk cache")
                 return candidates[best]
-        progress = _Progress(self.__name__, len(candidates), start)
+        progress = _Progress(self.__name__, start)
         failures = self._compile(candidates, args, grid, kwargs)
-        progress.show(0, "compiled")
+        progress.show(f"compiled {len(candidates) - len(failures)} of {len(candidates)} configs")
         timings = {}
         for i, config in enumerate(candidates):
             if config not in failures:
@@ -255,7 +255,7 @@ class Autotuner(_Wrapper):
                     timings[config] = self._bench(config, args, grid, kwargs)
                 except _failure_types() as e:
                     failures[config] = e
-            progress.show(i + 1, "timed")
+            progress.show(f"timed {i + 1}/{len(candidates)} configs", last=i + 1 == len(candidates))
         progress.finish()
         for config, error in failures.items():
             warnings.warn(f"autotune '{self.__name__}': skipped config ({config}): {_first_line(error)}",
@@ -285,8 +285,9 @@ class Autotuner(_Wrapper):
                   f"best config: {config}", flush=True)
 
     def _compile(self, candidates, args, grid, kwargs):
-        """Build every candidate through the kernel's compile-only `warmup`, in a thread pool (the NVRTC part
-        runs in parallel; the kernel serialises its own code generation). Returns the failures."""
+        """Build every candidate through the kernel's compile-only `warmup`, in a thread pool. Returns the
+        failures. (The kernel generates code under its lock, and CuPy 14's NVRTC binding holds the GIL, so the
+        threads overlap little today; they will when the binding releases it.)"""
         if not hasattr(self.kernel, "warmup") or _interpreting():
             return {}
 
@@ -351,18 +352,16 @@ class Autotuner(_Wrapper):
 class _Progress:
     """A line on stderr now and then while a tuning that has taken more than a second goes on."""
 
-    def __init__(self, name, total, start):
-        self.name, self.total, self.start = name, total, start
+    def __init__(self, name, start):
+        self.name, self.start = name, start
         self.last = None
 
-    def show(self, done, what):
+    def show(self, what, last=False):
         now = time.perf_counter()
-        if now - self.start < PROGRESS_AFTER_S or (self.last is not None and now - self.last < 1.0
-                                                   and done < self.total):
+        if now - self.start < PROGRESS_AFTER_S or (self.last is not None and now - self.last < 1.0 and not last):
             return
         self.last = now
-        print(f"transpiler autotune '{self.name}': {what} {done}/{self.total} configs, "
-              f"{now - self.start:.1f} s", file=sys.stderr, flush=True)
+        print(f"transpiler autotune '{self.name}': {what}, {now - self.start:.1f} s", file=sys.stderr, flush=True)
 
     def finish(self):
         if self.last is not None:
