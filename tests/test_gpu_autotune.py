@@ -53,7 +53,8 @@ def _small_integers(n, seed=0):
     return np.random.default_rng(seed).integers(-8, 9, n).astype(np.float32)
 
 
-SLOW_THEN_FAST = [Config({"REPEAT": 512, "BLOCK": 1024}, num_warps=4), Config({"REPEAT": 1, "BLOCK": 1024}, num_warps=4)]
+SLOW_THEN_FAST = [Config({"REPEAT": 512, "BLOCK": 1024}, num_warps=4),
+                  Config({"REPEAT": 1, "BLOCK": 1024}, num_warps=4)]
 
 
 def test_autotune_picks_the_config_without_redundant_work_cupy():
@@ -78,6 +79,21 @@ def test_autotune_picks_the_config_without_redundant_work_torch():
     torch.cuda.synchronize()
     assert tuned.best_config.kwargs["REPEAT"] == 1
     np.testing.assert_array_equal(y.cpu().numpy(), x_host)
+
+
+def test_many_configs_compiled_in_the_pool_all_get_timed():
+    import warnings
+    import cupy
+    configs = [Config({"REPEAT": r, "BLOCK": b}, num_warps=w) for r in (1, 2) for b, w in ((256, 1), (1024, 4),
+                                                                                           (4096, 8))]
+    tuned = transpiler.autotune(configs, key=["N"], warmup=2, rep=10)(repeat_add)
+    x_host = _small_integers(1 << 20)
+    x, y = cupy.asarray(x_host), cupy.zeros(1 << 20, dtype=cupy.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AutotuneWarning)
+        tuned[_grid](x, y, 1 << 20)
+    assert len(tuned.configs_timings) == len(configs)
+    np.testing.assert_array_equal(cupy.asnumpy(y), x_host)
 
 
 def test_a_config_that_does_not_compile_is_skipped_and_the_rest_tuned():
