@@ -83,6 +83,24 @@ class _Wrapper:
     def __getitem__(self, grid):
         return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
 
+    def run(self, *args, grid, **kwargs):
+        return self._launch(args, kwargs, grid, _interpreting())
+
+    @property
+    def interpret(self):
+        """`wrapper.interpret[grid](*args)`: the same meta-parameters, run by the CPU interpreter."""
+        wrapper = self
+
+        class _Interpret:
+            def __getitem__(self, grid):
+                return lambda *args, **kwargs: wrapper._launch(args, kwargs, grid, True)
+        return _Interpret()
+
+    def _call_fn(self, args, kwargs, grid, interpret):
+        if interpret:
+            return self.fn.interpret[grid](*args, **kwargs)
+        return self.fn.run(*args, grid=grid, **kwargs)
+
     def __getattr__(self, name):
         if name.startswith("__") or name in ("fn", "kernel"):
             raise AttributeError(name)
@@ -109,8 +127,8 @@ class Heuristics(_Wrapper):
         self.values = dict(values)
         self._check_names("heuristics", self.values)
 
-    def run(self, *args, grid, **kwargs):
-        return self.fn.run(*args, grid=grid, **self._with_values(args, kwargs))
+    def _launch(self, args, kwargs, grid, interpret):
+        return self._call_fn(args, self._with_values(args, kwargs), grid, interpret)
 
     def warmup(self, *args, grid=None, **kwargs):
         return self.fn.warmup(*args, grid=grid, **self._with_values(args, kwargs))
@@ -157,25 +175,27 @@ class Autotuner(_Wrapper):
         self._lock = threading.Lock()
 
     # -- launch ------------------------------------------------------------------------------------------
-    def run(self, *args, grid, **kwargs):
+    def _launch(self, args, kwargs, grid, interpret):
         if kwargs and not self._chosen_by_configs.isdisjoint(kwargs):
             clash = sorted(self._chosen_by_configs.intersection(kwargs))
             raise LaunchError(f"{', '.join(clash)} {'is' if len(clash) == 1 else 'are'} chosen by the autotuner "
                               "and cannot also be passed to the launch", kernel=self.__name__,
                               hint="remove them from the call, or from the configs")
-        config = self.configs[0] if len(self.configs) == 1 else self._config_for(args, grid, kwargs)
+        config = self.configs[0] if len(self.configs) == 1 else self._config_for(args, grid, kwargs, interpret)
         self.best_config = config
         options = config.all_kwargs()
         if config.pre_hook is not None:
             config.pre_hook({**self._all_args(args, kwargs), **options})
-        return self.fn.run(*args, grid=grid, **kwargs, **options)
+        return self._call_fn(args, {**kwargs, **options}, grid, interpret)
 
-    def _config_for(self, args, grid, kwargs):
+    def _config_for(self, args, grid, kwargs, interpret):
         key = self._key(args, kwargs)
+        if interpret:
+            key += ("interpreter",)     # an interpreter's choice is not a GPU's
         config = self.cache.get(key)
         if config is None:
             with self._lock:
-                config = self.cache.get(key) or self._choose(key, args, grid, kwargs)
+                config = self.cache.get(key) or self._choose(key, args, grid, kwargs, interpret)
         return config
 
     def warmup(self, *args, grid=None, **kwargs):
@@ -227,11 +247,11 @@ class Autotuner(_Wrapper):
         return configs
 
     # -- choosing ----------------------------------------------------------------------------------------
-    def _choose(self, key, args, grid, kwargs):
+    def _choose(self, key, args, grid, kwargs, interpret):
         start = time.perf_counter()
         all_args = self._all_args(args, kwargs)
         candidates = self.prune_configs(kwargs, dict(zip(self.arg_names, args)))
-        if len(candidates) == 1 or (_interpreting() and self.do_bench is None):
+        if len(candidates) == 1 or (interpret and self.do_bench is None):
             # Nothing to time: one candidate left, or the CPU interpreter (whose speed says nothing).
             chosen = candidates[0]
             self._remember(key, chosen, None, start, "not timed (one candidate)" if len(candidates) == 1
@@ -240,19 +260,20 @@ class Autotuner(_Wrapper):
         names = [str(c) for c in candidates]
         path = None
         if self.cache_results:
-            path = autotune_cache.entry_path(self._source_hash(), _device_tag(all_args.values()), key, names)
+            device = "interpreter" if interpret else _device_tag(all_args.values())
+            path = autotune_cache.entry_path(self._source_hash(), device, key, names)
             best = autotune_cache.load(path, names)
             if best is not None:
                 self._remember(key, candidates[best], None, start, "from the disk cache")
                 return candidates[best]
         progress = _Progress(self.__name__, start)
-        failures = self._compile(candidates, args, grid, kwargs)
+        failures = {} if interpret else self._compile(candidates, args, grid, kwargs)
         progress.show(f"compiled {len(candidates) - len(failures)} of {len(candidates)} configs")
         timings = {}
         for i, config in enumerate(candidates):
             if config not in failures:
                 try:
-                    timings[config] = self._bench(config, args, grid, kwargs)
+                    timings[config] = self._bench(config, args, grid, kwargs, interpret)
                 except _failure_types() as e:
                     failures[config] = e
             progress.show(f"timed {i + 1}/{len(candidates)} configs", last=i + 1 == len(candidates))
@@ -288,7 +309,7 @@ class Autotuner(_Wrapper):
         """Build every candidate through the kernel's compile-only `warmup`, in a thread pool. Returns the
         failures. (The kernel generates code under its lock, and CuPy 14's NVRTC binding holds the GIL, so the
         threads overlap little today; they will when the binding releases it.)"""
-        if not hasattr(self.kernel, "warmup") or _interpreting():
+        if not hasattr(self.kernel, "warmup"):
             return {}
 
         def compile_one(config):
@@ -305,7 +326,7 @@ class Autotuner(_Wrapper):
                     failures[config] = e
         return failures
 
-    def _bench(self, config, args, grid, kwargs):
+    def _bench(self, config, args, grid, kwargs, interpret):
         """Median time of one config in ms; arguments in `reset_to_zero` are zeroed before each launch and
         those in `restore_value` put back after it."""
         full = {**self._all_args(args, kwargs), **config.all_kwargs()}
@@ -320,7 +341,7 @@ class Autotuner(_Wrapper):
                 with _on_stream(stream, full[name]):
                     _zero(full[name])
             try:
-                self.fn.run(*args, grid=grid, **kwargs, **options)
+                self._call_fn(args, {**kwargs, **options}, grid, interpret)
             finally:
                 for name, copy in saved.items():
                     with _on_stream(stream, full[name]):
@@ -440,8 +461,6 @@ def _dtype_name(dt):
 
 def _device_tag(values):
     """Which GPU the timings are for (the results of one GPU model say nothing about another)."""
-    if _interpreting():
-        return "interpreter"
     try:
         import cupy
         device = bench.device_of(values)

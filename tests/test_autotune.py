@@ -208,6 +208,18 @@ def test_under_the_interpreter_without_a_bench_the_first_candidate_is_used(monke
     np.testing.assert_array_equal(y, 2 * x.astype(np.float64))
 
 
+def test_interpret_view_goes_through_heuristics_and_autotune_to_the_interpreter():
+    tuned = transpiler.autotune([Config({"BLOCK": 32}), Config({"BLOCK": 128})], key=["N"])(_double)
+    k = transpiler.heuristics({"N": lambda a: a["X"].shape[0] - 1})(tuned)
+    x = np.arange(50, dtype=np.float32)
+    y = np.full_like(x, -1.0)
+    k.interpret[lambda meta: (transpiler.cdiv(meta["N"], meta["BLOCK"]),)](x, y)
+    assert tuned.best_config.kwargs == {"BLOCK": 32}     # untimed: the first candidate
+    np.testing.assert_array_equal(y[:49], 2 * x[:49].astype(np.float64))
+    assert y[49] == -1.0                                   # N came from the heuristic
+    assert list(tuned.cache) == [(49, "fp32", "fp32", "interpreter")]
+
+
 # ---- pruning ---------------------------------------------------------------------------------------------
 
 def test_early_config_prune_removes_configs_before_timing():
