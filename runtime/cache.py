@@ -62,12 +62,23 @@ def load(key: str):
 
 
 def store(key: str, data: dict):
-    folder = cache_dir()
+    write_json(cache_dir() / f"{key}.json", data)
+
+
+def write_json(path: Path, data: dict):
+    """Write an entry whole or not at all (temporary file + rename), so readers and concurrent writers never
+    see half of one; the last writer wins."""
+    tmp = None
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
         with os.fdopen(fd, "w") as f:
             json.dump(data, f)
-        os.replace(tmp, folder / f"{key}.json")
+        os.replace(tmp, path)
     except OSError:
-        pass  # a read-only or full cache never breaks a launch
+        # A read-only or full cache never breaks a launch.
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass

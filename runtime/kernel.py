@@ -266,6 +266,18 @@ class Kernel:
         key, _ = self._key_and_infos(bound)
         return self.variant(key, bound, options["num_warps"], options["num_stages"])
 
+    def warmup(self, *args, grid=None, **kwargs):
+        """Build the variant a launch with these arguments would use, and load it on their device, without
+        launching (the autotuner compiles its configs in parallel through this). Returns the CUDA source."""
+        bound, options = self._bind(args, kwargs)
+        key, infos = self._key_and_infos(bound)
+        var = self.variant(key, bound, options["num_warps"], options["num_stages"])
+        devices = {i.device for i in infos if i is not None}
+        if None not in devices and len(devices) <= 1 and gpu_available():
+            import cupy
+            var.function(devices.pop() if devices else cupy.cuda.runtime.getDevice())
+        return var.source
+
     def ir(self, *args, num_warps=4, num_stages=3, **kwargs):
         """The typed IR of a specialization (for tests and for reading)."""
         from ..parse import build_kernel_ir

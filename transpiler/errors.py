@@ -109,5 +109,9 @@ class InterpreterError(TranspilerError):
     """A fault found by the CPU interpreter (out-of-bounds access)."""
 
 
+class AutotuneError(TranspilerError):
+    """An autotuner that cannot choose: every config failed, or it was declared with unknown names."""
+
+
 class InternalCompilerError(TranspilerError):
     """Our generated C++ did not compile: a bug in this project, not in the kernel."""
