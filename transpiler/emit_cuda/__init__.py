@@ -1,6 +1,8 @@
 """IR + analysis decisions in, one self-contained `.cu` file out (lowering rules + Jinja templates)."""
 from __future__ import annotations
 
+import os
+
 from . import cspell
 from . import rules  # noqa: F401  (registers the lowering rules)
 from .emitter import Emitter, jinja_env, templates_dir
@@ -92,7 +94,8 @@ def emit_kernel(kernel, analysis) -> str:
     for layout, i in sorted(em.layout_ids.items(), key=lambda kv: kv[1]):
         notes.append(f"layout L{i}: {layout.describe()} ({layout.num_regs} registers per thread)")
     return jinja_env().get_template("kernel.cu.j2").render(
-        source_file=kernel.source_file, name=kernel.name, specialization=_specialization_text(kernel),
+        source_file=os.path.basename(kernel.source_file),  # no absolute path: stable snapshots
+        name=kernel.name, specialization=_specialization_text(kernel),
         num_warps=kernel.num_warps, threads=32 * kernel.num_warps, layout_notes=notes,
         device_header=(templates_dir() / "device.cuh").read_text(), device_functions=em.device_functions,
         params=_params(kernel, written), shared_decls=em.shared_decls,
