@@ -286,6 +286,12 @@ class Kernel:
         specs = [arg_spec(n, p, bound[n], p[0] == "c") for n, p in zip(self.arg_names, key)]
         return build_kernel_ir(self.fn, specs, options["num_warps"], options["num_stages"])
 
+    def explain(self, *args, num_warps=4, **kwargs):
+        """A readable report of this specialization's decisions: layouts, vector widths, reductions, shared
+        memory, per Python line (see `transpiler/explain.py`)."""
+        from ..explain import explain_kernel
+        return explain_kernel(self, *args, num_warps=num_warps, **kwargs)
+
     # -- launch ------------------------------------------------------------------------------------------
     def run(self, *args, grid, **kwargs):
         if os.environ.get("TRANSPILER_INTERPRET") == "1":

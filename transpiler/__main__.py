@@ -1,4 +1,5 @@
 """`python -m transpiler demo`: transpile the examples, write their `.cu` files, run or compile them, print a table.
+`python -m transpiler explain examples/softmax.py`: the explain report of each specialization it launches.
 
 With a GPU each example runs and checks itself against NumPy; without one, the CPU interpreter checks it and
 NVRTC (when installed) compiles every generated file for sm_90a, reporting registers and spills.
@@ -91,14 +92,66 @@ def demo(out_dir: str) -> int:
     return 1 if failed else 0
 
 
+class _Recorded(Exception):
+    """Raised by a launch under `explain` once its arguments are recorded: nothing runs."""
+
+
+def explain_example(path: str, cpu_cases: bool = False) -> int:
+    """Print the explain report of every specialization an example's cases launch, without running them.
+
+    The example's `run_case` builds each case's inputs as NumPy arrays (they stand in for device arrays: only
+    dtype and alignment select a specialization); its launch is recorded and stopped there.
+    """
+    from .runtime.kernel import Kernel
+    file = Path(path)
+    sys.path.insert(0, str(file.resolve().parent))
+    spec = importlib.util.spec_from_file_location(f"explain_{file.stem}", file)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    launches = []
+
+    def record(self, grid, args, kwargs):
+        launches.append((self, args, dict(kwargs)))
+        raise _Recorded
+
+    saved = Kernel._interpret
+    Kernel._interpret = record
+    try:
+        for case in getattr(module, "CPU_CASES" if cpu_cases else "GPU_CASES", []):
+            try:
+                with redirect_stdout(io.StringIO()):
+                    module.run_case("numpy", timed=False, **case)
+            except _Recorded:
+                pass
+            except TypeError as e:  # bfloat16: NumPy has no such dtype
+                print(f"# skipped case {case}: {e}\n")
+    finally:
+        Kernel._interpret = saved
+    seen = set()
+    for kernel, args, kwargs in launches:
+        text = kernel.explain(*args, **kwargs)
+        if text not in seen:
+            seen.add(text)
+            print(text)
+    if not launches:
+        print(f"{path}: no kernel launch recorded (does it define GPU_CASES and run_case(lib, ...)?)")
+        return 1
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m transpiler")
     sub = parser.add_subparsers(dest="command")
     d = sub.add_parser("demo", help="transpile, run or compile, and check the examples")
     d.add_argument("--out", default="demo_out", help="folder for the generated .cu files")
+    e = sub.add_parser("explain", help="print the decisions made for each specialization an example launches")
+    e.add_argument("file", help="an example file, e.g. examples/softmax.py")
+    e.add_argument("--cpu-cases", action="store_true", help="the example's small CPU cases instead of its GPU ones")
     args = parser.parse_args(argv)
     if args.command == "demo":
         return demo(args.out)
+    if args.command == "explain":
+        return explain_example(args.file, args.cpu_cases)
     parser.print_help()
     return 2
 

@@ -1,6 +1,7 @@
 """IR + analysis decisions in, one self-contained `.cu` file out (lowering rules + Jinja templates)."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from . import cspell
@@ -98,6 +99,7 @@ class EmittedKernel:
 
     source: str
     shared_bytes: int      # dynamic shared memory per program
+    shared_buffers: tuple = ()   # (name, C type, count, bytes, purpose) of each buffer, for reports
 
 
 def emit_kernel(kernel, analysis) -> EmittedKernel:
@@ -114,13 +116,14 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
         notes.append(f"layout L{i}: {layout.describe()} ({layout.num_regs} registers per thread)")
     shared_bytes, smem_constants = em.smem.layout()
     source = jinja_env().get_template("kernel.cu.j2").render(
-        source_file=kernel.source_file, name=kernel.name, specialization=_specialization_text(kernel),
+        source_file=os.path.basename(kernel.source_file),  # no absolute path: stable snapshots
+        name=kernel.name, specialization=_specialization_text(kernel),
         num_warps=kernel.num_warps, threads=32 * kernel.num_warps, layout_notes=notes,
         device_header=(templates_dir() / "device.cuh").read_text(), device_functions=em.device_functions,
         params=_params(kernel, written), shared_bytes=shared_bytes,
         shared_decls=(smem_constants + em.shared_decls) if shared_bytes else [],
         thread_bases=em.thread_base_lines, body="\n".join(em.lines))
-    return EmittedKernel(source, shared_bytes)
+    return EmittedKernel(source, shared_bytes, tuple(em.smem.buffers))
 
 
 __all__ = ["emit_kernel", "EmittedKernel"]

@@ -225,9 +225,10 @@ class Emitter:
         offset = self.smem.persistent(count * dt.itemsize)
         ct = cspell.ctype(dt)
         self.shared_decls.append(f"{ct}* {name} = reinterpret_cast<{ct}*>(tp_smem + {offset});")
+        self.smem.record(name, ct, count, dt.itemsize, "cross-warp reduction")
         return name
 
-    def scratch_buffers(self, requests):
+    def scratch_buffers(self, requests, purpose):
         """Scratch space for one conversion or one dot's operands: [(dtype, count, hint)] -> names, and
         whether a barrier must come first (earlier readers of the same bytes may still be reading)."""
         barrier = self.smem.begin_scratch(self.loop_depth > 0)
@@ -236,6 +237,7 @@ class Emitter:
             name = self.fresh(hint)
             ct = cspell.ctype(dt)
             self.write(f"{ct}* {name} = reinterpret_cast<{ct}*>(tp_smem + {self.smem.scratch(count * dt.itemsize)});")
+            self.smem.record(name, ct, count, dt.itemsize, purpose)
             names.append(name)
         return names, barrier
 
@@ -244,6 +246,7 @@ class Emitter:
         name = self.fresh(hint)
         ct = cspell.ctype(dt)
         self.write(f"{ct}* {name} = reinterpret_cast<{ct}*>(tp_smem + {self.smem.stage(count * dt.itemsize)});")
+        self.smem.record(name, ct, count, dt.itemsize, "pipeline stages of a loop")
         return name
 
     # -- values --------------------------------------------------------------------------------------------
@@ -294,7 +297,8 @@ class Emitter:
     def convert(self, v, own, layout, src: Read) -> Read:
         dt = v.dtype
         self.write(f"// {self.name_of(v)} to layout L{self.layout_id(layout)} through shared memory")
-        (buf,), barrier = self.scratch_buffers([(dt, v.type.numel + _padding(v.type.shape, dt), f"convert_{self.name_of(v)}")])
+        (buf,), barrier = self.scratch_buffers(
+            [(dt, v.type.numel + _padding(v.type.shape, dt), f"convert_{self.name_of(v)}")], "layout conversion")
         name = self.fresh(f"{self.name_of(v)}_L{self.layout_id(layout)}")
         text = self.macros.convert(dict(
             ctype=cspell.ctype(dt), name=name, n_src=own.num_regs, n_dst=layout.num_regs, buf=buf,
@@ -397,6 +401,10 @@ class SharedMemoryPool:
         self.max_scratch = 0          # outside pipelined loops
         self.max_scratch_in_pipeline = 0
         self.scratch_used = False
+        self.buffers = []             # (name, C type, count, bytes, purpose), for reports
+
+    def record(self, name, ctype, count, itemsize, purpose):
+        self.buffers.append((name, ctype, count, count * itemsize, purpose))
 
     @staticmethod
     def _align(n):

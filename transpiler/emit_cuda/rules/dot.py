@@ -22,7 +22,8 @@ def _operand_views(em, op):
     pending = [(v, k_dim) for v, k_dim in ((a, 1), (b, 0)) if views[v] is None]
     if pending:
         em.write("// dot operands: registers to shared memory")
-        names, barrier = em.scratch_buffers([(v.dtype, v.type.numel, f"{em.name_of(v)}_tile") for v, _ in pending])
+        names, barrier = em.scratch_buffers([(v.dtype, v.type.numel, f"{em.name_of(v)}_tile") for v, _ in pending],
+                                            "dot operand")
         if barrier:
             em.write("__syncthreads();  // earlier readers of this scratch space are done")
         for (v, k_dim), buf in zip(pending, names):

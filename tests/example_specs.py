@@ -1,0 +1,124 @@
+"""Representative specializations of the examples' kernels, for the tests that look at generated code.
+
+Each spec names one example kernel and the launch arguments that select one specialization (NumPy arrays
+stand in for device arrays: only dtype and 16-byte alignment matter), as the example's own GPU cases launch
+it. The snapshot, nvcc, decision and explain tests all read this one list, so they talk about the same code.
+
+`source_of(spec)` gives the `.cu`; `analysis_of(spec)` the IR with its analysis (decision log, widths).
+bf16 pointers, which NumPy cannot hold, are asked for with `dtype_override` (the fp16 stand-in's key is
+re-typed; nothing else in a specialization key depends on the array).
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from transpiler.__main__ import _load
+
+
+def aligned(shape, dtype, offset_elems=0):
+    """Zeros of `shape` whose first element sits `offset_elems` elements past a 16-byte boundary."""
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape)) if shape else 1
+    raw = np.zeros(n * dtype.itemsize + 16 + offset_elems * dtype.itemsize + 16, np.uint8)
+    start = (-raw.ctypes.data) % 16 + offset_elems * dtype.itemsize
+    return raw[start:start + n * dtype.itemsize].view(dtype).reshape(shape)
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str               # snapshot file stem
+    example: str            # examples/<example>.py
+    kernel: str             # attribute of the module
+    make_args: object       # () -> list of positional arguments
+    constexprs: dict = field(default_factory=dict)
+    num_warps: int = 4
+    dtype_override: dict = field(default_factory=dict)   # argument name -> dtype name ("bf16")
+
+    @property
+    def module(self):
+        return example_module(self.example)
+
+    @property
+    def kernel_obj(self):
+        return getattr(self.module, self.kernel)
+
+
+@functools.lru_cache(maxsize=None)
+def example_module(name):
+    return _load(name)
+
+
+def _vector_add(n=1_000_003):
+    return lambda: [aligned(64, np.float32), aligned(64, np.float32), aligned(64, np.float32), n]
+
+
+def _softmax(dtype, n_cols, stride):
+    return lambda: [aligned(64, dtype), aligned(64, dtype), stride, stride, n_cols]
+
+
+def _layernorm(dtype, n_cols, stride):
+    return lambda: [aligned(64, dtype), aligned(64, dtype), aligned(64, dtype), aligned(64, dtype),
+                    aligned(64, np.float32), aligned(64, np.float32), stride, stride, n_cols, 1e-5]
+
+
+def _giou(dtype, n_boxes):
+    return lambda: [aligned(64, dtype), aligned(64, dtype), aligned(64, np.float32), aligned(64, np.bool_),
+                    n_boxes, 1e-7]
+
+
+SPECS = [
+    # vector_add's GPU case: fp32, n = 1_000_003 (not a multiple of the block), BLOCK 1024, 4 warps.
+    Spec("vector_add_fp32", "vector_add", "add_kernel", _vector_add(), dict(BLOCK=1024), 4),
+    # softmax 8192 x 4000: rows 16-byte aligned (stride a multiple of 16), BLOCK 4096, 16 warps.
+    Spec("softmax_fp32_4000", "softmax", "softmax_kernel", _softmax(np.float32, 4000, 4000), dict(BLOCK=4096), 16),
+    # softmax 1823 x 781: the row stride is not a multiple of 16, so rows are not known to be aligned.
+    Spec("softmax_fp32_781", "softmax", "softmax_kernel", _softmax(np.float32, 781, 781), dict(BLOCK=1024), 4),
+    Spec("softmax_fp16_4096", "softmax", "softmax_kernel", _softmax(np.float16, 4093, 4096), dict(BLOCK=4096), 16),
+    # layernorm 2049 x 4000 fp16 (Triton's rule: BLOCK 4096 -> 8 warps), and the same in bf16.
+    Spec("layernorm_fp16_4000", "layernorm", "layernorm_kernel", _layernorm(np.float16, 4000, 4000),
+         dict(BLOCK=4096), 8),
+    Spec("layernorm_bf16_4000", "layernorm", "layernorm_kernel", _layernorm(np.float16, 4000, 4000),
+         dict(BLOCK=4096), 8, dict(X="bf16", Y="bf16", W="bf16", B="bf16")),
+    # giou_loss 64 x 10007 boxes, fp32 and fp16, BLOCK 512.
+    Spec("giou_loss_fp32", "giou_loss", "giou_loss_kernel", _giou(np.float32, 64 * 10007), dict(BLOCK=512), 4),
+    Spec("giou_loss_fp16", "giou_loss", "giou_loss_kernel", _giou(np.float16, 64 * 10007), dict(BLOCK=512), 4),
+]
+BY_NAME = {s.name: s for s in SPECS}
+
+
+def specialization_key(kernel, args, constexprs, num_warps, dtype_override=None):
+    """(key, bound) of a launch, with pointer element types re-typed by `dtype_override`."""
+    bound, options = kernel._bind(list(args), dict(constexprs, num_warps=num_warps))
+    key, _ = kernel._key_and_infos(bound)
+    if dtype_override:
+        key = tuple(("ptr", dtype_override[n], part[2]) if part[0] == "ptr" and n in dtype_override else part
+                    for n, part in zip(kernel.arg_names, key))
+    return key, bound
+
+
+def source_for(kernel, args, constexprs, num_warps=4, dtype_override=None):
+    """The `.cu` of one specialization (what `kernel.cuda_source` returns, plus bf16 by override)."""
+    key, bound = specialization_key(kernel, args, constexprs, num_warps, dtype_override)
+    return kernel.variant(key, bound, num_warps).source
+
+
+def source_of(spec: Spec) -> str:
+    return source_for(spec.kernel_obj, spec.make_args(), spec.constexprs, spec.num_warps, spec.dtype_override)
+
+
+def analysis_for(kernel, args, constexprs, num_warps=4, dtype_override=None):
+    """(ir, analysis) of one specialization: the IR the emitter sees and the decisions made about it."""
+    from transpiler.analysis import analyze
+    from transpiler.analysis.specialization import arg_spec
+    from transpiler.parse import build_kernel_ir
+    key, bound = specialization_key(kernel, args, constexprs, num_warps, dtype_override)
+    specs = [arg_spec(n, p, bound[n], p[0] == "c") for n, p in zip(kernel.arg_names, key)]
+    ir = build_kernel_ir(kernel.fn, specs, num_warps)
+    return ir, analyze(ir)
+
+
+def analysis_of(spec: Spec):
+    return analysis_for(spec.kernel_obj, spec.make_args(), spec.constexprs, spec.num_warps, spec.dtype_override)

@@ -1,0 +1,171 @@
+"""The explain report: the decisions made for one specialization, joined to the Python lines they concern.
+
+Reads what the passes already decided (the IR, its `KernelAnalysis` with the decision log) and what the
+emitter allocated (the shared-memory buffers), and writes plain text: the specialization, each
+layout with its registers, lanes and warps per dimension, then per Python line the layout of each block
+value defined there, the vector width of each load and store with the reason, how each reduction crosses
+registers, lanes and warps, and the shared memory used. Decides nothing itself.
+
+`kernel.explain(*args, **constexprs)` and `python -m transpiler explain examples/softmax.py` print it.
+"""
+from __future__ import annotations
+
+import os
+
+from .analysis.layouts import LinearLayout
+
+
+def _bits(bases, dim):
+    return sum(1 for b in bases if b[dim])
+
+
+def layout_per_dim(layout: LinearLayout) -> list:
+    """Per dimension: (size, registers, contiguous registers, lanes, warps) along it."""
+    out = []
+    for d, size in enumerate(layout.shape):
+        out.append((size, 1 << _bits(layout.reg, d), layout.contiguous_regs(d), 1 << _bits(layout.lane, d),
+                    1 << _bits(layout.warp, d)))
+    return out
+
+
+def describe_layout(layout: LinearLayout) -> str:
+    dims = []
+    for d, (size, regs, contig, lanes, warps) in enumerate(layout_per_dim(layout)):
+        run = f" in runs of {contig}" if contig > 1 else ""
+        dims.append(f"dim {d} ({size}): {regs} registers{run} x {lanes} lanes x {warps} warps")
+    copies = []
+    rep_lanes = bin(layout.replicated_lane_mask()).count("1")
+    rep_warps = bin(layout.replicated_warp_mask()).count("1")
+    if rep_lanes:
+        copies.append(f"{1 << rep_lanes} lanes hold copies")
+    if rep_warps:
+        copies.append(f"{1 << rep_warps} warps hold copies")
+    text = f"{list(layout.shape)}, {layout.num_regs} registers per thread; " + "; ".join(dims)
+    return text + (f" ({', '.join(copies)})" if copies else "")
+
+
+class _Names:
+    """Short names L0, L1, ... for the layouts in order of first appearance."""
+
+    def __init__(self):
+        self.ids = {}
+
+    def __call__(self, layout):
+        if layout not in self.ids:
+            self.ids[layout] = f"L{len(self.ids)}"
+        return self.ids[layout]
+
+
+def _value_name(v):
+    return v.name or "(unnamed value)"
+
+
+def _reduce_text(op, layouts, name_of):
+    src = layouts.reduce_input[op]
+    axis = op.attrs["axis"]
+    size, regs, _, lanes, warps = layout_per_dim(src)[axis]
+    lane_masks = [1 << i for i, b in enumerate(src.lane) if b[axis]]
+    steps = [f"{regs} registers combined in each thread"]
+    if lane_masks:
+        steps.append(f"{lanes} lanes by xor shuffles ({', '.join(map(str, lane_masks))})")
+    if warps > 1:
+        steps.append(f"{warps} warps through shared memory")
+    else:
+        steps.append("no shared memory")
+    result = src.drop_dims([axis])
+    where = "a scalar" if not result.shape else f"layout {name_of(result)} (the slice of {name_of(src)})"
+    operand = op.operands[0]
+    return (f"reduce {op.attrs['combine']} over dim {axis} ({size} elements) of {_value_name(operand)} "
+            f"{operand.type} in {name_of(src)}: " + ", then ".join(steps) + f"; result in {where}")
+
+
+def _memory_text(op, analysis, name_of):
+    layout = analysis.layouts.mem_layout[op]
+    vec = analysis.vector_width[op]
+    ptr = op.operands[0]
+    elem = ptr.dtype.element_ty
+    n_access = layout.num_regs // vec
+    what = _value_name(op.result) if op.name == "load" else _value_name(op.operands[1])
+    return (f"{op.name} {what} {elem}[{'x'.join(map(str, ptr.shape))}] in {name_of(layout)}: vector width {vec} "
+            f"({vec * elem.itemsize} bytes per access, {n_access} access{'es' if n_access != 1 else ''} per "
+            f"thread)")
+
+
+def _specialization(ir) -> list:
+    lines = []
+    for a in ir.args:
+        dt = a.value.dtype
+        note = ""
+        if dt.is_ptr():
+            note = "16-byte aligned" if a.divisibility >= 16 else "alignment unknown"
+        elif a.equal_to_one:
+            note = "== 1, folded"
+        elif dt.is_int():
+            note = "multiple of 16" if a.divisibility >= 16 else "no divisibility known"
+        lines.append(f"  {a.name}: {dt}" + (f" ({note})" if note else ""))
+    lines += [f"  {k} = {v!r} (constexpr)" for k, v in ir.constexprs.items()]
+    return lines
+
+
+def explain_ir(ir, analysis, emitted) -> str:
+    """The report for a kernel IR, its analysis and what the emitter made of them (`EmittedKernel`)."""
+    name_of = _Names()
+    layouts = analysis.layouts
+    out = [f"kernel {ir.name} ({os.path.basename(ir.source_file)}), num_warps = {ir.num_warps} "
+           f"({32 * ir.num_warps} threads per program)", "", "specialization:"]
+    out += _specialization(ir)
+
+    by_line: dict = {}
+    for op in ir.walk():
+        line = op.loc.line if op.loc else None
+        entries = by_line.setdefault(line, [])
+        if op.name in ("load", "store") and op in layouts.mem_layout:
+            entries.append(_memory_text(op, analysis, name_of))
+        elif op.name == "reduce":
+            entries.append(_reduce_text(op, layouts, name_of))
+        for r in op.results:
+            if r.shape and r.name and op.name not in ("load",):
+                if r in layouts.layout:
+                    entries.append(f"{r.name} {r.type} in {name_of(layouts.layout[r])}")
+                elif r in layouts.flexible:
+                    entries.append(f"{r.name} {r.type}: computed in the layout of each use (no registers of "
+                                   "its own)")
+    for d in analysis.decisions.items:
+        by_line.setdefault(d.line, []).append(f"why [{d.pass_name}]: {d.what} ({d.why})")
+
+    out += ["", "per line:"]
+    for line in sorted(k for k in by_line if k is not None):
+        entries = list(dict.fromkeys(by_line[line]))
+        if not entries:
+            continue
+        text = ir.source_lines.get(line, "").strip()
+        out.append(f"  line {line}: {text}")
+        out += [f"    {e}" for e in entries]
+    if by_line.get(None):
+        out.append("  (no line)")
+        out += [f"    {e}" for e in dict.fromkeys(by_line[None])]
+
+    out += ["", "layouts:"]
+    for layout, lid in name_of.ids.items():
+        out.append(f"  {lid}: {describe_layout(layout)}")
+        out.append(f"      bases: {layout.describe().split(': ', 1)[1]}")
+
+    buffers = emitted.shared_buffers
+    out += ["", f"shared memory: {emitted.shared_bytes} bytes per program" + (":" if buffers else " (none)")]
+    for name, ctype, count, nbytes, purpose in buffers:
+        out.append(f"  {name}: {count} x {ctype} = {nbytes} bytes ({purpose})")
+    return "\n".join(out) + "\n"
+
+
+def explain_kernel(kernel, *args, num_warps=4, num_stages=3, **constexprs) -> str:
+    """The report for the specialization these launch arguments select (NumPy arrays may stand in)."""
+    from .analysis import analyze
+    from .analysis.specialization import arg_spec
+    from .emit_cuda import emit_kernel
+    from .parse import build_kernel_ir
+    bound, options = kernel._bind(args, dict(constexprs, num_warps=num_warps, num_stages=num_stages))
+    key, _ = kernel._key_and_infos(bound)
+    specs = [arg_spec(n, p, bound[n], p[0] == "c") for n, p in zip(kernel.arg_names, key)]
+    ir = build_kernel_ir(kernel.fn, specs, options["num_warps"], options["num_stages"])
+    analysis = analyze(ir)
+    return explain_ir(ir, analysis, emit_kernel(ir, analysis))
