@@ -128,7 +128,7 @@ def matmul_config(m, n, k):
     if m <= 64:  # skinny: few rows of C, so tile wide along N and deep along K
         return dict(BLOCK_M=max(16, transpiler.next_power_of_2(m)), BLOCK_N=128, BLOCK_K=128, GROUP_M=1,
                     num_warps=4, num_stages=4)
-    return dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, num_warps=8, num_stages=3)
+    return dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, GROUP_M=8, num_warps=4, num_stages=4)
 
 
 def matmul(a, b, out=None, config=None):

@@ -18,6 +18,7 @@ from .. import dtypes
 from ..analysis.layouts import LinearLayout, register_map
 from ..parse.ir import Value
 from . import cspell
+from .banks import conversion_padding
 from .bits import bit_moves, linear_register_map
 
 _RESERVED = {"lane", "warp", "r", "v", "o", "k", "j", "w", "src", "tp", "int", "float", "double", "char", "short",
@@ -102,6 +103,8 @@ class Emitter:
         self.smem = SharedMemoryPool()
         self.tiles: dict = {}              # value -> SharedTile holding it (staged loads of a pipelined loop)
         self.stage_tiles: dict = {}        # staged load op -> its ring of stage tiles
+        self.pending_prefetch = None       # a pipelined loop's copies, for its first dot to issue mid-way
+        self.prefetch_host = None          # ... that dot
         self.device_functions: list = []
         self.last_line = None
         self.line_stack: list = []
@@ -182,6 +185,28 @@ class Emitter:
         self.thread_bases[key] = name
         return name
 
+    def reg_coord_expr(self, layout: LinearLayout, dim: int, r="r") -> str:
+        """The register part of coordinate `dim` (no thread base): a constant once `r` is unrolled."""
+        pairs = [(i, b[dim].bit_length() - 1) for i, b in enumerate(layout.reg) if b[dim]]
+        return bit_moves(r, pairs, len(layout.reg)) if pairs else "0"
+
+    def tile_thread_offset(self, layout: LinearLayout, tile) -> str:
+        """Name of this thread's part of the swizzled offset of `layout`'s elements in tiles shaped like
+        `tile` (declared once per kernel with the thread bases)."""
+        key = ("tile", layout, tile.shape, tile.col_dim, tile.dtype.itemsize)
+        if key not in self.thread_bases:
+            coords = [self.thread_base(layout, d) or "0" for d in range(2)]
+            name = f"L{self.layout_id(layout)}_tile{len([k for k in self.thread_bases if k[0] == 'tile'])}"
+            self.thread_base_lines.append(f"const int {name} = {tile.offset(coords)};")
+            self.thread_bases[key] = name
+        return self.thread_bases[key]
+
+    def tile_offset(self, layout: LinearLayout, tile, r="r") -> str:
+        """Offset in `tile` of register `r` of a value held in `layout`: thread part (once) with the
+        register part (a constant)."""
+        return tile.split_offset(self.tile_thread_offset(layout, tile), list(layout.lane) + list(layout.warp),
+                                 [self.reg_coord_expr(layout, d, r) for d in range(2)], list(layout.reg))
+
     def coord_expr(self, layout: LinearLayout, dim: int, r="r") -> str:
         base = self.thread_base(layout, dim)
         pairs = [(i, b[dim].bit_length() - 1) for i, b in enumerate(layout.reg) if b[dim]]
@@ -189,10 +214,9 @@ class Emitter:
         parts = [p for p in (base, reg) if p]
         return " + ".join(f"({p})" if " " in p and len(parts) > 1 else p for p in parts) if parts else "0"
 
-    def padded_index(self, layout: LinearLayout, dt, r="r") -> str:
-        """Offset in a conversion buffer: row-major, each row of the last dimension padded by 4 bytes so that
-        threads walking a column (a transpose) spread over the banks instead of hitting one."""
-        pad = _row_padding(layout.shape, dt)
+    def padded_index(self, layout: LinearLayout, pad: int, r="r") -> str:
+        """Offset in a conversion buffer: row-major, each row of the last dimension padded by `pad` elements
+        (chosen in banks.py so the warp's writes and reads spread over the banks)."""
         if not pad:
             return self.linear_index(layout, r)
         terms = []
@@ -297,12 +321,14 @@ class Emitter:
     def convert(self, v, own, layout, src: Read) -> Read:
         dt = v.dtype
         self.write(f"// {self.name_of(v)} to layout L{self.layout_id(layout)} through shared memory")
+        pad = conversion_padding(own, layout, dt)
+        rows = v.type.numel // v.type.shape[-1]
         (buf,), barrier = self.scratch_buffers(
-            [(dt, v.type.numel + _padding(v.type.shape, dt), f"convert_{self.name_of(v)}")], "layout conversion")
+            [(dt, v.type.numel + rows * pad, f"convert_{self.name_of(v)}")], "layout conversion")
         name = self.fresh(f"{self.name_of(v)}_L{self.layout_id(layout)}")
         text = self.macros.convert(dict(
             ctype=cspell.ctype(dt), name=name, n_src=own.num_regs, n_dst=layout.num_regs, buf=buf,
-            src=src.array, src_index=self.padded_index(own, dt), dst_index=self.padded_index(layout, dt),
+            src=src.array, src_index=self.padded_index(own, pad), dst_index=self.padded_index(layout, pad),
             barrier_before=barrier))
         self.write(text)
         read = Read(array=name, ctype=cspell.ctype(dt))
@@ -363,21 +389,6 @@ class Emitter:
 
     def pop_scope(self):
         self.scopes.pop()
-
-
-def _row_padding(shape, dt) -> int:
-    """Elements added to each row of a conversion buffer: one 4-byte bank's worth, so that threads walking a
-    column (a transpose) hit 32 different banks instead of one; 0 for 1-D values."""
-    if len(shape) < 2 or shape[-1] < 2:
-        return 0
-    return max(1, 4 // dt.itemsize)
-
-
-def _padding(shape, dt) -> int:
-    rows = 1
-    for s in shape[:-1]:
-        rows *= s
-    return rows * _row_padding(shape, dt)
 
 
 class SharedMemoryPool:

@@ -6,6 +6,12 @@ memory, so 16-byte copies stay 16-byte copies), with the 16-byte chunks of each 
 bytes per thread are both free of bank conflicts. `OperandView` is a tile seen through a permutation (a
 `tl.trans` of the staged value costs nothing: the dot reads the same bytes with the roles of rows and
 columns swapped).
+
+The swizzled offset is linear over GF(2) in the bits of (row, col): an element's coordinates are the XOR of a
+per-thread part (lane and warp bits) and a per-register part (compile-time constants once loops unroll), so
+its offset is the XOR of the two parts' offsets. `split_offset` spells it that way: the thread part is
+computed once per kernel, and the constant part is an immediate that usually lands in the instruction's
+address offset (an XOR becomes an addition when the two parts cannot share a bit).
 """
 from __future__ import annotations
 
@@ -28,6 +34,31 @@ class SharedTile:
     def offset(self, coords) -> str:
         row, col = coords[1 - self.col_dim], coords[self.col_dim]
         return f"tp::swizzle<{self.row_bytes}, {self.dtype.itemsize}>({row}, {col})"
+
+    def offset_value(self, coords) -> int:
+        """The offset of integer coordinates (Python mirror of `tp::swizzle`)."""
+        es = self.dtype.itemsize
+        row, col = coords[1 - self.col_dim], coords[self.col_dim]
+        row_elems, chunk, chunks = self.row_bytes // es, 16 // es, self.row_bytes // 16
+        if chunks <= 1:
+            return row * row_elems + col
+        rows_per_line = 1 if self.row_bytes >= 128 else 128 // self.row_bytes
+        phases = min(chunks, 8)
+        return row * row_elems + (((col // chunk) ^ ((row // rows_per_line) % phases)) * chunk) + col % chunk
+
+    def image_bits(self, bases) -> int:
+        """Every offset bit that coordinates spanned by `bases` (XOR combinations) can set."""
+        bits = 0
+        for b in bases:
+            bits |= self.offset_value(b)
+        return bits
+
+    def split_offset(self, thread_offset: str, thread_bases, const_coords, const_bases) -> str:
+        """Offset of (thread part XOR constant part): `thread_offset` is a C name holding the thread part's
+        offset, `const_coords` C expressions of the constant part, and the bases span each part."""
+        const = self.offset(const_coords)
+        joins = "+" if not self.image_bits(thread_bases) & self.image_bits(const_bases) else "^"
+        return f"({thread_offset} {joins} {const})"
 
     def at(self, coords) -> str:
         return f"{self.base}[{self.offset(coords)}]"
@@ -89,12 +120,12 @@ def write_to_tile(em, value, buffer, k_dim) -> OperandView:
     col_dim = reg_dims[0] if reg_dims else k_dim
     tile = SharedTile(buffer, value.shape, col_dim, value.dtype)
     vec = min(layout.contiguous_regs(col_dim), max(1, 16 // value.dtype.itemsize)) if read.is_identity_array else 1
-    coords = [em.coord_expr(layout, d, "r") for d in range(2)]
+    element = f"{buffer}[{em.tile_offset(layout, tile, 'r')}]"
     if vec > 1:
         em.write(em.macros.run_loop(layout.num_regs // vec, vec,
-                                    f"tp::store<{vec}, tp::CACHE_DEFAULT>({tile.address(coords)}, &{read.array}[r]);"))
+                                    f"tp::store<{vec}, tp::CACHE_DEFAULT>(&{element}, &{read.array}[r]);"))
     else:
-        em.write(em.macros.reg_loop(layout.num_regs, f"{tile.at(coords)} = {read.at('r')}"))
+        em.write(em.macros.reg_loop(layout.num_regs, f"{element} = {read.at('r')}"))
     return OperandView(tile)
 
 

@@ -47,49 +47,81 @@ def _scaled(index, size):
     return "0" if index == "0" else f"{index} * {size}"
 
 
-def _load_a(view, plan, m0, es):
-    """Statements loading a_frag[mt] for k step kk."""
+def _bits(step, count):
+    """Basis values of a loop counter running over `count` multiples of `step` (count a power of two)."""
+    return [step << i for i in range(log2(count))] if count > 1 else []
+
+
+def _split_address(em, view, hint, thread, thread_bases, const, const_bases):
+    """(declaration of this lane's offset, address expression) for an operand element whose coordinates are
+    `thread` (lane/warp part) plus `const` (the unrolled counters' part); bases in operand coordinates."""
+    tile = view.tile
+    name = em.fresh(hint)
+    declaration = f"const int {name} = {tile.offset(view.coords(*thread))};"
+    offset = tile.split_offset(name, [view.coords(*b) for b in thread_bases], view.coords(*const),
+                               [view.coords(*b) for b in const_bases])
+    return declaration, f"&{tile.base}[{offset}]"
+
+
+def _load_a(em, view, plan, m0, es, k):
+    """(lane-offset declaration, statements loading a_frag[mt] for k step kk, whether they need gid/tig)."""
     ins = plan.instruction
     chunk = 16 // es
+    warp_bases = [(b, 0) for b in _bits(plan.warp_rows, plan.warps_m)]
+    const, const_bases = ("16 * mt", "kk"), [(b, 0) for b in _bits(16, plan.tiles_m)] + \
+        [(0, b) for b in _bits(ins.k, k // ins.k)]
+    regs = "a_frag[mt][0], a_frag[mt][1], a_frag[mt][2], a_frag[mt][3]"
     if es in (1, 2) and view.contiguous(1):
-        addr = view.address(f"{m0} + 16 * mt + (lane & 15)", f"kk + {chunk} * (lane >> 4)")
-        return f"tp::ldmatrix_x4(a_frag[mt][0], a_frag[mt][1], a_frag[mt][2], a_frag[mt][3], {addr});", False
+        decl, addr = _split_address(em, view, "a_lane_offset", (f"{m0} + (lane & 15)", f"{chunk} * (lane >> 4)"),
+                                    [(1, 0), (2, 0), (4, 0), (8, 0), (0, chunk)] + warp_bases, const, const_bases)
+        return decl, f"tp::ldmatrix_x4({regs}, {addr});", False
     if es == 2:
-        addr = view.address(f"{m0} + 16 * mt + 8 * ((lane >> 3) & 1)", "kk + 8 * (lane >> 4) + (lane & 7)")
-        return f"tp::ldmatrix_x4_trans(a_frag[mt][0], a_frag[mt][1], a_frag[mt][2], a_frag[mt][3], {addr});", False
+        decl, addr = _split_address(em, view, "a_lane_offset", (f"{m0} + 8 * ((lane >> 3) & 1)",
+                                                                "8 * (lane >> 4) + (lane & 7)"),
+                                    [(0, 1), (0, 2), (0, 4), (8, 0), (0, 8)] + warp_bases, const, const_bases)
+        return decl, f"tp::ldmatrix_x4_trans({regs}, {addr});", False
     lines = []
     for reg in range(ins.a_regs):
         elems = [view.at(f"{m0} + 16 * mt + {row}", f"kk + {col}")
                  for row, col in (ins.a_element(reg, e) for e in range(ins.elems_per_reg))]
         lines.append(f"a_frag[mt][{reg}] = {_pack(elems, es, plan.tf32)};")
-    return "\n".join(lines), True
+    return "", "\n".join(lines), True
 
 
-def _load_b(view, plan, n0, es):
-    """Statements loading b_frag[nt] (and b_frag[nt + 1] with the x4 forms) for k step kk."""
+def _load_b(em, view, plan, n0, es, k):
+    """(lane-offset declaration, statements loading b_frag[nt] (and b_frag[nt + 1] with the x4 forms),
+    whether they need gid/tig, the nt step)."""
     ins = plan.instruction
     chunk = 16 // es
     pair = plan.tiles_n >= 2
+    warp_bases = [(0, b) for b in _bits(plan.warp_cols, plan.warps_n)]
+    const = ("kk", "8 * nt")
+    const_bases = [(b, 0) for b in _bits(ins.k, k // ins.k)] + [(0, b) for b in _bits(16, plan.tiles_n // 2)]
     if es in (1, 2) and view.contiguous(0):
         if pair:
-            addr = view.address(f"kk + {chunk} * ((lane >> 3) & 1)", f"{n0} + 8 * nt + 8 * (lane >> 4) + (lane & 7)")
-            return (f"tp::ldmatrix_x4(b_frag[nt][0], b_frag[nt][1], b_frag[nt + 1][0], b_frag[nt + 1][1], {addr});",
-                    False, 2)
-        addr = view.address(f"kk + {chunk} * ((lane >> 3) & 1)", f"{n0} + 8 * nt + (lane & 7)")
-        return f"tp::ldmatrix_x2(b_frag[nt][0], b_frag[nt][1], {addr});", False, 1
+            decl, addr = _split_address(em, view, "b_lane_offset", (f"{chunk} * ((lane >> 3) & 1)",
+                                                                    f"{n0} + 8 * (lane >> 4) + (lane & 7)"),
+                                        [(0, 1), (0, 2), (0, 4), (chunk, 0), (0, 8)] + warp_bases, const, const_bases)
+            return (decl, f"tp::ldmatrix_x4(b_frag[nt][0], b_frag[nt][1], b_frag[nt + 1][0], b_frag[nt + 1][1], "
+                    f"{addr});", False, 2)
+        decl, addr = _split_address(em, view, "b_lane_offset", (f"{chunk} * ((lane >> 3) & 1)", f"{n0} + (lane & 7)"),
+                                    [(0, 1), (0, 2), (0, 4), (chunk, 0)] + warp_bases, const, const_bases)
+        return decl, f"tp::ldmatrix_x2(b_frag[nt][0], b_frag[nt][1], {addr});", False, 1
     if es == 2:
         if pair:
-            addr = view.address("kk + (lane & 15)", f"{n0} + 8 * nt + 8 * (lane >> 4)")
-            return (f"tp::ldmatrix_x4_trans(b_frag[nt][0], b_frag[nt][1], b_frag[nt + 1][0], b_frag[nt + 1][1], "
-                    f"{addr});", False, 2)
-        addr = view.address("kk + (lane & 15)", f"{n0} + 8 * nt")
-        return f"tp::ldmatrix_x2_trans(b_frag[nt][0], b_frag[nt][1], {addr});", False, 1
+            decl, addr = _split_address(em, view, "b_lane_offset", ("lane & 15", f"{n0} + 8 * (lane >> 4)"),
+                                        [(1, 0), (2, 0), (4, 0), (8, 0), (0, 8)] + warp_bases, const, const_bases)
+            return (decl, f"tp::ldmatrix_x4_trans(b_frag[nt][0], b_frag[nt][1], b_frag[nt + 1][0], "
+                    f"b_frag[nt + 1][1], {addr});", False, 2)
+        decl, addr = _split_address(em, view, "b_lane_offset", ("lane & 15", n0),
+                                    [(1, 0), (2, 0), (4, 0), (8, 0)] + warp_bases, const, const_bases)
+        return decl, f"tp::ldmatrix_x2_trans(b_frag[nt][0], b_frag[nt][1], {addr});", False, 1
     lines = []
     for reg in range(ins.b_regs):
-        elems = [view.at(f"kk + {k}", f"{n0} + 8 * nt + {n}")
-                 for k, n in (ins.b_element(reg, e) for e in range(ins.elems_per_reg))]
+        elems = [view.at(f"kk + {kk}", f"{n0} + 8 * nt + {n}")
+                 for kk, n in (ins.b_element(reg, e) for e in range(ins.elems_per_reg))]
         lines.append(f"b_frag[nt][{reg}] = {_pack(elems, es, plan.tf32)};")
-    return "\n".join(lines), True, 1
+    return "", "\n".join(lines), True, 1
 
 
 def _pack(elems, es, tf32):
@@ -127,10 +159,14 @@ def dot(em, op, layout):
     else:
         es = op.operands[0].dtype.itemsize
         m0, n0 = em.fresh("warp_m0"), em.fresh("warp_n0")
-        load_a, scalar_a = _load_a(a_view, plan, m0, es)
-        load_b, scalar_b, b_step = _load_b(b_view, plan, n0, es)
+        decl_a, load_a, scalar_a = _load_a(em, a_view, plan, m0, es, k)
+        decl_b, load_b, scalar_b, b_step = _load_b(em, b_view, plan, n0, es, k)
+        prefetch = None
+        if em.prefetch_host is op:
+            prefetch, em.pending_prefetch = em.pending_prefetch, None
         em.write(em.dot_macros.mma(dict(
             ctype=ctype, name=name, n=plan.layout.num_regs, acc=acc.at("r"), m0=m0, n0=n0,
+            lane_offsets=[d for d in (decl_a, decl_b) if d], prefetch=prefetch or "",
             warp_m=_scaled(_warp_index(plan, 0), plan.warp_rows), warp_n=_scaled(_warp_index(plan, 1), plan.warp_cols),
             needs_gid=scalar_a or scalar_b, k=k, k_step=plan.instruction.k, tiles_m=plan.tiles_m,
             tiles_n=plan.tiles_n, a_regs=plan.instruction.a_regs, b_regs=plan.instruction.b_regs,

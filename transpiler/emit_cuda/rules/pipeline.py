@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from .. import cspell
 from ..emitter import Read
-from ..tiles import SharedTile
+from ..tiles import SharedTile, staged_view
 from .control import assign_yield, bind_args, declare_carried, loop_condition
 
 
@@ -26,8 +26,7 @@ def _issue_copies(em, staged, tile):
     layout = em.layouts.mem_layout[op]
     vec, elem = staged.vec, op.result.dtype
     ptr = em.operand(op.operands[0], layout)
-    coords = [em.coord_expr(layout, d, "r") for d in range(2)]
-    cp = f"tp::cp_async<{vec * elem.itemsize}>({tile.address(coords)}, {ptr.at('r')});"
+    cp = f"tp::cp_async<{vec * elem.itemsize}>(&{tile.base}[{em.tile_offset(layout, tile, 'r')}], {ptr.at('r')});"
     if len(op.operands) == 1:
         em.write(em.macros.run_loop(layout.num_regs // vec, vec, cp))
         return
@@ -35,9 +34,9 @@ def _issue_copies(em, staged, tile):
     other = em.operand(op.operands[2], layout)
     uniform = mask.array is None or em.analysis.mask_uniform.get(op, False)
     whole = mask.at("r") if uniform else " && ".join(mask.at(f"r + {j}" if j else "r") for j in range(vec))
-    coords_j = [em.coord_expr(layout, d, "(r + j)") for d in range(2)]
     em.write(em.macros.async_copy(dict(
-        n_runs=layout.num_regs // vec, vec=vec, whole=whole, cp=cp, element=tile.at(coords_j), ptr=ptr.at("r"),
+        n_runs=layout.num_regs // vec, vec=vec, whole=whole, cp=cp,
+        element=f"{tile.base}[{em.tile_offset(layout, tile, '(r + j)')}]", ptr=ptr.at("r"),
         mask_j=mask.at("(r + j)"), other_j=other.at("(r + j)"))))
 
 
@@ -122,6 +121,10 @@ def pipelined_for(em, op, plan):
     em.bind(iv, Read(scalar=ivname, ctype=ct), None)
     em.write(f"tp::cp_async_wait<{stages - 2}>();  // this iteration's stage has landed (for this thread)")
     em.write("__syncthreads();                 // ... for every thread; and the stage refilled next is free")
+    # The copies for iteration i+S-1 go to the stage read in iteration i-1, which the barrier above freed;
+    # they may be issued anywhere in the body: the first dot issues them after its first k step.
+    outer_lines, outer_indent = em.lines, em.indent
+    em.lines, em.indent = [], 0
     em.write("{")
     em.indent += 1
     em.write(f"const {ct} {iv_ahead} = {ivname} + {stages - 1} * {step};")
@@ -133,6 +136,9 @@ def pipelined_for(em, op, plan):
     em.indent -= 1
     em.write("}")
     em.write("tp::cp_async_commit();")
+    prefetch = "\n".join(em.lines)
+    em.lines, em.indent = outer_lines, outer_indent
+    em.last_line = None
     bind_args(em, [carried[i] for i in main], targets)
     for staged in plan.loads:
         em.tiles[staged.op.result] = em.stage_tiles[staged.op].at_stage(s)
@@ -140,8 +146,15 @@ def pipelined_for(em, op, plan):
     # Staged loads have no registers to fill, and a tl.trans of one is only a different view of its tile.
     skip = {o for o in region.ops if o in plan.main_dead_ops or plan.is_staged(o)
             or (o.name == "permute" and o.operands[0] in staged_values)}
+    em.pending_prefetch = prefetch
+    em.prefetch_host = next((o for o in region.ops if o.name == "dot"
+                             and any(staged_view(em, x) for x in o.operands[:2])), None)
     em.last_line = None
     em.emit_region(region, skip)
+    if em.pending_prefetch is not None:   # no dot took it
+        em.write(em.pending_prefetch)
+        em.pending_prefetch = None
+    em.prefetch_host = None
     em.last_line = None
     assign_yield(em, targets, [yields[i] for i in main], [carried[i] for i in main])
     em.write(f"{s} = {s} + 1 == {stages} ? 0 : {s} + 1;")
