@@ -412,7 +412,11 @@ def test_launch_of_generated_cuda_that_does_not_compile_is_an_internal_error(tmp
     monkeypatch.setenv("TRANSPILER_DUMP_DIR", str(tmp_path))
     monkeypatch.setenv("TRANSPILER_CACHE_DIR", str(tmp_path / "cache"))   # keep the broken source out of it
     generate = Kernel._generate
-    monkeypatch.setattr(Kernel, "_generate", lambda self, *a: generate(self, *a) + BROKEN)
+
+    def generate_broken(self, *args):
+        emitted = generate(self, *args)
+        return dataclasses.replace(emitted, source=emitted.source + BROKEN)
+    monkeypatch.setattr(Kernel, "_generate", generate_broken)
 
     @transpiler.jit
     def broken_kernel(X, BLOCK: tl.constexpr):
