@@ -4,6 +4,7 @@ Compile errors come from `kernel.cuda_source(...)` with NumPy arrays standing in
 needed); launch errors from `kernel[grid](...)`, whose checks all run before the first CUDA call. Each test
 asserts the class, the line (found by the `# <-` marker on it), the key phrase, the caret and a hint.
 """
+import dataclasses
 import inspect
 import os
 
