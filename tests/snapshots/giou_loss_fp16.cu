@@ -350,143 +350,89 @@ extern "C" __global__ void __launch_bounds__(128) giou_loss_kernel(
 
   // p_left = tl.load(PRED + 4 * box + 0, mask=live, other=0.0).to(tl.float32)
   __half ld[4];
+  __half ld_1[4];
+  __half ld_2[4];
+  __half ld_3[4];
   #pragma unroll
   for (int r = 0; r < 4; ++r) {
-    ld[r] = (live[r]) ? *(ptr_1[r]) : tp::cast<__half>(0.0f);
+    if (live[r]) {
+      __half fields[4];
+      tp::load<4, tp::CACHE_DEFAULT, tp::EVICT_NORMAL>(fields, ptr_1[r]);
+      ld[r] = fields[0];
+      ld_1[r] = fields[1];
+      ld_2[r] = fields[2];
+      ld_3[r] = fields[3];
+    } else {
+      ld[r] = tp::cast<__half>(0.0f);
+      ld_1[r] = tp::cast<__half>(0.0f);
+      ld_2[r] = tp::cast<__half>(0.0f);
+      ld_3[r] = tp::cast<__half>(0.0f);
+    }
   }
   float p_left[4];
   #pragma unroll
   for (int r = 0; r < 4; ++r) p_left[r] = tp::cast<float>(ld[r]);
 
   // p_top = tl.load(PRED + 4 * box + 1, mask=live, other=0.0).to(tl.float32)
-  int mul_2[4];
-  #pragma unroll
-  for (int r = 0; r < 4; ++r) mul_2[r] = 4 * box[r];
-  const __half* ptr_2[4];
-  #pragma unroll
-  for (int r = 0; r < 4; ++r) ptr_2[r] = PRED + mul_2[r];
-  const __half* ptr_3[4];
-  #pragma unroll
-  for (int r = 0; r < 4; ++r) ptr_3[r] = ptr_2[r] + 1;
-  __half ld_1[4];
-  #pragma unroll
-  for (int r = 0; r < 4; ++r) {
-    ld_1[r] = (live[r]) ? *(ptr_3[r]) : tp::cast<__half>(0.0f);
-  }
   float p_top[4];
   #pragma unroll
   for (int r = 0; r < 4; ++r) p_top[r] = tp::cast<float>(ld_1[r]);
 
   // p_right = tl.load(PRED + 4 * box + 2, mask=live, other=0.0).to(tl.float32)
-  int mul_3[4];
-  #pragma unroll
-  for (int r = 0; r < 4; ++r) mul_3[r] = 4 * box[r];
-  const __half* ptr_4[4];
-  #pragma unroll
-  for (int r = 0; r < 4; ++r) ptr_4[r] = PRED + mul_3[r];
-  const __half* ptr_5[4];
-  #pragma unroll
-  for (int r = 0; r < 4; ++r) ptr_5[r] = ptr_4[r] + 2;
-  __half ld_2[4];
-  #pragma unroll
-  for (int r = 0; r < 4; ++r) {
-    ld_2[r] = (live[r]) ? *(ptr_5[r]) : tp::cast<__half>(0.0f);
-  }
   float p_right[4];
   #pragma unroll
   for (int r = 0; r < 4; ++r) p_right[r] = tp::cast<float>(ld_2[r]);
 
   // p_bottom = tl.load(PRED + 4 * box + 3, mask=live, other=0.0).to(tl.float32)
-  int mul_4[4];
-  #pragma unroll
-  for (int r = 0; r < 4; ++r) mul_4[r] = 4 * box[r];
-  const __half* ptr_6[4];
-  #pragma unroll
-  for (int r = 0; r < 4; ++r) ptr_6[r] = PRED + mul_4[r];
-  const __half* ptr_7[4];
-  #pragma unroll
-  for (int r = 0; r < 4; ++r) ptr_7[r] = ptr_6[r] + 3;
-  __half ld_3[4];
-  #pragma unroll
-  for (int r = 0; r < 4; ++r) {
-    ld_3[r] = (live[r]) ? *(ptr_7[r]) : tp::cast<__half>(0.0f);
-  }
   float p_bottom[4];
   #pragma unroll
   for (int r = 0; r < 4; ++r) p_bottom[r] = tp::cast<float>(ld_3[r]);
 
   // t_left = tl.load(TARGET + 4 * box + 0, mask=live, other=0.0).to(tl.float32)
-  int mul_5[4];
+  int mul_2[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) mul_5[r] = 4 * box[r];
-  const __half* ptr_8[4];
+  for (int r = 0; r < 4; ++r) mul_2[r] = 4 * box[r];
+  const __half* ptr_2[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) ptr_8[r] = TARGET + mul_5[r];
-  const __half* ptr_9[4];
+  for (int r = 0; r < 4; ++r) ptr_2[r] = TARGET + mul_2[r];
+  const __half* ptr_3[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) ptr_9[r] = ptr_8[r] + 0;
+  for (int r = 0; r < 4; ++r) ptr_3[r] = ptr_2[r] + 0;
   __half ld_4[4];
+  __half ld_5[4];
+  __half ld_6[4];
+  __half ld_7[4];
   #pragma unroll
   for (int r = 0; r < 4; ++r) {
-    ld_4[r] = (live[r]) ? *(ptr_9[r]) : tp::cast<__half>(0.0f);
+    if (live[r]) {
+      __half fields[4];
+      tp::load<4, tp::CACHE_DEFAULT, tp::EVICT_NORMAL>(fields, ptr_3[r]);
+      ld_4[r] = fields[0];
+      ld_5[r] = fields[1];
+      ld_6[r] = fields[2];
+      ld_7[r] = fields[3];
+    } else {
+      ld_4[r] = tp::cast<__half>(0.0f);
+      ld_5[r] = tp::cast<__half>(0.0f);
+      ld_6[r] = tp::cast<__half>(0.0f);
+      ld_7[r] = tp::cast<__half>(0.0f);
+    }
   }
   float t_left[4];
   #pragma unroll
   for (int r = 0; r < 4; ++r) t_left[r] = tp::cast<float>(ld_4[r]);
 
   // t_top = tl.load(TARGET + 4 * box + 1, mask=live, other=0.0).to(tl.float32)
-  int mul_6[4];
-  #pragma unroll
-  for (int r = 0; r < 4; ++r) mul_6[r] = 4 * box[r];
-  const __half* ptr_10[4];
-  #pragma unroll
-  for (int r = 0; r < 4; ++r) ptr_10[r] = TARGET + mul_6[r];
-  const __half* ptr_11[4];
-  #pragma unroll
-  for (int r = 0; r < 4; ++r) ptr_11[r] = ptr_10[r] + 1;
-  __half ld_5[4];
-  #pragma unroll
-  for (int r = 0; r < 4; ++r) {
-    ld_5[r] = (live[r]) ? *(ptr_11[r]) : tp::cast<__half>(0.0f);
-  }
   float t_top[4];
   #pragma unroll
   for (int r = 0; r < 4; ++r) t_top[r] = tp::cast<float>(ld_5[r]);
 
   // t_right = tl.load(TARGET + 4 * box + 2, mask=live, other=0.0).to(tl.float32)
-  int mul_7[4];
-  #pragma unroll
-  for (int r = 0; r < 4; ++r) mul_7[r] = 4 * box[r];
-  const __half* ptr_12[4];
-  #pragma unroll
-  for (int r = 0; r < 4; ++r) ptr_12[r] = TARGET + mul_7[r];
-  const __half* ptr_13[4];
-  #pragma unroll
-  for (int r = 0; r < 4; ++r) ptr_13[r] = ptr_12[r] + 2;
-  __half ld_6[4];
-  #pragma unroll
-  for (int r = 0; r < 4; ++r) {
-    ld_6[r] = (live[r]) ? *(ptr_13[r]) : tp::cast<__half>(0.0f);
-  }
   float t_right[4];
   #pragma unroll
   for (int r = 0; r < 4; ++r) t_right[r] = tp::cast<float>(ld_6[r]);
 
   // t_bottom = tl.load(TARGET + 4 * box + 3, mask=live, other=0.0).to(tl.float32)
-  int mul_8[4];
-  #pragma unroll
-  for (int r = 0; r < 4; ++r) mul_8[r] = 4 * box[r];
-  const __half* ptr_14[4];
-  #pragma unroll
-  for (int r = 0; r < 4; ++r) ptr_14[r] = TARGET + mul_8[r];
-  const __half* ptr_15[4];
-  #pragma unroll
-  for (int r = 0; r < 4; ++r) ptr_15[r] = ptr_14[r] + 3;
-  __half ld_7[4];
-  #pragma unroll
-  for (int r = 0; r < 4; ++r) {
-    ld_7[r] = (live[r]) ? *(ptr_15[r]) : tp::cast<__half>(0.0f);
-  }
   float t_bottom[4];
   #pragma unroll
   for (int r = 0; r < 4; ++r) t_bottom[r] = tp::cast<float>(ld_7[r]);
@@ -625,9 +571,9 @@ extern "C" __global__ void __launch_bounds__(128) giou_loss_kernel(
   for (int r = 0; r < 4; ++r) box_L1[r] = mul + idx_L1[r];
 
   // tl.store(LOSS + box, tl.where(valid, 1.0 - giou, 0.0), mask=live)
-  float* ptr_16[4];
+  float* ptr_4[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) ptr_16[r] = LOSS + box_L1[r];
+  for (int r = 0; r < 4; ++r) ptr_4[r] = LOSS + box_L1[r];
   // select to layout L1 through shared memory
   float* convert_select = reinterpret_cast<float*>(tp_smem + tp_smem_stage);
   float select_L1[4];
@@ -647,13 +593,13 @@ extern "C" __global__ void __launch_bounds__(128) giou_loss_kernel(
   for (int v = 0; v < 1; ++v) {
     const int r = v * 4;
     const float* src = &select_L1[r];
-    if (live_L1[r]) tp::store<4, tp::CACHE_DEFAULT>(ptr_16[r], src);
+    if (live_L1[r]) tp::store<4, tp::CACHE_DEFAULT>(ptr_4[r], src);
   }
 
   // tl.store(VALID + box, valid, mask=live)
-  bool* ptr_17[4];
+  bool* ptr_5[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) ptr_17[r] = VALID + box_L1[r];
+  for (int r = 0; r < 4; ++r) ptr_5[r] = VALID + box_L1[r];
   // valid to layout L1 through shared memory
   bool* convert_valid = reinterpret_cast<bool*>(tp_smem + tp_smem_stage);
   bool valid_L1[4];
@@ -667,6 +613,6 @@ extern "C" __global__ void __launch_bounds__(128) giou_loss_kernel(
   for (int v = 0; v < 1; ++v) {
     const int r = v * 4;
     const bool* src = &valid_L1[r];
-    if (live_L1[r]) tp::store<4, tp::CACHE_DEFAULT>(ptr_17[r], src);
+    if (live_L1[r]) tp::store<4, tp::CACHE_DEFAULT>(ptr_5[r], src);
   }
 }

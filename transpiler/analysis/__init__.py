@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from .axis_info import AxisInfoAnalysis
 from .decisions import DecisionLog
 from .layout_assignment import LayoutAssignment, coalesced_order
+from .load_combining import combine_loads
 from .pipelining import plan_pipelines
 from .tensor_cores import plan_dots
 from .vectorize import vectorize
@@ -20,6 +21,7 @@ class KernelAnalysis:
     decisions: DecisionLog
     dots: dict          # dot op -> DotPlan (tensor_cores.py)
     pipelines: dict     # for op -> PipelinePlan (pipelining.py)
+    combined_loads: dict = None   # load op -> CombinedLoad (load_combining.py)
 
 
 def analyze(kernel) -> KernelAnalysis:
@@ -33,4 +35,5 @@ def analyze(kernel) -> KernelAnalysis:
         ptr = load.operands[0]
         return coalesced_order(axis[ptr], len(ptr.shape))[0]
     pipelines = plan_pipelines(kernel, widths, fastest_dim, decisions)
-    return KernelAnalysis(axis, layouts, widths, uniform, decisions, dots, pipelines)
+    combined = combine_loads(kernel, axis, layouts, widths, decisions)
+    return KernelAnalysis(axis, layouts, widths, uniform, decisions, dots, pipelines, combined)

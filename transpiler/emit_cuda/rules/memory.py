@@ -25,8 +25,30 @@ def _all_of(read, vec):
     return " && ".join(f"{read.at(f'r + {j}') if j else read.at('r')}" for j in range(vec))
 
 
+def _combined_load(em, group):
+    """One n-field access per element for a group of loads of neighbouring fields (load_combining.py)."""
+    leader = group.leader
+    layout = em.layouts.mem_layout[leader]
+    ctype = cspell.ctype(leader.result.dtype)
+    ptr = em.operand(leader.operands[0], layout)
+    masked = len(leader.operands) > 1
+    names = [em.array_name(op.result, layout) for op in group.loads]
+    em.write(em.macros.combined_load(dict(
+        ctype=ctype, n=layout.num_regs, fields=group.fields, names=names, ptr=ptr.at("r"),
+        mask=em.operand(leader.operands[1], layout).at("r") if masked else "",
+        others=[em.operand(op.operands[2], layout).at("r") for op in group.loads] if masked else [],
+        cache=_cache(leader), evict=_EVICT[leader.attrs.get("eviction", "")])))
+    for op, name in zip(group.loads, names):
+        em.bind(op.result, Read(array=name, ctype=ctype), layout)
+
+
 @lowering("load")
 def load(em, op, layout):
+    group = (em.analysis.combined_loads or {}).get(op)
+    if group is not None:
+        if op is group.leader:
+            _combined_load(em, group)
+        return   # the other fields were read by the group's first load
     v = op.result
     ptr_v = op.operands[0]
     ctype = cspell.ctype(v.dtype)
