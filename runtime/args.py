@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..dtypes import from_array_dtype
-from ..errors import LaunchError
 
 ALIGNMENT = 16
 
@@ -58,21 +57,3 @@ def _device_of_pointer(ptr):
     import cupy
     attrs = cupy.cuda.runtime.pointerGetAttributes(ptr)
     return attrs.device
-
-
-def pointer_key(info: ArrayInfo):
-    return ("ptr", info.dtype.name, info.ptr % ALIGNMENT == 0)
-
-
-def check_devices(kernel_name, infos):
-    devices = {i.device for i in infos if i.device is not None}
-    host = [i for i in infos if i.device is None]
-    if host:
-        kinds = {i.framework for i in host}
-        raise LaunchError(f"argument is in host memory ({', '.join(sorted(kinds))}); a GPU launch needs device "
-                          "arrays", kernel=kernel_name,
-                          hint="move it with cupy.asarray(...) or tensor.cuda(), or run kernel.interpret[grid](...)")
-    if len(devices) > 1:
-        raise LaunchError(f"arguments live on different devices {sorted(devices)}", kernel=kernel_name,
-                          hint="copy them to one device first")
-    return devices.pop() if devices else None

@@ -1,9 +1,11 @@
-"""The on-disk cache of generated CUDA, so a new process skips parsing and analysis of kernels it compiled before.
+"""The on-disk cache of generated CUDA and of its cubins, so a new process skips parsing, analysis and NVRTC for
+kernels it compiled before.
 
-Entries are JSON files named by a hash of everything that can change the generated code: the kernel's source
-and its helpers' sources, the specialization, the launch options, the target architecture, this package's
-version and its templates. Writes are atomic (temporary file + rename); an unreadable entry is rebuilt.
-CuPy keeps the compiled cubins in its own cache, keyed by the source we hand it.
+Entries are named by a hash of everything that can change the generated code: the kernel's source and its
+helpers' sources, the specialization, the launch options and this package's code generator (its files' names,
+sizes and modification times: a stat per file, no reading, so a warm process pays well under a millisecond).
+`<key>.json` holds the generated source and the parameter kinds; `<key>.<arch>.cubin` the NVRTC output for one
+architecture. Writes are atomic (temporary file + rename); an unreadable entry is rebuilt.
 """
 from __future__ import annotations
 
@@ -25,16 +27,18 @@ def cache_dir() -> Path:
 
 @lru_cache(maxsize=1)
 def toolchain_fingerprint() -> str:
-    """Hash of this package's code generator (templates and Python sources) and its version."""
-    from ..emit_cuda import templates_dir
-    h = hashlib.sha256()
+    """Hash of this package's code generator: name, size and modification time of each source and template."""
+    h = hashlib.sha256(__import__("transpiler").__version__.encode())
     runtime = Path(__file__).resolve().parent
-    pkg = Path(__import__("transpiler").__file__).resolve().parent
-    for folder in (templates_dir(), pkg, runtime):
-        for p in sorted(folder.rglob("*")):
-            if p.suffix in (".py", ".j2", ".cuh") and "__pycache__" not in p.parts:
-                h.update(p.name.encode())
-                h.update(p.read_bytes())
+    pkg = runtime.parent if runtime.parent.name == "transpiler" else Path(__import__("transpiler").__file__).parent
+    folders = [pkg, runtime] + [p for p in (pkg / "templates", pkg.parent / "templates") if p.is_dir()]
+    for folder in folders:
+        for dirpath, dirnames, filenames in sorted(os.walk(folder)):
+            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+            for name in sorted(filenames):
+                if name.endswith((".py", ".j2", ".cuh")):
+                    st = os.stat(os.path.join(dirpath, name))
+                    h.update(f"{dirpath}/{name}:{st.st_size}:{st.st_mtime_ns};".encode())
     return h.hexdigest()[:16]
 
 
@@ -62,12 +66,28 @@ def load(key: str):
 
 
 def store(key: str, data: dict):
+    _write(f"{key}.json", json.dumps(data).encode())
+
+
+def load_cubin(key: str, arch: str):
+    try:
+        data = (cache_dir() / f"{key}.{arch}.cubin").read_bytes()
+    except OSError:
+        return None
+    return data if data[:4] == b"\x7fELF" else None   # a truncated or foreign file: rebuild
+
+
+def store_cubin(key: str, arch: str, cubin: bytes):
+    _write(f"{key}.{arch}.cubin", cubin)
+
+
+def _write(name: str, payload: bytes):
     folder = cache_dir()
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f)
-        os.replace(tmp, folder / f"{key}.json")
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(payload)
+        os.replace(tmp, folder / name)
     except OSError:
         pass  # a read-only or full cache never breaks a launch

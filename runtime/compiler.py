@@ -1,9 +1,11 @@
-"""From `.cu` text to something that runs: CuPy's NVRTC `RawModule` on a GPU, bare NVRTC without one.
+"""From `.cu` text to something that runs: NVRTC to a cubin, then the cubin loaded on a device.
 
-`load_module` compiles for the device's architecture (`sm_90a` on Hopper, so Hopper-only instructions are
-available) through `cupy.RawModule`, which also keeps cubins in CuPy's own disk cache. `compile_offline`
-runs NVRTC with no GPU and no driver (CI): it returns the cubin, the PTX and ptxas' resource report, so tests
-can check instructions, registers and spills on a CPU machine.
+`compile_cubin` runs NVRTC for one architecture (`sm_90a` on Hopper, so Hopper-only instructions are
+available) with the options and include folders CuPy's `RawModule` would use; it needs no GPU, so the cubin
+can be made, cached on disk (`cache.py`) and checked anywhere. `load_function` loads a cubin in a device's
+primary context and hands back the module, the function and that context, which is all a launch needs: a new
+process that finds the cubin on disk never starts NVRTC. `compile_offline` is the same compile with ptxas'
+resource report and the PTX, for tests and reports on machines without a GPU.
 """
 from __future__ import annotations
 
@@ -44,16 +46,48 @@ def _internal_error(kernel_name, source, log, dump_path=None):
         hint="please report it with the dumped .cu file")
 
 
-def load_module(source: str, kernel_name: str, device_id: int, options=()):
-    """Compile with CuPy's NVRTC for the device and return the kernel function."""
-    import cupy
-    arch = device_arch(device_id)
-    with cupy.cuda.Device(device_id):
+@functools.lru_cache(maxsize=None)
+def nvrtc_options(arch: str, extra: tuple = ()) -> tuple:
+    """NVRTC options for `arch`: CuPy's own set when this CuPy exposes it (its include folders, -ftz=true), else
+    the same flags with the CUDA headers found on this machine."""
+    opts = (f"-arch={arch}", "--std=c++17", "-ftz=true", "--device-as-default-execution-space") + tuple(extra)
+    try:
+        from cupy._core.core import assemble_cupy_compiler_options
+        return tuple(assemble_cupy_compiler_options(opts))
+    except Exception:
+        return opts + tuple(f"-I{d}" for d in cuda_include_dirs()[:1])
+
+
+def compile_cubin(source: str, kernel_name: str, arch: str) -> bytes:
+    """NVRTC: `.cu` text to a cubin for `arch` (InternalCompilerError with the log when it does not compile)."""
+    from cupy.cuda import nvrtc
+    prog = nvrtc.createProgram(source, f"{kernel_name}.cu", [], [])
+    try:
         try:
-            module = cupy.RawModule(code=source, options=(f"-arch={arch}", "--std=c++17") + tuple(options))
-            return module.get_function(kernel_name)
-        except cupy.cuda.compiler.CompileException as e:
-            raise _internal_error(kernel_name, source, str(e)) from None
+            nvrtc.compileProgram(prog, list(nvrtc_options(arch)))
+        except Exception:
+            raise _internal_error(kernel_name, source, nvrtc.getProgramLog(prog)) from None
+        return nvrtc.getCUBIN(prog)
+    finally:
+        nvrtc.destroyProgram(prog)
+
+
+def load_function(cubin: bytes, kernel_name: str, device_id: int):
+    """Load `cubin` in `device_id`'s primary context: `(module, function, context handle)`. The caller's
+    current context is left as it was."""
+    import cupy
+    from cupy.cuda import function
+    from cupy_backends.cuda.api import driver
+    previous = driver.ctxGetCurrent()
+    cupy.cuda.runtime.setDevice(device_id)      # binds (and if needed creates) the device's primary context
+    try:
+        context = driver.ctxGetCurrent()
+        module = function.Module()
+        module.load(cubin)
+        return module, module.get_function(kernel_name), context
+    finally:
+        if previous and previous != context:
+            driver.ctxSetCurrent(previous)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -110,8 +144,7 @@ def nvrtc_available() -> bool:
 def compile_offline(source: str, arch: str = "sm_90a", name: str = "kernel.cu") -> OfflineResult:
     """NVRTC to cubin with ptxas' report, as CuPy would compile it (-ftz=true, C++17)."""
     from cupy.cuda import nvrtc
-    opts = [f"-arch={arch}", "--std=c++17", "-ftz=true", "--ptxas-options=-v"]
-    opts += [f"-I{d}" for d in cuda_include_dirs()[:1]]
+    opts = list(nvrtc_options(arch, ("--ptxas-options=-v",)))
     prog = nvrtc.createProgram(source, name, [], [])
     try:
         try:

@@ -1,28 +1,33 @@
 """`@transpile`: the kernel object, its launches, its specializations and its generated source.
 
-`kernel[grid](*args, num_warps=4, num_stages=3, **constexprs)` binds the arguments, computes the
-specialization key (cheap: a few checks per argument), finds or builds the compiled variant (memory cache,
-then the disk cache of generated CUDA, then parse → analysis → emission), and launches on the device holding
-the arrays, on the current stream of the framework they come from.
+`kernel[grid](*args, num_warps=4, num_stages=3, stream=None, **constexprs)` launches. The launch path is
+short on purpose (launch overhead is a product feature):
+  1. one pass over the arguments (`launch_key.launch_facts`) gives the specialization key, the parameter
+     slot values, the device holding the arrays and their frameworks;
+  2. the key, with num_warps, num_stages and the device, finds a `Launcher` in a dict;
+  3. the launcher packs the slots into its buffer and calls cuLaunchKernel on the current stream of the
+     arrays' framework, in their device's context.
+Arguments given by keyword, defaults, a callable grid and everything unusual take a slower, general path
+(`_bind_args`, `_grid`) before step 1. A missing launcher is built once per key, whatever the number of
+threads asking (`once.OnceMap`): the variant (memory, then the disk cache of generated CUDA, then parse →
+analysis → emission), its cubin for the device's architecture (memory, disk, then NVRTC) and the cubin loaded
+in the device's context.
 """
 from __future__ import annotations
 
 import hashlib
 import inspect
 import os
-import threading
 
-import numpy as np
-
-from .. import dtypes
-from ..analysis.specialization import arg_spec, scalar_key
 from ..errors import LaunchError, TranspilerError
 from ..language.core import constexpr, current_interpreter
-from . import cache
-from .args import array_info, check_devices, pointer_key
+from . import cache, compiler
+from .launch_key import TORCH, launch_facts
+from .launcher import Launcher, cupy_stream, current_device, stream_handle, torch_stream
+from .once import OnceMap
 
 MAX_GRID = (2**31 - 1, 65535, 65535)
-_NUMPY_OF = {d.name: d.numpy.type for d in dtypes.ALL if d.numpy is not None}
+_IGNORED_OPTIONS = ("num_ctas", "enable_fp_fusion", "maxnreg", "debug")
 
 
 def _is_constexpr_param(param):
@@ -31,25 +36,32 @@ def _is_constexpr_param(param):
 
 
 class CompiledVariant:
-    """One specialization: its source, and (on a GPU) the loaded function per device."""
+    """One specialization: its source, its cubin per architecture and its loaded function per device."""
 
-    def __init__(self, name, source, param_kinds):
+    def __init__(self, name, source, param_kinds, disk_key=None):
         self.name = name
         self.source = source
         self.param_kinds = param_kinds       # per kernel parameter: "ptr", a dtype name, or None (constexpr)
-        self.functions = {}
-        self.lock = threading.Lock()
+        self.slot_kinds = [k for k in param_kinds if k is not None]
+        self.disk_key = disk_key
+        self._cubins = OnceMap()             # arch -> cubin bytes
+        self._functions = OnceMap()          # device -> (module, function, context)
+
+    def cubin(self, arch):
+        return self._cubins.get(arch, lambda: self._build_cubin(arch))
+
+    def _build_cubin(self, arch):
+        cubin = cache.load_cubin(self.disk_key, arch) if self.disk_key else None
+        if cubin is None:
+            cubin = compiler.compile_cubin(self.source, self.name, arch)
+            if self.disk_key:
+                cache.store_cubin(self.disk_key, arch, cubin)
+        return cubin
 
     def function(self, device):
-        fn = self.functions.get(device)
-        if fn is None:
-            with self.lock:
-                fn = self.functions.get(device)
-                if fn is None:
-                    from .compiler import load_module
-                    fn = load_module(self.source, self.name, device)
-                    self.functions[device] = fn
-        return fn
+        """`(module, function, context)` of this variant loaded on `device` (loaded once per device)."""
+        return self._functions.get(device, lambda: compiler.load_function(
+            self.cubin(compiler.device_arch(device)), self.name, device))
 
 
 class Kernel:
@@ -66,13 +78,25 @@ class Kernel:
         self.arg_names = [p.name for p in self.params]
         self.constexpr_names = {p.name for p in self.params if _is_constexpr_param(p)}
         self.defaults = {p.name: p.default for p in self.params if p.default is not inspect.Parameter.empty}
-        self.variants = {}
-        self.lock = threading.Lock()
+        self._names = tuple(self.arg_names)
+        self._constexpr_mask = tuple(n in self.constexpr_names for n in self.arg_names)
+        self._variant_map = OnceMap()        # (spec key, num_warps) -> CompiledVariant
+        self.variants = self._variant_map.values
+        self._launcher_map = OnceMap()       # (*spec key, num_warps, num_stages, device) -> Launcher
+        self._launchers = self._launcher_map.values
         self._source_hash = None
+        self._interpret_all = os.environ.get("TRANSPILER_INTERPRET") == "1"
 
     # -- Triton-compatible entry points ----------------------------------------------------------------------
     def __getitem__(self, grid):
-        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
+        launch = self._launch
+
+        def launch_on_grid(*args, num_warps=4, num_stages=3, stream=None, **kwargs):
+            return launch(grid, args, num_warps, num_stages, stream, kwargs)
+        return launch_on_grid
+
+    def run(self, *args, grid, num_warps=4, num_stages=3, stream=None, **kwargs):
+        return self._launch(grid, args, num_warps, num_stages, stream, kwargs)
 
     def __call__(self, *args, **kwargs):
         if current_interpreter() is not None:
@@ -92,25 +116,79 @@ class Kernel:
 
     def _interpret(self, grid, args, kwargs):
         from ..interpreter import interpret
-        bound, options = self._bind(args, kwargs)
-        grid = self._grid(grid, bound, options)
-        positional = [bound[n] for n in self.arg_names if n not in self.constexpr_names]
-        constexprs = {n: bound[n] for n in self.arg_names if n in self.constexpr_names}
-        return interpret(self.fn, grid, positional, constexprs, num_warps=options["num_warps"])
+        kwargs = dict(kwargs)
+        num_warps, num_stages = kwargs.pop("num_warps", 4), kwargs.pop("num_stages", 3)
+        kwargs.pop("stream", None)
+        self._check_num_warps(num_warps)
+        values = self._bind_args(args, kwargs)
+        grid = self._grid(grid, values, num_warps, num_stages)
+        positional = [v for v, c in zip(values, self._constexpr_mask) if not c]
+        constexprs = {n: _unwrap(v) for n, v, c in zip(self._names, values, self._constexpr_mask) if c}
+        return interpret(self.fn, grid, positional, constexprs, num_warps=num_warps)
+
+    # -- launch ------------------------------------------------------------------------------------------
+    def _launch(self, grid, args, num_warps, num_stages, stream, kwargs):
+        if self._interpret_all:
+            return self._interpret(grid, args, dict(kwargs, num_warps=num_warps, num_stages=num_stages))
+        if kwargs or len(args) != len(self._names):
+            args = self._bind_args(args, kwargs)
+        key, values, device, frameworks = launch_facts(self._constexpr_mask, args, self._names, self.__name__)
+        if device < 0:
+            device = current_device()
+        key.append(num_warps)
+        key.append(num_stages)
+        key.append(device)
+        key = tuple(key)
+        launcher = self._launchers.get(key)
+        if launcher is None:
+            launcher = self._launcher_map.get(key, lambda: self._make_launcher(key, args, num_warps, device))
+        if type(grid) is not tuple or not 0 < len(grid) <= 3:
+            grid = self._grid(grid, args, num_warps, num_stages)
+        n = len(grid)
+        gx = grid[0]
+        gy = grid[1] if n > 1 else 1
+        gz = grid[2] if n > 2 else 1
+        if stream is None:
+            stream = torch_stream(device) if frameworks & TORCH else cupy_stream(device)
+        elif type(stream) is not int:
+            stream = stream_handle(stream, self.__name__)
+        try:
+            if gx > 0 and gy > 0 and gz > 0:
+                launcher.launch(gx, gy, gz, values, stream)
+                return None
+        except LaunchError:
+            raise
+        except (TypeError, OverflowError):
+            pass                     # not plain positive ints (floats, NumPy ints, too large): the general path
+        except Exception as e:
+            self._grid(grid, args, num_warps, num_stages)         # a grid past the hardware limits says so
+            raise LaunchError(f"the launch failed: {e}", kernel=self.__name__) from e
+        grid = self._grid(grid, args, num_warps, num_stages)
+        if 0 in grid:
+            return None
+        try:
+            launcher.launch(*grid, values, stream)
+        except LaunchError:
+            raise
+        except Exception as e:
+            raise LaunchError(f"the launch failed: {e}", kernel=self.__name__) from e
+        return None
+
+    def _make_launcher(self, key, args, num_warps, device):
+        self._check_num_warps(num_warps)
+        var = self.variant(key[:-3], args, num_warps)
+        module, function, context = var.function(device)
+        return Launcher(module, function, context, var.slot_kinds, num_warps, name=self.__name__)
 
     # -- binding -----------------------------------------------------------------------------------------
-    def _bind(self, args, kwargs):
-        options = {"num_warps": kwargs.pop("num_warps", 4), "num_stages": kwargs.pop("num_stages", 3),
-                   "stream": kwargs.pop("stream", None)}
-        for k in ("num_ctas", "enable_fp_fusion", "maxnreg", "debug"):
+    def _bind_args(self, args, kwargs):
+        """The general path: keyword arguments and defaults to one value per parameter, in order."""
+        for k in _IGNORED_OPTIONS:
             kwargs.pop(k, None)
-        nw = options["num_warps"]
-        if not isinstance(nw, int) or nw <= 0 or nw & (nw - 1) or nw > 32:
-            raise LaunchError(f"num_warps must be a power of two between 1 and 32, not {nw!r}", kernel=self.__name__)
-        if len(args) > len(self.arg_names):
-            raise LaunchError(f"{self.__name__} takes {len(self.arg_names)} arguments but {len(args)} were given",
+        if len(args) > len(self._names):
+            raise LaunchError(f"{self.__name__} takes {len(self._names)} arguments but {len(args)} were given",
                               kernel=self.__name__)
-        bound = dict(zip(self.arg_names, args))
+        bound = dict(zip(self._names, args))
         for k, v in kwargs.items():
             if k not in self.signature.parameters:
                 raise LaunchError(f"unknown keyword argument '{k}'", kernel=self.__name__,
@@ -118,24 +196,32 @@ class Kernel:
             if k in bound:
                 raise LaunchError(f"argument '{k}' given twice", kernel=self.__name__)
             bound[k] = v
-        for name in self.arg_names:
+        for name in self._names:
             if name not in bound:
                 if name in self.defaults:
                     bound[name] = self.defaults[name]
                 else:
                     what = "constexpr" if name in self.constexpr_names else "argument"
                     raise LaunchError(f"missing {what} '{name}'", kernel=self.__name__)
-        for name in self.constexpr_names:
-            if isinstance(bound[name], constexpr):
-                bound[name] = bound[name].value
-        return bound, options
+        return tuple(bound[n] for n in self._names)
 
-    def _grid(self, grid, bound, options):
+    def _check_num_warps(self, nw):
+        if not isinstance(nw, int) or nw <= 0 or nw & (nw - 1) or nw > 32:
+            raise LaunchError(f"num_warps must be a power of two between 1 and 32, not {nw!r}", kernel=self.__name__)
+
+    def _grid(self, grid, values, num_warps, num_stages):
+        """The general path for the grid: a callable of the arguments, an int, or a 1-3 tuple; checked."""
         if callable(grid):
-            grid = grid(dict(bound, **{k: v for k, v in options.items() if k != "stream"}))
+            meta = {n: _unwrap(v) for n, v in zip(self._names, values)}
+            meta["num_warps"], meta["num_stages"] = num_warps, num_stages
+            grid = grid(meta)
         if isinstance(grid, int):
             grid = (grid,)
-        grid = tuple(int(g) for g in grid)
+        try:
+            grid = tuple(int(g) for g in grid)
+        except (TypeError, ValueError):
+            raise LaunchError(f"grid must be an int, a tuple of 1 to 3 ints or a callable returning one, not {grid!r}",
+                              kernel=self.__name__) from None
         if not 1 <= len(grid) <= 3:
             raise LaunchError(f"grid must have 1 to 3 dimensions, not {len(grid)}", kernel=self.__name__)
         for i, (g, limit) in enumerate(zip(grid, MAX_GRID)):
@@ -145,51 +231,27 @@ class Kernel:
         return grid + (1,) * (3 - len(grid))
 
     # -- specialization ----------------------------------------------------------------------------------
-    def _key_and_infos(self, bound):
-        key, infos = [], []
-        for name in self.arg_names:
-            v = bound[name]
-            if name in self.constexpr_names:
-                key.append(("c", _hashable(v)))
-                continue
-            info = array_info(v) if not isinstance(v, (int, float, bool, np.generic)) else None
-            if info is not None:
-                infos.append(info)
-                key.append(pointer_key(info))
-            else:
-                try:
-                    key.append(scalar_key(v))
-                except TypeError:
-                    raise LaunchError(f"argument '{name}' has unsupported type {type(v).__name__}",
-                                      kernel=self.__name__) from None
-                infos.append(None)
-        return tuple(key), infos
+    def spec_key(self, values, host_ok=True):
+        """The specialization key of argument values given in parameter order (for tests and tools)."""
+        key, _, _, _ = launch_facts(self._constexpr_mask, values, self._names, self.__name__, host_ok=host_ok)
+        return tuple(key)
 
     def source_hash(self):
         if self._source_hash is None:
             self._source_hash = _dependencies_hash(self.fn)
         return self._source_hash
 
-    def variant(self, key, bound, num_warps, arch="generic"):
-        full_key = (key, num_warps)
-        var = self.variants.get(full_key)
-        if var is not None:
-            return var
-        with self.lock:
-            var = self.variants.get(full_key)
-            if var is None:
-                var = self._build_variant(key, bound, num_warps)
-                self.variants[full_key] = var
-        return var
+    def variant(self, key, values, num_warps):
+        """The compiled variant of specialization `key` (built once; `values` are the arguments in order)."""
+        return self._variant_map.get((key, num_warps), lambda: self._build_variant(key, values, num_warps))
 
-    def _build_variant(self, key, bound, num_warps):
+    def _build_variant(self, key, values, num_warps):
         disk_key = cache.entry_key((self.source_hash(), key, num_warps, cache.toolchain_fingerprint()))
         entry = cache.load(disk_key)
         if entry is None:
-            source = self._generate(key, bound, num_warps)
-            param_kinds = []
-            for name, part in zip(self.arg_names, key):
-                param_kinds.append(None if part[0] == "c" else ("ptr" if part[0] == "ptr" else part[0]))
+            source = self._generate(key, values, num_warps)
+            param_kinds = [None if c else ("ptr" if part[0] == "ptr" else part[0])
+                           for part, c in zip(key, self._constexpr_mask)]
             entry = {"name": self.fn.__name__, "source": source, "param_kinds": param_kinds}
             cache.store(disk_key, entry)
         dump = os.environ.get("TRANSPILER_DUMP_DIR")
@@ -197,19 +259,18 @@ class Kernel:
             os.makedirs(dump, exist_ok=True)
             with open(os.path.join(dump, f"{self.fn.__name__}_{disk_key[:8]}.cu"), "w") as f:
                 f.write(entry["source"])
-        return CompiledVariant(entry["name"], entry["source"], entry["param_kinds"])
+        return CompiledVariant(entry["name"], entry["source"], entry["param_kinds"], disk_key)
 
-    def _generate(self, key, bound, num_warps):
+    def _arg_specs(self, key, values):
+        from ..analysis.specialization import arg_spec
+        return [arg_spec(n, part, _unwrap(v), c)
+                for n, part, v, c in zip(self._names, key, values, self._constexpr_mask)]
+
+    def _generate(self, key, values, num_warps):
         from ..analysis import analyze
         from ..emit_cuda import emit_kernel
         from ..parse import build_kernel_ir
-        specs = []
-        for name, part in zip(self.arg_names, key):
-            if part[0] == "c":
-                specs.append(arg_spec(name, part, bound[name], True))
-            else:
-                specs.append(arg_spec(name, part))
-        ir = build_kernel_ir(self.fn, specs, num_warps)
+        ir = build_kernel_ir(self.fn, self._arg_specs(key, values), num_warps)
         analysis = analyze(ir)
         try:
             return emit_kernel(ir, analysis)
@@ -219,82 +280,24 @@ class Kernel:
     # -- public helpers ----------------------------------------------------------------------------------
     def cuda_source(self, *args, num_warps=4, **kwargs):
         """The `.cu` of the specialization these arguments select (NumPy arrays may stand in for device ones)."""
-        bound, options = self._bind(args, dict(kwargs, num_warps=num_warps))
-        key, _ = self._key_and_infos(bound)
-        return self.variant(key, bound, options["num_warps"]).source
+        kwargs.pop("num_stages", None)
+        kwargs.pop("stream", None)
+        self._check_num_warps(num_warps)
+        values = self._bind_args(args, kwargs)
+        return self.variant(self.spec_key(values), values, num_warps).source
 
     def ir(self, *args, num_warps=4, **kwargs):
         """The typed IR of a specialization (for tests and for reading)."""
         from ..parse import build_kernel_ir
-        bound, options = self._bind(args, dict(kwargs, num_warps=num_warps))
-        key, _ = self._key_and_infos(bound)
-        specs = [arg_spec(n, p, bound[n], p[0] == "c") for n, p in zip(self.arg_names, key)]
-        return build_kernel_ir(self.fn, specs, options["num_warps"])
-
-    # -- launch ------------------------------------------------------------------------------------------
-    def run(self, *args, grid, **kwargs):
-        if os.environ.get("TRANSPILER_INTERPRET") == "1":
-            return self._interpret(grid, args, kwargs)
-        bound, options = self._bind(args, kwargs)
-        key, infos = self._key_and_infos(bound)
-        arrays = [i for i in infos if i is not None]
-        device = check_devices(self.__name__, arrays)
-        grid = self._grid(grid, bound, options)
-        if 0 in grid:
-            return None
-        var = self.variant(key, bound, options["num_warps"])
-        import cupy
-        if device is None:
-            device = cupy.cuda.runtime.getDevice()
-        fn = var.function(device)
-        values = []
-        for name, kind, info in zip(self.arg_names, var.param_kinds, infos):
-            if kind is None:
-                continue
-            if kind == "ptr":
-                values.append(np.uint64(info.ptr))
-            else:
-                values.append(_NUMPY_OF[kind](bound[name]))
-        stream = options["stream"]
-        if stream is None and any(i.framework == "torch" for i in arrays):
-            stream = _torch_stream(device)
-        elif isinstance(stream, int):
-            stream = _external_stream(stream)
-        # Entering a device context costs two driver calls; do it only when the arrays live elsewhere.
-        if device != cupy.cuda.runtime.getDevice():
-            with cupy.cuda.Device(device):
-                fn(grid, (32 * options["num_warps"], 1, 1), tuple(values), stream=stream)
-        else:
-            fn(grid, (32 * options["num_warps"], 1, 1), tuple(values), stream=stream)
-        return None
+        kwargs.pop("num_stages", None)
+        kwargs.pop("stream", None)
+        self._check_num_warps(num_warps)
+        values = self._bind_args(args, kwargs)
+        return build_kernel_ir(self.fn, self._arg_specs(self.spec_key(values), values), num_warps)
 
 
-_streams: dict = {}
-
-
-def _external_stream(ptr):
-    """A CuPy stream object for a raw handle, made once per handle (making one per launch is slow)."""
-    stream = _streams.get(ptr)
-    if stream is None:
-        import cupy
-        stream = cupy.cuda.ExternalStream(ptr)
-        _streams[ptr] = stream
-    return stream
-
-
-def _torch_stream(device):
-    import torch
-    return _external_stream(torch.cuda.current_stream(device).cuda_stream)
-
-
-def _hashable(v):
-    if isinstance(v, (list, tuple)):
-        return tuple(_hashable(x) for x in v)
-    if isinstance(v, dtypes.dtype):
-        return ("dtype", v.name)
-    if isinstance(v, (int, float, bool, str, type(None))):
-        return v
-    return (type(v).__name__, repr(v))
+def _unwrap(v):
+    return v.value if isinstance(v, constexpr) else v
 
 
 def _dependencies_hash(fn, seen=None):
