@@ -2,8 +2,8 @@
 
 `kernel[grid](*args, num_warps=4, num_stages=3, stream=None, **constexprs)` launches. The launch path is
 short on purpose (launch overhead is a product feature):
-  1. one pass over the arguments (`launch_key.launch_facts`) gives the specialization key, the parameter
-     slot values, the device holding the arrays and their frameworks;
+  1. one pass over the arguments (a function generated per kernel by `launch_key.make_binder`) gives the
+     specialization key, the parameter slot values, the device holding the arrays and their frameworks;
   2. the key, with num_warps, num_stages and the device, finds a `Launcher` in a dict;
   3. the launcher packs the slots into its buffer and calls cuLaunchKernel on the current stream of the
      arrays' framework, in their device's context.
@@ -22,8 +22,8 @@ import os
 from ..errors import LaunchError, TranspilerError
 from ..language.core import constexpr, current_interpreter
 from . import cache, compiler
-from .launch_key import TORCH, launch_facts
-from .launcher import Launcher, cupy_stream, current_device, stream_handle, torch_stream
+from .launch_key import TORCH, binder_source, make_binder
+from .launcher import Launcher, cupy_stream, stream_handle, torch_stream
 from .once import OnceMap
 
 MAX_GRID = (2**31 - 1, 65535, 65535)
@@ -84,6 +84,7 @@ class Kernel:
         self.variants = self._variant_map.values
         self._launcher_map = OnceMap()       # (*spec key, num_warps, num_stages, device) -> Launcher
         self._launchers = self._launcher_map.values
+        self._binder = None                  # generated on first use: launch_key.make_binder
         self._source_hash = None
         self._interpret_all = os.environ.get("TRANSPILER_INTERPRET") == "1"
 
@@ -132,13 +133,7 @@ class Kernel:
             return self._interpret(grid, args, dict(kwargs, num_warps=num_warps, num_stages=num_stages))
         if kwargs or len(args) != len(self._names):
             args = self._bind_args(args, kwargs)
-        key, values, device, frameworks = launch_facts(self._constexpr_mask, args, self._names, self.__name__)
-        if device < 0:
-            device = current_device()
-        key.append(num_warps)
-        key.append(num_stages)
-        key.append(device)
-        key = tuple(key)
+        key, values, device, frameworks = (self._binder or self._make_binder())(args, num_warps, num_stages)
         launcher = self._launchers.get(key)
         if launcher is None:
             launcher = self._launcher_map.get(key, lambda: self._make_launcher(key, args, num_warps, device))
@@ -173,6 +168,14 @@ class Kernel:
         except Exception as e:
             raise LaunchError(f"the launch failed: {e}", kernel=self.__name__) from e
         return None
+
+    def _make_binder(self):
+        self._binder = make_binder(self._names, self._constexpr_mask, self.__name__)
+        return self._binder
+
+    def launch_binder_source(self) -> str:
+        """The Python function generated for this kernel's launches (the per-launch specialization pass)."""
+        return binder_source(self._names, self._constexpr_mask, self.__name__)
 
     def _make_launcher(self, key, args, num_warps, device):
         self._check_num_warps(num_warps)
@@ -231,10 +234,10 @@ class Kernel:
         return grid + (1,) * (3 - len(grid))
 
     # -- specialization ----------------------------------------------------------------------------------
-    def spec_key(self, values, host_ok=True):
-        """The specialization key of argument values given in parameter order (for tests and tools)."""
-        key, _, _, _ = launch_facts(self._constexpr_mask, values, self._names, self.__name__, host_ok=host_ok)
-        return tuple(key)
+    def spec_key(self, values):
+        """The specialization key of argument values given in parameter order (host arrays allowed)."""
+        key, _, _, _ = (self._binder or self._make_binder())(tuple(values), None, None, False)
+        return key[:-3]
 
     def source_hash(self):
         if self._source_hash is None:

@@ -121,78 +121,125 @@ def _learn_type(value):
         _torch_tensor = t
 
 
-def launch_facts(constexpr_mask, args, names, kernel_name, host_ok=False):
-    """One pass over the arguments (in parameter order): `(key parts, slot values, device, framework bits)`.
+# ---- the per-kernel binder -------------------------------------------------------------------------------
+#
+# One function per kernel, generated from its parameter list, does the whole pass in straight-line code (no
+# loop, no per-argument calls for the common types). `kernel.launch_binder_source()` prints it. Its arguments
+# are the launch arguments in parameter order, num_warps, num_stages and `for_launch` (False for
+# `cuda_source` and friends: host arrays are then accepted and no device is asked for). It returns
+#   key        (one part per parameter..., num_warps, num_stages, device): selects the launcher;
+#   values     one value per runtime parameter: the address of an array, a scalar as given;
+#   device     the device holding the arrays (the current device when there are none; -1 when not for_launch);
+#   frameworks TORCH | CUPY | FOREIGN | HOST bits.
 
-    `key parts` is a list with one part per parameter; `slot values` one value per runtime parameter (an
-    address for arrays); `device` is the device holding the arrays (NO_DEVICE when there are none). Arrays on
-    two devices, or in host memory when `host_ok` is false, raise `LaunchError` here, before any launch.
-    """
-    key = []
-    values = []
-    device = NO_DEVICE
-    first_array = -1
-    frameworks = 0
-    for index, (is_constexpr, v) in enumerate(zip(constexpr_mask, args)):
-        t = type(v)
-        if is_constexpr:
-            if t is constexpr:
-                v = v.value
-                t = type(v)
-            key.append(v if t is int or t is str else constexpr_key(v))
-            continue
-        if t is int:
-            if -2147483648 <= v <= 2147483647:
-                key.append(_I32_ONE if v == 1 else (_I32_DIV16 if v & 15 == 0 else _I32_PLAIN))
-            else:
-                key.append(scalar_key(v))
-            values.append(v)
-            continue
-        if t is float:
-            key.append(FP32)
-            values.append(v)
-            continue
-        if t is _cupy_ndarray:
-            mem = v.data
-            ptr = mem.ptr
-            dev = mem.device_id
-            parts = _PTR_PARTS.get(v.dtype) or _parts(v.dtype, names[index], kernel_name)
-            frameworks |= CUPY
-        elif t is _torch_tensor:
-            ptr = v.data_ptr()
-            dev = v.get_device()
-            if dev < 0:
-                if not host_ok:
-                    raise _host_error(kernel_name, names[index], "torch-cpu")
-                frameworks |= HOST
-            else:
-                frameworks |= TORCH
-            parts = _PTR_PARTS.get(v.dtype) or _parts(v.dtype, names[index], kernel_name)
-        elif t is bool or isinstance(v, np.generic):
-            key.append(_scalar_part(v, names[index], kernel_name))
-            values.append(v)
-            continue
+_PARAM = """\
+    # {name}
+    t = type(a{i})
+    if t is _cupy_ndarray:
+        m = a{i}.data
+        v{i} = m.ptr
+        d = m.device_id
+        k{i} = (_PTR_PARTS.get(a{i}.dtype) or _parts(a{i}.dtype, {name!r}, {kernel!r}))[v{i} % 16 == 0]
+        frameworks |= CUPY
+    elif t is int:
+        v{i} = a{i}
+        d = -1
+        if -2147483648 <= a{i} <= 2147483647:
+            k{i} = _I32_ONE if a{i} == 1 else (_I32_DIV16 if a{i} & 15 == 0 else _I32_PLAIN)
         else:
-            info = _general(v, names[index], kernel_name)
-            if info is None:
-                raise LaunchError(f"argument '{names[index]}' has unsupported type {t.__name__}", kernel=kernel_name)
-            ptr, dev, parts = info.ptr, info.device, _parts(info.dtype, names[index], kernel_name)
-            if dev is None:
-                if not host_ok:
-                    raise _host_error(kernel_name, names[index], info.framework)
-                frameworks |= HOST
-                dev = NO_DEVICE
-            else:
-                frameworks |= TORCH if info.framework == "torch" else FOREIGN
-        key.append(parts[ptr % ALIGNMENT == 0])
-        values.append(ptr)
-        if dev != device and dev != NO_DEVICE:
-            if device != NO_DEVICE:
-                raise LaunchError(
-                    f"arguments live on different devices: '{names[first_array]}' on device {device}, "
-                    f"'{names[index]}' on device {dev}", kernel=kernel_name, hint="copy them to one device first")
-            device, first_array = dev, index
-    return key, values, device, frameworks
+            k{i} = scalar_key(a{i})
+    elif t is _torch_tensor:
+        v{i} = a{i}.data_ptr()
+        d = a{i}.get_device()
+        k{i} = (_PTR_PARTS.get(a{i}.dtype) or _parts(a{i}.dtype, {name!r}, {kernel!r}))[v{i} % 16 == 0]
+        frameworks |= TORCH if d >= 0 else _host(for_launch, {name!r}, "torch-cpu", {kernel!r})
+    elif t is float:
+        v{i} = a{i}
+        d = -1
+        k{i} = FP32
+    else:
+        k{i}, v{i}, d, f = _other(a{i}, {name!r}, {kernel!r}, for_launch)
+        frameworks |= f
+    if d >= 0 and d != device:
+        if device >= 0:
+            raise _two_devices({kernel!r}, first, device, {name!r}, d)
+        device, first = d, {name!r}
+"""
+
+_CONSTEXPR = """\
+    # {name} (constexpr)
+    if type(a{i}) is constexpr:
+        a{i} = a{i}.value
+    t = type(a{i})
+    k{i} = a{i} if t is int or t is str else constexpr_key(a{i})
+"""
+
+
+def binder_source(names, constexpr_mask, kernel_name) -> str:
+    def tuple_of(items):
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+    args = [f"a{i}" for i in range(len(names))]
+    lines = [f"def launch_facts(args, num_warps, num_stages, for_launch=True):",
+             f"    {tuple_of(args)} = args" if names else "    assert not args",
+             "    device = -1", "    first = None", "    frameworks = 0"]
+    for i, (name, is_constexpr) in enumerate(zip(names, constexpr_mask)):
+        lines.append((_CONSTEXPR if is_constexpr else _PARAM).format(i=i, name=name, kernel=kernel_name).rstrip())
+    keys = [f"k{i}" for i in range(len(names))] + ["num_warps", "num_stages", "device"]
+    values = [f"v{i}" for i, c in enumerate(constexpr_mask) if not c]
+    lines += ["    if device < 0 and for_launch:", "        device = current_device()",
+              f"    return {tuple_of(keys)}, {tuple_of(values)}, device, frameworks"]
+    return "\n".join(lines) + "\n"
+
+
+def make_binder(names, constexpr_mask, kernel_name):
+    """The generated `launch_facts` of a kernel with these parameters (see `binder_source`)."""
+    namespace = {}
+    code = compile(binder_source(names, constexpr_mask, kernel_name), f"<launch binder of {kernel_name}>", "exec")
+    exec(code, globals(), namespace)
+    return namespace["launch_facts"]
+
+
+_binders = {}
+
+
+def launch_facts(constexpr_mask, args, names, kernel_name, for_launch=False):
+    """`(key parts, slot values, device, framework bits)` for arguments in parameter order, through the binder
+    of a kernel with these parameters (for tests and tools; kernels keep their own binder)."""
+    sig = (tuple(names), tuple(constexpr_mask), kernel_name)
+    binder = _binders.get(sig) or _binders.setdefault(sig, make_binder(*sig))
+    key, values, device, frameworks = binder(tuple(args), None, None, for_launch)
+    return list(key[:-3]), list(values), device, frameworks
+
+
+def current_device() -> int:
+    import cupy
+    return cupy.cuda.runtime.getDevice()
+
+
+def _other(v, name, kernel_name, for_launch):
+    """Everything the binder does not recognise by its type: `(key part, value, device, framework bits)`."""
+    if type(v) is bool or isinstance(v, np.generic):
+        return _scalar_part(v, name, kernel_name), v, NO_DEVICE, 0
+    info = _general(v, name, kernel_name)
+    if info is None:
+        raise LaunchError(f"argument '{name}' has unsupported type {type(v).__name__}", kernel=kernel_name)
+    part = _parts(info.dtype, name, kernel_name)[info.ptr % ALIGNMENT == 0]
+    if info.device is None:
+        return part, info.ptr, NO_DEVICE, _host(for_launch, name, info.framework, kernel_name)
+    return part, info.ptr, info.device, TORCH if info.framework == "torch" else FOREIGN
+
+
+def _host(for_launch, name, framework, kernel_name):
+    if for_launch:
+        raise LaunchError(f"argument '{name}' is in host memory ({framework}); a GPU launch needs device arrays",
+                          kernel=kernel_name,
+                          hint="move it with cupy.asarray(...) or tensor.cuda(), or run kernel.interpret[grid](...)")
+    return HOST
+
+
+def _two_devices(kernel_name, first, device, name, other):
+    return LaunchError(f"arguments live on different devices: '{first}' on device {device}, '{name}' on device "
+                       f"{other}", kernel=kernel_name, hint="copy them to one device first")
 
 
 def _general(v, name, kernel_name):
@@ -215,9 +262,3 @@ def _scalar_part(v, name, kernel_name):
         return scalar_key(v)
     except TypeError:
         raise LaunchError(f"argument '{name}' has unsupported type {type(v).__name__}", kernel=kernel_name) from None
-
-
-def _host_error(kernel_name, name, framework):
-    return LaunchError(f"argument '{name}' is in host memory ({framework}); a GPU launch needs device arrays",
-                       kernel=kernel_name,
-                       hint="move it with cupy.asarray(...) or tensor.cuda(), or run kernel.interpret[grid](...)")

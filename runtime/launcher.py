@@ -129,8 +129,3 @@ def stream_handle(stream, kernel_name=None) -> int:
             return handle
     raise LaunchError(f"stream= takes a stream handle (int), a CuPy stream or a torch stream, not "
                       f"{type(stream).__name__}", kernel=kernel_name)
-
-
-def current_device() -> int:
-    import cupy
-    return cupy.cuda.runtime.getDevice()

@@ -100,7 +100,7 @@ def gpu(monkeypatch, tmp_path):
     monkeypatch.setattr(compiler, "load_function", load_function)
     monkeypatch.setattr(compiler, "device_arch", lambda device: "sm_90a")
     monkeypatch.setattr(launcher_mod, "driver", state.driver)
-    monkeypatch.setattr(kernel_mod, "current_device", lambda: state.current_device)
+    monkeypatch.setattr(launch_key, "current_device", lambda: state.current_device)
     monkeypatch.setattr(kernel_mod, "cupy_stream", lambda device: CUPY_STREAM + device)
     monkeypatch.setattr(kernel_mod, "torch_stream", lambda device: TORCH_STREAM + device)
     monkeypatch.setattr(launch_key, "_cupy_ndarray", FakeCupy)
@@ -385,3 +385,11 @@ def test_a_new_process_finds_the_cubin_on_disk_without_parsing_or_nvrtc(gpu, tmp
                           timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "HEAVY []" in done.stdout
+
+
+@pytest.mark.skipif(not compiler.nvrtc_available(), reason="needs NVRTC and the CUDA headers")
+def test_compile_cubin_makes_an_sm90a_cubin_without_a_gpu():
+    k = transpiler.jit(_scale)
+    src = k.cuda_source(np.zeros(4, np.float32), np.zeros(4, np.float32), 100, 1.0, BLOCK=128)
+    cubin = compiler.compile_cubin(src, "_scale", "sm_90a")
+    assert cubin[:4] == b"\x7fELF" and b"_scale" in cubin
