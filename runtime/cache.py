@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -66,7 +65,7 @@ def load(key: str):
 
 
 def store(key: str, data: dict):
-    _write(f"{key}.json", json.dumps(data).encode())
+    write(f"{key}.json", json.dumps(data).encode())
 
 
 def load_cubin(key: str, arch: str):
@@ -78,10 +77,12 @@ def load_cubin(key: str, arch: str):
 
 
 def store_cubin(key: str, arch: str, cubin: bytes):
-    _write(f"{key}.{arch}.cubin", cubin)
+    write(f"{key}.{arch}.cubin", cubin)
 
 
-def _write(name: str, payload: bytes):
+def write(name: str, payload: bytes):
+    """Store `payload` as `name` in the cache folder, atomically; a cache that cannot be written is skipped."""
+    import tempfile
     folder = cache_dir()
     try:
         folder.mkdir(parents=True, exist_ok=True)

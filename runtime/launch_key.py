@@ -15,11 +15,16 @@ general runs. Everything else goes through `args.array_info`, slower and general
 """
 from __future__ import annotations
 
+import hashlib
+import marshal
+import sys
+
 import numpy as np
 
 from .. import dtypes
 from ..errors import LaunchError
 from ..language.core import constexpr
+from . import cache
 from .args import ALIGNMENT, array_info
 
 # Framework bits of a launch: they choose the stream (torch's current stream when any tensor is a torch one).
@@ -192,11 +197,21 @@ def binder_source(names, constexpr_mask, kernel_name) -> str:
 
 
 def make_binder(names, constexpr_mask, kernel_name):
-    """The generated `launch_facts` of a kernel with these parameters (see `binder_source`)."""
+    """The generated `launch_facts` of a kernel with these parameters (see `binder_source`). Compiling it
+    costs milliseconds, so the code object is kept in the disk cache (marshal) for the next process."""
     namespace = {}
-    code = compile(binder_source(names, constexpr_mask, kernel_name), f"<launch binder of {kernel_name}>", "exec")
-    exec(code, globals(), namespace)
+    exec(_code_of(binder_source(names, constexpr_mask, kernel_name), kernel_name), globals(), namespace)
     return namespace["launch_facts"]
+
+
+def _code_of(source, kernel_name):
+    name = f"binder-{sys.implementation.cache_tag}-{hashlib.sha256(source.encode()).hexdigest()[:24]}.marshal"
+    try:
+        return marshal.loads((cache.cache_dir() / name).read_bytes())
+    except (OSError, ValueError, EOFError, TypeError):
+        code = compile(source, f"<launch binder of {kernel_name}>", "exec")
+        cache.write(name, marshal.dumps(code))
+        return code
 
 
 _binders = {}
