@@ -78,16 +78,21 @@ def load_function(cubin: bytes, kernel_name: str, device_id: int):
     import cupy
     from cupy.cuda import function
     from cupy_backends.cuda.api import driver
-    previous = driver.ctxGetCurrent()
-    cupy.cuda.runtime.setDevice(device_id)      # binds (and if needed creates) the device's primary context
+    previous_context, previous_device = driver.ctxGetCurrent(), cupy.cuda.runtime.getDevice()
+    cupy.cuda.runtime.setDevice(device_id)      # binds (and since CUDA 12 creates) the device's primary context
     try:
         context = driver.ctxGetCurrent()
+        if not context:
+            cupy.cuda.runtime.free(0)           # the classic way to make the runtime create it
+            context = driver.ctxGetCurrent()
         module = function.Module()
         module.load(cubin)
         return module, module.get_function(kernel_name), context
     finally:
-        if previous and previous != context:
-            driver.ctxSetCurrent(previous)
+        if previous_device != device_id:
+            cupy.cuda.runtime.setDevice(previous_device)
+        if driver.ctxGetCurrent() != previous_context:
+            driver.ctxSetCurrent(previous_context)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -84,14 +84,13 @@ class Launcher:
                                     0)
                 return
             # The arrays live on another device than the current one (or this thread has no context yet):
-            # launch in their device's context and put the caller's back.
+            # launch in their device's context and put the caller's back (none, if it had none).
             driver.ctxSetCurrent(self.context)
             try:
                 driver.launchKernel(self._func, gx, gy, gz, self.block, 1, 1, self.shared_bytes, stream, self._params,
                                     0)
             finally:
-                if current:
-                    driver.ctxSetCurrent(current)
+                driver.ctxSetCurrent(current)
 
 
 # ---- streams -----------------------------------------------------------------------------------------------

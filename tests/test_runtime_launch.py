@@ -212,10 +212,10 @@ def test_arrays_on_another_device_launch_in_that_devices_context_and_restore(gpu
     assert gpu.loads == [("_scale", 1)]
 
 
-def test_a_thread_without_a_context_gets_the_arrays_device_context(gpu):
+def test_a_thread_without_a_context_launches_in_the_arrays_context_and_is_left_without_one(gpu):
     gpu.driver.current = 0
     gpu.kernel[(1,)](FakeCupy(4096), FakeCupy(8192), 100, 1.0, BLOCK=128)
-    assert gpu.driver.launches[0].ctx == CONTEXT[0]
+    assert gpu.driver.launches[0].ctx == CONTEXT[0] and gpu.driver.current == 0
 
 
 def test_arrays_on_two_devices_fail_before_any_launch(gpu):
