@@ -94,12 +94,12 @@ def test_cupy_graph_capture_replays_with_new_input_data(fresh):
         k[(20,)](x, y, n, 2.0, BLOCK=256)
         k[(20,)](y, y, n, 0.5, BLOCK=256)
         graph = s.end_capture()
-    for trial in range(3):
+    for trial in range(3):                        # new data in the same buffers, then replay
         host = np.random.default_rng(trial).standard_normal(n).astype(np.float32)
-        x.set(host, stream=s)
-        y.fill(0)
-        s.synchronize()
-        graph.launch(s)
+        with s:
+            x.set(host)
+            y.fill(0)
+            graph.launch(s)
         s.synchronize()
         np.testing.assert_allclose(y.get(), host, rtol=1e-6)
 
