@@ -88,6 +88,7 @@ class Kernel:
         self._binder = None                  # generated on first use: launch_key.make_binder
         self._source_hash = None
         self._interpret_all = os.environ.get("TRANSPILER_INTERPRET") == "1"
+        self._arity = -1 if self._interpret_all else len(self._names)   # -1: every launch takes the slow path
 
     # -- Triton-compatible entry points ----------------------------------------------------------------------
     def __getitem__(self, grid):
@@ -130,9 +131,9 @@ class Kernel:
 
     # -- launch ------------------------------------------------------------------------------------------
     def _launch(self, grid, args, num_warps, num_stages, stream, kwargs):
-        if self._interpret_all:
-            return self._interpret(grid, args, dict(kwargs, num_warps=num_warps, num_stages=num_stages))
-        if kwargs or len(args) != len(self._names):
+        if kwargs or len(args) != self._arity:
+            if self._interpret_all:
+                return self._interpret(grid, args, dict(kwargs, num_warps=num_warps, num_stages=num_stages))
             args = self._bind_args(args, kwargs)
         key, values, device, frameworks = (self._binder or self._make_binder())(args, num_warps, num_stages)
         launcher = self._launchers.get(key)
@@ -141,9 +142,12 @@ class Kernel:
         if type(grid) is not tuple or not 0 < len(grid) <= 3:
             grid = self._grid(grid, args, num_warps, num_stages)
         n = len(grid)
-        gx = grid[0]
-        gy = grid[1] if n > 1 else 1
-        gz = grid[2] if n > 2 else 1
+        if n == 1:
+            gx, gy, gz = grid[0], 1, 1
+        elif n == 3:
+            gx, gy, gz = grid
+        else:
+            (gx, gy), gz = grid, 1
         if stream is None:
             stream = torch_stream(device) if frameworks & TORCH else cupy_stream(device)
         elif type(stream) is not int:

@@ -393,3 +393,11 @@ def test_compile_cubin_makes_an_sm90a_cubin_without_a_gpu():
     src = k.cuda_source(np.zeros(4, np.float32), np.zeros(4, np.float32), 100, 1.0, BLOCK=128)
     cubin = compiler.compile_cubin(src, "_scale", "sm_90a")
     assert cubin[:4] == b"\x7fELF" and b"_scale" in cubin
+
+
+def test_transpiler_interpret_env_runs_launches_on_the_cpu_interpreter(monkeypatch):
+    monkeypatch.setenv("TRANSPILER_INTERPRET", "1")
+    k = transpiler.jit(_scale)
+    x, y = np.arange(100, dtype=np.float32), np.zeros(100, np.float32)
+    k[(1,)](x, y, 100, 3.0, BLOCK=128)
+    np.testing.assert_allclose(y, 3.0 * x)
