@@ -129,9 +129,10 @@ def main(argv=None) -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    results = mp.get_context("spawn").Manager().dict()
-    mp.start_processes(_spawned, args=(world, port, results), nprocs=world, start_method="spawn", join=True)
-    return max(results.values(), default=2)
+    with mp.get_context("spawn").Manager() as manager:        # the ranks' exit codes come back through it
+        results = manager.dict()
+        mp.start_processes(_spawned, args=(world, port, results), nprocs=world, start_method="spawn", join=True)
+        return max(results.values(), default=2)
 
 
 if __name__ == "__main__":
