@@ -401,3 +401,13 @@ def test_transpiler_interpret_env_runs_launches_on_the_cpu_interpreter(monkeypat
     x, y = np.arange(100, dtype=np.float32), np.zeros(100, np.float32)
     k[(1,)](x, y, 100, 3.0, BLOCK=128)
     np.testing.assert_allclose(y, 3.0 * x)
+
+
+def test_import_transpiler_leaves_the_compiler_rooms_unimported():
+    """The launch path must not pay for libcst, jinja2, parse, analysis or emission: they load on a cache miss."""
+    root = str(__import__("pathlib").Path(__file__).resolve().parents[1])
+    code = ("import sys, transpiler, transpiler.language as tl; print([m for m in ('libcst', 'jinja2', "
+            "'transpiler.parse', 'transpiler.analysis', 'transpiler.emit_cuda', 'cupy', 'torch') if m in sys.modules])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"
