@@ -1,5 +1,4 @@
-"""The specialization key of one launch, computed in one pass over the arguments and cheap enough to run on
-every launch.
+"""The specialization key of one launch, computed in one pass over the arguments, cheap enough for every launch.
 
 Decides, per argument, the key part that selects a compiled variant, as Triton does: for pointers the element
 type and whether the address is 16-byte aligned; for integers int32 / uint32 / int64 / uint64 by value,
@@ -9,9 +8,10 @@ needs: the value of each runtime parameter slot (an address or a scalar), the de
 which frameworks they come from. `analysis/specialization.py` turns the key parts back into what the IR
 builder is told.
 
-Speed: the parts are shared tuples made once (no allocation per argument), and the common argument types
-(CuPy arrays, torch tensors, Python ints and floats) are recognised by `type(x) is ...` before anything
-general runs. Everything else goes through `args.array_info`, slower and general.
+Speed: the pass is a function generated per kernel from its parameter list (`binder_source`), straight-line
+code with no loop; the key parts are shared tuples made once (no allocation per argument); the common argument
+types (CuPy arrays, torch tensors, Python ints and floats) are recognised by `type(x) is ...` before anything
+general runs. Everything else goes through `_other` and `args.array_info`, slower and general.
 """
 from __future__ import annotations
 

@@ -411,3 +411,18 @@ def test_import_transpiler_leaves_the_compiler_rooms_unimported():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]"
+
+
+def test_slot_format_gives_8_byte_slots_with_c_types():
+    fmt = launcher_mod.slot_format(["ptr", "int32", "fp32", "int1", "fp16", "int64"])
+    assert struct.calcsize(fmt) == 48
+    assert fmt == "<Qi4xf4x?7xe6xq"
+    with pytest.raises(LaunchError, match="bf16"):
+        launcher_mod.slot_format(["bf16"])
+
+
+def test_launch_binder_source_is_readable_python():
+    k = transpiler.jit(_scale)
+    src = k.launch_binder_source()
+    assert "# X" in src and "# BLOCK (constexpr)" in src
+    compile(src, "binder", "exec")
