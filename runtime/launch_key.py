@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import LaunchError
-from ..language.core import constexpr
+from ..language.core import constexpr  # noqa: F401  (named by the generated binders)
 from . import cache
 from .args import ALIGNMENT, array_info
 
