@@ -41,11 +41,16 @@ def tiny(X, Y, n, scale):
     tl.store(Y + offs, tl.load(X + offs, mask=mask) * scale, mask=mask)
 
 
-def per_call_us(fn, n, repeats=5):
-    for _ in range(min(n, 1000)):
+def per_call_us(fn, n, sync=None, repeats=21):
+    """Median over `repeats` of the time per call of `n` calls back to back. With a GPU, `n` stays under the
+    driver's queue of pending launches and `sync` empties it between repeats, so that the host, not the GPU's
+    rate of tiny kernels, sets the figure."""
+    for _ in range(min(n, 500)):
         fn()
     samples = []
     for _ in range(repeats):
+        if sync:
+            sync()
         start = time.perf_counter()
         for _ in range(n):
             fn()
@@ -83,7 +88,7 @@ def fake_gpu():
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n", type=int, default=20000)
+    parser.add_argument("--n", type=int, default=None, help="calls per repeat (default 500 on a GPU, 20000 without)")
     args = parser.parse_args(argv)
     os.environ.setdefault("TRANSPILER_CACHE_DIR", "/tmp/transpiler-launch-path-cache")
     on_gpu = transpiler.gpu_available()
@@ -92,38 +97,41 @@ def main(argv=None) -> int:
         import cupy
         x = cupy.arange(256, dtype=cupy.float32)
         y = cupy.zeros(256, cupy.float32)
+        sync = cupy.cuda.runtime.deviceSynchronize
     else:
         x, y = fake_gpu()
+        sync = None
+    n = args.n or (500 if on_gpu else 20000)
     values = (x, y, 100, 2.0)
     tiny[(1,)](x, y, 100, 2.0)
-    rows["key"] = per_call_us(lambda: tiny._binder(values, 4, 3), args.n)
+    rows["key"] = per_call_us(lambda: tiny._binder(values, 4, 3), n, sync)
     (launcher,) = tiny._launchers.values()
     slots = [values[0].data.ptr, values[1].data.ptr, 100, 2.0]
-    rows["pack"] = per_call_us(lambda: launcher._pack(launcher._buffer, 0, *slots), args.n)
+    rows["pack"] = per_call_us(lambda: launcher._pack(launcher._buffer, 0, *slots), n, sync)
     if on_gpu:
         from cupy_backends.cuda.api import driver
-        rows["stream (CuPy)"] = per_call_us(lambda: launcher_mod.cupy_stream(0), args.n)
+        rows["stream (CuPy)"] = per_call_us(lambda: launcher_mod.cupy_stream(0), n, sync)
         try:
             import torch
             torch.cuda.init()
-            rows["stream (torch)"] = per_call_us(lambda: launcher_mod.torch_stream(0), args.n)
+            rows["stream (torch)"] = per_call_us(lambda: launcher_mod.torch_stream(0), n, sync)
         except Exception:
             pass
-        rows["ctx"] = per_call_us(driver.ctxGetCurrent, args.n)
+        rows["ctx"] = per_call_us(driver.ctxGetCurrent, n, sync)
         f, p = launcher._func, launcher._params
-        rows["cuLaunchKernel"] = per_call_us(lambda: driver.launchKernel(f, 1, 1, 1, 128, 1, 1, 0, 0, p, 0), args.n)
+        rows["cuLaunchKernel"] = per_call_us(lambda: driver.launchKernel(f, 1, 1, 1, 128, 1, 1, 0, 0, p, 0), n, sync)
         cupy.cuda.runtime.deviceSynchronize()
-    rows["ours"] = per_call_us(lambda: tiny[(1,)](x, y, 100, 2.0), args.n)
-    rows["ours, constexpr-free run()"] = per_call_us(lambda: tiny.run(x, y, 100, 2.0, grid=(1,)), args.n)
+    rows["ours"] = per_call_us(lambda: tiny[(1,)](x, y, 100, 2.0), n, sync)
+    rows["ours via run(grid=...)"] = per_call_us(lambda: tiny.run(x, y, 100, 2.0, grid=(1,)), n, sync)
     if on_gpu:
         raw = cupy.RawKernel(r'extern "C" __global__ void k(const float* x, float* y, int n, float s)'
                              r'{ int i = threadIdx.x; if (i < n) y[i] = x[i] * s; }', "k")
         raw_args = (x, y, np.int32(100), np.float32(2.0))
-        rows["RawKernel"] = per_call_us(lambda: raw((1,), (128,), raw_args), args.n)
+        rows["RawKernel"] = per_call_us(lambda: raw((1,), (128,), raw_args), n, sync)
         cupy.cuda.runtime.deviceSynchronize()
         assert np.allclose(cupy.asnumpy(y)[:100], 2 * np.arange(100)), "wrong result"
     where = "GPU" if on_gpu else "no GPU: driver, streams and loading faked"
-    print(f"host time per step of one launch ({where}; median of 5 x {args.n} calls):")
+    print(f"host time per step of one launch ({where}; median of 21 x {n} calls):")
     for name, us in rows.items():
         print(f"  {name:28} {us:6.2f} us")
     return 0
