@@ -47,22 +47,39 @@ class CompiledVariant:
         self.disk_key = disk_key
         self._cubins = OnceMap()             # arch -> cubin bytes
         self._functions = OnceMap()          # device -> (module, function, context)
+        self._from_disk = set()              # architectures whose cubin came from the disk cache
 
     def cubin(self, arch):
         return self._cubins.get(arch, lambda: self._build_cubin(arch))
 
     def _build_cubin(self, arch):
         cubin = cache.load_cubin(self.disk_key, arch) if self.disk_key else None
-        if cubin is None:
-            cubin = compiler.compile_cubin(self.source, self.name, arch)
-            if self.disk_key:
-                cache.store_cubin(self.disk_key, arch, cubin)
+        if cubin is not None:
+            self._from_disk.add(arch)
+            return cubin
+        return self._compile(arch)
+
+    def _compile(self, arch):
+        cubin = compiler.compile_cubin(self.source, self.name, arch)
+        if self.disk_key:
+            cache.store_cubin(self.disk_key, arch, cubin)
         return cubin
 
     def function(self, device):
         """`(module, function, context)` of this variant loaded on `device` (loaded once per device)."""
-        return self._functions.get(device, lambda: compiler.load_function(
-            self.cubin(compiler.device_arch(device)), self.name, device))
+        return self._functions.get(device, lambda: self._load(device))
+
+    def _load(self, device):
+        arch = compiler.device_arch(device)
+        try:
+            return compiler.load_function(self.cubin(arch), self.name, device)
+        except Exception:
+            if arch not in self._from_disk:
+                raise
+            # A cubin from disk that the driver refuses (made by another NVRTC, or damaged): make it again.
+            self._from_disk.discard(arch)
+            self._cubins.values[arch] = cubin = self._compile(arch)
+            return compiler.load_function(cubin, self.name, device)
 
 
 class Kernel:

@@ -426,3 +426,20 @@ def test_launch_binder_source_is_readable_python():
     src = k.launch_binder_source()
     assert "# X" in src and "# BLOCK (constexpr)" in src
     compile(src, "binder", "exec")
+
+
+def test_a_cubin_from_disk_that_the_driver_refuses_is_compiled_again(gpu, monkeypatch):
+    gpu.kernel[(1,)](FakeCupy(4096), FakeCupy(8192), 100, 1.0, BLOCK=128)      # fills the disk cache
+    assert len(gpu.compiles) == 1
+    refused = []
+    real_load = compiler.load_function
+
+    def refuse_once(cubin, name, device):
+        if not refused:
+            refused.append(cubin)
+            raise RuntimeError("CUDA_ERROR_INVALID_IMAGE")
+        return real_load(cubin, name, device)
+    monkeypatch.setattr(compiler, "load_function", refuse_once)
+    k = transpiler.jit(_scale)                                                  # a new kernel object: memory empty
+    k[(1,)](FakeCupy(4096), FakeCupy(8192), 100, 1.0, BLOCK=128)
+    assert refused and len(gpu.compiles) == 2 and len(gpu.driver.launches) == 2
