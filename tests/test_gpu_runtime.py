@@ -56,6 +56,7 @@ def test_launch_on_a_cupy_stream_is_ordered_on_that_stream(fresh):
     x = cupy.arange(1 << 20, dtype=cupy.float32)
     y = cupy.zeros(1 << 20, cupy.float32)
     z = cupy.zeros(1 << 20, cupy.float32)
+    cupy.cuda.runtime.deviceSynchronize()         # the inputs were made on another stream
     s = cupy.cuda.Stream(non_blocking=True)
     with s:
         for _ in range(20):                    # y = 2x, then z = 2y, ordered only by the stream
@@ -72,6 +73,7 @@ def test_torch_launch_uses_torchs_current_stream(fresh):
     y = torch.zeros_like(x)
     z = torch.zeros_like(x)
     s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())    # the inputs were made on the default stream
     with torch.cuda.stream(s):
         for _ in range(20):
             k[(1 << 10,)](x, y, 1 << 20, 2.0, BLOCK=1024)
@@ -86,6 +88,7 @@ def test_cupy_graph_capture_replays_with_new_input_data(fresh):
     n = 5000
     x = cupy.arange(n, dtype=cupy.float32)
     y = cupy.zeros(n, cupy.float32)
+    cupy.cuda.runtime.deviceSynchronize()
     s = cupy.cuda.Stream(non_blocking=True)
     with s:
         k[(20,)](x, y, n, 2.0, BLOCK=256)        # compile and load before capturing

@@ -63,6 +63,7 @@ def test_torch_tensors_on_cuda1_launch_on_device_1s_current_torch_stream(fresh):
     x = torch.arange(1 << 20, device="cuda:1", dtype=torch.float32)
     y, z = torch.zeros_like(x), torch.zeros_like(x)
     s = torch.cuda.Stream(device=1)
+    s.wait_stream(torch.cuda.current_stream(1))   # the inputs were made on device 1's default stream
     with torch.cuda.stream(s):                   # s becomes device 1's current stream (and device 1 current)
         torch.cuda.set_device(0)                 # device 0 current again; device 1's current stream stays s
         assert torch.cuda.current_stream(1) == s
