@@ -76,13 +76,15 @@ def test_torch_tensors_on_cuda1_launch_on_device_1s_current_torch_stream(fresh):
 
 
 def test_arrays_on_two_devices_raise_before_any_launch(fresh):
+    import cupy
     k, compiles, loads = fresh
     x, _ = _on(0)
     _, y = _on(1)
     with pytest.raises(transpiler.LaunchError, match="different devices"):
         k[(4,)](x, y, 1000, 2.0, BLOCK=256)
     assert compiles == [] and loads == []
-    assert float(y.sum().get()) == 0.0
+    with cupy.cuda.Device(1):
+        assert float(y.sum().get()) == 0.0
 
 
 def test_each_device_gets_its_own_module_from_one_compile(fresh):
