@@ -192,7 +192,7 @@ def test_16_threads_on_one_gpu_each_on_its_stream_compile_once_and_get_their_res
                 x = cupy.full(n, float(i), dtype=cupy.float32)
                 y = cupy.zeros(n, cupy.float32)
                 s.synchronize()
-                barrier.wait()
+                barrier.wait(timeout=120)
                 for _ in range(50):
                     k[(n // 1024,)](x, y, n, 2.0, BLOCK=1024)
                 s.synchronize()

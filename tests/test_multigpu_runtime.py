@@ -120,7 +120,7 @@ def test_one_thread_per_gpu_each_on_its_own_stream(fresh):
                     x = cupy.full(n, float(i), dtype=cupy.float32)
                     y = cupy.zeros(n, cupy.float32)
                     s.synchronize()
-                    barrier.wait()
+                    barrier.wait(timeout=120)
                     for _ in range(100):
                         k[(n // 1024,)](x, y, n, 2.0, BLOCK=1024)
                     s.synchronize()

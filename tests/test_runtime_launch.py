@@ -309,7 +309,7 @@ def test_once_map_builds_each_key_once_under_8_threads():
     results = []
 
     def worker(i):
-        barrier.wait()
+        barrier.wait(timeout=120)
         results.append(once.get(i % 2, lambda: build(i % 2)))
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
     [t.start() for t in threads]
@@ -330,7 +330,7 @@ def test_8_threads_launching_one_new_key_compile_once(gpu):
 
     def worker(i):
         try:
-            barrier.wait()
+            barrier.wait(timeout=120)
             gpu.kernel[(1,)](FakeCupy(4096), FakeCupy(8192), 100 + i, 1.0, BLOCK=128)
         except Exception as e:        # pragma: no cover - reported below
             errors.append(e)
@@ -346,7 +346,7 @@ def test_threads_on_three_devices_compile_once_and_load_once_per_device(gpu):
     barrier = threading.Barrier(9)
 
     def worker(i):
-        barrier.wait()
+        barrier.wait(timeout=120)
         device = i % 3
         gpu.kernel[(1,)](FakeCupy(4096, device), FakeCupy(8192, device), 100, 1.0, BLOCK=128)
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(9)]
