@@ -26,9 +26,13 @@ def arch_for_capability(major: int, minor: int) -> str:
 
 @functools.lru_cache(maxsize=None)
 def device_arch(device_id: int) -> str:
-    import cupy
-    cc = cupy.cuda.Device(device_id).compute_capability
-    return arch_for_capability(int(cc[:-1]), int(cc[-1]))
+    from cupy_backends.cuda.api import runtime
+    major = runtime.deviceGetAttribute(_ATTR_CC_MAJOR, device_id)
+    minor = runtime.deviceGetAttribute(_ATTR_CC_MINOR, device_id)
+    return arch_for_capability(major, minor)
+
+
+_ATTR_CC_MAJOR, _ATTR_CC_MINOR = 75, 76   # cudaDevAttrComputeCapabilityMajor / Minor
 
 
 def _internal_error(kernel_name, source, log, dump_path=None):
@@ -73,24 +77,22 @@ def compile_cubin(source: str, kernel_name: str, arch: str) -> bytes:
 
 
 def load_function(cubin: bytes, kernel_name: str, device_id: int):
-    """Load `cubin` in `device_id`'s primary context: `(module, function, context handle)`. The caller's
-    current context is left as it was."""
-    import cupy
-    from cupy.cuda import function
-    from cupy_backends.cuda.api import driver
-    previous_context, previous_device = driver.ctxGetCurrent(), cupy.cuda.runtime.getDevice()
-    cupy.cuda.runtime.setDevice(device_id)      # binds (and since CUDA 12 creates) the device's primary context
+    """Load `cubin` in `device_id`'s primary context: `(module handle, function handle, context handle)`. The
+    caller's current device and context are left as they were. Only CuPy's thin driver and runtime bindings
+    (`cupy_backends`) are used, so a process that only uses torch never pays for `import cupy` (~100 ms)."""
+    from cupy_backends.cuda.api import driver, runtime
+    previous_context, previous_device = driver.ctxGetCurrent(), runtime.getDevice()
+    runtime.setDevice(device_id)                # binds (and since CUDA 12 creates) the device's primary context
     try:
         context = driver.ctxGetCurrent()
         if not context:
-            cupy.cuda.runtime.free(0)           # the classic way to make the runtime create it
+            runtime.free(0)                     # the classic way to make the runtime create it
             context = driver.ctxGetCurrent()
-        module = function.Module()
-        module.load(cubin)
-        return module, module.get_function(kernel_name), context
+        module = driver.moduleLoadData(cubin)   # kept loaded for the life of the process
+        return module, driver.moduleGetFunction(module, kernel_name), context
     finally:
         if previous_device != device_id:
-            cupy.cuda.runtime.setDevice(previous_device)
+            runtime.setDevice(previous_device)
         if driver.ctxGetCurrent() != previous_context:
             driver.ctxSetCurrent(previous_context)
 

@@ -227,8 +227,8 @@ def launch_facts(constexpr_mask, args, names, kernel_name, for_launch=False):
 
 
 def current_device() -> int:
-    import cupy
-    return cupy.cuda.runtime.getDevice()
+    from cupy_backends.cuda.api import runtime
+    return runtime.getDevice()
 
 
 def _other(v, name, kernel_name, for_launch):

@@ -57,8 +57,8 @@ class Launcher:
                  "_params", "_func", "_lock")
 
     def __init__(self, module, function, context: int, kinds, num_warps: int, name: str = "", shared_bytes=0):
-        self.module = module          # keeps the CUmodule loaded as long as this launcher lives
-        self.function = function
+        self.module = module          # the CUmodule handle (or an object owning it)
+        self.function = function      # the CUfunction handle (or an object with `.ptr`)
         self.name = name
         self.context = context
         self.block = 32 * num_warps
