@@ -7,7 +7,7 @@ With a GPU (CuPy, and torch when present), the steps run for real on a tiny 4-ar
     ctx            cuCtxGetCurrent (one per launch)
     pack           struct.pack_into of the 4 parameter slots
     cuLaunchKernel the driver call alone, parameters packed once
-    ours           the whole `kernel[(1,)](x, y, n, scale)`
+    ours           the whole `kernel[(1,)](x, y, n, scale)` (CuPy arrays, then torch tensors when torch is there)
     RawKernel      cupy.RawKernel of the same kind of kernel, for scale
 Without a GPU the driver, the streams and the module loading are faked (no-ops), so `ours` is the pure-Python
 part of a launch on this machine: run it to see the effect of a change to the launch path before a GPU run.
@@ -115,7 +115,7 @@ def main(argv=None) -> int:
             import torch
             torch.cuda.init()
             rows["stream (torch)"] = per_call_us(lambda: launcher_mod.torch_stream(0), n, sync)
-        except Exception:
+        except ImportError:
             pass
         rows["ctx"] = per_call_us(driver.ctxGetCurrent, n, sync)
         f, p = launcher._func, launcher._params
@@ -124,6 +124,17 @@ def main(argv=None) -> int:
     rows["ours"] = per_call_us(lambda: tiny[(1,)](x, y, 100, 2.0), n, sync)
     rows["ours via run(grid=...)"] = per_call_us(lambda: tiny.run(x, y, 100, 2.0, grid=(1,)), n, sync)
     if on_gpu:
+        try:
+            import torch
+            xt = torch.arange(256, device="cuda", dtype=torch.float32)
+            yt = torch.zeros(256, device="cuda")
+            tiny[(1,)](xt, yt, 100, 2.0)
+            rows["key (torch tensors)"] = per_call_us(lambda: tiny._binder((xt, yt, 100, 2.0), 4, 3), n, sync)
+            rows["ours (torch tensors)"] = per_call_us(lambda: tiny[(1,)](xt, yt, 100, 2.0), n, sync)
+            torch.cuda.synchronize()
+            assert torch.equal(yt[:100], 2 * xt[:100]), "wrong result (torch)"
+        except ImportError:
+            pass
         raw = cupy.RawKernel(r'extern "C" __global__ void k(const float* x, float* y, int n, float s)'
                              r'{ int i = threadIdx.x; if (i < n) y[i] = x[i] * s; }', "k")
         raw_args = (x, y, np.int32(100), np.float32(2.0))
