@@ -103,16 +103,27 @@ class Kernel:
         self._launcher_map = OnceMap()       # (*spec key, num_warps, num_stages, device) -> Launcher
         self._launchers = self._launcher_map.values
         self._binder = None                  # generated on first use: launch_key.make_binder
+        self._grid_launches = {}             # tuple grid -> its `kernel[grid]` function
         self._source_hash = None
         self._interpret_all = os.environ.get("TRANSPILER_INTERPRET") == "1"
         self._arity = -1 if self._interpret_all else len(self._names)   # -1: every launch takes the slow path
 
     # -- Triton-compatible entry points ----------------------------------------------------------------------
     def __getitem__(self, grid):
+        # The launch function of a tuple grid is kept (a few hundred at most): making one costs more than finding it.
+        try:
+            return self._grid_launches[grid]
+        except (KeyError, TypeError):       # not seen yet, or not hashable (a callable grid is hashable)
+            pass
         launch = self._launch
 
         def launch_on_grid(*args, num_warps=4, num_stages=3, stream=None, **kwargs):
             return launch(grid, args, num_warps, num_stages, stream, kwargs)
+        if type(grid) is tuple and len(self._grid_launches) < 256:
+            try:
+                self._grid_launches[grid] = launch_on_grid
+            except TypeError:
+                pass
         return launch_on_grid
 
     def run(self, *args, grid, num_warps=4, num_stages=3, stream=None, **kwargs):

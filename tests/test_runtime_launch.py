@@ -443,3 +443,12 @@ def test_a_cubin_from_disk_that_the_driver_refuses_is_compiled_again(gpu, monkey
     k = transpiler.jit(_scale)                                                  # a new kernel object: memory empty
     k[(1,)](FakeCupy(4096), FakeCupy(8192), 100, 1.0, BLOCK=128)
     assert refused and len(gpu.compiles) == 2 and len(gpu.driver.launches) == 2
+
+
+def test_kernel_getitem_reuses_the_launch_function_of_a_tuple_grid(gpu):
+    k = gpu.kernel
+    assert k[(1,)] is k[(1,)] and k[(2, 3)] is not k[(1,)]
+    k[(2, 3)](FakeCupy(4096), FakeCupy(8192), 100, 1.0, BLOCK=128)
+    k[(1,)](FakeCupy(4096), FakeCupy(8192), 100, 1.0, BLOCK=128)
+    assert [x.grid for x in gpu.driver.launches] == [(2, 3, 1), (1, 1, 1)]
+    assert k[([1],)] is not k[([1],)]                   # unhashable grids are made anew (and refused at launch)
