@@ -72,6 +72,10 @@ def run_child(flavor: str, cache_root: Path) -> dict:
     for name in ("TRANSPILER_CACHE_DIR", "TRITON_CACHE_DIR", "CUPY_CACHE_DIR"):
         env[name] = str(cache_root / name.lower())
     env["PYTHONPATH"] = str(HERE.parent) + os.pathsep + env.get("PYTHONPATH", "")
+    # Bytecode as an installed package has it (pip writes .pyc files): the cold process writes them, the warm one
+    # reads them, even where PYTHONDONTWRITEBYTECODE is set for the session.
+    env["PYTHONDONTWRITEBYTECODE"] = ""
+    env["PYTHONPYCACHEPREFIX"] = str(cache_root / "pycache")
     start = time.time()
     done = subprocess.run([sys.executable, __file__, "--child", flavor, repr(start)], env=env, capture_output=True,
                           text=True, timeout=120)

@@ -255,7 +255,8 @@ def test_a_new_process_launches_from_the_disk_cache_without_parsing_or_nvrtc(tmp
             heavy.append("cupy")
         print(json.dumps(dict(import_s=t2 - t1, first_launch_s=t3 - t2, heavy=heavy)))
     """)
-    env = dict(os.environ, TRANSPILER_CACHE_DIR=str(tmp_path / "cache"), CUPY_CACHE_DIR=str(tmp_path / "cupy"))
+    env = dict(os.environ, TRANSPILER_CACHE_DIR=str(tmp_path / "cache"), CUPY_CACHE_DIR=str(tmp_path / "cupy"),
+               PYTHONDONTWRITEBYTECODE="", PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))   # .pyc as installed
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     runs = []
     for which in ("cold", "warm"):
