@@ -4,6 +4,7 @@ Compile errors come from `kernel.cuda_source(...)` with NumPy arrays standing in
 needed); launch errors from `kernel[grid](...)`, whose checks all run before the first CUDA call. Each test
 asserts the class, the line (found by the `# <-` marker on it), the key phrase, the caret and a hint.
 """
+import dataclasses
 import inspect
 import os
 
@@ -412,7 +413,11 @@ def test_launch_of_generated_cuda_that_does_not_compile_is_an_internal_error(tmp
     monkeypatch.setenv("TRANSPILER_DUMP_DIR", str(tmp_path))
     monkeypatch.setenv("TRANSPILER_CACHE_DIR", str(tmp_path / "cache"))   # keep the broken source out of it
     generate = Kernel._generate
-    monkeypatch.setattr(Kernel, "_generate", lambda self, *a: generate(self, *a) + BROKEN)
+
+    def generate_broken(self, *args):
+        emitted = generate(self, *args)
+        return dataclasses.replace(emitted, source=emitted.source + BROKEN)
+    monkeypatch.setattr(Kernel, "_generate", generate_broken)
 
     @transpiler.jit
     def broken_kernel(X, BLOCK: tl.constexpr):
