@@ -1,4 +1,6 @@
-"""Launch arguments: recognise arrays from any framework, find their device and stream, pack kernel values.
+"""Launch arguments on the general path: what an array argument is (`array_info`), and the words of a refusal of
+host memory or of arrays on several devices (`check_devices`). The launch binder (`launch_key.py`) recognises
+CuPy arrays, torch tensors and Python numbers itself and comes here for everything else.
 
 Accepted: CuPy arrays, anything with `__cuda_array_interface__` (torch CUDA tensors, Numba, ...), DLPack
 capsules' owners (`__dlpack__`), NumPy arrays (only for `cuda_source` and the interpreter: a GPU launch
@@ -75,33 +77,31 @@ def _device_of_pointer(ptr):
     return attrs.device
 
 
-def pointer_key(info: ArrayInfo):
-    return ("ptr", info.dtype.name, info.ptr % ALIGNMENT == 0)
-
-
 def check_devices(kernel_name, names, infos):
     """The one device all array arguments live on (None when there are no arrays); LaunchError for host
-    memory or for arrays on several devices. `infos[i]` is the ArrayInfo of parameter `names[i]`, or None."""
+    memory or for arrays on several devices. `infos[i]` is the ArrayInfo of parameter `names[i]`, or None.
+    (The launch binder, `launch_key.py`, finds the device itself; it comes here only to word a refusal.)"""
     device = None
     for info in infos:
         if info is None:
             continue
         if info.device is None or (device is not None and info.device != device):
-            _device_error(kernel_name, [(n, i) for n, i in zip(names, infos) if i is not None])
+            raise device_error(kernel_name, [(n, i) for n, i in zip(names, infos) if i is not None])
         device = info.device
     return device
 
 
-def _device_error(kernel_name, named_infos):
+def device_error(kernel_name, named_infos):
+    """The LaunchError for these (name, ArrayInfo) arrays: every one in host memory, else where each lives."""
     host = [(n, i) for n, i in named_infos if i.device is None]
     if host:
         names = ", ".join(f"'{n}' ({i.framework})" for n, i in host)
         subject = f"arguments {names} are" if len(host) > 1 else f"argument {names} is"
-        raise LaunchError(f"{subject} in host memory; a GPU launch needs device arrays",
-                          kernel=kernel_name,
-                          hint="move arrays with cupy.asarray(...) or tensor.cuda(), or run kernel.interpret[grid](...) "
-                               "on the CPU")
+        return LaunchError(f"{subject} in host memory; a GPU launch needs device arrays",
+                           kernel=kernel_name,
+                           hint="move arrays with cupy.asarray(...) or tensor.cuda(), or run kernel.interpret[grid](...) "
+                                "on the CPU")
     where = ", ".join(f"'{n}' on device {i.device}" for n, i in named_infos)
-    raise LaunchError(f"the array arguments live on different devices: {where}", kernel=kernel_name,
-                      hint="copy them to one device first (cupy.asarray under cupy.cuda.Device(n), "
-                           "or tensor.to('cuda:n'))")
+    return LaunchError(f"the array arguments live on different devices: {where}", kernel=kernel_name,
+                       hint="copy them to one device first (cupy.asarray under cupy.cuda.Device(n), "
+                            "or tensor.to('cuda:n'))")

@@ -307,8 +307,9 @@ class Autotuner(_Wrapper):
 
     def _compile(self, candidates, args, grid, kwargs):
         """Build every candidate through the kernel's compile-only `warmup`, in a thread pool. Returns the
-        failures. (The kernel generates code under its lock, and CuPy 14's NVRTC binding holds the GIL, so the
-        threads overlap little today; they will when the binding releases it.)"""
+        failures. (The kernel builds different configs at the same time, `once.OnceMap`, but code generation is
+        Python and CuPy 14's NVRTC binding holds the GIL, so the threads overlap little today; NVRTC will overlap
+        when the binding releases it.)"""
         if not hasattr(self.kernel, "warmup"):
             return {}
 

@@ -1,9 +1,12 @@
-"""From `.cu` text to something that runs: CuPy's NVRTC `RawModule` on a GPU, bare NVRTC without one.
+"""From `.cu` text to something that runs: NVRTC to a cubin, then the cubin loaded on a device.
 
-`load_module` compiles for the device's architecture (`sm_90a` on Hopper, so Hopper-only instructions are
-available) through `cupy.RawModule`, which also keeps cubins in CuPy's own disk cache. `compile_offline`
-runs NVRTC with no GPU and no driver (CI): it returns the cubin, the PTX and ptxas' resource report, so tests
-can check instructions, registers and spills on a CPU machine.
+`compile_cubin` runs NVRTC for one architecture (`sm_90a` on Hopper, so Hopper-only instructions are
+available) with the options and include folders CuPy's `RawModule` would use; it needs no GPU, so the cubin
+can be made, cached on disk (`cache.py`) and checked anywhere. `load_function` loads a cubin in a device's
+primary context and hands back the module, the function and that context, which is all a launch needs: a new
+process that finds the cubin on disk never starts NVRTC. `check_shared_memory` refuses a variant whose dynamic
+shared memory the device cannot give. `compile_offline` is the same compile with ptxas' resource report and the
+PTX (as text), for tests and reports on machines without a GPU.
 """
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from ..errors import InternalCompilerError
+from ..errors import InternalCompilerError, LaunchError
 
 
 def arch_for_capability(major: int, minor: int) -> str:
@@ -24,9 +27,13 @@ def arch_for_capability(major: int, minor: int) -> str:
 
 @functools.lru_cache(maxsize=None)
 def device_arch(device_id: int) -> str:
-    import cupy
-    cc = cupy.cuda.Device(device_id).compute_capability
-    return arch_for_capability(int(cc[:-1]), int(cc[-1]))
+    from cupy_backends.cuda.api import runtime
+    major = runtime.deviceGetAttribute(_ATTR_CC_MAJOR, device_id)
+    minor = runtime.deviceGetAttribute(_ATTR_CC_MINOR, device_id)
+    return arch_for_capability(major, minor)
+
+
+_ATTR_CC_MAJOR, _ATTR_CC_MINOR = 75, 76   # cudaDevAttrComputeCapabilityMajor / Minor
 
 
 def _internal_error(kernel_name, source, log, dump_path=None):
@@ -44,27 +51,75 @@ def _internal_error(kernel_name, source, log, dump_path=None):
         hint="please report it with the dumped .cu file")
 
 
-def load_module(source: str, kernel_name: str, device_id: int, shared_bytes: int = 0, options=()):
-    """Compile with CuPy's NVRTC for the device and return the kernel function, allowed `shared_bytes` of
-    dynamic shared memory (above 48 KiB a kernel must opt in)."""
-    import cupy
-    arch = device_arch(device_id)
-    with cupy.cuda.Device(device_id):
+@functools.lru_cache(maxsize=None)
+def nvrtc_options(arch: str, extra: tuple = ()) -> tuple:
+    """NVRTC options for `arch`: CuPy's own set when this CuPy exposes it (its include folders, -ftz=true), else
+    the same flags with the CUDA headers found on this machine."""
+    opts = (f"-arch={arch}", "--std=c++17", "-ftz=true", "--device-as-default-execution-space") + tuple(extra)
+    try:
+        from cupy._core.core import assemble_cupy_compiler_options
+        return tuple(assemble_cupy_compiler_options(opts))
+    except Exception:
+        return opts + tuple(f"-I{d}" for d in cuda_include_dirs()[:1])
+
+
+def compile_cubin(source: str, kernel_name: str, arch: str) -> bytes:
+    """NVRTC: `.cu` text to a cubin for `arch` (InternalCompilerError with the log when it does not compile)."""
+    from cupy.cuda import nvrtc
+    prog = nvrtc.createProgram(source, f"{kernel_name}.cu", [], [])
+    try:
         try:
-            module = cupy.RawModule(code=source, options=(f"-arch={arch}", "--std=c++17") + tuple(options))
-            fn = module.get_function(kernel_name)
-        except cupy.cuda.compiler.CompileException as e:
-            raise _internal_error(kernel_name, source, str(e)) from None
-        if shared_bytes > 48 * 1024:
-            rt = cupy.cuda.runtime
-            limit = rt.deviceGetAttribute(getattr(rt, "cudaDevAttrMaxSharedMemoryPerBlockOptin", 97), device_id)
-            if shared_bytes > limit:
-                from ..errors import LaunchError
-                raise LaunchError(f"{kernel_name} needs {shared_bytes} bytes of shared memory per program; "
-                                  f"device {device_id} allows {limit}", kernel=kernel_name,
-                                  hint="lower num_stages or the block sizes of the tl.dot operands")
-            fn.max_dynamic_shared_size_bytes = shared_bytes
-        return fn
+            nvrtc.compileProgram(prog, list(nvrtc_options(arch)))
+        except Exception:
+            raise _internal_error(kernel_name, source, nvrtc.getProgramLog(prog)) from None
+        return nvrtc.getCUBIN(prog)
+    finally:
+        nvrtc.destroyProgram(prog)
+
+
+def load_function(cubin: bytes, kernel_name: str, device_id: int):
+    """Load `cubin` in `device_id`'s primary context: `(module handle, function handle, context handle)`. The
+    caller's current device and context are left as they were. Only CuPy's thin driver and runtime bindings
+    (`cupy_backends`) are used, so a process that only uses torch never pays for `import cupy` (~100 ms)."""
+    from cupy_backends.cuda.api import driver, runtime
+    previous_context, previous_device = driver.ctxGetCurrent(), runtime.getDevice()
+    runtime.setDevice(device_id)                # binds (and since CUDA 12 creates) the device's primary context
+    try:
+        context = driver.ctxGetCurrent()
+        if not context:
+            runtime.free(0)                     # the classic way to make the runtime create it
+            context = driver.ctxGetCurrent()
+        module = driver.moduleLoadData(cubin)   # kept loaded for the life of the process
+        return module, driver.moduleGetFunction(module, kernel_name), context
+    finally:
+        if previous_device != device_id:
+            runtime.setDevice(previous_device)
+        if driver.ctxGetCurrent() != previous_context:
+            driver.ctxSetCurrent(previous_context)
+
+
+# Dynamic shared memory: up to 48 KiB needs nothing; more needs the function's opt-in (the launcher does it,
+# `Launcher.__init__`), and past the device's opt-in limit nothing runs.
+DEFAULT_SHARED_BYTES = 48 * 1024
+_ATTR_SHARED_OPTIN = 97   # cudaDevAttrMaxSharedMemoryPerBlockOptin
+
+
+@functools.lru_cache(maxsize=None)
+def shared_memory_limit(device_id: int) -> int:
+    """The most dynamic shared memory one program may opt in to on this device."""
+    from cupy_backends.cuda.api import runtime
+    return runtime.deviceGetAttribute(_ATTR_SHARED_OPTIN, device_id)
+
+
+def check_shared_memory(kernel_name: str, device_id: int, shared_bytes: int):
+    """LaunchError when a variant needs more shared memory per program than `device_id` can give."""
+    if shared_bytes <= DEFAULT_SHARED_BYTES:
+        return
+    limit = shared_memory_limit(device_id)
+    if shared_bytes > limit:
+        raise LaunchError(f"{kernel_name} needs {shared_bytes} bytes of shared memory per program; "
+                          f"device {device_id} allows {limit}", kernel=kernel_name,
+                          hint="lower num_stages or the block sizes of the tl.dot operands")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -121,8 +176,7 @@ def nvrtc_available() -> bool:
 def compile_offline(source: str, arch: str = "sm_90a", name: str = "kernel.cu") -> OfflineResult:
     """NVRTC to cubin with ptxas' report, as CuPy would compile it (-ftz=true, C++17)."""
     from cupy.cuda import nvrtc
-    opts = [f"-arch={arch}", "--std=c++17", "-ftz=true", "--ptxas-options=-v"]
-    opts += [f"-I{d}" for d in cuda_include_dirs()[:1]]
+    opts = list(nvrtc_options(arch, ("--ptxas-options=-v",)))
     prog = nvrtc.createProgram(source, name, [], [])
     try:
         try:
@@ -130,7 +184,7 @@ def compile_offline(source: str, arch: str = "sm_90a", name: str = "kernel.cu") 
         except Exception:
             raise _internal_error(name.rsplit(".", 1)[0], source, nvrtc.getProgramLog(prog)) from None
         log = nvrtc.getProgramLog(prog)
-        return OfflineResult(nvrtc.getCUBIN(prog), nvrtc.getPTX(prog) if arch.startswith("compute") else
+        return OfflineResult(nvrtc.getCUBIN(prog), _text(nvrtc.getPTX(prog)) if arch.startswith("compute") else
                              _ptx_of(source, arch, opts), log)
     finally:
         nvrtc.destroyProgram(prog)
@@ -142,7 +196,10 @@ def _ptx_of(source, arch, opts):
     try:
         nvrtc.compileProgram(prog, [o for o in opts if not o.startswith(("-arch", "--ptxas"))]
                              + [f"-arch=compute_{arch[3:]}"])
-        ptx = nvrtc.getPTX(prog)
-        return ptx.decode() if isinstance(ptx, bytes) else ptx
+        return _text(nvrtc.getPTX(prog))
     finally:
         nvrtc.destroyProgram(prog)
+
+
+def _text(ptx) -> str:
+    return ptx.decode() if isinstance(ptx, bytes) else ptx

@@ -1,28 +1,40 @@
 """`@transpile`: the kernel object, its launches, its specializations and its generated source.
 
-`kernel[grid](*args, num_warps=4, num_stages=3, **constexprs)` binds the arguments, computes the
-specialization key (cheap: a few checks per argument), finds or builds the compiled variant (memory cache,
-then the disk cache of generated CUDA, then parse → analysis → emission), and launches on the device holding
-the arrays, on the current stream of the framework they come from.
+`kernel[grid](*args, num_warps=4, num_stages=3, stream=None, **constexprs)` launches. The launch path is
+short on purpose (launch overhead is a product feature):
+  1. one pass over the arguments (a function generated per kernel by `launch_key.make_binder`) gives the
+     specialization key, the parameter slot values, the device holding the arrays and their frameworks;
+  2. the key, with num_warps, num_stages and the device, finds a `Launcher` in a dict;
+  3. the launcher packs the slots into its buffer and calls cuLaunchKernel on the current stream of the
+     arrays' framework, in their device's context, with the variant's dynamic shared memory.
+Arguments given by keyword, defaults, a callable grid and everything unusual take a slower, general path
+(`_bind_args`, `_grid`) before step 1. A missing launcher is built once per key, whatever the number of
+threads asking (`once.OnceMap`), after the checks a launch makes before any CUDA call (num_warps, the grid):
+the variant (memory, then the disk cache of generated CUDA, then parse → analysis → emission), its cubin for
+the device's architecture (memory, disk, then NVRTC) and the cubin loaded in the device's context.
+
+Errors: every LaunchError a launch (or `cuda_source`, `warmup`, ...) raises points at the kernel's `def` line
+(`definition`); a crash in analysis or emission after the kernel type-checked is an InternalCompilerError.
+`TRANSPILER_INTERPRET=1` turns launches into CPU runs; it is read only at the slow steps of a launch (host
+arrays, a specialization without a launcher yet), so set it before the first launch.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
+import linecache
 import os
-import threading
 
-import numpy as np
-
-from .. import dtypes
-from ..analysis.specialization import arg_spec, scalar_key
 from ..errors import InternalCompilerError, LaunchError, SourceLocation, TranspilerError
 from ..language.core import constexpr, current_interpreter
-from . import cache
-from .args import array_info, check_devices, pointer_key
+from . import cache, compiler, launch_key
+from .launch_key import HOST, TORCH, binder_source, make_binder
+from .launcher import Launcher, cupy_stream, stream_handle, torch_stream
+from .once import OnceMap
 
 MAX_GRID = (2**31 - 1, 65535, 65535)
-_NUMPY_OF = {d.name: d.numpy.type for d in dtypes.ALL if d.numpy is not None}
+_IGNORED_OPTIONS = ("num_ctas", "enable_fp_fusion", "maxnreg", "debug")
 
 
 def _is_constexpr_param(param):
@@ -30,27 +42,69 @@ def _is_constexpr_param(param):
     return ann is constexpr or (isinstance(ann, str) and ann.split(".")[-1] == "constexpr")
 
 
-class CompiledVariant:
-    """One specialization: its source, and (on a GPU) the loaded function per device."""
+def _interpreting():
+    return os.environ.get("TRANSPILER_INTERPRET") == "1"
 
-    def __init__(self, name, source, param_kinds, shared_bytes=0):
+
+class CompiledVariant:
+    """One specialization: its source, the dynamic shared memory a launch gives each program, its cubin per
+    architecture and its loaded function per device."""
+
+    def __init__(self, name, source, param_kinds, shared_bytes=0, disk_key=None):
         self.name = name
         self.source = source
         self.param_kinds = param_kinds       # per kernel parameter: "ptr", a dtype name, or None (constexpr)
+        self.slot_kinds = [k for k in param_kinds if k is not None]
         self.shared_bytes = shared_bytes     # dynamic shared memory per program
-        self.functions = {}
-        self.lock = threading.Lock()
+        self.disk_key = disk_key
+        self._cubins = OnceMap()             # arch -> cubin bytes
+        self._functions = OnceMap()          # device -> (module, function, context)
+        self._from_disk = set()              # architectures whose cubin came from the disk cache
+
+    def cubin(self, arch):
+        return self._cubins.get(arch, lambda: self._build_cubin(arch))
+
+    def _build_cubin(self, arch):
+        cubin = cache.load_cubin(self.disk_key, arch) if self.disk_key else None
+        if cubin is not None:
+            self._from_disk.add(arch)
+            return cubin
+        return self._compile(arch)
+
+    def _compile(self, arch):
+        cubin = compiler.compile_cubin(self.source, self.name, arch)
+        if self.disk_key:
+            cache.store_cubin(self.disk_key, arch, cubin)
+        return cubin
 
     def function(self, device):
-        fn = self.functions.get(device)
-        if fn is None:
-            with self.lock:
-                fn = self.functions.get(device)
-                if fn is None:
-                    from .compiler import load_module
-                    fn = load_module(self.source, self.name, device, self.shared_bytes)
-                    self.functions[device] = fn
-        return fn
+        """`(module, function, context)` of this variant loaded on `device` (loaded once per device). Its
+        launcher opts the function in to `shared_bytes` above 48 KiB."""
+        return self._functions.get(device, lambda: self._load(device))
+
+    def _load(self, device):
+        compiler.check_shared_memory(self.name, device, self.shared_bytes)   # before any NVRTC run
+        arch = compiler.device_arch(device)
+        try:
+            return compiler.load_function(self.cubin(arch), self.name, device)
+        except Exception:
+            if arch not in self._from_disk:
+                raise
+            # A cubin from disk that the driver refuses (made by another NVRTC, or damaged): make it again.
+            self._from_disk.discard(arch)
+            self._cubins.values[arch] = cubin = self._compile(arch)
+            return compiler.load_function(cubin, self.name, device)
+
+
+def _at_definition(method):
+    """Launch errors raised inside `method` point at the kernel's `def` line."""
+    @functools.wraps(method)
+    def located(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except LaunchError as e:
+            raise e.at(self.definition())
+    return located
 
 
 class Kernel:
@@ -66,11 +120,17 @@ class Kernel:
         self.params = list(self.signature.parameters.values())
         self.arg_names = [p.name for p in self.params]
         self.constexpr_names = {p.name for p in self.params if _is_constexpr_param(p)}
-        self._runtime_names = [n for n in self.arg_names if n not in self.constexpr_names]
         self.defaults = {p.name: p.default for p in self.params if p.default is not inspect.Parameter.empty}
-        self.variants = {}
-        self.lock = threading.Lock()
+        self._names = tuple(self.arg_names)
+        self._constexpr_mask = tuple(n in self.constexpr_names for n in self.arg_names)
+        self._variant_map = OnceMap()        # (spec key, num_warps, num_stages) -> CompiledVariant
+        self.variants = self._variant_map.values
+        self._launcher_map = OnceMap()       # (*spec key, num_warps, num_stages, device) -> Launcher
+        self._launchers = self._launcher_map.values
+        self._binder = None                  # generated on first use: launch_key.make_binder
+        self._grid_launches = {}             # tuple grid -> its `kernel[grid]` function
         self._source_hash = None
+        self._arity = len(self._names)       # launches with exactly this many positional arguments bind fast
 
     # -- errors --------------------------------------------------------------------------------------------
     def definition(self) -> SourceLocation:
@@ -91,7 +151,24 @@ class Kernel:
 
     # -- Triton-compatible entry points ----------------------------------------------------------------------
     def __getitem__(self, grid):
-        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
+        # The launch function of a tuple grid is kept (a few hundred at most): making one costs more than finding it.
+        try:
+            return self._grid_launches[grid]
+        except (KeyError, TypeError):       # not seen yet, or not hashable (a callable grid is hashable)
+            pass
+        launch = self._launch
+
+        def launch_on_grid(*args, num_warps=4, num_stages=3, stream=None, **kwargs):
+            return launch(grid, args, num_warps, num_stages, stream, kwargs)
+        if type(grid) is tuple and len(self._grid_launches) < 256:
+            try:
+                self._grid_launches[grid] = launch_on_grid
+            except TypeError:
+                pass
+        return launch_on_grid
+
+    def run(self, *args, grid, num_warps=4, num_stages=3, stream=None, **kwargs):
+        return self._launch(grid, args, num_warps, num_stages, stream, kwargs)
 
     def __call__(self, *args, **kwargs):
         if current_interpreter() is not None:
@@ -110,28 +187,106 @@ class Kernel:
                 return lambda *args, **kwargs: kernel._interpret(grid, args, kwargs)
         return _Interpret()
 
+    @_at_definition
     def _interpret(self, grid, args, kwargs):
         from ..interpreter import interpret
-        bound, options = self._bind(args, kwargs)
-        grid = self._grid(grid, bound, options)
-        positional = [bound[n] for n in self.arg_names if n not in self.constexpr_names]
-        constexprs = {n: bound[n] for n in self.arg_names if n in self.constexpr_names}
-        return interpret(self.fn, grid, positional, constexprs, num_warps=options["num_warps"])
+        kwargs = dict(kwargs)
+        num_warps, num_stages = kwargs.pop("num_warps", 4), kwargs.pop("num_stages", 3)
+        kwargs.pop("stream", None)
+        self._check_num_warps(num_warps)
+        values = self._bind_args(args, kwargs)
+        grid = self._grid(grid, values, num_warps, num_stages)
+        positional = [v for v, c in zip(values, self._constexpr_mask) if not c]
+        constexprs = {n: _unwrap(v) for n, v, c in zip(self._names, values, self._constexpr_mask) if c}
+        return interpret(self.fn, grid, positional, constexprs, num_warps=num_warps)
+
+    # -- launch ------------------------------------------------------------------------------------------
+    def _launch(self, grid, args, num_warps, num_stages, stream, kwargs):
+        try:
+            if kwargs or len(args) != self._arity:
+                try:
+                    args = self._bind_args(args, kwargs)
+                except LaunchError:
+                    self._check_num_warps(num_warps)        # options are checked before arguments
+                    raise
+            try:
+                key, values, device, frameworks = (self._binder or self._make_binder())(args, num_warps, num_stages)
+                launcher = self._launchers.get(key)
+            except LaunchError:                             # host arrays, two devices, an unsupported argument
+                if not _interpreting():
+                    self._check_num_warps(num_warps)        # options are checked before arguments
+                    raise
+                launcher = None
+            if launcher is None:
+                if _interpreting():
+                    return self._interpret(grid, args, {"num_warps": num_warps, "num_stages": num_stages})
+                # Everything a launch checks before its first CUDA call, then the build (once per key).
+                self._check_num_warps(num_warps)
+                grid = self._grid(grid, args, num_warps, num_stages)
+                if 0 in grid:
+                    return None
+                launcher = self._launcher_map.get(key, lambda: self._make_launcher(key, args, num_warps,
+                                                                                    num_stages, device))
+            if type(grid) is not tuple or not 0 < len(grid) <= 3:
+                grid = self._grid(grid, args, num_warps, num_stages)
+            n = len(grid)
+            if n == 1:
+                gx, gy, gz = grid[0], 1, 1
+            elif n == 3:
+                gx, gy, gz = grid
+            else:
+                (gx, gy), gz = grid, 1
+            if stream is None:
+                stream = torch_stream(device) if frameworks & TORCH else cupy_stream(device)
+            elif type(stream) is not int:
+                stream = stream_handle(stream, self.__name__)
+            try:
+                if gx > 0 and gy > 0 and gz > 0:
+                    launcher.launch(gx, gy, gz, values, stream)
+                    return None
+            except LaunchError:
+                raise
+            except (TypeError, OverflowError):
+                pass                 # not plain positive ints (floats, NumPy ints, too large): the general path
+            except Exception as e:
+                self._grid(grid, args, num_warps, num_stages)     # a grid past the hardware limits says so
+                raise LaunchError(f"the launch failed: {e}", kernel=self.__name__) from e
+            grid = self._grid(grid, args, num_warps, num_stages)
+            if 0 in grid:
+                return None
+            try:
+                launcher.launch(*grid, values, stream)
+            except LaunchError:
+                raise
+            except Exception as e:
+                raise LaunchError(f"the launch failed: {e}", kernel=self.__name__) from e
+            return None
+        except LaunchError as e:
+            raise e.at(self.definition())
+
+    def _make_binder(self):
+        self._binder = make_binder(self._names, self._constexpr_mask, self.__name__)
+        return self._binder
+
+    def launch_binder_source(self) -> str:
+        """The Python function generated for this kernel's launches (the per-launch specialization pass)."""
+        return binder_source(self._names, self._constexpr_mask, self.__name__)
+
+    def _make_launcher(self, key, values, num_warps, num_stages, device):
+        var = self.variant(key[:-3], values, num_warps, num_stages)
+        module, function, context = var.function(device)
+        return Launcher(module, function, context, var.slot_kinds, num_warps, name=self.__name__,
+                        shared_bytes=var.shared_bytes)
 
     # -- binding -----------------------------------------------------------------------------------------
-    def _bind(self, args, kwargs):
-        options = {"num_warps": kwargs.pop("num_warps", 4), "num_stages": kwargs.pop("num_stages", 3),
-                   "stream": kwargs.pop("stream", None)}
-        for k in ("num_ctas", "enable_fp_fusion", "maxnreg", "debug"):
+    def _bind_args(self, args, kwargs):
+        """The general path: keyword arguments and defaults to one value per parameter, in order."""
+        for k in _IGNORED_OPTIONS:
             kwargs.pop(k, None)
-        nw = options["num_warps"]
-        if not isinstance(nw, int) or nw <= 0 or nw & (nw - 1) or nw > 32:
-            raise self._launch_error(f"num_warps must be a power of two between 1 and 32, not {nw!r}",
-                                     hint="use 1, 2, 4, 8, 16 or 32")
-        if len(args) > len(self.arg_names):
-            raise self._launch_error(f"{self.__name__} takes {len(self.arg_names)} arguments but {len(args)} were "
+        if len(args) > len(self._names):
+            raise self._launch_error(f"{self.__name__} takes {len(self._names)} arguments but {len(args)} were "
                                      "given", hint=f"parameters are: {', '.join(self.arg_names)}")
-        bound = dict(zip(self.arg_names, args))
+        bound = dict(zip(self._names, args))
         for k, v in kwargs.items():
             if k not in self.signature.parameters:
                 raise self._launch_error(f"unknown keyword argument '{k}'",
@@ -140,7 +295,7 @@ class Kernel:
                 raise self._launch_error(f"argument '{k}' given twice",
                                          hint="pass it either by position or by keyword")
             bound[k] = v
-        for name in self.arg_names:
+        for name in self._names:
             if name not in bound:
                 if name in self.defaults:
                     bound[name] = self.defaults[name]
@@ -149,17 +304,34 @@ class Kernel:
                     hint = (f"pass it as a keyword: {self.__name__}[grid](..., {name}=...)"
                             if name in self.constexpr_names else f"parameters are: {', '.join(self.arg_names)}")
                     raise self._launch_error(f"missing {what} '{name}'", hint=hint)
-        for name in self.constexpr_names:
-            if isinstance(bound[name], constexpr):
-                bound[name] = bound[name].value
-        return bound, options
+        return tuple(bound[n] for n in self._names)
 
-    def _grid(self, grid, bound, options):
+    def _bind_for_compile(self, args, kwargs, num_warps):
+        """`_bind_args` for the entry points that compile without launching (options other than num_warps and
+        num_stages are dropped)."""
+        kwargs.pop("stream", None)
+        self._check_num_warps(num_warps)
+        return self._bind_args(args, kwargs)
+
+    def _check_num_warps(self, nw):
+        if not isinstance(nw, int) or nw <= 0 or nw & (nw - 1) or nw > 32:
+            raise self._launch_error(f"num_warps must be a power of two between 1 and 32, not {nw!r}",
+                                     hint="use 1, 2, 4, 8, 16 or 32")
+
+    def _grid(self, grid, values, num_warps, num_stages):
+        """The general path for the grid: a callable of the arguments, an int, or a 1-3 tuple; checked."""
         if callable(grid):
-            grid = grid(dict(bound, **{k: v for k, v in options.items() if k != "stream"}))
+            meta = {n: _unwrap(v) for n, v in zip(self._names, values)}
+            meta["num_warps"], meta["num_stages"] = num_warps, num_stages
+            grid = grid(meta)
         if isinstance(grid, int):
             grid = (grid,)
-        grid = tuple(int(g) for g in grid)
+        try:
+            grid = tuple(int(g) for g in grid)
+        except (TypeError, ValueError):
+            raise self._launch_error(f"grid must be an int, a tuple of 1 to 3 ints or a callable returning one, "
+                                     f"not {grid!r}", hint="for example kernel[(triton.cdiv(n, BLOCK),)](...)"
+                                     ) from None
         if not 1 <= len(grid) <= 3:
             raise self._launch_error(f"grid must have 1 to 3 dimensions, not {len(grid)}",
                                      hint="fold extra dimensions into one and split it with // and %")
@@ -171,57 +343,30 @@ class Kernel:
         return grid + (1,) * (3 - len(grid))
 
     # -- specialization ----------------------------------------------------------------------------------
-    def _key_and_infos(self, bound):
-        key, infos = [], []
-        for name in self.arg_names:
-            v = bound[name]
-            if name in self.constexpr_names:
-                key.append(("c", _hashable(v)))
-                continue
-            try:
-                info = array_info(v) if not isinstance(v, (int, float, bool, np.generic)) else None
-            except TypeError as e:
-                raise self._launch_error(f"argument '{name}': {e}",
-                                         hint="convert it, e.g. to float32, float16, bfloat16 or an integer type"
-                                         ) from None
-            if info is not None:
-                infos.append(info)
-                key.append(pointer_key(info))
-            else:
-                try:
-                    key.append(scalar_key(v))
-                except TypeError:
-                    raise self._launch_error(f"argument '{name}' has unsupported type {type(v).__name__}",
-                                             hint="pass an array (CuPy, torch, anything with "
-                                                  "__cuda_array_interface__) or a number") from None
-                infos.append(None)
-        return tuple(key), infos
+    @_at_definition
+    def spec_key(self, values):
+        """The specialization key of argument values given in parameter order (host arrays and `StandIn`s
+        allowed)."""
+        key, _, _, _ = (self._binder or self._make_binder())(tuple(values), None, None, False)
+        return key[:-3]
 
     def source_hash(self):
         if self._source_hash is None:
             self._source_hash = _dependencies_hash(self.fn)
         return self._source_hash
 
-    def variant(self, key, bound, num_warps, num_stages=3):
-        full_key = (key, num_warps, num_stages)
-        var = self.variants.get(full_key)
-        if var is not None:
-            return var
-        with self.lock:
-            var = self.variants.get(full_key)
-            if var is None:
-                var = self._build_variant(key, bound, num_warps, num_stages)
-                self.variants[full_key] = var
-        return var
+    def variant(self, key, values, num_warps, num_stages=3):
+        """The compiled variant of specialization `key` (built once; `values` are the arguments in order)."""
+        return self._variant_map.get((key, num_warps, num_stages),
+                                     lambda: self._build_variant(key, values, num_warps, num_stages))
 
-    def _build_variant(self, key, bound, num_warps, num_stages):
+    def _build_variant(self, key, values, num_warps, num_stages):
         disk_key = cache.entry_key((self.source_hash(), key, num_warps, num_stages, cache.toolchain_fingerprint()))
         entry = cache.load(disk_key)
         if entry is None:
-            emitted = self._generate(key, bound, num_warps, num_stages)
-            param_kinds = []
-            for name, part in zip(self.arg_names, key):
-                param_kinds.append(None if part[0] == "c" else ("ptr" if part[0] == "ptr" else part[0]))
+            emitted = self._generate(key, values, num_warps, num_stages)
+            param_kinds = [None if c else ("ptr" if part[0] == "ptr" else part[0])
+                           for part, c in zip(key, self._constexpr_mask)]
             entry = {"name": self.fn.__name__, "source": emitted.source, "param_kinds": param_kinds,
                      "shared_bytes": emitted.shared_bytes}
             cache.store(disk_key, entry)
@@ -230,19 +375,20 @@ class Kernel:
             os.makedirs(dump, exist_ok=True)
             with open(os.path.join(dump, f"{self.fn.__name__}_{disk_key[:8]}.cu"), "w") as f:
                 f.write(entry["source"])
-        return CompiledVariant(entry["name"], entry["source"], entry["param_kinds"], entry.get("shared_bytes", 0))
+        return CompiledVariant(entry["name"], entry["source"], entry["param_kinds"], entry.get("shared_bytes", 0),
+                               disk_key)
 
-    def _generate(self, key, bound, num_warps, num_stages):
+    def _arg_specs(self, key, values):
+        from ..analysis.specialization import arg_spec
+        return [arg_spec(n, part, _unwrap(v), c)
+                for n, part, v, c in zip(self._names, key, values, self._constexpr_mask)]
+
+    def _generate(self, key, values, num_warps, num_stages):
+        """Parse → analysis → emission: the `EmittedKernel` (source and dynamic shared memory) of a variant."""
         from ..analysis import analyze
         from ..emit_cuda import emit_kernel
         from ..parse import build_kernel_ir
-        specs = []
-        for name, part in zip(self.arg_names, key):
-            if part[0] == "c":
-                specs.append(arg_spec(name, part, bound[name], True))
-            else:
-                specs.append(arg_spec(name, part))
-        ir = build_kernel_ir(self.fn, specs, num_warps, num_stages)
+        ir = build_kernel_ir(self.fn, self._arg_specs(key, values), num_warps, num_stages)
         try:
             return emit_kernel(ir, analyze(ir))
         except TranspilerError as e:
@@ -257,109 +403,45 @@ class Kernel:
 
     # -- public helpers ----------------------------------------------------------------------------------
     def cuda_source(self, *args, num_warps=4, num_stages=3, **kwargs):
-        """The `.cu` of the specialization these arguments select (NumPy arrays may stand in for device ones)."""
+        """The `.cu` of the specialization these arguments select (NumPy arrays and `StandIn`s may stand in
+        for device ones)."""
         return self.compiled_variant(*args, num_warps=num_warps, num_stages=num_stages, **kwargs).source
 
+    @_at_definition
     def compiled_variant(self, *args, num_warps=4, num_stages=3, **kwargs):
         """The specialization these arguments select: its source and launch needs (no GPU needed)."""
-        bound, options = self._bind(args, dict(kwargs, num_warps=num_warps, num_stages=num_stages))
-        key, _ = self._key_and_infos(bound)
-        return self.variant(key, bound, options["num_warps"], options["num_stages"])
+        values = self._bind_for_compile(args, kwargs, num_warps)
+        return self.variant(self.spec_key(values), values, num_warps, num_stages)
 
-    def warmup(self, *args, grid=None, **kwargs):
-        """Build the variant a launch with these arguments would use, and load it on their device, without
-        launching (the autotuner compiles its configs in parallel through this). Returns the CUDA source."""
-        bound, options = self._bind(args, kwargs)
-        key, infos = self._key_and_infos(bound)
-        var = self.variant(key, bound, options["num_warps"], options["num_stages"])
-        devices = {i.device for i in infos if i is not None}
-        if None not in devices and len(devices) <= 1 and gpu_available():
-            import cupy
-            var.function(devices.pop() if devices else cupy.cuda.runtime.getDevice())
+    @_at_definition
+    def warmup(self, *args, grid=None, num_warps=4, num_stages=3, **kwargs):
+        """Build the variant a launch with these arguments would use and, when they are on a GPU, its launcher
+        (cubin loaded on their device, shared memory opted in), without launching; the autotuner compiles its
+        configs in parallel through this. Returns the CUDA source."""
+        values = self._bind_for_compile(args, kwargs, num_warps)
+        key, _, device, frameworks = (self._binder or self._make_binder())(values, num_warps, num_stages, False)
+        var = self.variant(key[:-3], values, num_warps, num_stages)
+        if not frameworks & HOST and gpu_available():
+            key = key[:-1] + ((device if device >= 0 else launch_key.current_device()),)
+            self._launcher_map.get(key, lambda: self._make_launcher(key, values, num_warps, num_stages, key[-1]))
         return var.source
 
+    @_at_definition
     def ir(self, *args, num_warps=4, num_stages=3, **kwargs):
         """The typed IR of a specialization (for tests and for reading)."""
         from ..parse import build_kernel_ir
-        bound, options = self._bind(args, dict(kwargs, num_warps=num_warps, num_stages=num_stages))
-        key, _ = self._key_and_infos(bound)
-        specs = [arg_spec(n, p, bound[n], p[0] == "c") for n, p in zip(self.arg_names, key)]
-        return build_kernel_ir(self.fn, specs, options["num_warps"], options["num_stages"])
+        values = self._bind_for_compile(args, kwargs, num_warps)
+        return build_kernel_ir(self.fn, self._arg_specs(self.spec_key(values), values), num_warps, num_stages)
 
-    def explain(self, *args, num_warps=4, **kwargs):
+    def explain(self, *args, num_warps=4, num_stages=3, **kwargs):
         """A readable report of this specialization's decisions: layouts, vector widths, reductions, shared
         memory, per Python line (see `transpiler/explain.py`)."""
         from ..explain import explain_kernel
-        return explain_kernel(self, *args, num_warps=num_warps, **kwargs)
-
-    # -- launch ------------------------------------------------------------------------------------------
-    def run(self, *args, grid, **kwargs):
-        if os.environ.get("TRANSPILER_INTERPRET") == "1":
-            return self._interpret(grid, args, kwargs)
-        bound, options = self._bind(args, kwargs)
-        key, infos = self._key_and_infos(bound)
-        arrays = [i for i in infos if i is not None]
-        try:
-            device = check_devices(self.__name__, self._runtime_names, infos)
-        except LaunchError as e:
-            raise e.at(self.definition()) from None
-        grid = self._grid(grid, bound, options)
-        if 0 in grid:
-            return None
-        var = self.variant(key, bound, options["num_warps"], options["num_stages"])
-        import cupy
-        if device is None:
-            device = cupy.cuda.runtime.getDevice()
-        fn = var.function(device)
-        values = []
-        for name, kind, info in zip(self.arg_names, var.param_kinds, infos):
-            if kind is None:
-                continue
-            if kind == "ptr":
-                values.append(np.uint64(info.ptr))
-            else:
-                values.append(_NUMPY_OF[kind](bound[name]))
-        stream = options["stream"]
-        if stream is None and any(i.framework == "torch" for i in arrays):
-            stream = _torch_stream(device)
-        elif isinstance(stream, int):
-            stream = _external_stream(stream)
-        # Entering a device context costs two driver calls; do it only when the arrays live elsewhere.
-        if device != cupy.cuda.runtime.getDevice():
-            with cupy.cuda.Device(device):
-                fn(grid, (32 * options["num_warps"], 1, 1), tuple(values), stream=stream,
-                   shared_mem=var.shared_bytes)
-        else:
-            fn(grid, (32 * options["num_warps"], 1, 1), tuple(values), stream=stream, shared_mem=var.shared_bytes)
-        return None
+        return explain_kernel(self, *args, num_warps=num_warps, num_stages=num_stages, **kwargs)
 
 
-_streams: dict = {}
-
-
-def _external_stream(ptr):
-    """A CuPy stream object for a raw handle, made once per handle (making one per launch is slow)."""
-    stream = _streams.get(ptr)
-    if stream is None:
-        import cupy
-        stream = cupy.cuda.ExternalStream(ptr)
-        _streams[ptr] = stream
-    return stream
-
-
-def _torch_stream(device):
-    import torch
-    return _external_stream(torch.cuda.current_stream(device).cuda_stream)
-
-
-def _hashable(v):
-    if isinstance(v, (list, tuple)):
-        return tuple(_hashable(x) for x in v)
-    if isinstance(v, dtypes.dtype):
-        return ("dtype", v.name)
-    if isinstance(v, (int, float, bool, str, type(None))):
-        return v
-    return (type(v).__name__, repr(v))
+def _unwrap(v):
+    return v.value if isinstance(v, constexpr) else v
 
 
 def _dependencies_hash(fn, seen=None):
@@ -368,16 +450,23 @@ def _dependencies_hash(fn, seen=None):
     if fn in seen:
         return ""
     seen.add(fn)
-    try:
-        src = inspect.getsource(fn)
-    except (OSError, TypeError):
-        src = fn.__name__
-    h = hashlib.sha256(src.encode())
+    h = hashlib.sha256(_source_text(fn).encode())
     for name in fn.__code__.co_names:
         obj = fn.__globals__.get(name)
         if getattr(obj, "__transpiler_kernel__", False):
             h.update(_dependencies_hash(obj.fn, seen).encode())
     return h.hexdigest()
+
+
+def _source_text(fn):
+    """The lines of fn's definition, from its first decorator to its last line of code. Found from the code
+    object's line table rather than `inspect.getsource`, whose tokenizer costs a new process ~10 ms."""
+    code = fn.__code__
+    lines = linecache.getlines(code.co_filename)
+    if not lines:
+        return f"{fn.__qualname__}:{code.co_code.hex()}:{code.co_consts!r}"
+    last = max((line for _, _, line in code.co_lines() if line), default=code.co_firstlineno)
+    return "".join(lines[code.co_firstlineno - 1:last])
 
 
 def transpile(fn=None, **options):

@@ -90,19 +90,19 @@ BY_NAME = {s.name: s for s in SPECS}
 
 
 def specialization_key(kernel, args, constexprs, num_warps, dtype_override=None):
-    """(key, bound) of a launch, with pointer element types re-typed by `dtype_override`."""
-    bound, options = kernel._bind(list(args), dict(constexprs, num_warps=num_warps))
-    key, _ = kernel._key_and_infos(bound)
+    """(key, values) of a launch, with pointer element types re-typed by `dtype_override`."""
+    values = kernel._bind_args(tuple(args), dict(constexprs))
+    key = kernel.spec_key(values)
     if dtype_override:
-        key = tuple(("ptr", dtype_override[n], part[2]) if part[0] == "ptr" and n in dtype_override else part
+        key = tuple(("ptr", dtype_override[n], part[2]) if n in dtype_override and part[0] == "ptr" else part
                     for n, part in zip(kernel.arg_names, key))
-    return key, bound
+    return key, values
 
 
 def source_for(kernel, args, constexprs, num_warps=4, dtype_override=None):
     """The `.cu` of one specialization (what `kernel.cuda_source` returns, plus bf16 by override)."""
-    key, bound = specialization_key(kernel, args, constexprs, num_warps, dtype_override)
-    return kernel.variant(key, bound, num_warps).source
+    key, values = specialization_key(kernel, args, constexprs, num_warps, dtype_override)
+    return kernel.variant(key, values, num_warps).source
 
 
 def source_of(spec: Spec) -> str:
@@ -112,11 +112,9 @@ def source_of(spec: Spec) -> str:
 def analysis_for(kernel, args, constexprs, num_warps=4, dtype_override=None):
     """(ir, analysis) of one specialization: the IR the emitter sees and the decisions made about it."""
     from transpiler.analysis import analyze
-    from transpiler.analysis.specialization import arg_spec
     from transpiler.parse import build_kernel_ir
-    key, bound = specialization_key(kernel, args, constexprs, num_warps, dtype_override)
-    specs = [arg_spec(n, p, bound[n], p[0] == "c") for n, p in zip(kernel.arg_names, key)]
-    ir = build_kernel_ir(kernel.fn, specs, num_warps)
+    key, values = specialization_key(kernel, args, constexprs, num_warps, dtype_override)
+    ir = build_kernel_ir(kernel.fn, kernel._arg_specs(key, values), num_warps)
     return ir, analyze(ir)
 
 

@@ -160,12 +160,7 @@ def explain_ir(ir, analysis, emitted) -> str:
 def explain_kernel(kernel, *args, num_warps=4, num_stages=3, **constexprs) -> str:
     """The report for the specialization these launch arguments select (NumPy arrays may stand in)."""
     from .analysis import analyze
-    from .analysis.specialization import arg_spec
     from .emit_cuda import emit_kernel
-    from .parse import build_kernel_ir
-    bound, options = kernel._bind(args, dict(constexprs, num_warps=num_warps, num_stages=num_stages))
-    key, _ = kernel._key_and_infos(bound)
-    specs = [arg_spec(n, p, bound[n], p[0] == "c") for n, p in zip(kernel.arg_names, key)]
-    ir = build_kernel_ir(kernel.fn, specs, options["num_warps"], options["num_stages"])
+    ir = kernel.ir(*args, num_warps=num_warps, num_stages=num_stages, **constexprs)
     analysis = analyze(ir)
     return explain_ir(ir, analysis, emit_kernel(ir, analysis))

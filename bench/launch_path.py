@@ -1,0 +1,152 @@
+#!/usr/bin/env python
+"""Where the host time of one launch goes: each step of our launch path timed on its own, in microseconds.
+
+With a GPU (CuPy, and torch when present), the steps run for real on a tiny 4-argument kernel:
+    key            the kernel's generated binder over (x, y, n, scale): key, slot values, device
+    stream         CuPy's / torch's current-stream lookup
+    ctx            cuCtxGetCurrent (one per launch)
+    pack           struct.pack_into of the 4 parameter slots
+    cuLaunchKernel the driver call alone, parameters packed once
+    ours           the whole `kernel[(1,)](x, y, n, scale)` (CuPy arrays, then torch tensors when torch is there)
+    RawKernel      cupy.RawKernel of the same kind of kernel, for scale
+Without a GPU the driver, the streams and the module loading are faked (no-ops), so `ours` is the pure-Python
+part of a launch on this machine: run it to see the effect of a change to the launch path before a GPU run.
+
+    python bench/launch_path.py [--n 20000]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+import transpiler  # noqa: E402
+import transpiler.language as tl  # noqa: E402
+from transpiler.runtime import compiler, kernel as kernel_mod, launch_key, launcher as launcher_mod  # noqa: E402
+
+
+@transpiler.jit
+def tiny(X, Y, n, scale):
+    offs = tl.arange(0, 128)
+    mask = offs < n
+    tl.store(Y + offs, tl.load(X + offs, mask=mask) * scale, mask=mask)
+
+
+def per_call_us(fn, n, sync=None, repeats=21):
+    """Median over `repeats` of the time per call of `n` calls back to back. With a GPU, `n` stays under the
+    driver's queue of pending launches and `sync` empties it between repeats, so that the host, not the GPU's
+    rate of tiny kernels, sets the figure."""
+    for _ in range(min(n, 500)):
+        fn()
+    samples = []
+    for _ in range(repeats):
+        if sync:
+            sync()
+        start = time.perf_counter()
+        for _ in range(n):
+            fn()
+        samples.append((time.perf_counter() - start) / n * 1e6)
+    return statistics.median(samples)
+
+
+def fake_gpu():
+    """Replace the GPU's edges by no-ops; returns (x, y) standing for CuPy arrays."""
+    class FakeCupy:
+        def __init__(self, ptr):
+            self.data = SimpleNamespace(ptr=ptr, device_id=0)
+            self.dtype = np.dtype(np.float32)
+
+    class NoDriver:
+        def ctxGetCurrent(self):
+            return 1
+
+        def ctxSetCurrent(self, ctx):
+            pass
+
+        def launchKernel(self, *args):
+            pass
+
+    compiler.compile_cubin = lambda source, name, arch: b"\x7fELF"
+    compiler.load_function = lambda cubin, name, device: (None, SimpleNamespace(ptr=1), 1)
+    compiler.device_arch = lambda device: "sm_90a"
+    launcher_mod.driver = NoDriver()
+    launch_key.current_device = lambda: 0
+    stream = SimpleNamespace(ptr=0)
+    kernel_mod.cupy_stream = lambda device: stream.ptr
+    launch_key._cupy_ndarray = FakeCupy
+    return FakeCupy(1 << 40), FakeCupy((1 << 40) + 4096)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=None, help="calls per repeat (default 500 on a GPU, 20000 without)")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("TRANSPILER_CACHE_DIR", "/tmp/transpiler-launch-path-cache")
+    on_gpu = transpiler.gpu_available()
+    rows = {}
+    if on_gpu:
+        import cupy
+        x = cupy.arange(256, dtype=cupy.float32)
+        y = cupy.zeros(256, cupy.float32)
+        sync = cupy.cuda.runtime.deviceSynchronize
+    else:
+        x, y = fake_gpu()
+        sync = None
+    n = args.n or (500 if on_gpu else 20000)
+    values = (x, y, 100, 2.0)
+    tiny[(1,)](x, y, 100, 2.0)
+    rows["key"] = per_call_us(lambda: tiny._binder(values, 4, 3), n, sync)
+    (launcher,) = tiny._launchers.values()
+    slots = [values[0].data.ptr, values[1].data.ptr, 100, 2.0]
+    rows["pack"] = per_call_us(lambda: launcher._pack(launcher._buffer, 0, *slots), n, sync)
+    if on_gpu:
+        from cupy_backends.cuda.api import driver
+        rows["stream (CuPy)"] = per_call_us(lambda: launcher_mod.cupy_stream(0), n, sync)
+        try:
+            import torch
+            torch.cuda.init()
+            rows["stream (torch)"] = per_call_us(lambda: launcher_mod.torch_stream(0), n, sync)
+        except ImportError:
+            pass
+        rows["ctx"] = per_call_us(driver.ctxGetCurrent, n, sync)
+        f, p = launcher._func, launcher._params
+        rows["cuLaunchKernel"] = per_call_us(lambda: driver.launchKernel(f, 1, 1, 1, 128, 1, 1, 0, 0, p, 0), n, sync)
+        cupy.cuda.runtime.deviceSynchronize()
+    rows["ours"] = per_call_us(lambda: tiny[(1,)](x, y, 100, 2.0), n, sync)
+    rows["ours via run(grid=...)"] = per_call_us(lambda: tiny.run(x, y, 100, 2.0, grid=(1,)), n, sync)
+    if on_gpu:
+        try:
+            import torch
+            xt = torch.arange(256, device="cuda", dtype=torch.float32)
+            yt = torch.zeros(256, device="cuda")
+            tiny[(1,)](xt, yt, 100, 2.0)
+            rows["key (torch tensors)"] = per_call_us(lambda: tiny._binder((xt, yt, 100, 2.0), 4, 3), n, sync)
+            rows["ours (torch tensors)"] = per_call_us(lambda: tiny[(1,)](xt, yt, 100, 2.0), n, sync)
+            torch.cuda.synchronize()
+            assert torch.equal(yt[:100], 2 * xt[:100]), "wrong result (torch)"
+        except ImportError:
+            pass
+        raw = cupy.RawKernel(r'extern "C" __global__ void k(const float* x, float* y, int n, float s)'
+                             r'{ int i = threadIdx.x; if (i < n) y[i] = x[i] * s; }', "k")
+        raw_args = (x, y, np.int32(100), np.float32(2.0))
+        rows["RawKernel"] = per_call_us(lambda: raw((1,), (128,), raw_args), n, sync)
+        cupy.cuda.runtime.deviceSynchronize()
+        assert np.allclose(cupy.asnumpy(y)[:100], 2 * np.arange(100)), "wrong result"
+    where = "GPU" if on_gpu else "no GPU: driver, streams and loading faked"
+    print(f"host time per step of one launch ({where}; median of 21 x {n} calls):")
+    for name, us in rows.items():
+        print(f"  {name:28} {us:6.2f} us")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,315 @@
+"""The specialization key of one launch, computed in one pass over the arguments, cheap enough for every launch.
+
+Decides, per argument, the key part that selects a compiled variant, as Triton does: for pointers the element
+type and whether the address is 16-byte aligned; for integers int32 / uint32 / int64 / uint64 by value,
+whether the value is 1 (then folded to the constant 1) and whether it is divisible by 16; Python floats are
+fp32, bools int1; NumPy scalars keep their type; constexprs by value. The same pass collects what the launch
+needs: the value of each runtime parameter slot (an address or a scalar), the device holding the arrays and
+which frameworks they come from. `analysis/specialization.py` turns the key parts back into what the IR
+builder is told.
+
+Speed: the pass is a function generated per kernel from its parameter list (`binder_source`), straight-line
+code with no loop; the key parts are shared tuples made once (no allocation per argument); the common argument
+types (CuPy arrays, torch tensors, Python ints and floats) are recognised by `type(x) is ...` before anything
+general runs. Everything else (NumPy scalars, `__cuda_array_interface__` and DLPack objects, NumPy arrays and
+`StandIn`s for compile-only use) goes through `_other` and `args.array_info`, slower and general. A launch the
+pass refuses (arrays in host memory, arrays on two devices) is worded by `refusal` through the general path, so
+the message names every array concerned.
+"""
+from __future__ import annotations
+
+import hashlib
+import marshal
+import sys
+
+import numpy as np
+
+from .. import dtypes
+from ..errors import LaunchError
+from ..language.core import constexpr  # noqa: F401  (named by the generated binders)
+from . import cache
+from .args import ALIGNMENT, ArrayInfo, array_info, device_error
+
+# Framework bits of a launch: they choose the stream (torch's current stream when any tensor is a torch one).
+TORCH, CUPY, FOREIGN, HOST = 1, 2, 4, 8
+
+NO_DEVICE = -1
+
+FP32 = ("fp32",)
+INT1 = ("int1",)
+_INT_PARTS = {}          # (dtype name, equal to one, divisible by 16) -> the one shared tuple
+_PTR_PARTS = {}          # array dtype object (NumPy, torch) -> (unaligned part, aligned part)
+_PTR_BY_NAME = {}        # our dtype name -> the same pair
+
+
+def int_part(name: str, value: int):
+    part = (name, value == 1, value % 16 == 0)
+    return _INT_PARTS.setdefault(part, part)
+
+
+_I32_PLAIN, _I32_ONE, _I32_DIV16 = int_part("int32", 3), int_part("int32", 1), int_part("int32", 16)
+
+
+def integer_dtype(value: int):
+    if -2**31 <= value < 2**31:
+        return dtypes.int32
+    if 2**31 <= value < 2**32:
+        return dtypes.uint32
+    if -2**63 <= value < 2**63:
+        return dtypes.int64
+    return dtypes.uint64
+
+
+def scalar_key(value):
+    """Key part of a non-array argument (TypeError for anything that is not a scalar)."""
+    if isinstance(value, (bool, np.bool_)):
+        return INT1
+    if isinstance(value, int):
+        return int_part(integer_dtype(value).name, value)
+    if isinstance(value, float):
+        return FP32
+    if isinstance(value, np.generic):
+        dt = dtypes.from_array_dtype(value.dtype)
+        if dt.is_int():
+            return int_part(dt.name, int(value))
+        return (dt.name,)
+    raise TypeError(f"unsupported argument type {type(value).__name__}")
+
+
+def pointer_parts(array_dtype):
+    """(unaligned, aligned) key parts for arrays of `array_dtype` (a NumPy or torch dtype, or ours)."""
+    if isinstance(array_dtype, dtypes.dtype):
+        return _by_name(array_dtype.name)
+    parts = _PTR_PARTS.get(array_dtype)
+    if parts is None:
+        parts = _PTR_PARTS[array_dtype] = _by_name(dtypes.from_array_dtype(array_dtype).name)
+    return parts
+
+
+def _by_name(name):
+    parts = _PTR_BY_NAME.get(name)
+    if parts is None:
+        parts = _PTR_BY_NAME[name] = (("ptr", name, False), ("ptr", name, True))
+    return parts
+
+
+def constexpr_key(value):
+    """Key part of a constexpr: the value itself for ints and strings (the usual BLOCK sizes and flags), a
+    tagged tuple otherwise so that 1, True and 1.0 select different variants."""
+    t = type(value)
+    if t is int or t is str:
+        return value
+    if t is bool or t is float:
+        return (t.__name__, value)
+    if isinstance(value, (list, tuple)):
+        return tuple(constexpr_key(v) for v in value)
+    if isinstance(value, dtypes.dtype):
+        return ("dtype", value.name)
+    if value is None:
+        return None
+    return (type(value).__name__, repr(value))
+
+
+class _NeverAType:
+    """Stands for CuPy's ndarray and torch's Tensor until one is seen, so nothing imports them early."""
+
+
+_cupy_ndarray = _NeverAType
+_torch_tensor = _NeverAType
+
+
+def _learn_type(value):
+    """Remember CuPy's / torch's array type the first time one is passed (for the `type(x) is` tests)."""
+    global _cupy_ndarray, _torch_tensor
+    t = type(value)
+    mod = t.__module__
+    if mod.startswith("cupy") and t.__name__ == "ndarray":
+        _cupy_ndarray = t
+    elif mod.startswith("torch") and t.__name__ == "Tensor":
+        _torch_tensor = t
+
+
+# ---- the per-kernel binder -------------------------------------------------------------------------------
+#
+# One function per kernel, generated from its parameter list, does the whole pass in straight-line code (no
+# loop, no per-argument calls for the common types). `kernel.launch_binder_source()` prints it. Its arguments
+# are the launch arguments in parameter order, num_warps, num_stages and `for_launch` (False for
+# `cuda_source` and friends: host arrays are then accepted and no device is asked for). It returns
+#   key        (one part per parameter..., num_warps, num_stages, device): selects the launcher;
+#   values     one value per runtime parameter: the address of an array, a scalar as given;
+#   device     the device holding the arrays (the current device when there are none; -1 when not for_launch);
+#   frameworks TORCH | CUPY | FOREIGN | HOST bits.
+
+_PARAM = """\
+    # {name}
+    t = type(a{i})
+    if t is _cupy_ndarray:
+        m = a{i}.data
+        v{i} = m.ptr
+        d = m.device_id
+        k{i} = (_PTR_PARTS.get(a{i}.dtype) or _parts(a{i}.dtype, {name!r}, {kernel!r}))[v{i} % 16 == 0]
+        frameworks |= CUPY
+    elif t is int:
+        v{i} = a{i}
+        d = -1
+        if -2147483648 <= a{i} <= 2147483647:
+            k{i} = _I32_ONE if a{i} == 1 else (_I32_DIV16 if a{i} & 15 == 0 else _I32_PLAIN)
+        else:
+            k{i} = scalar_key(a{i})
+    elif t is _torch_tensor:
+        v{i} = a{i}.data_ptr()
+        d = a{i}.get_device()
+        k{i} = (_PTR_PARTS.get(a{i}.dtype) or _parts(a{i}.dtype, {name!r}, {kernel!r}))[v{i} % 16 == 0]
+        frameworks |= TORCH if d >= 0 else HOST
+    elif t is float:
+        v{i} = a{i}
+        d = -1
+        k{i} = FP32
+    else:
+        k{i}, v{i}, d, f = _other(a{i}, {name!r}, {kernel!r})
+        frameworks |= f
+    if d >= 0 and d != device:
+        if device >= 0:
+            raise refusal(args, {refusal_args})
+        device = d
+"""
+
+_CONSTEXPR = """\
+    # {name} (constexpr)
+    if type(a{i}) is constexpr:
+        a{i} = a{i}.value
+    t = type(a{i})
+    k{i} = a{i} if t is int or t is str else constexpr_key(a{i})
+"""
+
+
+def binder_source(names, constexpr_mask, kernel_name) -> str:
+    def tuple_of(items):
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+    args = [f"a{i}" for i in range(len(names))]
+    refusal_args = f"{tuple(names)!r}, {tuple(constexpr_mask)!r}, {kernel_name!r}"
+    lines = [f"def launch_facts(args, num_warps, num_stages, for_launch=True):",
+             f"    {tuple_of(args)} = args" if names else "    assert not args",
+             "    device = -1", "    frameworks = 0"]
+    for i, (name, is_constexpr) in enumerate(zip(names, constexpr_mask)):
+        lines.append((_CONSTEXPR if is_constexpr else _PARAM).format(i=i, name=name, kernel=kernel_name,
+                                                                     refusal_args=refusal_args).rstrip())
+    keys = [f"k{i}" for i in range(len(names))] + ["num_warps", "num_stages", "device"]
+    values = [f"v{i}" for i, c in enumerate(constexpr_mask) if not c]
+    lines += ["    if frameworks & HOST and for_launch:", f"        raise refusal(args, {refusal_args})",
+              "    if device < 0 and for_launch:", "        device = current_device()",
+              f"    return {tuple_of(keys)}, {tuple_of(values)}, device, frameworks"]
+    return "\n".join(lines) + "\n"
+
+
+def make_binder(names, constexpr_mask, kernel_name):
+    """The generated `launch_facts` of a kernel with these parameters (see `binder_source`). Compiling it
+    costs milliseconds, so the code object is kept in the disk cache (marshal) for the next process."""
+    namespace = {}
+    exec(_code_of(binder_source(names, constexpr_mask, kernel_name), kernel_name), globals(), namespace)
+    return namespace["launch_facts"]
+
+
+def _code_of(source, kernel_name):
+    name = f"binder-{sys.implementation.cache_tag}-{hashlib.sha256(source.encode()).hexdigest()[:24]}.marshal"
+    try:
+        return marshal.loads((cache.cache_dir() / name).read_bytes())
+    except (OSError, ValueError, EOFError, TypeError):
+        code = compile(source, f"<launch binder of {kernel_name}>", "exec")
+        cache.write(name, marshal.dumps(code))
+        return code
+
+
+_binders = {}
+
+
+def launch_facts(constexpr_mask, args, names, kernel_name, for_launch=False):
+    """`(key parts, slot values, device, framework bits)` for arguments in parameter order, through the binder
+    of a kernel with these parameters (for tests and tools; kernels keep their own binder)."""
+    sig = (tuple(names), tuple(constexpr_mask), kernel_name)
+    binder = _binders.get(sig) or _binders.setdefault(sig, make_binder(*sig))
+    key, values, device, frameworks = binder(tuple(args), None, None, for_launch)
+    return list(key[:-3]), list(values), device, frameworks
+
+
+def current_device() -> int:
+    from cupy_backends.cuda.api import runtime
+    return runtime.getDevice()
+
+
+def _other(v, name, kernel_name):
+    """Everything the binder does not recognise by its type: `(key part, value, device, framework bits)`. An
+    array in host memory is marked HOST: a launch refuses it (`refusal`), `cuda_source` and friends take it."""
+    if type(v) is bool or isinstance(v, np.generic):
+        return _scalar_part(v, name, kernel_name), v, NO_DEVICE, 0
+    info = _array(v, name, kernel_name)
+    part = _parts(info.dtype, name, kernel_name)[info.ptr % ALIGNMENT == 0]
+    if info.device is None:
+        return part, info.ptr, NO_DEVICE, HOST
+    return part, info.ptr, info.device, TORCH if info.framework == "torch" else FOREIGN
+
+
+def refusal(args, names, constexpr_mask, kernel_name):
+    """The LaunchError for arguments the binder refused (arrays in host memory, arrays on two devices), in the
+    words of the general path (`args.device_error`), which names every array concerned. An argument of an
+    unsupported type or element type raises its own error first, as it would on the general path."""
+    named = []
+    for v, name, is_constexpr in zip(args, names, constexpr_mask):
+        if not is_constexpr:
+            info = _placement(v, name, kernel_name)
+            if info is not None:
+                named.append((name, info))
+    return device_error(kernel_name, named)
+
+
+def _placement(v, name, kernel_name):
+    """The ArrayInfo of an array argument (its device None in host memory), None for a scalar."""
+    t = type(v)
+    if t is _cupy_ndarray:
+        _parts(v.dtype, name, kernel_name)
+        return ArrayInfo(v.data.ptr, None, v.data.device_id, "cupy", v)
+    if t is _torch_tensor:
+        _parts(v.dtype, name, kernel_name)
+        d = v.get_device()
+        return ArrayInfo(v.data_ptr(), None, d, "torch", v) if d >= 0 else ArrayInfo(0, None, None, "torch-cpu", v)
+    if t is int or t is float or t is bool or isinstance(v, np.generic):
+        _scalar_part(v, name, kernel_name)
+        return None
+    info = _array(v, name, kernel_name)
+    _parts(info.dtype, name, kernel_name)
+    return info
+
+
+def _array(v, name, kernel_name):
+    _learn_type(v)
+    try:
+        info = array_info(v)
+    except TypeError as e:
+        raise _bad_element_type(name, e, kernel_name) from None
+    if info is None:
+        raise _unsupported(v, name, kernel_name)
+    return info
+
+
+def _parts(array_dtype, name, kernel_name):
+    try:
+        return pointer_parts(array_dtype)
+    except TypeError as e:
+        raise _bad_element_type(name, e, kernel_name) from None
+
+
+def _scalar_part(v, name, kernel_name):
+    try:
+        return scalar_key(v)
+    except TypeError:
+        raise _unsupported(v, name, kernel_name) from None
+
+
+def _unsupported(v, name, kernel_name):
+    return LaunchError(f"argument '{name}' has unsupported type {type(v).__name__}", kernel=kernel_name,
+                       hint="pass an array (CuPy, torch, anything with __cuda_array_interface__) or a number")
+
+
+def _bad_element_type(name, error, kernel_name):
+    return LaunchError(f"argument '{name}': {error}", kernel=kernel_name,
+                       hint="convert it, e.g. to float32, float16, bfloat16 or an integer type")

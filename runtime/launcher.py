@@ -1,0 +1,150 @@
+"""One compiled variant on one device, launched with as little host work as possible.
+
+A `Launcher` holds the loaded CUDA function, the device's context, the block size, the dynamic shared memory
+each program gets and a parameter buffer laid out once: one 8-byte slot per runtime parameter, and the array of
+slot addresses that cuLaunchKernel reads. A function that needs more than the 48 KiB of dynamic shared memory
+any kernel may use is opted in to its amount once, when its launcher is made (cuFuncSetAttribute,
+CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES); `compiler.check_shared_memory` has already refused amounts
+past the device's limit.
+A launch packs the slot values with one `struct.pack_into` (which also converts them to the C types: `int`
+to a 4-byte int for an int32 parameter, `float` to a float), makes the device's context current if it is
+not, and calls cuLaunchKernel through CuPy's driver binding on the chosen stream. The driver copies the
+parameters during the call, so the buffer is reused; a lock per launcher keeps two threads from packing into
+it at once. Nothing here synchronises or allocates device memory, so launches can be captured in CUDA graphs.
+
+Streams: the kernel launches on an explicit `stream=` (`stream_handle`: a handle, a CuPy stream or a torch
+stream), else on torch's current stream of the device when any argument is a torch tensor (`torch_stream`),
+else on CuPy's current stream of the device (`cupy_stream`).
+"""
+from __future__ import annotations
+
+import ctypes
+import struct
+import threading
+
+from ..errors import LaunchError
+
+SLOT = 8  # bytes per parameter slot: every parameter type we pass fits, and 8 keeps each one aligned
+OPT_IN_ABOVE = 48 * 1024             # dynamic shared memory a kernel may use without opting in
+_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8   # CUfunction_attribute
+_CODE = {"ptr": "Q", "int1": "?", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B",
+         "uint16": "H", "uint32": "I", "uint64": "Q", "fp16": "e", "fp32": "f", "fp64": "d"}
+
+
+def slot_format(kinds) -> str:
+    """The `struct` format of the parameter buffer for these parameter kinds ("ptr" or a dtype name)."""
+    parts = []
+    for kind in kinds:
+        code = _CODE.get(kind)
+        if code is None:
+            raise LaunchError(f"scalar parameters of type {kind} cannot be passed to a kernel")
+        pad = SLOT - struct.calcsize("<" + code)
+        parts.append(code + (f"{pad}x" if pad else ""))
+    return "<" + "".join(parts)
+
+
+class _Driver:
+    """The three driver calls a launch makes, resolved on first use, and any other on demand (tests replace this
+    object)."""
+
+    def __getattr__(self, name):
+        from cupy_backends.cuda.api import driver
+        for attr in ("launchKernel", "ctxGetCurrent", "ctxSetCurrent"):
+            setattr(self, attr, getattr(driver, attr))
+        return getattr(driver, name)
+
+
+driver = _Driver()
+
+
+class Launcher:
+    """Launch one loaded function: `launch(gx, gy, gz, values, stream)`."""
+
+    __slots__ = ("module", "function", "name", "context", "block", "shared_bytes", "_pack", "_buffer", "_slots",
+                 "_params", "_func", "_lock")
+
+    def __init__(self, module, function, context: int, kinds, num_warps: int, name: str = "", shared_bytes=0):
+        self.module = module          # the CUmodule handle (or an object owning it)
+        self.function = function      # the CUfunction handle (or an object with `.ptr`)
+        self.name = name
+        self.context = context
+        self.block = 32 * num_warps
+        self.shared_bytes = shared_bytes
+        n = len(kinds)
+        self._pack = struct.Struct(slot_format(kinds)).pack_into
+        self._buffer = ctypes.create_string_buffer(max(n, 1) * SLOT)
+        base = ctypes.addressof(self._buffer)
+        self._slots = (ctypes.c_void_p * max(n, 1))(*[base + SLOT * i for i in range(n)])
+        self._params = ctypes.addressof(self._slots)
+        self._func = function.ptr if hasattr(function, "ptr") else int(function)
+        self._lock = threading.Lock()
+        if shared_bytes > OPT_IN_ABOVE:
+            self._in_context(driver.funcSetAttribute, self._func, _MAX_DYNAMIC_SHARED_SIZE_BYTES, shared_bytes)
+
+    def _in_context(self, call, *args):
+        """`call(*args)` with this launcher's context current, then the caller's context (or none) back."""
+        current = driver.ctxGetCurrent()
+        if current == self.context:
+            return call(*args)
+        driver.ctxSetCurrent(self.context)
+        try:
+            return call(*args)
+        finally:
+            driver.ctxSetCurrent(current)
+
+    def launch(self, gx, gy, gz, values, stream):
+        with self._lock:
+            try:
+                self._pack(self._buffer, 0, *values)
+            except struct.error as e:
+                raise LaunchError(f"a scalar argument does not fit its parameter type: {e}", kernel=self.name) from None
+            current = driver.ctxGetCurrent()
+            if current == self.context:
+                driver.launchKernel(self._func, gx, gy, gz, self.block, 1, 1, self.shared_bytes, stream, self._params,
+                                    0)
+                return
+            # The arrays live on another device than the current one (or this thread has no context yet):
+            # launch in their device's context and put the caller's back (none, if it had none).
+            driver.ctxSetCurrent(self.context)
+            try:
+                driver.launchKernel(self._func, gx, gy, gz, self.block, 1, 1, self.shared_bytes, stream, self._params,
+                                    0)
+            finally:
+                driver.ctxSetCurrent(current)
+
+
+# ---- streams -----------------------------------------------------------------------------------------------
+
+_torch_raw_stream = None
+_cupy_current_stream = None
+
+
+def torch_stream(device: int) -> int:
+    """torch's current stream of `device`, as a raw handle (without making a torch.cuda.Stream object)."""
+    global _torch_raw_stream
+    if _torch_raw_stream is None:
+        import torch
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        _torch_raw_stream = raw if raw is not None else (lambda d: torch.cuda.current_stream(d).cuda_stream)
+    return _torch_raw_stream(device)
+
+
+def cupy_stream(device: int) -> int:
+    """CuPy's current stream of `device` on this thread, as a raw handle."""
+    global _cupy_current_stream
+    if _cupy_current_stream is None:
+        from cupy.cuda.stream import get_current_stream
+        _cupy_current_stream = get_current_stream
+    return _cupy_current_stream(device).ptr
+
+
+def stream_handle(stream, kernel_name=None) -> int:
+    """The raw handle of an explicit `stream=`: an int, a CuPy stream or a torch stream."""
+    if isinstance(stream, int):
+        return stream
+    for attr in ("ptr", "cuda_stream"):
+        handle = getattr(stream, attr, None)
+        if isinstance(handle, int):
+            return handle
+    raise LaunchError(f"stream= takes a stream handle (int), a CuPy stream or a torch stream, not "
+                      f"{type(stream).__name__}", kernel=kernel_name)
