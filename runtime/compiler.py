@@ -27,10 +27,7 @@ def arch_for_capability(major: int, minor: int) -> str:
 
 @functools.lru_cache(maxsize=None)
 def device_arch(device_id: int) -> str:
-    from cupy_backends.cuda.api import runtime
-    major = runtime.deviceGetAttribute(_ATTR_CC_MAJOR, device_id)
-    minor = runtime.deviceGetAttribute(_ATTR_CC_MINOR, device_id)
-    return arch_for_capability(major, minor)
+    return arch_for_capability(device_attribute(_ATTR_CC_MAJOR, device_id), device_attribute(_ATTR_CC_MINOR, device_id))
 
 
 _ATTR_CC_MAJOR, _ATTR_CC_MINOR = 75, 76   # cudaDevAttrComputeCapabilityMajor / Minor
@@ -77,25 +74,68 @@ def compile_cubin(source: str, kernel_name: str, arch: str) -> bytes:
         nvrtc.destroyProgram(prog)
 
 
+_primary_contexts: dict = {}
+
+
+def primary_context(device_id: int) -> int:
+    """The device's primary context (the one CuPy and torch use), retained once per process. Through the driver
+    API with ctypes: CuPy's runtime binding would import all of `cupy` on its first call (~100 ms), which a
+    process that only uses torch must not pay."""
+    ctx = _primary_contexts.get(device_id)
+    if ctx is None:
+        import ctypes
+        libcuda = _driver_library()
+        device = ctypes.c_int()
+        _check(libcuda.cuDeviceGet(ctypes.byref(device), device_id), "cuDeviceGet")
+        handle = ctypes.c_void_p()
+        _check(libcuda.cuDevicePrimaryCtxRetain(ctypes.byref(handle), device), "cuDevicePrimaryCtxRetain")
+        ctx = _primary_contexts.setdefault(device_id, handle.value or 0)
+    return ctx
+
+
+_libcuda = None
+
+
+def _driver_library():
+    global _libcuda
+    if _libcuda is None:
+        import ctypes
+        lib = ctypes.CDLL("libcuda.so.1")
+        _check(lib.cuInit(0), "cuInit")
+        _libcuda = lib
+    return _libcuda
+
+
+def device_attribute(attribute: int, device_id: int) -> int:
+    """cuDeviceGetAttribute (driver API numbering, which matches the runtime's for the attributes used here)."""
+    import ctypes
+    lib = _driver_library()
+    device, value = ctypes.c_int(), ctypes.c_int()
+    _check(lib.cuDeviceGet(ctypes.byref(device), device_id), "cuDeviceGet")
+    _check(lib.cuDeviceGetAttribute(ctypes.byref(value), attribute, device), "cuDeviceGetAttribute")
+    return value.value
+
+
+def _check(status, call):
+    if status != 0:
+        raise RuntimeError(f"{call} failed with CUDA driver error {status}")
+
+
 def load_function(cubin: bytes, kernel_name: str, device_id: int):
     """Load `cubin` in `device_id`'s primary context: `(module handle, function handle, context handle)`. The
-    caller's current device and context are left as they were. Only CuPy's thin driver and runtime bindings
-    (`cupy_backends`) are used, so a process that only uses torch never pays for `import cupy` (~100 ms)."""
-    from cupy_backends.cuda.api import driver, runtime
-    previous_context, previous_device = driver.ctxGetCurrent(), runtime.getDevice()
-    runtime.setDevice(device_id)                # binds (and since CUDA 12 creates) the device's primary context
+    caller's current context is left as it was. Only the driver API is used (CuPy's thin binding and ctypes),
+    so a process that only uses torch never pays for `import cupy`."""
+    from cupy_backends.cuda.api import driver
+    context = primary_context(device_id)
+    previous = driver.ctxGetCurrent()
+    if previous != context:
+        driver.ctxSetCurrent(context)
     try:
-        context = driver.ctxGetCurrent()
-        if not context:
-            runtime.free(0)                     # the classic way to make the runtime create it
-            context = driver.ctxGetCurrent()
         module = driver.moduleLoadData(cubin)   # kept loaded for the life of the process
         return module, driver.moduleGetFunction(module, kernel_name), context
     finally:
-        if previous_device != device_id:
-            runtime.setDevice(previous_device)
-        if driver.ctxGetCurrent() != previous_context:
-            driver.ctxSetCurrent(previous_context)
+        if previous != context:
+            driver.ctxSetCurrent(previous)
 
 
 # Dynamic shared memory: up to 48 KiB needs nothing; more needs the function's opt-in (the launcher does it,
@@ -107,8 +147,7 @@ _ATTR_SHARED_OPTIN = 97   # cudaDevAttrMaxSharedMemoryPerBlockOptin
 @functools.lru_cache(maxsize=None)
 def shared_memory_limit(device_id: int) -> int:
     """The most dynamic shared memory one program may opt in to on this device."""
-    from cupy_backends.cuda.api import runtime
-    return runtime.deviceGetAttribute(_ATTR_SHARED_OPTIN, device_id)
+    return device_attribute(_ATTR_SHARED_OPTIN, device_id)
 
 
 def check_shared_memory(kernel_name: str, device_id: int, shared_bytes: int):
