@@ -417,7 +417,8 @@ def _interpreting():
 @functools.lru_cache(maxsize=1)
 def _failure_types():
     """Errors that disqualify one config rather than the launch: ours, and CUDA's (out of resources...)."""
-    types = [TranspilerError]
+    from .driver import CudaDriverError
+    types = [TranspilerError, CudaDriverError]
     try:
         import cupy
         types += [cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError,

@@ -78,54 +78,25 @@ _primary_contexts: dict = {}
 
 
 def primary_context(device_id: int) -> int:
-    """The device's primary context (the one CuPy and torch use), retained once per process. Through the driver
-    API with ctypes: CuPy's runtime binding would import all of `cupy` on its first call (~100 ms), which a
-    process that only uses torch must not pay."""
+    """The device's primary context (the one CuPy and torch use), retained once per process."""
     ctx = _primary_contexts.get(device_id)
     if ctx is None:
-        import ctypes
-        libcuda = _driver_library()
-        device = ctypes.c_int()
-        _check(libcuda.cuDeviceGet(ctypes.byref(device), device_id), "cuDeviceGet")
-        handle = ctypes.c_void_p()
-        _check(libcuda.cuDevicePrimaryCtxRetain(ctypes.byref(handle), device), "cuDevicePrimaryCtxRetain")
-        ctx = _primary_contexts.setdefault(device_id, handle.value or 0)
+        from .driver import driver
+        ctx = _primary_contexts.setdefault(device_id, driver.primaryContext(device_id))
     return ctx
-
-
-_libcuda = None
-
-
-def _driver_library():
-    global _libcuda
-    if _libcuda is None:
-        import ctypes
-        lib = ctypes.CDLL("libcuda.so.1")
-        _check(lib.cuInit(0), "cuInit")
-        _libcuda = lib
-    return _libcuda
 
 
 def device_attribute(attribute: int, device_id: int) -> int:
     """cuDeviceGetAttribute (driver API numbering, which matches the runtime's for the attributes used here)."""
-    import ctypes
-    lib = _driver_library()
-    device, value = ctypes.c_int(), ctypes.c_int()
-    _check(lib.cuDeviceGet(ctypes.byref(device), device_id), "cuDeviceGet")
-    _check(lib.cuDeviceGetAttribute(ctypes.byref(value), attribute, device), "cuDeviceGetAttribute")
-    return value.value
-
-
-def _check(status, call):
-    if status != 0:
-        raise RuntimeError(f"{call} failed with CUDA driver error {status}")
+    from .driver import driver
+    return driver.deviceGetAttribute(attribute, device_id)
 
 
 def load_function(cubin: bytes, kernel_name: str, device_id: int):
     """Load `cubin` in `device_id`'s primary context: `(module handle, function handle, context handle)`. The
-    caller's current context is left as it was. Only the driver API is used (CuPy's thin binding and ctypes),
+    caller's current context is left as it was. Only the driver API is used (ctypes, `driver.py`),
     so a process that only uses torch never pays for `import cupy`."""
-    from cupy_backends.cuda.api import driver
+    from .driver import driver
     context = primary_context(device_id)
     previous = driver.ctxGetCurrent()
     if previous != context:

@@ -8,7 +8,7 @@ CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES); `compiler.check_shared_memory`
 past the device's limit.
 A launch packs the slot values with one `struct.pack_into` (which also converts them to the C types: `int`
 to a 4-byte int for an int32 parameter, `float` to a float), makes the device's context current if it is
-not, and calls cuLaunchKernel through CuPy's driver binding on the chosen stream. The driver copies the
+not, and calls cuLaunchKernel (through ctypes, `driver.py`) on the chosen stream. The driver copies the
 parameters during the call, so the buffer is reused; a lock per launcher keeps two threads from packing into
 it at once. Nothing here synchronises or allocates device memory, so launches can be captured in CUDA graphs.
 
@@ -45,10 +45,10 @@ def slot_format(kinds) -> str:
 
 class _Driver:
     """The three driver calls a launch makes, resolved on first use, and any other on demand (tests replace this
-    object)."""
+    object). They go through ctypes (`driver.py`), not CuPy's binding, whose first call imports all of CuPy."""
 
     def __getattr__(self, name):
-        from cupy_backends.cuda.api import driver
+        from .driver import driver
         for attr in ("launchKernel", "ctxGetCurrent", "ctxSetCurrent"):
             setattr(self, attr, getattr(driver, attr))
         return getattr(driver, name)

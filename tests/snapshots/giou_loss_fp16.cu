@@ -56,6 +56,13 @@ template <typename To, typename From> __device__ __forceinline__ To bitcast(From
   return y;
 }
 
+// fp32 division as Triton lowers `/`: div.full.f32 (at most 2 ulp, no slow path for the full range).
+__device__ __forceinline__ float div_full(float a, float b) {
+  float r;
+  asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+
 template <typename T> __device__ __forceinline__ T iabs(T x) { return x < T(0) ? T(-x) : x; }
 // tl.umulhi: the high half of the unsigned product, whatever the signedness of the type (as Triton does).
 __device__ __forceinline__ unsigned mulhi(unsigned a, unsigned b) { return __umulhi(a, b); }
@@ -506,7 +513,7 @@ extern "C" __global__ void __launch_bounds__(128) giou_loss_kernel(
   for (int r = 0; r < 4; ++r) max__2[r] = fmaxf(union_[r], eps);
   float iou[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) iou[r] = inter[r] / max__2[r];
+  for (int r = 0; r < 4; ++r) iou[r] = tp::div_full(inter[r], max__2[r]);
 
   // enclose_w = tl.maximum(p_right, t_right) - tl.minimum(p_left, t_left)
   float max__3[4];
@@ -544,7 +551,7 @@ extern "C" __global__ void __launch_bounds__(128) giou_loss_kernel(
   for (int r = 0; r < 4; ++r) max__5[r] = fmaxf(enclose[r], eps);
   float truediv[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) truediv[r] = sub_6[r] / max__5[r];
+  for (int r = 0; r < 4; ++r) truediv[r] = tp::div_full(sub_6[r], max__5[r]);
   float giou[4];
   #pragma unroll
   for (int r = 0; r < 4; ++r) giou[r] = iou[r] - truediv[r];

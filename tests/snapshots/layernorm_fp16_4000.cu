@@ -55,6 +55,13 @@ template <typename To, typename From> __device__ __forceinline__ To bitcast(From
   return y;
 }
 
+// fp32 division as Triton lowers `/`: div.full.f32 (at most 2 ulp, no slow path for the full range).
+__device__ __forceinline__ float div_full(float a, float b) {
+  float r;
+  asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+
 template <typename T> __device__ __forceinline__ T iabs(T x) { return x < T(0) ? T(-x) : x; }
 // tl.umulhi: the high half of the unsigned product, whatever the signedness of the type (as Triton does).
 __device__ __forceinline__ unsigned mulhi(unsigned a, unsigned b) { return __umulhi(a, b); }
@@ -397,7 +404,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_kernel(
   }
   const float red = red_acc[0];
   const float cvt = tp::cast<float>(N);
-  const float mean = red / cvt;
+  const float mean = tp::div_full(red, cvt);
 
   // centered = tl.where(valid, x - mean, 0.0)
   float sub[16];
@@ -446,12 +453,12 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_kernel(
   }
   const float red_1 = red_acc_1[0];
   const float cvt_1 = tp::cast<float>(N);
-  const float var = red_1 / cvt_1;
+  const float var = tp::div_full(red_1, cvt_1);
 
   // rstd = 1.0 / tl.sqrt(var + eps)
   const float add = var + eps;
   const float sqrt_ = sqrtf(add);
-  const float rstd = 1.0f / sqrt_;
+  const float rstd = tp::div_full(1.0f, sqrt_);
 
   // w = tl.load(W + cols, mask=valid).to(tl.float32)
   const __half* ptr_2[16];

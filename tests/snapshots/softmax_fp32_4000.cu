@@ -55,6 +55,13 @@ template <typename To, typename From> __device__ __forceinline__ To bitcast(From
   return y;
 }
 
+// fp32 division as Triton lowers `/`: div.full.f32 (at most 2 ulp, no slow path for the full range).
+__device__ __forceinline__ float div_full(float a, float b) {
+  float r;
+  asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+
 template <typename T> __device__ __forceinline__ T iabs(T x) { return x < T(0) ? T(-x) : x; }
 // tl.umulhi: the high half of the unsigned product, whatever the signedness of the type (as Triton does).
 __device__ __forceinline__ unsigned mulhi(unsigned a, unsigned b) { return __umulhi(a, b); }
@@ -436,7 +443,7 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
   const float red_1 = red_acc_1[0];
   float truediv[8];
   #pragma unroll
-  for (int r = 0; r < 8; ++r) truediv[r] = e[r] / red_1;
+  for (int r = 0; r < 8; ++r) truediv[r] = tp::div_full(e[r], red_1);
   float* ptr_3[8];
   #pragma unroll
   for (int r = 0; r < 8; ++r) ptr_3[r] = ptr_2 + cols[r];

@@ -65,9 +65,11 @@ _FLOAT_MATH = {
     "floor": ("floorf({a})", "floor({a})"),
     "ceil": ("ceilf({a})", "ceil({a})"),
     "abs": ("fabsf({a})", "fabs({a})"),
-    "sigmoid": ("1.0f / (1.0f + __expf(-({a})))", "1.0 / (1.0 + exp(-({a})))"),
+    "sigmoid": ("tp::div_full(1.0f, 1.0f + __expf(-({a})))", "1.0 / (1.0 + exp(-({a})))"),
     "fma": ("fmaf({a}, {b}, {c})", "fma({a}, {b}, {c})"),
-    "truediv": ("{a} / {b}", "{a} / {b}"),
+    # `/` on fp32 is div.full.f32, as in Triton (2 ulp at most, no slow path); tl.math.div_rn is IEEE.
+    "truediv": ("tp::div_full({a}, {b})", "{a} / {b}"),
+    "div_rn": ("__fdiv_rn({a}, {b})", "__ddiv_rn({a}, {b})"),
     "mod": ("fmodf({a}, {b})", "fmod({a}, {b})"),
     "min": ("fminf({a}, {b})", "fmin({a}, {b})"),
     "max": ("fmaxf({a}, {b})", "fmax({a}, {b})"),
