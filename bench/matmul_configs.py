@@ -7,7 +7,6 @@ Prints TFLOP/s per configuration (median of CUDA-event timings), the chosen regi
 ratio to cuBLAS. Used to pick `config_for` in the example and the bench.
 """
 import argparse
-import statistics
 import sys
 from pathlib import Path
 
@@ -15,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 import cupy  # noqa: E402
 import numpy as np  # noqa: E402
 
+import _harness as H  # noqa: E402
 import matmul  # noqa: E402
 
 CONFIGS = [
@@ -29,19 +29,6 @@ CONFIGS = [
     dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=32, GROUP_M=8, num_warps=8, num_stages=3),
     dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=64, GROUP_M=8, num_warps=4, num_stages=4),
 ]
-
-
-def time_ms(fn, reps=20):
-    for _ in range(3):
-        fn()
-    starts = [cupy.cuda.Event() for _ in range(reps)]
-    ends = [cupy.cuda.Event() for _ in range(reps)]
-    for s, e in zip(starts, ends):
-        s.record()
-        fn()
-        e.record()
-    ends[-1].synchronize()
-    return statistics.median(cupy.cuda.get_elapsed_time(s, e) for s, e in zip(starts, ends))
 
 
 def main():
@@ -60,13 +47,13 @@ def main():
         import torch
         ta, tb = torch.as_tensor(a, device="cuda"), torch.as_tensor(b, device="cuda")
         tc = torch.empty((m, n), dtype=ta.dtype, device="cuda")
-        base = flop / time_ms(lambda: torch.matmul(ta, tb, out=tc)) / 1e9
+        base = flop / H.gpu_time_ms(lambda: torch.matmul(ta, tb, out=tc)) / 1e9
         print(f"cuBLAS (torch)  {base:7.1f} TFLOP/s")
     except ImportError:
         pass
     for cfg in CONFIGS:
         try:
-            tf = flop / time_ms(lambda: matmul.matmul(a, b, out=c, config=cfg)) / 1e9
+            tf = flop / H.gpu_time_ms(lambda: matmul.matmul(a, b, out=c, config=cfg)) / 1e9
             var = matmul.matmul_kernel.compiled_variant(a, b, c, m, n, k, k, 1, n, 1, n, 1, ACTIVATION="", **cfg)
             ratio = f"{tf / base:5.2f} of cuBLAS" if base else ""
             print(f"{cfg}  {tf:7.1f} TFLOP/s {ratio}  smem {var.shared_bytes // 1024} KiB")

@@ -70,20 +70,51 @@ def _feeds_only_dots(value, users):
     return bool(users.get(value))
 
 
-def plan_loop(loop, kernel, vector_width, order_of, decisions):
-    region = loop.regions[0]
-    stages = loop.attrs.get("num_stages") or kernel.num_stages
-    loads = [op for op in region.ops if op.name == "load" and op.result.shape]
-    users = _users(region)
-    dot_loads = [op for op in loads if _feeds_only_dots(op.result, users)]
-    if not dot_loads:
-        return None
-    if stages < 2:
-        decisions.add("pipeline", loop, "loop not pipelined", f"num_stages={stages}")
-        return None
-    body_ops = {id(op): op for op in region.ops}
-    iv, carried_args = region.args[0], region.args[1:]
-    yields = region.ops[-1].operands
+class _Body:
+    """A loop body seen backwards: which body ops and carried values a set of values depends on."""
+
+    def __init__(self, loop):
+        region = loop.regions[0]
+        self.ops = region.ops
+        self.op_ids = {id(op) for op in region.ops}
+        self.iv, self.carried, self.yields = region.args[0], region.args[1:], region.ops[-1].operands
+
+    def walk_back(self, roots, follow):
+        """From `roots`, through the values made in the body (`follow(op)` gives the op's inputs to walk on, or
+        None to give up) and the carried ones (which lead to what the body yields for them). Returns the ids
+        of the ops reached and the carried indices reached, in order, or None when `follow` gave up."""
+        reached, carried, work = set(), [], list(roots)
+        while work:
+            v = work.pop()
+            if v is self.iv:
+                continue
+            if v in self.carried:
+                i = self.carried.index(v)
+                if i not in carried:
+                    carried.append(i)
+                    work.append(self.yields[i])
+                continue
+            op = v.owner
+            if op is None or id(op) not in self.op_ids or id(op) in reached:
+                continue
+            reached.add(id(op))
+            inputs = follow(op)
+            if inputs is None:
+                return None
+            work.extend(inputs)
+        return reached, carried
+
+
+def _inputs(op):
+    """Every value `op` reads, its own regions included."""
+    values = list(op.operands)
+    for r in op.regions:
+        for inner in walk(r):
+            values.extend(inner.operands)
+    return values
+
+
+def _stage_loads(loop, dot_loads, vector_width, order_of, decisions):
     staged = []
     for op in dot_loads:
         elem = op.result.dtype.itemsize
@@ -94,69 +125,57 @@ def plan_loop(loop, kernel, vector_width, order_of, decisions):
                           "cp.async copies 4, 8 or 16")
             return None
         staged.append(StagedLoad(op, vec, order_of(op)))
+    return staged
+
+
+def plan_loop(loop, kernel, vector_width, order_of, decisions):
+    region = loop.regions[0]
+    stages = loop.attrs.get("num_stages") or kernel.num_stages
+    users = _users(region)
+    dot_loads = [op for op in region.ops if op.name == "load" and op.result.shape
+                 and _feeds_only_dots(op.result, users)]
+    if not dot_loads:
+        return None
+    if stages < 2:
+        decisions.add("pipeline", loop, "loop not pipelined", f"num_stages={stages}")
+        return None
+    staged = _stage_loads(loop, dot_loads, vector_width, order_of, decisions)
+    if staged is None:
+        return None
+    body = _Body(loop)
 
     # The address slice: backward from the staged loads' operands, through carried values into their updates.
-    slice_ids, prefetch_carried = set(), []
-    work = [v for s in staged for v in s.op.operands]
-    while work:
-        v = work.pop()
-        if v is iv:
-            continue
-        if v in carried_args:
-            i = carried_args.index(v)
-            if i not in prefetch_carried:
-                prefetch_carried.append(i)
-                work.append(yields[i])
-            continue
-        owner = v.owner
-        if owner is None or id(owner) not in body_ops or id(owner) in slice_ids:
-            continue
-        if owner.name not in ADDRESS_OPS:
-            decisions.add("pipeline", loop, "loop not pipelined",
-                          f"the address of a dot operand depends on a '{owner.name}' in the loop "
-                          f"(line {owner.loc.line if owner.loc else '?'})")
+    impure = []
+
+    def address_inputs(op):
+        if op.name not in ADDRESS_OPS:
+            impure.append(op)
             return None
-        slice_ids.add(id(owner))
-        work.extend(owner.operands)
+        return op.operands
+    found = body.walk_back([v for s in staged for v in s.op.operands], address_inputs)
+    if found is None:
+        op = impure[0]
+        decisions.add("pipeline", loop, "loop not pipelined",
+                      f"the address of a dot operand depends on a '{op.name}' in the loop "
+                      f"(line {op.loc.line if op.loc else '?'})")
+        return None
+    slice_ids, prefetch_carried = found
     slice_ops = [op for op in region.ops if id(op) in slice_ids]
 
     # What the body still needs once the staged loads stop reading their operands there: everything with a
     # side effect, the loop's other carried values and results used after the loop, and what they read.
     used_after = _values_used_outside(kernel, loop)
     staged_ids = {id(s.op) for s in staged}
-    live_ops, live_carried = set(), set()
-    work = []
-
-    def mark(op):
-        if id(op) in live_ops:
-            return
-        live_ops.add(id(op))
-        if id(op) in staged_ids:
-            return
-        work.extend(op.operands)
-        for r in op.regions:
-            for inner in walk(r):
-                work.extend(inner.operands)
-    for op in region.ops[:-1]:
-        if op.name not in PURE_OPS or id(op) in staged_ids:
-            mark(op)
-    for i in range(len(carried_args)):
-        if i not in prefetch_carried or loop.results[i] in used_after:
-            live_carried.add(i)
-            work.append(yields[i])
-    while work:
-        v = work.pop()
-        if v in carried_args:
-            i = carried_args.index(v)
-            if i not in live_carried:
-                live_carried.add(i)
-                work.append(yields[i])
-            continue
-        owner = v.owner
-        if owner is not None and id(owner) in body_ops:
-            mark(owner)
+    roots_ops = [op for op in region.ops[:-1] if op.name not in PURE_OPS or id(op) in staged_ids]
+    roots_carried = [i for i in range(len(body.carried))
+                     if i not in prefetch_carried or loop.results[i] in used_after]
+    roots = [v for op in roots_ops if id(op) not in staged_ids for v in _inputs(op)]
+    roots += [body.yields[i] for i in roots_carried]
+    live_ids, live_carried = body.walk_back(roots, lambda op: [] if id(op) in staged_ids else _inputs(op))
+    live_ids |= {id(op) for op in roots_ops}
+    live_carried = set(live_carried) | set(roots_carried)
     plan = PipelinePlan(loop, stages, staged, slice_ops, sorted(prefetch_carried),
-                        {op for op in region.ops[:-1] if id(op) not in live_ops},
+                        {op for op in region.ops[:-1] if id(op) not in live_ids},
                         {i for i in prefetch_carried if i not in live_carried})
     lines = ", ".join(f"line {s.op.loc.line if s.op.loc else '?'} ({s.vec * s.op.result.dtype.itemsize} B cp.async)"
                       for s in staged)

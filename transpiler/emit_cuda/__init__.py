@@ -93,6 +93,14 @@ def _specialization_text(kernel):
     return ", ".join(parts)
 
 
+def _device_header(with_tiles: bool) -> str:
+    """Our device helpers, inlined so the `.cu` stands alone; the tile and tensor-core ones only where used."""
+    text = (templates_dir() / "device.cuh").read_text()
+    if with_tiles:
+        text += "\n" + (templates_dir() / "device_tiles.cuh").read_text()
+    return text
+
+
 @dataclass(frozen=True)
 class EmittedKernel:
     """The `.cu` text and what a launch must provide besides the arguments."""
@@ -119,7 +127,7 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
         source_file=os.path.basename(kernel.source_file),  # no absolute path: stable snapshots
         name=kernel.name, specialization=_specialization_text(kernel),
         num_warps=kernel.num_warps, threads=32 * kernel.num_warps, layout_notes=notes,
-        device_header=(templates_dir() / "device.cuh").read_text(), device_functions=em.device_functions,
+        device_header=_device_header(em.uses_tiles), device_functions=em.device_functions,
         params=_params(kernel, written), shared_bytes=shared_bytes,
         shared_decls=(smem_constants + em.shared_decls) if shared_bytes else [],
         thread_bases=em.thread_base_lines, body="\n".join(em.lines))

@@ -103,6 +103,7 @@ class Emitter:
         self.smem = SharedMemoryPool()
         self.tiles: dict = {}              # value -> SharedTile holding it (staged loads of a pipelined loop)
         self.stage_tiles: dict = {}        # staged load op -> its ring of stage tiles
+        self.uses_tiles = False            # whether the tile / tensor-core helpers (device_tiles.cuh) are needed
         self.pending_prefetch = None       # a pipelined loop's copies, for its first dot to issue mid-way
         self.prefetch_host = None          # ... that dot
         self.device_functions: list = []
@@ -193,6 +194,7 @@ class Emitter:
     def tile_thread_offset(self, layout: LinearLayout, tile) -> str:
         """Name of this thread's part of the swizzled offset of `layout`'s elements in tiles shaped like
         `tile` (declared once per kernel with the thread bases)."""
+        self.uses_tiles = True
         key = ("tile", layout, tile.shape, tile.col_dim, tile.dtype.itemsize)
         if key not in self.thread_bases:
             coords = [self.thread_base(layout, d) or "0" for d in range(2)]

@@ -275,12 +275,14 @@ def _arith(fn):
     return apply
 
 
-def _truediv(b, x, y):
+def _truediv(b, x, y, fn="truediv"):
+    """`x / y` (Triton's rounding: div.full on fp32) or, with fn="div_rn", IEEE division; integers divide
+    as fp32."""
     x, y, dt = binary_operands(b, x, y, div_or_mod=True)
     if dt.kind is not Kind.FLOAT:
         dt = dtypes.float32
         x, y = cast(b, x, dt), cast(b, y, dt)
-    return elementwise(b, "truediv", [x, y], dt)
+    return elementwise(b, fn, [x, y], dt)
 
 
 def _floordiv(b, x, y):
@@ -719,22 +721,14 @@ def _cdiv(b, x, div):
     return binary_op(b, "floordiv", num, div)
 
 
-def _ieee_div(b, x, y):
-    x, y, dt = binary_operands(b, x, y, div_or_mod=True)
-    if dt.kind is not Kind.FLOAT:
-        dt = dtypes.float32
-        x, y = cast(b, x, dt), cast(b, y, dt)
-    return elementwise(b, "div_rn", [x, y], dt)
-
-
 @rule("div_rn")
 def _div_rn(b, x, y):
-    return _ieee_div(b, x, y)
+    return _truediv(b, x, y, "div_rn")
 
 
 @rule("fdiv")
 def _fdiv(b, x, y, ieee_rounding=False):
-    return _ieee_div(b, x, y) if const_value(b, ieee_rounding, "ieee_rounding") else _truediv(b, x, y)
+    return _truediv(b, x, y, "div_rn" if const_value(b, ieee_rounding, "ieee_rounding") else "truediv")
 
 
 @rule("umulhi")

@@ -145,6 +145,7 @@ def _describe(op, plan):
 @lowering("dot")
 def dot(em, op, layout):
     plan = em.analysis.dots[op]
+    em.uses_tiles = True
     res = op.result
     a_view, b_view = _operand_views(em, op)
     acc = em.operand(op.operands[2], plan.layout)

@@ -71,6 +71,7 @@ class StageRing:
 
 
 def pipelined_for(em, op, plan):
+    em.uses_tiles = True
     region = op.regions[0]
     iv, carried, yields = region.args[0], region.args[1:], region.ops[-1].operands
     lo, hi, step = (em.scalar(x) for x in op.operands[:3])

@@ -1,0 +1,118 @@
+// ---- device helpers for shared-memory tiles, async copies and tensor cores (templates/device_tiles.cuh) ---------
+// Inlined after device.cuh into kernels that use tl.dot or a software-pipelined loop.
+namespace tp {
+
+// Element offset of (row, col) in a row-major tile whose rows are ROW_BYTES long. The 16-byte chunks of a
+// row are XOR-permuted by the row's position in its 128-byte-line group, so that 8 rows read or written at
+// the same column land in 8 different 16-byte bank groups: ldmatrix and 16-byte stores are conflict-free.
+template <int ROW_BYTES, int ES> __device__ __forceinline__ int swizzle(int row, int col) {
+  constexpr unsigned ROW = ROW_BYTES / ES;                  // elements per row
+  constexpr unsigned CHUNK = 16 / ES;                        // elements per 16-byte chunk
+  constexpr unsigned CHUNKS = ROW_BYTES / 16;                // chunks per row
+  if constexpr (CHUNKS <= 1) {
+    return row * ROW + col;
+  } else {
+    constexpr unsigned ROWS_PER_LINE = ROW_BYTES >= 128 ? 1 : 128 / ROW_BYTES;
+    constexpr unsigned PHASES = CHUNKS < 8 ? CHUNKS : 8;
+    const unsigned r = row, c = col;
+    const unsigned chunk = (c / CHUNK) ^ ((r / ROWS_PER_LINE) % PHASES);
+    return static_cast<int>(r * ROW + chunk * CHUNK + c % CHUNK);
+  }
+}
+
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// Copy BYTES (4, 8 or 16) from global to shared memory without passing through registers. 16-byte copies
+// bypass L1 (.cg): the tiles are reused from shared memory, not from L1.
+template <int BYTES> __device__ __forceinline__ void cp_async(void* dst, const void* src) {
+  static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
+  if constexpr (BYTES == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_addr(dst)), "l"(src) : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" :: "r"(smem_addr(dst)), "l"(src), "n"(BYTES)
+                 : "memory");
+  }
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Wait until at most N of this thread's newest copy groups are still in flight.
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
+}
+
+// ldmatrix: lane l gives the address of row (l % 8) of matrix (l / 8); each 16-byte row lands as mma fragments.
+__device__ __forceinline__ void ldmatrix_x4(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3, const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(smem_addr(p)));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3,
+                                                  const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(smem_addr(p)));
+}
+__device__ __forceinline__ void ldmatrix_x2(unsigned& r0, unsigned& r1, const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" : "=r"(r0), "=r"(r1) : "r"(smem_addr(p)));
+}
+__device__ __forceinline__ void ldmatrix_x2_trans(unsigned& r0, unsigned& r1, const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];"
+               : "=r"(r0), "=r"(r1) : "r"(smem_addr(p)));
+}
+
+// Fragments built element by element (operand layouts ldmatrix cannot produce).
+template <typename T> __device__ __forceinline__ unsigned pack2(T lo, T hi) {
+  unsigned short a, b;
+  memcpy(&a, &lo, 2);
+  memcpy(&b, &hi, 2);
+  return static_cast<unsigned>(a) | (static_cast<unsigned>(b) << 16);
+}
+__device__ __forceinline__ unsigned pack4(signed char x0, signed char x1, signed char x2, signed char x3) {
+  return (static_cast<unsigned>(static_cast<unsigned char>(x0))) |
+         (static_cast<unsigned>(static_cast<unsigned char>(x1)) << 8) |
+         (static_cast<unsigned>(static_cast<unsigned char>(x2)) << 16) |
+         (static_cast<unsigned>(static_cast<unsigned char>(x3)) << 24);
+}
+// fp32 -> tf32 (round to nearest, ties away), as the tensor cores expect it.
+__device__ __forceinline__ unsigned tf32(float x) {
+  unsigned y;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(y) : "f"(x));
+  return y;
+}
+
+// D += A * B on one m16n8 tile; a, b hold the operand fragments, d the 4 accumulator registers. Not volatile:
+// a pure register operation the compiler may schedule freely (ldmatrix and cp.async stay volatile: they
+// touch shared memory across barriers).
+__device__ __forceinline__ void mma_m16n8k16_f16(float* d, const unsigned* a, const unsigned* b) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+__device__ __forceinline__ void mma_m16n8k16_bf16(float* d, const unsigned* a, const unsigned* b) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+__device__ __forceinline__ void mma_m16n8k8_tf32(float* d, const unsigned* a, const unsigned* b) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+__device__ __forceinline__ void mma_m16n8k32_s8(int* d, const unsigned* a, const unsigned* b) {
+  asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};"
+               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// acc += a * b on CUDA cores (exact fp32/fp64 products; int8 products summed in int32).
+template <typename Acc, typename T> __device__ __forceinline__ void madd(Acc& acc, T a, T b) {
+  if constexpr (same_type<Acc, float>::value) acc = fmaf(cast<float>(a), cast<float>(b), acc);
+  else if constexpr (same_type<Acc, double>::value) acc = fma(cast<double>(a), cast<double>(b), acc);
+  else acc += static_cast<Acc>(a) * static_cast<Acc>(b);
+}
+
+}  // namespace tp
+// ---- end of tile helpers ---------------------------------------------------------------------------------------
