@@ -255,13 +255,13 @@ class Emitter:
         return name
 
     def scratch_buffers(self, requests, purpose):
-        """Scratch space for one conversion or one dot's operands: [(dtype, count, hint)] -> names, and
+        """Scratch space for one conversion or one dot's operands: [(dtype, count, hint[, C type])] -> names, and
         whether a barrier must come first (earlier readers of the same bytes may still be reading)."""
         barrier = self.smem.begin_scratch(self.loop_depth > 0)
         names = []
-        for dt, count, hint in requests:
+        for dt, count, hint, *ctype in requests:
             name = self.fresh(hint)
-            ct = cspell.ctype(dt)
+            ct = ctype[0] if ctype else cspell.ctype(dt)
             self.write(f"{ct}* {name} = reinterpret_cast<{ct}*>(tp_smem + {self.smem.scratch(count * dt.itemsize)});")
             self.smem.record(name, ct, count, dt.itemsize, purpose)
             names.append(name)
@@ -325,15 +325,16 @@ class Emitter:
         self.write(f"// {self.name_of(v)} to layout L{self.layout_id(layout)} through shared memory")
         pad = conversion_padding(own, layout, dt)
         rows = v.type.numel // v.type.shape[-1]
+        ct = self.ctype(v)    # pointer blocks into read-only arguments stay `const T*`
         (buf,), barrier = self.scratch_buffers(
-            [(dt, v.type.numel + rows * pad, f"convert_{self.name_of(v)}")], "layout conversion")
+            [(dt, v.type.numel + rows * pad, f"convert_{self.name_of(v)}", ct)], "layout conversion")
         name = self.fresh(f"{self.name_of(v)}_L{self.layout_id(layout)}")
         text = self.macros.convert(dict(
-            ctype=cspell.ctype(dt), name=name, n_src=own.num_regs, n_dst=layout.num_regs, buf=buf,
+            ctype=ct, name=name, n_src=own.num_regs, n_dst=layout.num_regs, buf=buf,
             src=src.array, src_index=self.padded_index(own, pad), dst_index=self.padded_index(layout, pad),
             barrier_before=barrier))
         self.write(text)
-        read = Read(array=name, ctype=cspell.ctype(dt))
+        read = Read(array=name, ctype=ct)
         self.bind(v, read, layout)
         return read
 

@@ -7,6 +7,7 @@ slot's old value, so `a, b = b, a` works).
 from __future__ import annotations
 
 from .. import cspell
+from ...parse.ir import walk
 from ..emitter import Read, lowering
 
 
@@ -94,14 +95,24 @@ def for_loop(em, op, layout):
     ct = cspell.ctype(iv.dtype)
     sign = op.attrs.get("step_sign", 1)
     cond = loop_condition(ivname, hi, step, sign)
-    if op.attrs.get("loop_unroll_factor"):
-        em.write(f"#pragma unroll {op.attrs['loop_unroll_factor']}")
+    em.write(unroll_pragma(op))
     em.write(f"for ({ct} {ivname} = {lo}; {cond}; {ivname} += {step}) {{")
     em.push_scope()
     em.bind(iv, Read(scalar=ivname, ctype=ct), None)
     _emit_body(em, region, targets, region.args[1:])
     em.pop_scope()
     em.write("}")
+
+
+def unroll_pragma(op) -> str:
+    """`#pragma unroll` for a runtime loop: the user's `loop_unroll_factor`, else `1` for a loop holding a
+    tl.dot (its body is already a large unrolled block; unrolling it again only raises register pressure,
+    seen as spills around a 32x32 dot loop), else nothing (the compiler decides)."""
+    if op.attrs.get("loop_unroll_factor"):
+        return f"#pragma unroll {op.attrs['loop_unroll_factor']}"
+    if any(inner.name == "dot" for region in op.regions for inner in walk(region)):
+        return "#pragma unroll 1"
+    return ""
 
 
 def loop_condition(ivname, hi, step, sign):

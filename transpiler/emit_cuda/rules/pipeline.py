@@ -18,7 +18,7 @@ from __future__ import annotations
 from .. import cspell
 from ..emitter import Read
 from ..tiles import SharedTile, staged_view
-from .control import assign_yield, bind_args, declare_carried, loop_condition
+from .control import assign_yield, bind_args, declare_carried, loop_condition, unroll_pragma
 
 
 def _issue_copies(em, staged, tile):
@@ -115,6 +115,7 @@ def pipelined_for(em, op, plan):
     # The loop.
     ivname = em.name_of(iv, "i")
     em.write(f"int {s} = 0;  // the stage this iteration reads")
+    em.write(unroll_pragma(op))
     em.write(f"for ({ct} {ivname} = {lo}; {loop_condition(ivname, hi, step, sign)}; {ivname} += {step}) {{")
     em.push_scope()
     em.indent += 1
