@@ -188,7 +188,7 @@ def binder_source(names, constexpr_mask, kernel_name) -> str:
         return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
     args = [f"a{i}" for i in range(len(names))]
     refusal_args = f"{tuple(names)!r}, {tuple(constexpr_mask)!r}, {kernel_name!r}"
-    lines = [f"def launch_facts(args, num_warps, num_stages, for_launch=True):",
+    lines = ["def launch_facts(args, num_warps, num_stages, for_launch=True):",
              f"    {tuple_of(args)} = args" if names else "    assert not args",
              "    device = -1", "    frameworks = 0"]
     for i, (name, is_constexpr) in enumerate(zip(names, constexpr_mask)):

@@ -19,7 +19,7 @@ from ..analysis.layouts import LinearLayout, register_map
 from ..parse.ir import Value
 from . import cspell
 from .banks import conversion_padding
-from .bits import bit_moves, linear_register_map
+from .bits import bit_moves
 
 _RESERVED = {"lane", "warp", "r", "v", "o", "k", "j", "w", "src", "tp", "int", "float", "double", "char", "short",
              "long", "unsigned", "signed", "bool", "true", "false", "if", "else", "for", "while", "do", "return",

@@ -518,7 +518,6 @@ class Builder:
     def eval(self, node):
         method = getattr(self, f"_expr_{type(node).__name__}", None)
         if method is None:
-            saved = self.loc
             self.loc = self.scope.parsed.loc(node)
             raise self.error(UnsupportedSyntaxError, f"{_describe(node)} is not supported in kernels",
                              hint=_SYNTAX_HINT)
