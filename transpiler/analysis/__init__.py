@@ -21,7 +21,7 @@ class KernelAnalysis:
     decisions: DecisionLog
     dots: dict          # dot op -> DotPlan (tensor_cores.py)
     pipelines: dict     # for op -> PipelinePlan (pipelining.py)
-    combined_loads: dict = None   # load op -> CombinedLoad (load_combining.py)
+    combined_loads: dict  # load op -> CombinedLoad (load_combining.py)
 
 
 def analyze(kernel) -> KernelAnalysis:

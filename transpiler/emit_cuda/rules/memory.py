@@ -44,7 +44,7 @@ def _combined_load(em, group):
 
 @lowering("load")
 def load(em, op, layout):
-    group = (em.analysis.combined_loads or {}).get(op)
+    group = em.analysis.combined_loads.get(op)
     if group is not None:
         if op is group.leader:
             _combined_load(em, group)
