@@ -60,6 +60,7 @@ class CompiledVariant:
         self._cubins = OnceMap()             # arch -> cubin bytes
         self._functions = OnceMap()          # device -> (module, function, context)
         self._from_disk = set()              # architectures whose cubin came from the disk cache
+        self.occupancy = {}                  # arch -> occupancy.Occupancy of its cubin, when known
 
     def cubin(self, arch):
         return self._cubins.get(arch, lambda: self._build_cubin(arch))
@@ -68,13 +69,20 @@ class CompiledVariant:
         cubin = cache.load_cubin(self.disk_key, arch) if self.disk_key else None
         if cubin is not None:
             self._from_disk.add(arch)
+            occupancy = cache.load_occupancy(self.disk_key, arch)
+            if occupancy is not None:
+                self.occupancy[arch] = occupancy
             return cubin
         return self._compile(arch)
 
     def _compile(self, arch):
-        cubin = compiler.compile_cubin(self.source, self.name, arch)
+        cubin, occupancy = compiler.compile_tuned(self.source, self.name, arch, self.shared_bytes)
+        if occupancy is not None:
+            self.occupancy[arch] = occupancy
         if self.disk_key:
             cache.store_cubin(self.disk_key, arch, cubin)
+            if occupancy is not None:
+                cache.store_occupancy(self.disk_key, arch, occupancy)
         return cubin
 
     def function(self, device):
@@ -433,11 +441,11 @@ class Kernel:
         values = self._bind_for_compile(args, kwargs, num_warps)
         return build_kernel_ir(self.fn, self._arg_specs(self.spec_key(values), values), num_warps, num_stages)
 
-    def explain(self, *args, num_warps=4, num_stages=3, **kwargs):
+    def explain(self, *args, num_warps=4, num_stages=3, arch=None, **kwargs):
         """A readable report of this specialization's decisions: layouts, vector widths, reductions, shared
-        memory, per Python line (see `transpiler/explain.py`)."""
+        memory, per Python line (see `transpiler/explain.py`); with `arch`, also registers and occupancy."""
         from ..explain import explain_kernel
-        return explain_kernel(self, *args, num_warps=num_warps, num_stages=num_stages, **kwargs)
+        return explain_kernel(self, *args, num_warps=num_warps, num_stages=num_stages, arch=arch, **kwargs)
 
 
 def _unwrap(v):

@@ -32,12 +32,12 @@ def fresh(monkeypatch, tmp_path):
     """A new kernel object, an empty disk cache and a counter of NVRTC compiles."""
     monkeypatch.setenv("TRANSPILER_CACHE_DIR", str(tmp_path / "cache"))
     compiles = []
-    real = compiler.compile_cubin
+    real = compiler.compile_tuned
 
-    def counting(source, name, arch):
+    def counting(source, name, arch, shared_bytes=0):
         compiles.append(arch)
-        return real(source, name, arch)
-    monkeypatch.setattr(compiler, "compile_cubin", counting)
+        return real(source, name, arch, shared_bytes)
+    monkeypatch.setattr(compiler, "compile_tuned", counting)
     return transpiler.jit(_scale), compiles
 
 
@@ -242,7 +242,7 @@ def test_a_new_process_launches_from_the_disk_cache_without_parsing_or_nvrtc(tmp
         if sys.argv[1] == "warm":
             def no_nvrtc(*args):
                 raise AssertionError("NVRTC ran in the warm process")
-            compiler.compile_cubin = no_nvrtc
+            compiler.compile_tuned = compiler.compile_with_log = no_nvrtc
         k = transpiler.jit(_scale)
         t2 = time.perf_counter()
         k[(4,)](x, y, 1000, 3.0, BLOCK=256)

@@ -24,16 +24,16 @@ def _scale(X, Y, n, scale, BLOCK: tl.constexpr):
 def fresh(monkeypatch, tmp_path):
     monkeypatch.setenv("TRANSPILER_CACHE_DIR", str(tmp_path / "cache"))
     compiles, loads = [], []
-    real_compile, real_load = compiler.compile_cubin, compiler.load_function
+    real_compile, real_load = compiler.compile_tuned, compiler.load_function
 
-    def counting_compile(source, name, arch):
+    def counting_compile(source, name, arch, shared_bytes=0):
         compiles.append(arch)
-        return real_compile(source, name, arch)
+        return real_compile(source, name, arch, shared_bytes)
 
     def counting_load(cubin, name, device):
         loads.append(device)
         return real_load(cubin, name, device)
-    monkeypatch.setattr(compiler, "compile_cubin", counting_compile)
+    monkeypatch.setattr(compiler, "compile_tuned", counting_compile)
     monkeypatch.setattr(compiler, "load_function", counting_load)
     return transpiler.jit(_scale), compiles, loads
 

@@ -1,4 +1,4 @@
-"""The launch path on the CPU, with the GPU faked at its edges: NVRTC (`compiler.compile_cubin`), module loading
+"""The launch path on the CPU, with the GPU faked at its edges: NVRTC (`compiler.compile_tuned`), module loading
 (`compiler.load_function`), the driver calls (`launcher.driver`: launch, contexts, the shared-memory opt-in), the
 current device, the device's shared-memory limit and the streams.
 
@@ -104,16 +104,16 @@ def gpu(monkeypatch, tmp_path):
     monkeypatch.setenv("TRANSPILER_CACHE_DIR", str(tmp_path / "cache"))
     state = SimpleNamespace(compiles=[], loads=[], driver=FakeDriver(nslots=4), current_device=0)
 
-    def compile_cubin(source, name, arch):
+    def compile_tuned(source, name, arch, shared_bytes=0):
         state.compiles.append((name, arch))
         time.sleep(0.05)           # long enough for other threads to pile up on the same key
-        return b"\x7fELF" + arch.encode() + source[:64].encode()
+        return b"\x7fELF" + arch.encode() + source[:64].encode(), None
 
     def load_function(cubin, name, device):
         state.loads.append((name, device))
         return None, SimpleNamespace(ptr=1000 + device), CONTEXT[device]
 
-    monkeypatch.setattr(compiler, "compile_cubin", compile_cubin)
+    monkeypatch.setattr(compiler, "compile_tuned", compile_tuned)
     monkeypatch.setattr(compiler, "load_function", load_function)
     monkeypatch.setattr(compiler, "device_arch", lambda device: "sm_90a")
     monkeypatch.setattr(launcher_mod, "driver", state.driver)
@@ -469,7 +469,7 @@ def test_a_new_process_finds_the_cubin_on_disk_without_parsing_or_nvrtc(gpu, tmp
         from test_runtime_launch import _scale
         def no_nvrtc(*a):
             raise AssertionError("NVRTC ran in the warm process")
-        compiler.compile_cubin = no_nvrtc
+        compiler.compile_tuned = compiler.compile_with_log = no_nvrtc
         k = transpiler.jit(_scale)
         values = (np.zeros(4, np.float32), np.zeros(4, np.float32), 100, 1.0, 128)
         var = k.variant(k.spec_key(values), values, 4)

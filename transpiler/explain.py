@@ -107,7 +107,7 @@ def _specialization(ir) -> list:
     return lines
 
 
-def explain_ir(ir, analysis, emitted) -> str:
+def explain_ir(ir, analysis, emitted, arch=None) -> str:
     """The report for a kernel IR, its analysis and what the emitter made of them (`EmittedKernel`)."""
     name_of = _Names()
     layouts = analysis.layouts
@@ -154,13 +154,27 @@ def explain_ir(ir, analysis, emitted) -> str:
     out += ["", f"shared memory: {emitted.shared_bytes} bytes per program" + (":" if buffers else " (none)")]
     for name, ctype, count, nbytes, purpose in buffers:
         out.append(f"  {name}: {count} x {ctype} = {nbytes} bytes ({purpose})")
+    out += ["", _occupancy_text(ir, emitted, arch)]
     return "\n".join(out) + "\n"
 
 
-def explain_kernel(kernel, *args, num_warps=4, num_stages=3, **constexprs) -> str:
-    """The report for the specialization these launch arguments select (NumPy arrays may stand in)."""
+def _occupancy_text(ir, emitted, arch) -> str:
+    from .emit_cuda import OCCUPANCY_MACRO
+    if OCCUPANCY_MACRO not in emitted.source:
+        return "registers: as ptxas chooses under __launch_bounds__ (tensor-core kernels plan their own)"
+    if arch is None:
+        return ("registers: tuned when compiled for a GPU (a second compile for one more program per SM when ptxas' "
+                "report puts it within reach; explain(..., arch='sm_90a') shows the outcome)")
+    from .runtime.compiler import compile_tuned
+    _, occupancy = compile_tuned(emitted.source, ir.name, arch, emitted.shared_bytes)
+    return f"registers ({arch}): " + (occupancy.describe() if occupancy else "no ptxas report")
+
+
+def explain_kernel(kernel, *args, num_warps=4, num_stages=3, arch=None, **constexprs) -> str:
+    """The report for the specialization these launch arguments select (NumPy arrays may stand in); with
+    `arch` ('sm_90a', ...), also the registers and programs per SM NVRTC's compile for it gives."""
     from .analysis import analyze
     from .emit_cuda import emit_kernel
     ir = kernel.ir(*args, num_warps=num_warps, num_stages=num_stages, **constexprs)
     analysis = analyze(ir)
-    return explain_ir(ir, analysis, emit_kernel(ir, analysis))
+    return explain_ir(ir, analysis, emit_kernel(ir, analysis), arch)

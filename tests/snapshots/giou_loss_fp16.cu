@@ -198,7 +198,13 @@ template <int N, int CACHE, typename T> __device__ __forceinline__ void store(T*
 // ---- end of device helpers ---------------------------------------------------------------------------------
 
 
+// The runtime may define TP_MIN_BLOCKS_PER_SM=n on a second compile, asking ptxas to fit n programs per SM,
+// when its register report on the first shows that step is within reach without spills (runtime/occupancy.py).
+#ifdef TP_MIN_BLOCKS_PER_SM
+extern "C" __global__ void __launch_bounds__(128, TP_MIN_BLOCKS_PER_SM) giou_loss_kernel(
+#else
 extern "C" __global__ void __launch_bounds__(128) giou_loss_kernel(
+#endif
     const __half* __restrict__ PRED,
     const __half* __restrict__ TARGET,
     float* __restrict__ LOSS,
@@ -479,7 +485,10 @@ extern "C" __global__ void __launch_bounds__(128) giou_loss_kernel(
   // live = box < n_boxes
   bool live_L1[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) live_L1[r] = box_L1[r] < n_boxes;
+  for (int r = 0; r < 4; ++r) {
+    const int run = r & ~3;  // first register of r's run of equal elements
+    live_L1[r] = box_L1[run] < n_boxes;
+  }
 
   // tl.store(LOSS + box, tl.where(valid, 1.0 - giou, 0.0), mask=live)
   #pragma unroll

@@ -101,6 +101,9 @@ def _device_header(with_tiles: bool) -> str:
     return text
 
 
+OCCUPANCY_MACRO = "TP_MIN_BLOCKS_PER_SM"   # runtime/occupancy.py defines it on a second compile
+
+
 @dataclass(frozen=True)
 class EmittedKernel:
     """The `.cu` text and what a launch must provide besides the arguments."""
@@ -127,6 +130,8 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
         source_file=os.path.basename(kernel.source_file),  # no absolute path: stable snapshots
         name=kernel.name, specialization=_specialization_text(kernel),
         num_warps=kernel.num_warps, threads=32 * kernel.num_warps, layout_notes=notes,
+        # Tensor-core kernels plan their registers (fragments, stages); the others let the runtime tune occupancy.
+        occupancy_macro=None if em.uses_tiles else OCCUPANCY_MACRO,
         device_header=_device_header(em.uses_tiles), device_functions=em.device_functions,
         params=_params(kernel, written), shared_bytes=shared_bytes,
         shared_decls=(smem_constants + em.shared_decls) if shared_bytes else [],

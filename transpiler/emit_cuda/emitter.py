@@ -21,7 +21,7 @@ from . import cspell
 from .banks import conversion_padding
 from .bits import bit_moves
 
-_RESERVED = {"lane", "warp", "r", "v", "o", "k", "j", "w", "src", "tp", "int", "float", "double", "char", "short",
+_RESERVED = {"lane", "warp", "r", "run", "v", "o", "k", "j", "w", "src", "tp", "int", "float", "double", "char", "short",
              "long", "unsigned", "signed", "bool", "true", "false", "if", "else", "for", "while", "do", "return",
              "switch", "case", "default", "break", "continue", "const", "static", "struct", "class", "union",
              "auto", "register", "volatile", "extern", "inline", "template", "typename", "namespace", "new",
@@ -344,10 +344,16 @@ class Emitter:
             return self.name_of(v, _hint_for(v))
         return self.fresh(f"{self.names[v]}_L{self.layout_id(layout)}")
 
-    def define_block(self, v, layout, expr_at) -> str:
-        """Declare `v`'s register array in `layout`, each register given by `expr_at(r)`."""
+    def define_block(self, v, layout, expr_at, run_mask=0) -> str:
+        """Declare `v`'s register array in `layout`, each register given by `expr_at(r)`; with `run_mask`, the
+        registers whose indices differ only in those bits hold equal elements, and each is computed from the
+        first register of its run (`expr_at("run")`), so the C compiler folds every run into one computation."""
         name = self.array_name(v, layout)
-        self.write(self.macros.block_elementwise(self.ctype(v), name, layout.num_regs, expr_at("r")))
+        if run_mask:
+            self.write(self.macros.block_elementwise_runs(self.ctype(v), name, layout.num_regs, run_mask,
+                                                          expr_at("run")))
+        else:
+            self.write(self.macros.block_elementwise(self.ctype(v), name, layout.num_regs, expr_at("r")))
         self.bind(v, Read(array=name, ctype=self.ctype(v)), layout)
         return name
 

@@ -1,0 +1,156 @@
+#!/usr/bin/env python
+"""Time hand-edited variants of one generated kernel next to the same kernel under Triton, in one process.
+
+Before changing the compiler to emit something else, edit its `.cu` by hand and measure: each case below
+takes the source our compiler generates for one specialization, applies text edits (old -> new), compiles
+every variant with the runtime's own NVRTC options, checks each variant's output against our kernel's, and
+times ours, every variant and Triton's twin (`bench/twins.py`) interleaved, `rounds` times, with
+`triton.testing.do_bench` (L2 flushed). Prints GB/s and the ratio to Triton per variant, writes JSON.
+
+    python bench/ab_variants.py [--out results.json] [--rounds 3] [--only softmax,layernorm]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import cupy  # noqa: E402
+import torch  # noqa: E402
+
+import twins  # noqa: E402
+from transpiler.runtime.compiler import compile_cubin, device_arch  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cubin_function(source: str, name: str):
+    arch = device_arch(cupy.cuda.Device().id)
+    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
+        f.write(compile_cubin(source, name, arch))
+    return cupy.RawModule(path=f.name).get_function(name)
+
+
+def torch_randn(shape, dtype, scale):
+    return (torch.randn(shape, device="cuda") * scale).to(getattr(torch, dtype))
+
+
+def softmax_case(dtype, rows, cols):
+    ours, tri = twins.load(ROOT / "examples/softmax.py", "ours"), twins.load(ROOT / "examples/softmax.py", "triton")
+    x = torch_randn((rows, cols), dtype, 3.0)
+    y = torch.empty_like(x)
+    block = 1 << (cols - 1).bit_length()
+    warps = ours.num_warps_for(block)
+    args = (y, x, cols, cols, cols)
+    var = ours.softmax_kernel.compiled_variant(*args, BLOCK=block, num_warps=warps)
+    return dict(label=f"softmax {cupy.dtype(dtype).name} {rows}x{cols}", source=var.source, name="softmax_kernel",
+                grid=(rows,), block=(32 * warps,), shared=var.shared_bytes, out=cupy.asarray(y),
+                args=(cupy.asarray(y), cupy.asarray(x), cupy.int32(cols), cupy.int32(cols), cupy.int32(cols)),
+                ours=lambda: ours.softmax(x, out=y), triton=lambda: tri.softmax(x, out=y),
+                nbytes=2 * x.nbytes)
+
+
+def layernorm_case(dtype, rows, cols):
+    path = ROOT / "examples/layernorm.py"
+    ours, tri = twins.load(path, "ours"), twins.load(path, "triton")
+    x = torch_randn((rows, cols), dtype, 2.0) + 0.5
+    w = torch_randn((cols,), dtype, 0.5) + 1
+    b = torch_randn((cols,), dtype, 0.5)
+    out = (torch.empty_like(x), torch.empty(rows, device="cuda"), torch.empty(rows, device="cuda"))
+    block = 1 << (cols - 1).bit_length()
+    warps = min(max(block // 256, 1), 8)
+    args = (x, out[0], w, b, out[1], out[2], cols, cols, cols, 1e-5)
+    var = ours.layernorm_kernel.compiled_variant(*args, BLOCK=block, num_warps=warps)
+    return dict(label=f"layernorm {cupy.dtype(dtype).name} {rows}x{cols}", source=var.source,
+                name="layernorm_kernel", grid=(rows,), block=(32 * warps,), shared=var.shared_bytes,
+                out=cupy.asarray(out[0]),
+                args=tuple(cupy.asarray(t) for t in (x, out[0], w, b, out[1], out[2]))
+                + (cupy.int32(cols), cupy.int32(cols), cupy.int32(cols), cupy.float32(1e-5)),
+                ours=lambda: ours.layer_norm(x, w, b, out=out), triton=lambda: tri.layer_norm(x, w, b, out=out),
+                nbytes=2 * x.nbytes + 2 * w.nbytes + 8 * rows)
+
+
+def edited(source: str, edits) -> str:
+    for old, new in edits:
+        if old not in source:
+            raise ValueError(f"edit target not in the source: {old!r}")
+        source = source.replace(old, new)
+    return source
+
+
+SOFTMAX_EDITS = {
+    "min 4 blocks/SM": [("__launch_bounds__(512)", "__launch_bounds__(512, 4)")],
+    "plain loads": [("const __half* __restrict__ IN", "const __half* IN")],
+}
+SOFTMAX_EDITS["both"] = SOFTMAX_EDITS["min 4 blocks/SM"] + SOFTMAX_EDITS["plain loads"]
+LAYERNORM_EDITS = {
+    "mask once per run": [("valid[r] = cols[r] < N;", "valid[r] = cols[r & ~7] < N;")],
+    "plain loads": [(f"const __half* __restrict__ {a}", f"const __half* {a}") for a in "XWB"],
+}
+
+
+def cases(only):
+    """(make, params, variants); fp16 only (CuPy has no bfloat16 arrays; bf16 rows are in bench/run.py)."""
+    out = []
+    if "softmax" in only:
+        for rows, cols in ((4096, 8192), (8192, 4096), (4096, 4096)):
+            out.append((softmax_case, ("float16", rows, cols), SOFTMAX_EDITS))
+    if "layernorm" in only:
+        for rows, cols in ((4096, 12288), (16384, 4096), (8192, 8192)):
+            out.append((layernorm_case, ("float16", rows, cols), LAYERNORM_EDITS))
+    return out
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--only", default="softmax,layernorm")
+    args = p.parse_args(argv)
+    from triton.testing import do_bench
+    results = []
+    for make, params, variants in cases(args.only.split(",")):
+        c = make(*params)
+        c["ours"]()
+        cupy.cuda.Device().synchronize()
+        want = c["out"].copy()
+        fns = {"ours": c["ours"], "triton": c["triton"]}
+        for label, edits in variants.items():
+            try:
+                fn = cubin_function(edited(c["source"], edits), c["name"])
+            except Exception as error:
+                print(f"{c['label']}: variant {label!r} failed: {error}", flush=True)
+                continue
+
+            def launch(fn=fn):
+                fn(c["grid"], c["block"], c["args"], shared_mem=c["shared"])
+            c["out"].fill(float("nan"))
+            launch()
+            cupy.cuda.Device().synchronize()
+            same = bool(cupy.all(c["out"] == want))
+            if not same:
+                print(f"{c['label']}: variant {label!r} gives different output; not timed", flush=True)
+                continue
+            fns[label] = launch
+        times = {k: [] for k in fns}
+        for _ in range(args.rounds):
+            for k, fn in fns.items():
+                times[k].append(do_bench(fn, warmup=25, rep=100, return_mode="median"))
+        tri = statistics.median(times["triton"])
+        row = {"case": c["label"]}
+        for k, ts in times.items():
+            ms = statistics.median(ts)
+            row[k] = {"ms": ms, "gbs": c["nbytes"] / ms / 1e6, "vs_triton": tri / ms, "all_ms": ts}
+        results.append(row)
+        print(c["label"] + ": " + ", ".join(f"{k} {v['gbs']:.0f} GB/s ({v['vs_triton']:.3f}x)"
+                                          for k, v in row.items() if k != "case"), flush=True)
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
