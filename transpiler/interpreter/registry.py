@@ -10,7 +10,7 @@ import importlib
 
 RULES: dict[str, object] = {}
 
-_RULE_MODULES = ("rules", "math_rules", "reductions", "dot")
+_RULE_MODULES = ("rules", "math_rules", "libdevice_rules", "standard_rules", "reductions", "dot")
 
 
 def rule(name: str):

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..errors import DTypeError, ShapeError, UnsupportedSyntaxError
-from ..language import TENSOR_METHODS
+from ..language import TENSOR_METHODS, TENSOR_PROPERTIES
 from ..language import core
 from . import numeric
 from .location import error
@@ -41,6 +41,8 @@ class Tensor:
 
     # ---- methods: `x.to(...)`, `x.sum(...)` ... are the builtins of the same name --------------------------
     def __getattr__(self, name):
+        if name in TENSOR_PROPERTIES:                       # `x.T` is `tl.trans(x)`
+            return core.BUILTINS[TENSOR_PROPERTIES[name]](self)
         builtin_name = TENSOR_METHODS.get(name)
         if builtin_name is None or name.startswith("__"):
             raise AttributeError(f"'tensor' object has no attribute '{name}'")

@@ -8,7 +8,9 @@ from __future__ import annotations
 from .. import dtypes as _dtypes
 from ..dtypes import (bfloat16, dtype, float16, float32, float64, int1, int8, int16, int32, int64,
                       pointer_type, uint8, uint16, uint32, uint64)
+from . import extra  # `tl.extra.cuda.libdevice`, `tl.extra.libdevice`
 from .core import builtin, constexpr
+from .standard import cat, flip, interleave, join, ravel, softmax, split, swizzle2d
 
 void = _dtypes.void
 bool_ = int1
@@ -320,6 +322,13 @@ TENSOR_METHODS = {
     "to": "cast", "sum": "sum", "max": "max", "min": "min", "argmax": "argmax", "argmin": "argmin",
     "reshape": "reshape", "view": "view", "trans": "trans", "permute": "permute", "broadcast_to": "broadcast_to",
     "expand_dims": "expand_dims", "reduce": "reduce", "xor_sum": "xor_sum",
+    "cast": "cast", "abs": "abs", "exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt",
+    "sqrt_rn": "sqrt_rn", "rsqrt": "rsqrt", "sin": "sin", "cos": "cos", "erf": "erf", "floor": "floor",
+    "ceil": "ceil", "sigmoid": "sigmoid", "cdiv": "cdiv", "softmax": "softmax", "ravel": "ravel", "flip": "flip",
+    "split": "split",
 }
+
+# Attributes a block value offers that are computed on access, as in Triton (`x.T` is `tl.trans(x)`).
+TENSOR_PROPERTIES = {"T": "trans"}
 
 __all__ = [n for n in dir() if not n.startswith("_")]

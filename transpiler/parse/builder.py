@@ -16,9 +16,10 @@ import libcst as cst
 
 from .. import dtypes
 from ..errors import (CompileTimeError, NameResolutionError, ShapeError, TranspilerError, UnsupportedSyntaxError)
-from ..language import TENSOR_METHODS
+from ..language import TENSOR_METHODS, TENSOR_PROPERTIES
 from ..language.core import BUILTINS, builtin_name, constexpr
-from . import semantic, semantic_dot, semantic_reduce  # noqa: F401  (they register their rules)
+from . import (semantic, semantic_dot, semantic_libdevice, semantic_reduce,  # noqa: F401  (they register rules)
+               semantic_standard)
 from .ir import Argument, KernelIR, Op, Region, Type, Value
 from .source import parsed_function
 
@@ -98,6 +99,27 @@ class Scope:
         raise KeyError(name)
 
 
+def _contains_return(node) -> bool:
+    """Whether an if statement holds a `return` in one of its branches (loops and nested functions aside)."""
+    found = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_Return(self, node):
+            found.append(node)
+
+        def visit_For(self, node):
+            return False
+
+        def visit_While(self, node):
+            return False
+
+        def visit_FunctionDef(self, node):
+            return False
+
+    node.visit(Finder())
+    return bool(found)
+
+
 class Builder:
     def __init__(self, kernel_fn, arg_specs, num_warps):
         self.kernel_fn = kernel_fn
@@ -107,6 +129,8 @@ class Builder:
         self.scope: Scope | None = None
         self.loc = None
         self.runtime_depth = 0        # > 0 inside runtime if/for/while regions
+        self.loop_depth = 0           # > 0 inside any loop body (runtime or tl.static_range)
+        self.return_depth = 0         # the runtime_depth at which a bare `return` may end a branch (see _stmt_If)
         self.call_sites: list = []
 
     # -- emitting ------------------------------------------------------------------------------------------
@@ -160,6 +184,10 @@ class Builder:
                 for small in stmt.body:
                     self.loc = self.scope.parsed.loc(small)
                     self._dispatch_stmt(small)
+            elif isinstance(stmt, cst.If) and _contains_return(stmt):
+                self.loc = self.scope.parsed.loc(stmt)
+                if self._stmt_If(stmt, rest=list(statements[i + 1:])):
+                    return
             else:
                 self.loc = self.scope.parsed.loc(stmt)
                 self._dispatch_stmt(stmt)
@@ -217,9 +245,11 @@ class Builder:
                          hint="kernels assign to names; write memory with tl.store")
 
     def _stmt_Return(self, stmt):
-        if self.runtime_depth:
-            raise self.error(UnsupportedSyntaxError, "return inside a runtime if/for/while is not supported",
-                             hint="return once, at the end of the function")
+        if self.runtime_depth and (self.runtime_depth != self.return_depth or stmt.value is not None):
+            where = "a runtime for/while loop" if self.loop_depth else "a runtime if (with a value)"
+            raise self.error(UnsupportedSyntaxError, f"return inside {where} is not supported",
+                             hint="a bare `return` may end an if branch outside loops; otherwise return once, "
+                                  "at the end of the function")
         self.return_value = self.eval(stmt.value) if stmt.value is not None else None
         raise _Return()
 
@@ -239,7 +269,10 @@ class Builder:
                          hint="guard the rest of the body with an if")
 
     # -- if ------------------------------------------------------------------------------------------------
-    def _stmt_If(self, stmt):
+    def _stmt_If(self, stmt, rest=None):
+        """Build an if statement. With `rest` (the statements after an if that holds a `return`), a runtime
+        if takes them into each branch that does not return, as Triton's early return means, and returns
+        True: the caller's block ends here. A constant condition just builds the chosen branch (False)."""
         cond = self.eval(stmt.test)
         if isinstance(cond, constexpr):
             cond = cond.value
@@ -248,11 +281,14 @@ class Builder:
                 self._block(stmt.body)
             elif stmt.orelse is not None:
                 self._else(stmt.orelse)
-            return
+            return False
         if cond.shape:
             raise self.error(ShapeError, f"an if condition must be a scalar, not a block of shape {list(cond.shape)}",
                              hint="use tl.where for elementwise choices")
         cond = semantic.to_bool(self, cond)
+        if rest is not None:
+            self._returning_if(stmt, cond, rest)
+            return True
         loc = self.loc
         before = dict(self.scope.locals)
         then_region, then_env = self._build_branch(lambda: self._block(stmt.body), before)
@@ -277,6 +313,46 @@ class Builder:
                 self.scope.locals[n] = _Unbound(n)
         for n, r in zip(names, op.results):
             self.scope.locals[n] = r
+
+    def _returning_if(self, stmt, cond, rest):
+        """A runtime if whose branches may end with a bare `return`: each branch runs on into `rest` unless
+        it returns, so nothing follows the if and it yields no values."""
+        if self.loop_depth:
+            raise self.error(UnsupportedSyntaxError, "return inside a loop is not supported",
+                             hint="Triton allows `return` only outside for/while loops")
+        loc = self.loc
+        before = dict(self.scope.locals)
+
+        def branch(build):
+            def run():
+                saved = self.return_depth
+                self.return_depth = self.runtime_depth
+                try:
+                    build()
+                except _Return:
+                    pass
+                finally:
+                    self.return_depth = saved
+            return run
+
+        def else_branch():
+            orelse = stmt.orelse
+            if orelse is None:
+                self._block(rest)
+            elif isinstance(orelse, cst.If):
+                self.loc = self.scope.parsed.loc(orelse)
+                if not self._stmt_If(orelse, rest):
+                    self._block(rest)
+            else:
+                self._block(list(orelse.body.body) + rest)
+
+        then_region, _ = self._build_branch(branch(lambda: self._block(list(stmt.body.body) + rest)), before)
+        else_region, _ = self._build_branch(branch(else_branch), before)
+        self.loc = loc
+        then_region.ops.append(Op("yield", [], [], {}, loc))
+        else_region.ops.append(Op("yield", [], [], {}, loc))
+        self.region.ops.append(Op("if", [cond], [], {}, loc, [then_region, else_region]))
+        self.scope.locals = before
 
     def _else(self, orelse):
         if isinstance(orelse, cst.If):
@@ -330,6 +406,13 @@ class Builder:
 
     # -- loops ---------------------------------------------------------------------------------------------
     def _stmt_For(self, stmt):
+        self.loop_depth += 1
+        try:
+            self._for(stmt)
+        finally:
+            self.loop_depth -= 1
+
+    def _for(self, stmt):
         if stmt.orelse is not None:
             raise self.error(UnsupportedSyntaxError, "for ... else is not supported")
         if not isinstance(stmt.target, cst.Name):
@@ -403,6 +486,13 @@ class Builder:
         self._finish_loop(op, carried, var)
 
     def _stmt_While(self, stmt):
+        self.loop_depth += 1
+        try:
+            self._while(stmt)
+        finally:
+            self.loop_depth -= 1
+
+    def _while(self, stmt):
         if stmt.orelse is not None:
             raise self.error(UnsupportedSyntaxError, "while ... else is not supported")
         loc = self.loc
@@ -644,8 +734,8 @@ class Builder:
                 return base.type
             if attr in TENSOR_METHODS:
                 return BoundMethod(BUILTINS[TENSOR_METHODS[attr]], base)
-            if attr == "T":
-                raise self.error(UnsupportedSyntaxError, "blocks have no .T; use tl.trans(x)")
+            if attr in TENSOR_PROPERTIES:
+                return self._call_builtin(BUILTINS[TENSOR_PROPERTIES[attr]], [base], {})
             raise self.error(NameResolutionError, f"a block has no attribute '{attr}'")
         try:
             return getattr(base, attr)
@@ -780,8 +870,8 @@ class Builder:
                                  f"parameter but got a runtime {value.type}")
             self.scope.locals[name] = value.value if isinstance(value, constexpr) else value
         self.return_value = None
-        depth = self.runtime_depth
-        self.runtime_depth = 0
+        depth, loops, return_depth = self.runtime_depth, self.loop_depth, self.return_depth
+        self.runtime_depth = self.loop_depth = self.return_depth = 0
         try:
             self._block(parsed.node.body)
         except _Return:
@@ -789,7 +879,7 @@ class Builder:
         except TranspilerError as e:
             raise e.with_context(call_site=call_loc)
         finally:
-            self.runtime_depth = depth
+            self.runtime_depth, self.loop_depth, self.return_depth = depth, loops, return_depth
             result = self.return_value
             self.scope, self.return_value = saved_scope, saved_return
             self.loc = call_loc

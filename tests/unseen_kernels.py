@@ -1,0 +1,642 @@
+"""Kernels written the way Triton users write them (not shaped around this compiler), with NumPy references.
+
+Each is a small, commonly seen kernel: normalisations, activations, rotary embeddings, a vocabulary-looping
+cross-entropy, row-wise int8 quantization, 2-D grids, unrolled loops, the math and integer operators users
+reach for, shape idioms, `while` loops, early returns and helpers returning tuples. Cases use the format of
+`tests/feature_kernels.py` (`kernel`, `grid`, `args`, `constexprs`, `outputs`, `reference`, `rtol`, `atol`),
+so the compile, interpreter and GPU tests share them.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import transpiler
+import transpiler.language as tl
+from transpiler.language.extra import libdevice
+from feature_kernels import _poison
+
+# ---------------------------------------------------------------------------------------------------------
+# Kernels
+# ---------------------------------------------------------------------------------------------------------
+
+
+@transpiler.jit
+def rmsnorm_fwd_kernel(X, W, Y, RSTD, stride_x, stride_y, N, eps, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    mask = cols < N
+    x = tl.load(X + row * stride_x + cols, mask=mask, other=0.0).to(tl.float32)
+    var = tl.sum(x * x, axis=0) / N
+    rstd = tl.math.rsqrt(var + eps)
+    tl.store(RSTD + row, rstd)
+    w = tl.load(W + cols, mask=mask).to(tl.float32)
+    y = x * rstd * w
+    tl.store(Y + row * stride_y + cols, y.to(Y.dtype.element_ty), mask=mask)
+
+
+@transpiler.jit
+def _tanh(x):
+    return 2 * tl.sigmoid(2 * x) - 1
+
+
+@transpiler.jit
+def gelu_kernel(X, Y, N, APPROX: tl.constexpr, BLOCK: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < N
+    x = tl.load(X + offs, mask=mask).to(tl.float32)
+    if APPROX == "tanh":
+        inner = 0.7978845608028654 * (x + 0.044715 * x * x * x)
+        y = 0.5 * x * (1.0 + libdevice.tanh(inner))
+    elif APPROX == "sigmoid_tanh":
+        y = 0.5 * x * (1.0 + _tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+    else:
+        y = 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476))
+    tl.store(Y + offs, y.to(Y.dtype.element_ty), mask=mask)
+
+
+@transpiler.jit
+def swiglu_kernel(A, B, C, stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    A += row * stride
+    B += row * stride
+    C += row * stride
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        m = cols < n_cols
+        a = tl.load(A + cols, mask=m, other=0).to(tl.float32)
+        b = tl.load(B + cols, mask=m, other=0)
+        silu = a * tl.sigmoid(a)
+        c = silu.to(b.dtype) * b
+        tl.store(C + cols, c, mask=m)
+
+
+@transpiler.jit
+def rope_kernel(X, COS, SIN, OUT, seq_len, stride_xt, stride_xh, stride_ct, HEAD_DIM: tl.constexpr):
+    t = tl.program_id(0)
+    h = tl.program_id(1)
+    HALF: tl.constexpr = HEAD_DIM // 2
+    d = tl.arange(0, HALF)
+    base = X + t * stride_xt + h * stride_xh
+    x1 = tl.load(base + d)
+    x2 = tl.load(base + HALF + d)
+    cos = tl.load(COS + t * stride_ct + d)
+    sin = tl.load(SIN + t * stride_ct + d)
+    out = OUT + t * stride_xt + h * stride_xh
+    tl.store(out + d, x1 * cos - x2 * sin)
+    tl.store(out + HALF + d, x2 * cos + x1 * sin)
+
+
+@transpiler.jit
+def cross_entropy_fwd_kernel(LOGITS, TARGETS, LOSS, stride, n_vocab, ignore_index, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    LOGITS += row * stride
+    target = tl.load(TARGETS + row)
+    if target == ignore_index:
+        tl.store(LOSS + row, 0.0)
+        return
+    m = float("-inf")
+    s = 0.0
+    for start in range(0, n_vocab, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(LOGITS + cols, mask=cols < n_vocab, other=float("-inf")).to(tl.float32)
+        m_new = tl.maximum(m, tl.max(x, 0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), 0)
+        m = m_new
+    x_t = tl.load(LOGITS + target).to(tl.float32)
+    tl.store(LOSS + row, tl.log(s) + m - x_t)
+
+
+@transpiler.jit
+def add_layernorm_kernel(X, RES, W, B, Y, RES_OUT, MEAN, RSTD, stride, N, eps, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    mask = cols < N
+    offs = row * stride + cols
+    x = tl.load(X + offs, mask=mask, other=0.0).to(tl.float32)
+    x += tl.load(RES + offs, mask=mask, other=0.0).to(tl.float32)
+    tl.store(RES_OUT + offs, x, mask=mask)
+    mean = tl.sum(x, axis=0) / N
+    xc = tl.where(mask, x - mean, 0.0)
+    var = tl.sum(xc * xc, axis=0) / N
+    rstd = 1 / tl.sqrt(var + eps)
+    tl.store(MEAN + row, mean)
+    tl.store(RSTD + row, rstd)
+    w = tl.load(W + cols, mask=mask)
+    b = tl.load(B + cols, mask=mask)
+    tl.store(Y + offs, (xc * rstd * w + b).to(Y.dtype.element_ty), mask=mask)
+
+
+@transpiler.jit
+def quantize_int8_rowwise_kernel(X, Q, SCALE, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    x = tl.load(X + row * N + cols, mask=mask, other=0.0).to(tl.float32)
+    absmax = tl.maximum(tl.max(tl.abs(x)), 1e-8)
+    scale = absmax / 127.0
+    q = libdevice.rint(x / scale)
+    q = tl.clamp(q, -127.0, 127.0)
+    tl.store(Q + row * N + cols, q.to(tl.int8), mask=mask)
+    tl.store(SCALE + row, scale)
+
+
+@transpiler.jit
+def grid2d_scale_kernel(X, Y, M, N, stride_m, BM: tl.constexpr, BN: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    num_n = tl.num_programs(1)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    offs = rm.to(tl.int64)[:, None] * stride_m + rn[None, :]
+    x = tl.load(X + offs, mask=mask)
+    y = x * (pid_n + 1) + num_n * tl.num_programs(0)
+    tl.store(Y + offs, y, mask=mask)
+
+
+@transpiler.jit
+def persistent_copy_kernel(X, Y, N, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    n_tiles = tl.cdiv(N, BLOCK)
+    for tile in range(pid, n_tiles, tl.num_programs(0)):
+        offs = tile * BLOCK + tl.arange(0, BLOCK)
+        m = offs < N
+        tl.store(Y + offs, tl.load(X + offs, mask=m) * 2.0, mask=m)
+
+
+@transpiler.jit
+def poly_unrolled_kernel(X, Y, N, DEGREE: tl.constexpr, ACT: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < N
+    x = tl.load(X + offs, mask=m, other=0.0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for k in tl.static_range(DEGREE, -1, -1):
+        acc = acc * x + (k + 1) * 0.25
+    if ACT == "relu":
+        acc = tl.maximum(acc, 0.0)
+    elif ACT == "leaky":
+        acc = tl.where(acc >= 0, acc, 0.01 * acc)
+    tl.store(Y + offs, acc, mask=m)
+
+
+@transpiler.jit
+def float_math_kernel(X, OUT, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < N
+    x = tl.load(X + offs, mask=m, other=1.0)
+    ax = tl.abs(x) + 0.5
+    base = OUT + offs * 12
+    tl.store(base + 0, tl.exp2(x) * tl.log2(ax), mask=m)
+    tl.store(base + 1, tl.math.rsqrt(ax) + tl.math.exp(x * 0.5), mask=m)
+    tl.store(base + 2, tl.fma(x, x, -1.0), mask=m)
+    tl.store(base + 3, tl.clamp(x, -1.0, 1.0) + tl.sigmoid(x), mask=m)
+    tl.store(base + 4, tl.erf(x) + tl.math.floor(x) - tl.math.ceil(x), mask=m)
+    tl.store(base + 5, libdevice.pow(ax, 1.5) + libdevice.log1p(ax) + libdevice.expm1(x * 0.25), mask=m)
+    tl.store(base + 6, libdevice.tanh(x) + libdevice.atan2(x, ax) + libdevice.sinh(x * 0.5), mask=m)
+    tl.store(base + 7, tl.where(x > 0, 1.0, -1.0) * tl.where(x > 1.5, x, 0), mask=m)
+    tl.store(base + 8, libdevice.trunc(x * 3.0) + libdevice.round(x * 3.0), mask=m)
+    tl.store(base + 9, tl.maximum(x, 0.25) - tl.minimum(x, -0.25), mask=m)
+    tl.store(base + 10, x / ax + tl.math.div_rn(x, ax), mask=m)
+    tl.store(base + 11, libdevice.fast_expf(x) + libdevice.rsqrt(ax) + libdevice.exp(x), mask=m)
+
+
+@transpiler.jit
+def nan_minmax_kernel(X, Y, OUT, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < N
+    x = tl.load(X + offs, mask=m)
+    y = tl.load(Y + offs, mask=m)
+    base = OUT + offs * 4
+    tl.store(base + 0, tl.minimum(x, y), mask=m)
+    tl.store(base + 1, tl.maximum(x, y, propagate_nan=tl.PropagateNan.ALL), mask=m)
+    tl.store(base + 2, tl.where(x != x, -1.0, x), mask=m)
+    tl.store(base + 3, tl.clamp(x, -0.5, y, propagate_nan=tl.PropagateNan.ALL), mask=m)
+
+
+@transpiler.jit
+def int_semantics_kernel(A, B, OUT, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < N
+    a = tl.load(A + offs, mask=m, other=1)
+    b = tl.load(B + offs, mask=m, other=1)
+    base = OUT + offs * 12
+    tl.store(base + 0, a // b, mask=m)                    # truncates toward zero, as in C
+    tl.store(base + 1, a % b, mask=m)                     # sign of the dividend, as in C
+    tl.store(base + 2, a // 4 + a % 4, mask=m)
+    tl.store(base + 3, tl.abs(a) + (a >> 3) + (a.to(tl.uint32) >> 29).to(tl.int32), mask=m)
+    tl.store(base + 4, (a << 4) ^ (~b) | (a & 0xF0), mask=m)
+    tl.store(base + 5, ((a > 0) & (b > 0)).to(tl.int32) + ((a < -5) | (a == b)).to(tl.int32) * 2, mask=m)
+    tl.store(base + 6, tl.where(a < 0, 0, a) + tl.cdiv(a, 7), mask=m)
+    tl.store(base + 7, a.to(tl.int8).to(tl.int32), mask=m)  # wraps (keeps the low byte)
+    tl.store(base + 8, tl.minimum(a, b) * tl.maximum(a, b), mask=m)
+    tl.store(base + 9, (a.to(tl.float32) * 0.37).to(tl.int32), mask=m)  # float -> int truncates
+    tl.store(base + 10, (a.to(tl.int64) * 3000000).to(tl.int32), mask=m)
+    tl.store(base + 11, -a % 5 + (-a) // 5, mask=m)
+
+
+@transpiler.jit
+def shapes_kernel(X, OUT_T, OUT_OUTER, OUT_FLAT, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    x = tl.load(X + rm[:, None] * N + rn[None, :], mask=(rm[:, None] < M) & (rn[None, :] < N), other=0.0)
+    tl.store(OUT_T + rn[:, None] * M + rm[None, :], x.T, mask=(rn[:, None] < N) & (rm[None, :] < M))
+    col_sum = tl.sum(x, axis=0)
+    row_sum = tl.sum(x, axis=1)
+    outer = row_sum[:, None] * col_sum[None, :]
+    tl.store(OUT_OUTER + rm[:, None] * BN + rn[None, :], outer)
+    flat = tl.ravel(tl.reshape(x, (BM * BN // 2, 2)))
+    tl.store(OUT_FLAT + tl.arange(0, BM * BN), flat)
+
+
+@transpiler.jit
+def doubling_while_kernel(X, STEPS, N, limit):
+    pid = tl.program_id(0)
+    if pid < N:
+        v = tl.load(X + pid)
+        steps = 0
+        while v < limit:
+            v = v * 2.0
+            steps += 1
+        tl.store(STEPS + pid, steps)
+
+
+@transpiler.jit
+def _stats(x, N: tl.constexpr):
+    mean = tl.sum(x, axis=0) / N
+    d = x - mean
+    return mean, tl.sum(d * d, axis=0) / N
+
+
+@transpiler.jit
+def _affine(x, scale=1.0, shift=0.0):
+    return x * scale + shift
+
+
+@transpiler.jit
+def helpers_kernel(X, OUT, STATS, MODE, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    x = tl.load(X + row * BLOCK + tl.arange(0, BLOCK))
+    mean, var = _stats(x, BLOCK)
+    if MODE > 0:
+        if var > 1.0:
+            y = _affine(x, shift=-mean)
+        else:
+            y = _affine(x, scale=2.0)
+    else:
+        y = _affine(shift=1.0, x=x)
+    tl.store(OUT + row * BLOCK + tl.arange(0, BLOCK), y)
+    tl.store(STATS + row * 2, mean)
+    tl.store(STATS + row * 2 + 1, var)
+
+
+@transpiler.jit
+def swizzle_copy_kernel(X, Y, M, N, BM: tl.constexpr, BN: tl.constexpr, GROUP: tl.constexpr):
+    pid = tl.program_id(0)
+    grid_m = tl.cdiv(M, BM)
+    grid_n = tl.cdiv(N, BN)
+    pid_m, pid_n = tl.swizzle2d(pid // grid_n, pid % grid_n, grid_m, grid_n, GROUP)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    offs = rm[:, None] * N + rn[None, :]
+    tl.store(Y + offs, tl.load(X + offs, mask=mask) + pid, mask=mask)
+
+
+@transpiler.jit
+def softmax_kernel(X, SOFT, SOFT_T, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(X + row * BLOCK + cols)
+    tl.store(SOFT + row * BLOCK + cols, tl.softmax(x))
+    rows = tl.arange(0, 4)
+    tile = tl.load(X + rows[:, None] * BLOCK + cols[None, :])
+    tl.store(SOFT_T + rows[:, None] * BLOCK + cols[None, :], tile.softmax(dim=1, keep_dims=True))
+
+
+@transpiler.jit
+def flip_kernel(X, FLIP, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(X + row * BLOCK + cols)
+    tl.store(FLIP + row * BLOCK + cols, tl.flip(x, 0))
+
+
+@transpiler.jit
+def print_kernel(X, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(X + offs, mask=offs < N, other=0.0)
+    tl.device_print("x", x)
+    tl.device_print("pid ", tl.program_id(0))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Cases
+# ---------------------------------------------------------------------------------------------------------
+
+_TOL = {np.dtype(np.float32): dict(rtol=2e-5, atol=2e-5), np.dtype(np.float16): dict(rtol=1e-2, atol=1e-2)}
+
+
+def _f64(a):
+    return np.asarray(a, dtype=np.float64)
+
+
+def case_rmsnorm(rng, dtype=np.float16, m=37, n=1000):
+    x = rng.standard_normal((m, n)).astype(dtype)
+    w = (rng.standard_normal(n) * 0.5 + 1).astype(dtype)
+    y, rstd = _poison((m, n), dtype), _poison(m, np.float32)
+    eps = 1e-6
+
+    def ref(x, w, y, rstd, *rest):
+        r = 1 / np.sqrt((_f64(x) ** 2).mean(1) + eps)
+        return [_f64(x) * r[:, None] * _f64(w), r]
+    return dict(kernel=rmsnorm_fwd_kernel, grid=(m,), args=[x, w, y, rstd, n, n, n, eps],
+                constexprs=dict(BLOCK_N=1024), outputs=[2, 3], reference=ref, **_TOL[np.dtype(dtype)])
+
+
+def case_gelu(rng, approx, dtype=np.float32, n=3001):
+    x = (rng.standard_normal(n) * 3).astype(dtype)
+    y = _poison(n, dtype)
+
+    def ref(x, *rest):
+        x = _f64(x)
+        if approx == "erf":
+            return [0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))]
+        return [0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))]
+    return dict(kernel=gelu_kernel, grid=(transpiler.cdiv(n, 512),), args=[x, y, n],
+                constexprs=dict(APPROX=approx, BLOCK=512), outputs=[1], reference=ref, **_TOL[np.dtype(dtype)])
+
+
+def case_swiglu(rng, m=9, n=1500):
+    a = rng.standard_normal((m, n)).astype(np.float16)
+    b = rng.standard_normal((m, n)).astype(np.float16)
+    c = _poison((m, n), np.float16)
+    ref = lambda a, b, *rest: [_f64(a) / (1 + np.exp(-_f64(a))) * _f64(b)]  # noqa: E731
+    return dict(kernel=swiglu_kernel, grid=(m,), args=[a, b, c, n, n], constexprs=dict(BLOCK=256), outputs=[2],
+                reference=ref, rtol=1e-2, atol=1e-2)
+
+
+def case_rope(rng, t=17, h=3, d=64):
+    x = rng.standard_normal((t, h, d)).astype(np.float32)
+    ang = np.arange(t)[:, None] * (10000.0 ** (-np.arange(d // 2) * 2 / d))[None, :]
+    cos, sin = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+    out = _poison((t, h, d), np.float32)
+
+    def ref(x, cos, sin, *rest):
+        x1, x2 = _f64(x[..., :d // 2]), _f64(x[..., d // 2:])
+        c, s = _f64(cos)[:, None, :], _f64(sin)[:, None, :]
+        return [np.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], axis=-1)]
+    return dict(kernel=rope_kernel, grid=(t, h), args=[x, cos, sin, out, t, h * d, d, d // 2],
+                constexprs=dict(HEAD_DIM=d), outputs=[3], reference=ref, rtol=1e-5, atol=1e-5)
+
+
+def case_cross_entropy(rng, rows=11, vocab=3000):
+    logits = (rng.standard_normal((rows, vocab)) * 4).astype(np.float32)
+    targets = rng.integers(0, vocab, rows).astype(np.int64)
+    targets[3] = -100
+    loss = _poison(rows, np.float32)
+
+    def ref(logits, targets, *rest):
+        x = _f64(logits)
+        mx = x.max(1)
+        lse = np.log(np.exp(x - mx[:, None]).sum(1)) + mx
+        out = lse - x[np.arange(rows), np.clip(targets, 0, None)]
+        return [np.where(targets == -100, 0.0, out)]
+    return dict(kernel=cross_entropy_fwd_kernel, grid=(rows,), args=[logits, targets, loss, vocab, vocab, -100],
+                constexprs=dict(BLOCK=1024), outputs=[2], reference=ref, rtol=1e-5, atol=1e-4)
+
+
+def case_add_layernorm(rng, m=23, n=700):
+    x = rng.standard_normal((m, n)).astype(np.float16)
+    res = rng.standard_normal((m, n)).astype(np.float16)
+    w = rng.standard_normal(n).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    y, res_out = _poison((m, n), np.float16), _poison((m, n), np.float32)
+    mean, rstd = _poison(m, np.float32), _poison(m, np.float32)
+    eps = 1e-5
+
+    def ref(x, res, w, b, *rest):
+        s = _f64(x) + _f64(res)
+        mu = s.mean(1)
+        r = 1 / np.sqrt(((s - mu[:, None]) ** 2).mean(1) + eps)
+        return [(s - mu[:, None]) * r[:, None] * w + b, s, mu, r]
+    return dict(kernel=add_layernorm_kernel, grid=(m,), args=[x, res, w, b, y, res_out, mean, rstd, n, n, eps],
+                constexprs=dict(BLOCK_N=1024), outputs=[4, 5, 6, 7], reference=ref, rtol=1e-2, atol=1e-2)
+
+
+def case_quantize_int8(rng, m=13, n=300):
+    x = (rng.standard_normal((m, n)) * rng.uniform(0.1, 10, (m, 1))).astype(np.float32)
+    q, scale = _poison((m, n), np.int8), _poison(m, np.float32)
+
+    def ref(x, *rest):
+        s = np.abs(x).max(1) / np.float32(127)
+        qq = np.clip(np.rint(x / s[:, None]), -127, 127)
+        return [qq, s]
+    return dict(kernel=quantize_int8_rowwise_kernel, grid=(m,), args=[x, q, scale, n],
+                constexprs=dict(BLOCK=512), outputs=[1, 2], reference=ref, rtol=1e-6, atol=1.0)
+
+
+def case_grid2d(rng, m=70, n=45, bm=32, bn=16):
+    x = rng.standard_normal((m, n)).astype(np.float32)
+    y = _poison((m, n), np.float32)
+    gm, gn = transpiler.cdiv(m, bm), transpiler.cdiv(n, bn)
+
+    def ref(x, *rest):
+        mult = (np.arange(n) // bn + 1)[None, :]
+        return [_f64(x) * mult + gm * gn]
+    return dict(kernel=grid2d_scale_kernel, grid=(gm, gn), args=[x, y, m, n, n], constexprs=dict(BM=bm, BN=bn),
+                outputs=[1], reference=ref, rtol=1e-6, atol=1e-6)
+
+
+def case_persistent(rng, n=10000, block=256, programs=7):
+    x = rng.standard_normal(n).astype(np.float32)
+    y = _poison(n, np.float32)
+    return dict(kernel=persistent_copy_kernel, grid=(programs,), args=[x, y, n], constexprs=dict(BLOCK=block),
+                outputs=[1], reference=lambda x, *r: [2 * _f64(x)], rtol=0, atol=0)
+
+
+def case_poly(rng, act, n=1000, degree=4):
+    x = rng.standard_normal(n).astype(np.float32)
+    y = _poison(n, np.float32)
+
+    def ref(x, *rest):
+        acc = np.zeros(n)
+        for k in range(degree, -1, -1):
+            acc = acc * _f64(x) + (k + 1) * 0.25
+        if act == "relu":
+            acc = np.maximum(acc, 0)
+        elif act == "leaky":
+            acc = np.where(acc >= 0, acc, 0.01 * acc)
+        return [acc]
+    return dict(kernel=poly_unrolled_kernel, grid=(transpiler.cdiv(n, 256),), args=[x, y, n],
+                constexprs=dict(DEGREE=degree, ACT=act, BLOCK=256), outputs=[1], reference=ref, rtol=1e-5, atol=1e-5)
+
+
+def case_float_math(rng, n=1000):
+    x = (rng.standard_normal(n) * 1.5).astype(np.float32)
+    out = _poison(n * 12, np.float32)
+
+    def ref(x, *rest):
+        x = _f64(x)
+        ax = np.abs(x) + 0.5
+        erf = np.vectorize(math.erf)
+        cols = [np.exp2(x) * np.log2(ax), 1 / np.sqrt(ax) + np.exp(x * 0.5), x * x - 1,
+                np.clip(x, -1, 1) + 1 / (1 + np.exp(-x)), erf(x) + np.floor(x) - np.ceil(x),
+                ax ** 1.5 + np.log1p(ax) + np.expm1(x * 0.25), np.tanh(x) + np.arctan2(x, ax) + np.sinh(x * 0.5),
+                np.where(x > 0, 1.0, -1.0) * np.where(x > 1.5, x, 0), np.trunc(x * 3) + _round_half_away(x * 3),
+                np.maximum(x, 0.25) - np.minimum(x, -0.25), 2 * x / ax, 2 * np.exp(x) + 1 / np.sqrt(ax)]
+        return [np.stack(cols, axis=1).reshape(-1)]
+    return dict(kernel=float_math_kernel, grid=(transpiler.cdiv(n, 128),), args=[x, out, n],
+                constexprs=dict(BLOCK=128), outputs=[1], reference=ref, rtol=1e-5, atol=1e-5)
+
+
+def _round_half_away(x):
+    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+
+
+def case_nan_minmax(rng, n=500):
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    x[::7] = np.nan
+    y[::5] = np.nan
+    out = np.full(n * 4, 12345.0, np.float32)
+
+    def ref(x, y, *rest):
+        cols = [np.fmin(x, y), np.maximum(x, y), np.where(np.isnan(x), -1.0, x), np.minimum(np.maximum(x, -0.5), y)]
+        return [np.stack(cols, axis=1).reshape(-1)]
+    return dict(kernel=nan_minmax_kernel, grid=(transpiler.cdiv(n, 128),), args=[x, y, out, n],
+                constexprs=dict(BLOCK=128), outputs=[2], reference=ref, rtol=0, atol=0)
+
+
+def case_int_semantics(rng, n=1000):
+    a = rng.integers(-100000, 100000, n).astype(np.int32)
+    b = (rng.integers(1, 60, n) * rng.choice([-1, 1], n)).astype(np.int32)
+    out = _poison(n * 12, np.int32)
+
+    def ref(a, b, *rest):
+        a, b = a.astype(np.int64), b.astype(np.int64)
+
+        def cdiv(x, y):            # C division truncates toward zero; % takes the dividend's sign
+            return np.trunc(x / y).astype(np.int64)
+
+        def cmod(x, y):
+            return x - cdiv(x, y) * y
+        a32 = a.astype(np.int32)
+        cols = [cdiv(a, b), cmod(a, b), cdiv(a, 4) + cmod(a, 4),
+                np.abs(a) + (a >> 3) + (a32.view(np.uint32) >> 29).astype(np.int64),
+                ((a << 4) ^ ~b) | (a & 0xF0),
+                ((a > 0) & (b > 0)).astype(np.int64) + ((a < -5) | (a == b)).astype(np.int64) * 2,
+                np.where(a < 0, 0, a) + cdiv(a + 6, 7), a32.astype(np.int8).astype(np.int64),
+                np.minimum(a, b) * np.maximum(a, b), np.trunc(a32.astype(np.float32) * np.float32(0.37)),
+                (a * 3000000).astype(np.int32), cmod(-a, 5) + cdiv(-a, 5)]
+        return [np.stack([np.asarray(c, np.int64).astype(np.int32) for c in cols], axis=1).reshape(-1)]
+    return dict(kernel=int_semantics_kernel, grid=(transpiler.cdiv(n, 256),), args=[a, b, out, n],
+                constexprs=dict(BLOCK=256), outputs=[2], reference=ref, rtol=0, atol=0)
+
+
+def case_shapes(rng, m=13, n=27, bm=16, bn=32):
+    x = rng.standard_normal((m, n)).astype(np.float32)
+    out_t, outer, flat = _poison((n, m), np.float32), _poison((bm, bn), np.float32), _poison(bm * bn, np.float32)
+
+    def ref(x, *rest):
+        xp = np.zeros((bm, bn))
+        xp[:m, :n] = x
+        return [_f64(x).T, xp.sum(1)[:, None] * xp.sum(0)[None, :], xp.reshape(-1)]
+    return dict(kernel=shapes_kernel, grid=(1,), args=[x, out_t, outer, flat, m, n], constexprs=dict(BM=bm, BN=bn),
+                outputs=[1, 2, 3], reference=ref, rtol=1e-5, atol=1e-5)
+
+
+def case_while(rng, n=300):
+    x = rng.uniform(0.01, 5, n).astype(np.float32)
+    steps = _poison(n, np.int32)
+    limit = 100.0
+
+    def ref(x, *rest):
+        return [np.ceil(np.log2(limit / _f64(x))).clip(0)]
+    return dict(kernel=doubling_while_kernel, grid=(n + 3,), args=[x, steps, n, limit], constexprs={},
+                outputs=[1], reference=ref, rtol=0, atol=0)
+
+
+def case_helpers(rng, mode, rows=6, block=128):
+    x = (rng.standard_normal((rows, block)) * np.array([0.5, 2.0] * (rows // 2))[:, None]).astype(np.float32)
+    out, stats = _poison((rows, block), np.float32), _poison((rows, 2), np.float32)
+
+    def ref(x, *rest):
+        x = _f64(x)
+        mean, var = x.mean(1), x.var(1)
+        if mode > 0:
+            y = np.where((var > 1)[:, None], x - mean[:, None], 2 * x)
+        else:
+            y = x + 1
+        return [y, np.stack([mean, var], 1)]
+    return dict(kernel=helpers_kernel, grid=(rows,), args=[x, out, stats, mode], constexprs=dict(BLOCK=block),
+                outputs=[1, 2], reference=ref, rtol=1e-5, atol=1e-5)
+
+
+def _swizzle2d_ref(i, j, size_i, size_j, size_g):
+    ij = i * size_j + j
+    size_gj = size_g * size_j
+    group_id = ij // size_gj
+    off_i = group_id * size_g
+    size_g = min(size_i - off_i, size_g)
+    ij = ij % size_gj
+    return off_i + ij % size_g, ij // size_g
+
+
+def case_swizzle(rng, m=100, n=70, bm=16, bn=16, group=3):
+    x = rng.standard_normal((m, n)).astype(np.float32)
+    y = _poison((m, n), np.float32)
+    gm, gn = transpiler.cdiv(m, bm), transpiler.cdiv(n, bn)
+
+    def ref(x, *rest):
+        out = _f64(x).copy()
+        for pid in range(gm * gn):
+            pm, pn = _swizzle2d_ref(pid // gn, pid % gn, gm, gn, group)
+            out[pm * bm:(pm + 1) * bm, pn * bn:(pn + 1) * bn] += pid
+        return [out.astype(np.float32)]
+    return dict(kernel=swizzle_copy_kernel, grid=(gm * gn,), args=[x, y, m, n],
+                constexprs=dict(BM=bm, BN=bn, GROUP=group), outputs=[1], reference=ref, rtol=0, atol=0)
+
+
+def _softmax_rows(x):
+    e = np.exp(_f64(x) - _f64(x).max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True)
+
+
+def case_softmax(rng, rows=5, block=256):
+    x = (rng.standard_normal((rows, block)) * 3).astype(np.float32)
+    soft, soft_t = _poison((rows, block), np.float32), _poison((4, block), np.float32)
+    return dict(kernel=softmax_kernel, grid=(rows,), args=[x, soft, soft_t], constexprs=dict(BLOCK=block),
+                outputs=[1, 2], reference=lambda x, *rest: [_softmax_rows(x), _softmax_rows(x[:4])],
+                rtol=1e-5, atol=1e-6)
+
+
+def case_flip(rng, rows=3, block=64):
+    x = rng.standard_normal((rows, block)).astype(np.float32)
+    return dict(kernel=flip_kernel, grid=(rows,), args=[x, _poison((rows, block), np.float32)],
+                constexprs=dict(BLOCK=block), outputs=[1], reference=lambda x, *rest: [x[:, ::-1]], rtol=0, atol=0)
+
+
+def all_cases(rng):
+    """Every unseen-kernel case, with an id."""
+    return [
+        ("rmsnorm_fp16", case_rmsnorm(rng)), ("rmsnorm_fp32", case_rmsnorm(rng, np.float32)),
+        ("gelu_tanh", case_gelu(rng, "tanh")), ("gelu_sigmoid_tanh", case_gelu(rng, "sigmoid_tanh")),
+        ("gelu_erf", case_gelu(rng, "erf")), ("gelu_erf_fp16", case_gelu(rng, "erf", np.float16)),
+        ("swiglu", case_swiglu(rng)), ("rope", case_rope(rng)), ("cross_entropy", case_cross_entropy(rng)),
+        ("add_layernorm", case_add_layernorm(rng)), ("quantize_int8", case_quantize_int8(rng)),
+        ("grid2d", case_grid2d(rng)), ("persistent", case_persistent(rng)),
+        ("poly_relu", case_poly(rng, "relu")), ("poly_leaky", case_poly(rng, "leaky")),
+        ("poly_none", case_poly(rng, "none")), ("float_math", case_float_math(rng)),
+        ("nan_minmax", case_nan_minmax(rng)), ("int_semantics", case_int_semantics(rng)),
+        ("shapes", case_shapes(rng)), ("while", case_while(rng)), ("helpers_mode1", case_helpers(rng, 1)),
+        ("helpers_mode0", case_helpers(rng, 0)), ("swizzle", case_swizzle(rng)),
+        ("softmax", case_softmax(rng)),
+    ]
+
+
+def interpreter_only_cases(rng):
+    """Kernels the interpreter runs but the compiler rejects with a clear error (see test_unseen_kernels.py)."""
+    return [("flip", case_flip(rng))]

@@ -1,0 +1,51 @@
+"""Triton's `standard` library functions: `tl.softmax`, `tl.ravel`, `tl.swizzle2d`, `tl.flip`, and the
+two-block shape functions `tl.join`, `tl.split`, `tl.interleave`, `tl.cat`.
+
+The first three are compositions of other builtins on both paths (`parse/semantic_standard.py`,
+`interpreter/standard_rules.py`). The shape functions run in the interpreter; the compiler reports them as
+not supported yet (their data movement between threads has no lowering).
+"""
+from __future__ import annotations
+
+from .core import builtin
+
+
+@builtin
+def softmax(x, dim=None, keep_dims=False, ieee_rounding=False):
+    """exp(x - max) / sum(exp(x - max)) along `dim` (0 when None)."""
+
+
+@builtin
+def ravel(x, can_reorder=False):
+    """`x` flattened to one dimension (row-major)."""
+
+
+@builtin
+def swizzle2d(i, j, size_i, size_j, size_g):
+    """Map row-major program indices (i, j) of a size_i x size_j grid to column-major order within groups of
+    size_g rows (grouped tile ordering for L2 reuse); returns (new_i, new_j)."""
+
+
+@builtin
+def flip(x, dim=None):
+    """Reverse `x` along `dim` (the last dimension when None); the dimension must be a power of two."""
+
+
+@builtin
+def join(a, b):
+    """Stack two blocks of one shape along a new last dimension of size 2."""
+
+
+@builtin
+def split(a):
+    """Split a block whose last dimension has size 2 into two blocks."""
+
+
+@builtin
+def interleave(a, b):
+    """Interleave two blocks along their last dimension."""
+
+
+@builtin
+def cat(input, other, can_reorder=False):
+    """Concatenate two 1-D blocks (Triton supports only `can_reorder=True`: the order is unspecified)."""
