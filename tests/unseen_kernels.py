@@ -325,6 +325,20 @@ def flip_kernel(X, FLIP, BLOCK: tl.constexpr):
 
 
 @transpiler.jit
+def libdevice_kernel(X, Y, Z, OUT, N, FN: tl.constexpr, ARITY: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < N
+    x = tl.load(X + offs, mask=m, other=0.5)
+    if ARITY == 1:
+        r = FN(x)
+    elif ARITY == 2:
+        r = FN(x, tl.load(Y + offs, mask=m, other=0.5))
+    else:
+        r = FN(x, tl.load(Y + offs, mask=m, other=0.5), tl.load(Z + offs, mask=m, other=0.5))
+    tl.store(OUT + offs, r, mask=m)
+
+
+@transpiler.jit
 def print_kernel(X, N, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(X + offs, mask=offs < N, other=0.0)
@@ -617,6 +631,68 @@ def case_flip(rng, rows=3, block=64):
     x = rng.standard_normal((rows, block)).astype(np.float32)
     return dict(kernel=flip_kernel, grid=(rows,), args=[x, _poison((rows, block), np.float32)],
                 constexprs=dict(BLOCK=block), outputs=[1], reference=lambda x, *rest: [x[:, ::-1]], rtol=0, atol=0)
+
+
+_POSITIVE_ONLY = {"acosh", "log", "log2", "log10", "sqrt", "rsqrt", "fast_logf", "fast_log2f", "pow", "fast_powf"}
+_LIBDEVICE_DOMAIN = {"acosh": (1.1, 3.0), "erfinv": (-0.9, 0.9)}
+_LIBDEVICE_REF = {
+    "exp10": lambda x: 10.0 ** x, "fast_exp10f": lambda x: 10.0 ** x, "rsqrt": lambda x: 1 / np.sqrt(x),
+    "erf": np.vectorize(math.erf), "erfc": np.vectorize(math.erfc), "round": _round_half_away,
+    "nearbyint": np.rint, "fabs": np.abs, "signbit": np.signbit, "fdim": lambda x, y: np.maximum(x - y, 0),
+    "div_rn": np.divide, "fast_dividef": np.divide, "fast_powf": np.power, "fma": lambda x, y, z: x * y + z,
+    "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "asinh": np.arcsinh, "acosh": np.arccosh,
+    "atanh": np.arctanh, "atan2": np.arctan2, "erfinv": None,
+}
+
+
+def libdevice_reference(name):
+    """NumPy float64 reference of libdevice function `name` (independent of the interpreter's table)."""
+    if name == "erfinv":
+        return lambda y: _bisect_inverse(np.vectorize(math.erf), y, -5.0, 5.0)
+    if name in _LIBDEVICE_REF:
+        return _LIBDEVICE_REF[name]
+    base = name[len("fast_"):-1] if name.startswith("fast_") else name
+    return getattr(np, base)
+
+
+def _bisect_inverse(f, y, lo, hi):
+    lo, hi = np.full_like(y, lo), np.full_like(y, hi)
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        below = f(mid) < y
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    return (lo + hi) / 2
+
+
+def case_libdevice(rng, name, dtype=np.float32, n=700):
+    from transpiler.language.extra.libdevice import ARITY
+    lo, hi = _LIBDEVICE_DOMAIN.get(name, (0.1, 0.9))
+    x = rng.uniform(lo, hi, n).astype(dtype)
+    if name not in _POSITIVE_ONLY:
+        x[::9] *= -1
+    y = rng.uniform(0.2, 1.5, n).astype(dtype)
+    z = rng.uniform(-1, 1, n).astype(dtype)
+    out = _poison(n, dtype)
+    arity = ARITY[name]
+    fn = libdevice_reference(name)
+
+    def ref(x, y, z, *rest):
+        return [fn(*[_f64(a) for a in (x, y, z)[:arity]])]
+    tol = 2e-6 if dtype == np.float32 else 1e-12
+    if name.startswith("fast_"):
+        tol = 2e-5                        # CUDA's fast intrinsics are approximations
+    return dict(kernel=libdevice_kernel, grid=(transpiler.cdiv(n, 256),), args=[x, y, z, out, n],
+                constexprs=dict(FN=getattr(libdevice, name), ARITY=arity, BLOCK=256), outputs=[3], reference=ref,
+                rtol=tol, atol=tol)
+
+
+def libdevice_cases(rng):
+    """One case per libdevice function on fp32, and on fp64 where libdevice has it."""
+    from transpiler.language.extra.libdevice import ARITY
+    cases = [(f"libdevice_{name}", case_libdevice(rng, name)) for name in ARITY]
+    cases += [(f"libdevice_{name}_fp64", case_libdevice(rng, name, np.float64)) for name in ARITY
+              if not name.startswith("fast_")]
+    return cases
 
 
 def all_cases(rng):

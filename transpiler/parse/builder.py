@@ -811,6 +811,9 @@ class Builder:
         if fn is constexpr:
             return args[0]
         if fn is builtins.print:
+            # As in Triton, print(...) is tl.device_print(...): a leading string is the prefix.
+            if args and isinstance(args[0], str):
+                return semantic.RULES["device_print"](self, args[0], *args[1:])
             return semantic.RULES["device_print"](self, "", *args)
         if fn in _RUNTIME_BUILTINS and any(isinstance(a, Value) for a in args) and not kwargs:
             # As in Triton, min/max/abs of runtime values mean tl.minimum/tl.maximum/tl.abs.

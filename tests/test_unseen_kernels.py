@@ -1,0 +1,172 @@
+"""Kernels written as Triton users write them (`tests/unseen_kernels.py`): NVRTC compiles every one for sm_80
+and sm_90a without warnings or spills, the interpreter matches NumPy, the generated CUDA spells what the
+kernel asked for, and what the compiler does not support fails with a TranspilerError naming it."""
+import numpy as np
+import pytest
+
+import transpiler
+import transpiler.language as tl
+from transpiler.errors import DTypeError, UnsupportedSyntaxError
+from transpiler.language.extra import libdevice
+from transpiler.runtime.compiler import compile_offline, nvrtc_available
+from feature_kernels import check
+from unseen_kernels import all_cases, interpreter_only_cases, libdevice_cases, print_kernel
+
+CASES = all_cases(np.random.default_rng(3))
+LIBDEVICE_CASES = libdevice_cases(np.random.default_rng(4))
+needs_nvrtc = pytest.mark.skipif(not nvrtc_available(), reason="NVRTC and CUDA headers not installed")
+
+
+def _source(case):
+    return case["kernel"].cuda_source(*case["args"], num_warps=case.get("num_warps", 4), **case["constexprs"])
+
+
+def _interpret(case):
+    args = [a.copy() if isinstance(a, np.ndarray) else a for a in case["args"]]
+    case["kernel"].interpret[case["grid"]](*args, num_warps=case.get("num_warps", 4), **case["constexprs"])
+    check(case, args)
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("name,case", CASES, ids=[c[0] for c in CASES])
+def test_unseen_kernel_compiles_without_spills(name, case, arch):
+    result = compile_offline(_source(case), arch)
+    assert result.spill_bytes == 0, result.log
+    assert not result.warnings, result.log
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("name,case", LIBDEVICE_CASES, ids=[c[0] for c in LIBDEVICE_CASES])
+def test_every_libdevice_function_compiles(name, case):
+    result = compile_offline(_source(case), "sm_80")
+    assert result.spill_bytes == 0 and not result.warnings, result.log
+
+
+@pytest.mark.parametrize("name,case", CASES + interpreter_only_cases(np.random.default_rng(5)),
+                         ids=[c[0] for c in CASES] + [c[0] for c in interpreter_only_cases(np.random.default_rng(5))])
+def test_unseen_kernel_interpreted_matches_numpy(name, case):
+    _interpret(case)
+
+
+@pytest.mark.parametrize("name,case", LIBDEVICE_CASES, ids=[c[0] for c in LIBDEVICE_CASES])
+def test_libdevice_interpreted_matches_numpy(name, case):
+    _interpret(case)
+
+
+# ---- what the generated CUDA says -------------------------------------------------------------------------
+
+def _case(name):
+    return dict(CASES)[name]
+
+
+def test_libdevice_functions_are_cuda_math_calls():
+    src = _source(_case("float_math"))
+    for call in ("powf(", "log1pf(", "expm1f(", "tanhf(", "atan2f(", "sinhf(", "truncf(", "roundf(", "__expf(",
+                 "rsqrtf(", "expf("):
+        assert call in src, call
+    assert "rintf(" in _source(_case("quantize_int8"))
+
+
+def test_early_return_puts_the_rest_of_the_kernel_in_the_else_branch():
+    src = _source(_case("cross_entropy"))
+    body = src[src.index("if target == ignore_index"):]
+    assert "} else {" in body
+    # the vocabulary loop runs only in the branch that did not return
+    assert body.index("} else {") < body.index("for (int start = 0; start < n_vocab;")
+    assert "return;" not in body
+
+
+def test_dot_T_is_a_transpose():
+    src = _source(_case("shapes"))
+    assert "x.T" in src          # the Python line is there; the value is stored through the transposed tile
+
+
+def test_print_with_a_leading_string_uses_it_as_prefix():
+    x = np.arange(64, dtype=np.float32)
+    assert '"x' in print_kernel.cuda_source(x, 64, BLOCK=64)
+
+
+# ---- clear errors for what the compiler does not support ------------------------------------------------
+
+@transpiler.jit
+def _flip(X, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    tl.store(X + o, tl.flip(tl.load(X + o)))
+
+
+@transpiler.jit
+def _join(X, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    a, b = tl.split(tl.join(tl.load(X + o), tl.load(X + o)))
+    tl.store(X + o, a + b)
+
+
+@transpiler.jit
+def _interleave(X, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    x = tl.load(X + o)
+    tl.store(X + tl.arange(0, 2 * BLOCK), tl.interleave(x, x))
+
+
+@transpiler.jit
+def _cat(X, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    x = tl.load(X + o)
+    tl.store(X + tl.arange(0, 2 * BLOCK), tl.cat(x, x, can_reorder=True))
+
+
+@pytest.mark.parametrize("kernel,name", [(_flip, "flip"), (_join, "join"), (_interleave, "interleave"),
+                                         (_cat, "cat")])
+def test_shape_functions_without_lowering_are_reported(kernel, name):
+    with pytest.raises(UnsupportedSyntaxError, match=f"tl.{name} is not supported by the compiler"):
+        kernel.cuda_source(np.zeros(128, np.float32), BLOCK=64)
+
+
+def test_interpreter_runs_join_split_interleave_cat():
+    x = np.arange(128, dtype=np.float32)
+    for kernel, expected in ((_join, 2 * x[:64]), (_interleave, np.repeat(x[:64], 2)),
+                             (_cat, np.concatenate([x[:64], x[:64]]))):
+        y = x.copy()
+        kernel.interpret[(1,)](y, BLOCK=64)
+        np.testing.assert_array_equal(y[:len(expected)], expected)
+
+
+@transpiler.jit
+def _tanh_fp16(X, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    tl.store(X + o, libdevice.tanh(tl.load(X + o)))
+
+
+def test_libdevice_rejects_fp16_as_triton_does():
+    x = np.ones(64, np.float16)
+    with pytest.raises(DTypeError, match="libdevice.tanh takes tl.float32 or tl.float64"):
+        _tanh_fp16.cuda_source(x, BLOCK=64)
+    with pytest.raises(DTypeError, match="libdevice.tanh"):
+        _tanh_fp16.interpret[(1,)](x, BLOCK=64)
+
+
+@transpiler.jit
+def _return_in_loop(X, N, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    for i in range(N):
+        if i > 3:
+            return
+        tl.store(X + o, tl.load(X + o) + 1)
+
+
+@transpiler.jit
+def _return_value(X, N, BLOCK: tl.constexpr):
+    if N > 3:
+        return 1
+    tl.store(X + tl.arange(0, BLOCK), 0.0)
+
+
+def test_return_inside_a_loop_is_reported():
+    with pytest.raises(UnsupportedSyntaxError, match="return inside a loop"):
+        _return_in_loop.cuda_source(np.zeros(64, np.float32), 9, BLOCK=64)
+
+
+def test_return_with_a_value_inside_a_runtime_if_is_reported():
+    with pytest.raises(UnsupportedSyntaxError, match="return inside a runtime if"):
+        _return_value.cuda_source(np.zeros(64, np.float32), 9, BLOCK=64)
