@@ -36,7 +36,10 @@ def _swizzle2d(b, i, j, size_i, size_j, size_g):
     size_gj = binary_op(b, "mul", size_g, size_j)                     # elements in one group of size_g rows
     off_i = binary_op(b, "mul", binary_op(b, "floordiv", ij, size_gj), size_g)
     rows = binary_op(b, "sub", size_i, off_i)                         # the last group may have fewer rows
-    group_rows = builtins.min(rows, size_g) if is_const(rows) and is_const(size_g) else RULES["minimum"](b, rows, size_g)
+    if is_const(rows) and is_const(size_g):
+        group_rows = builtins.min(rows, size_g)
+    else:
+        group_rows = RULES["minimum"](b, rows, size_g)
     ij = binary_op(b, "mod", ij, size_gj)
     return (binary_op(b, "add", off_i, binary_op(b, "mod", ij, group_rows)),
             binary_op(b, "floordiv", ij, group_rows))
