@@ -170,3 +170,32 @@ def test_return_inside_a_loop_is_reported():
 def test_return_with_a_value_inside_a_runtime_if_is_reported():
     with pytest.raises(UnsupportedSyntaxError, match="return inside a runtime if"):
         _return_value.cuda_source(np.zeros(64, np.float32), 9, BLOCK=64)
+
+
+def test_rtz_downcasts_round_toward_zero_in_cuda():
+    src = _source(_case("store_casts"))
+    assert "__float2half_rz(" in src and "__float2bfloat16_rz(" in src
+
+
+def test_early_exit_guards_the_rest_of_the_kernel():
+    src = _source(_case("early_exit"))
+    body = src[src.index("if pid * BLOCK >= N"):]
+    assert "= !ge;" in body and "} else {" not in body
+
+
+def test_values_only_assume_and_device_assert_read_are_not_computed():
+    src = _source(_case("early_exit"))
+    assert ">= 0" not in src          # tl.device_assert(offs >= 0) compiles to nothing, its operand too
+    assert "N > 0" not in src          # tl.assume(N > 0)
+
+
+@transpiler.jit
+def _rtz_int(X, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    tl.store(X + o, tl.load(X + o).to(tl.int32, fp_downcast_rounding="rtz"))
+
+
+def test_rtz_on_a_non_narrowing_float_conversion_is_an_error():
+    from transpiler.errors import CompileTimeError
+    with pytest.raises(CompileTimeError, match="fp_downcast_rounding applies only to narrowing float"):
+        _rtz_int.cuda_source(np.zeros(64, np.float32), BLOCK=64)

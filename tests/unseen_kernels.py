@@ -325,6 +325,74 @@ def flip_kernel(X, FLIP, BLOCK: tl.constexpr):
 
 
 @transpiler.jit
+def _inner(x):
+    return x * 2, x + 1
+
+
+@transpiler.jit
+def _outer(x):
+    a, b = _inner(x)
+    return a - b
+
+
+@transpiler.jit
+def early_exit_kernel(X, Y, N, BLOCK: tl.constexpr = 64):
+    pid = tl.program_id(0)
+    if pid * BLOCK >= N:
+        return
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    tl.assume(N > 0)
+    tl.device_assert(offs >= 0, "offsets are non-negative")
+    x = tl.load(pointer=X + offs, mask=offs < N, other=0.0)
+    tl.store(Y + offs, _outer(x), offs < N)
+
+
+@transpiler.jit
+def store_casts_kernel(X, Y16, POSITIVE, RTZ16, RTZ_BF16_BITS, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < N
+    x = tl.load(X + offs, mask=m)
+    tl.store(Y16 + offs, x, mask=m)                    # fp32 stored through an fp16 pointer: rounds to nearest
+    tl.store(POSITIVE + offs, x > 0, mask=m)           # int1 stored through an int8 pointer
+    tl.store(RTZ16 + offs, x.to(tl.float16, fp_downcast_rounding="rtz"), mask=m)
+    bf = x.to(tl.bfloat16, fp_downcast_rounding="rtz")
+    tl.store(RTZ_BF16_BITS + offs, bf.to(tl.int16, bitcast=True), mask=m)
+
+
+@transpiler.jit
+def grid3d_kernel(X, Y, BLOCK: tl.constexpr):
+    b = tl.program_id(2)
+    h = tl.program_id(1)
+    i = tl.program_id(0)
+    base = ((b * tl.num_programs(1) + h) * tl.num_programs(0) + i) * BLOCK
+    offs = base + tl.arange(0, BLOCK)
+    tl.store(Y + offs, tl.load(X + offs) + b * 100 + h * 10 + i)
+
+
+@transpiler.jit
+def hash_kernel(X, Y, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < N
+    h = tl.load(X + offs, mask=m).to(tl.uint32)
+    h = h * 0x9E3779B1
+    h ^= h >> 16
+    h = tl.umulhi(h, 0x85EBCA6B) + (h << 3)
+    tl.store(Y + offs, h, mask=m)
+
+
+@transpiler.jit
+def tile_reduce_kernel(X, OUT, BM: tl.constexpr, BN: tl.constexpr):
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    rm = tl.arange(0, BM).to(tl.int64)
+    rn = tl.arange(0, BN)
+    for k in tl.range(1, 4, num_stages=2):
+        acc += tl.load(X + rm[:, None] * BN + rn[None, :]) * k
+    mx, idx = tl.max(acc, axis=1, return_indices=True)
+    s = tl.sum(acc, axis=1, dtype=tl.float32, keep_dims=True)
+    tl.store(OUT + rm, mx + idx.to(tl.float32) + tl.reshape(s, (BM,)))
+
+
+@transpiler.jit
 def libdevice_kernel(X, Y, Z, OUT, N, FN: tl.constexpr, ARITY: tl.constexpr, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < N
@@ -633,6 +701,75 @@ def case_flip(rng, rows=3, block=64):
                 constexprs=dict(BLOCK=block), outputs=[1], reference=lambda x, *rest: [x[:, ::-1]], rtol=0, atol=0)
 
 
+def case_early_exit(rng, n=150, block=64, programs=5):
+    x = rng.standard_normal(programs * block).astype(np.float32)
+    y = _poison(programs * block, np.float32)
+
+    def ref(x, y, n):
+        out = _f64(y).copy()
+        out[:n] = _f64(x[:n]) - 1
+        return [out]
+    return dict(kernel=early_exit_kernel, grid=(programs,), args=[x, y, n], constexprs={}, outputs=[1],
+                reference=ref, rtol=1e-6, atol=1e-6)
+
+
+def _bf16_rtz_bits(x):
+    return (x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16).view(np.int16)
+
+
+def _fp16_rtz(x):
+    near = x.astype(np.float16)
+    too_far = np.abs(near.astype(np.float64)) > np.abs(_f64(x))
+    return np.where(too_far, np.nextafter(near, np.float16(0)), near)
+
+
+def case_store_casts(rng, n=1000, block=256):
+    x = (rng.standard_normal(n) * 1000).astype(np.float32)
+    x[:4] = [70000.0, -70000.0, 1e-8, 65519.0]
+    outs = [_poison(n, np.float16), _poison(n, np.int8), _poison(n, np.float16), _poison(n, np.int16)]
+
+    def ref(x, *rest):
+        with np.errstate(over="ignore"):      # +-70000 rounds to +-inf to nearest, to +-65504 toward zero
+            return [x.astype(np.float16), (x > 0).astype(np.int8), _fp16_rtz(x), _bf16_rtz_bits(x)]
+    return dict(kernel=store_casts_kernel, grid=(transpiler.cdiv(n, block),), args=[x, *outs, n],
+                constexprs=dict(BLOCK=block), outputs=[1, 2, 3, 4], reference=ref, rtol=0, atol=0)
+
+
+def case_grid3d(rng, grid=(3, 4, 2), block=32):
+    size = grid[0] * grid[1] * grid[2] * block
+    x = rng.standard_normal(size).astype(np.float32)
+
+    def ref(x, *rest):
+        b, h, i = np.meshgrid(np.arange(grid[2]), np.arange(grid[1]), np.arange(grid[0]), indexing="ij")
+        extra = np.repeat((b * 100 + h * 10 + i).reshape(-1), block)
+        return [(x + extra.astype(np.float32))]
+    return dict(kernel=grid3d_kernel, grid=grid, args=[x, _poison(size, np.float32)], constexprs=dict(BLOCK=block),
+                outputs=[1], reference=ref, rtol=1e-6, atol=1e-6)
+
+
+def case_hash(rng, n=1000, block=256):
+    x = rng.integers(-2**31, 2**31 - 1, n).astype(np.int32)
+
+    def ref(x, *rest):
+        h = x.view(np.uint32).astype(np.uint64)
+        h = (h * 0x9E3779B1) & 0xFFFFFFFF
+        h ^= h >> 16
+        h = (((h * 0x85EBCA6B) >> 32) + (h << 3)) & 0xFFFFFFFF
+        return [h.astype(np.uint32)]
+    return dict(kernel=hash_kernel, grid=(transpiler.cdiv(n, block),), args=[x, _poison(n, np.uint32), n],
+                constexprs=dict(BLOCK=block), outputs=[1], reference=ref, rtol=0, atol=0)
+
+
+def case_tile_reduce(rng, bm=8, bn=32):
+    x = rng.standard_normal((bm, bn)).astype(np.float32)
+
+    def ref(x, *rest):
+        acc = _f64(x) * 6
+        return [acc.max(1) + acc.argmax(1) + acc.sum(1)]
+    return dict(kernel=tile_reduce_kernel, grid=(1,), args=[x, _poison(bm, np.float32)],
+                constexprs=dict(BM=bm, BN=bn), outputs=[1], reference=ref, rtol=1e-5, atol=1e-5)
+
+
 _POSITIVE_ONLY = {"acosh", "log", "log2", "log10", "sqrt", "rsqrt", "fast_logf", "fast_log2f", "pow", "fast_powf"}
 _LIBDEVICE_DOMAIN = {"acosh": (1.1, 3.0), "erfinv": (-0.9, 0.9)}
 _LIBDEVICE_REF = {
@@ -709,7 +846,8 @@ def all_cases(rng):
         ("nan_minmax", case_nan_minmax(rng)), ("int_semantics", case_int_semantics(rng)),
         ("shapes", case_shapes(rng)), ("while", case_while(rng)), ("helpers_mode1", case_helpers(rng, 1)),
         ("helpers_mode0", case_helpers(rng, 0)), ("swizzle", case_swizzle(rng)),
-        ("softmax", case_softmax(rng)),
+        ("softmax", case_softmax(rng)), ("early_exit", case_early_exit(rng)), ("store_casts", case_store_casts(rng)),
+        ("grid3d", case_grid3d(rng)), ("hash", case_hash(rng)), ("tile_reduce", case_tile_reduce(rng)),
     ]
 
 

@@ -129,6 +129,22 @@ def elementwise_expr(fn: str, operand_dt, result_dt, args, propagate_nan=False) 
     return _OPERATORS[fn].format(a=a, b=b, c=c)
 
 
+# Narrowing float conversions rounded toward zero (`x.to(..., fp_downcast_rounding="rtz")`). From fp64 to a
+# 16-bit type the value goes through fp32, toward zero both times, which is the same as once.
+_RTZ = {
+    ("fp32", "fp16"): "__float2half_rz({a})",
+    ("fp32", "bf16"): "__float2bfloat16_rz({a})",
+    ("fp64", "fp32"): "__double2float_rz({a})",
+    ("fp64", "fp16"): "__float2half_rz(__double2float_rz({a}))",
+    ("fp64", "bf16"): "__float2bfloat16_rz(__double2float_rz({a}))",
+}
+
+
+def round_toward_zero(src, dst) -> str:
+    """The C expression (over `{a}`) converting `src` to the narrower float `dst`, rounding toward zero."""
+    return _RTZ[(src.name, dst.name)]     # the typing rule admits only narrowing float conversions
+
+
 def needs_parens(expr: str) -> bool:
     return any(ch in expr for ch in " ?")
 

@@ -285,6 +285,11 @@ def max_constancy(input, values):
     return input
 
 
+@rule("assume")
+def assume(cond):
+    return None
+
+
 # ---- debugging --------------------------------------------------------------------------------------------
 
 

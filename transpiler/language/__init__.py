@@ -249,6 +249,11 @@ def max_constancy(input, values):
 
 
 @builtin
+def assume(cond):
+    """Promise that `cond` holds (Triton passes it to LLVM; here it is accepted and checked by nothing)."""
+
+
+@builtin
 def static_assert(cond, msg=""):
     """Compile-time assertion on constexpr values."""
 

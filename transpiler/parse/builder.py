@@ -20,6 +20,7 @@ from ..language import TENSOR_METHODS, TENSOR_PROPERTIES
 from ..language.core import BUILTINS, builtin_name, constexpr
 from . import (semantic, semantic_dot, semantic_libdevice, semantic_reduce,  # noqa: F401  (they register rules)
                semantic_standard)
+from .dead_code import remove_dead_ops
 from .ir import Argument, KernelIR, Op, Region, Type, Value
 from .source import parsed_function
 
@@ -349,6 +350,9 @@ class Builder:
         then_region, _ = self._build_branch(branch(lambda: self._block(list(stmt.body.body) + rest)), before)
         else_region, _ = self._build_branch(branch(else_branch), before)
         self.loc = loc
+        if not then_region.ops:          # `if done: return` reads better as `if (!done) { rest }`
+            cond = semantic.elementwise(self, "invert", [cond], dtypes.int1)
+            then_region, else_region = else_region, then_region
         then_region.ops.append(Op("yield", [], [], {}, loc))
         else_region.ops.append(Op("yield", [], [], {}, loc))
         self.region.ops.append(Op("if", [cond], [], {}, loc, [then_region, else_region]))
@@ -979,5 +983,6 @@ def build_kernel_ir(fn, arg_specs, num_warps, num_stages=3) -> KernelIR:
         kernel = builder.build()
     except TranspilerError as e:
         raise e.with_context(kernel=fn.__name__)
+    remove_dead_ops(kernel)
     kernel.num_stages = num_stages
     return kernel

@@ -472,7 +472,16 @@ def _full_like(b, input, value, dtype=None):
 @rule("cast")
 def _cast(b, input, dtype, fp_downcast_rounding=None, bitcast=False):
     dt = _dtype_arg(b, dtype)
-    return cast(b, to_value(b, input, None), dt, bitcast=bool(const_value(b, bitcast, "bitcast")))
+    v = to_value(b, input, None)
+    rounding = const_value(b, fp_downcast_rounding, "fp_downcast_rounding")
+    if rounding not in (None, "rtne", "rtz"):
+        raise b.error(CompileTimeError, f"fp_downcast_rounding must be 'rtne' or 'rtz', got {rounding!r}")
+    if rounding == "rtz":
+        if not (v.dtype.is_floating() and dt.is_floating() and dt.bits < v.dtype.bits):
+            raise b.error(CompileTimeError, "fp_downcast_rounding applies only to narrowing float conversions, "
+                          f"not {v.dtype!r} to {dt!r}")
+        return b.emit("cast", [v], v.type.with_dtype(dt), rounding="rtz")
+    return cast(b, v, dt, bitcast=bool(const_value(b, bitcast, "bitcast")))
 
 
 def _check_pointer(b, ptr, what):
@@ -755,6 +764,12 @@ def _hint(kind):
 RULES["multiple_of"] = _hint("multiple_of")
 RULES["max_contiguous"] = _hint("max_contiguous")
 RULES["max_constancy"] = _hint("max_constancy")
+
+
+@rule("assume")
+def _assume(b, cond):
+    # An optimisation hint in Triton (llvm.assume); nothing here derives facts from it.
+    return None
 
 
 @rule("static_assert")

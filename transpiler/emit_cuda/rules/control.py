@@ -159,6 +159,8 @@ def if_op(em, op, layout):
             targets.append((Read(scalar=name, ctype=ct), None))
         em.bind(v, *targets[-1])
     for i, region in enumerate(op.regions):
+        if i > 0 and not targets and len(region.ops) == 1:
+            continue                      # an else branch with nothing to do is left out
         em.write(f"if ({cond}) {{" if i == 0 else "} else {")
         em.push_scope()
         em.indent += 1

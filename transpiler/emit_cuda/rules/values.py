@@ -171,6 +171,10 @@ def cast(em, op, layout):
     if op.result.dtype.is_ptr() or op.operands[0].dtype.is_ptr():
         _map(em, op, layout, lambda args: f"reinterpret_cast<{target}>({args[0]})")
         return
+    if op.attrs.get("rounding") == "rtz":
+        spelled = cspell.round_toward_zero(op.operands[0].dtype, op.result.dtype)
+        _map(em, op, layout, lambda args: spelled.format(a=args[0]))
+        return
     _map(em, op, layout, lambda args: f"tp::cast<{target}>({args[0]})")
 
 
