@@ -9,8 +9,7 @@ import transpiler.language as tl
 from transpiler.errors import DTypeError, UnsupportedSyntaxError
 from transpiler.language.extra import libdevice
 from transpiler.runtime.compiler import compile_offline, nvrtc_available
-from feature_kernels import check
-from unseen_kernels import all_cases, interpreter_only_cases, libdevice_cases, print_kernel
+from unseen_kernels import all_cases, check, libdevice_cases, print_kernel
 
 CASES = all_cases(np.random.default_rng(3))
 LIBDEVICE_CASES = libdevice_cases(np.random.default_rng(4))
@@ -43,8 +42,7 @@ def test_every_libdevice_function_compiles(name, case):
     assert result.spill_bytes == 0 and not result.warnings, result.log
 
 
-@pytest.mark.parametrize("name,case", CASES + interpreter_only_cases(np.random.default_rng(5)),
-                         ids=[c[0] for c in CASES] + [c[0] for c in interpreter_only_cases(np.random.default_rng(5))])
+@pytest.mark.parametrize("name,case", CASES, ids=[c[0] for c in CASES])
 def test_unseen_kernel_interpreted_matches_numpy(name, case):
     _interpret(case)
 
@@ -90,46 +88,32 @@ def test_print_with_a_leading_string_uses_it_as_prefix():
 # ---- clear errors for what the compiler does not support ------------------------------------------------
 
 @transpiler.jit
-def _flip(X, BLOCK: tl.constexpr):
+def _split_wide(X, BLOCK: tl.constexpr):
     o = tl.arange(0, BLOCK)
-    tl.store(X + o, tl.flip(tl.load(X + o)))
+    a, b = tl.split(tl.reshape(tl.load(X + o), (BLOCK // 4, 4)))
+    tl.store(X + tl.arange(0, BLOCK // 4), a + b)
 
 
 @transpiler.jit
-def _join(X, BLOCK: tl.constexpr):
+def _cat_2d(X, BLOCK: tl.constexpr):
     o = tl.arange(0, BLOCK)
-    a, b = tl.split(tl.join(tl.load(X + o), tl.load(X + o)))
-    tl.store(X + o, a + b)
+    x = tl.reshape(tl.load(X + o), (BLOCK // 2, 2))
+    tl.store(X + o, tl.reshape(tl.cat(x, x, can_reorder=True), (BLOCK * 2,)))
 
 
-@transpiler.jit
-def _interleave(X, BLOCK: tl.constexpr):
-    o = tl.arange(0, BLOCK)
-    x = tl.load(X + o)
-    tl.store(X + tl.arange(0, 2 * BLOCK), tl.interleave(x, x))
-
-
-@transpiler.jit
-def _cat(X, BLOCK: tl.constexpr):
-    o = tl.arange(0, BLOCK)
-    x = tl.load(X + o)
-    tl.store(X + tl.arange(0, 2 * BLOCK), tl.cat(x, x, can_reorder=True))
-
-
-@pytest.mark.parametrize("kernel,name", [(_flip, "flip"), (_join, "join"), (_interleave, "interleave"),
-                                         (_cat, "cat")])
-def test_shape_functions_without_lowering_are_reported(kernel, name):
-    with pytest.raises(UnsupportedSyntaxError, match=f"tl.{name} is not supported by the compiler"):
+@pytest.mark.parametrize("kernel,message", [(_split_wide, "tl.split needs a last dimension of size 2"),
+                                            (_cat_2d, "tl.cat needs two 1-D blocks")])
+def test_shape_function_misuse_is_reported(kernel, message):
+    from transpiler.errors import ShapeError
+    with pytest.raises(ShapeError, match=message):
         kernel.cuda_source(np.zeros(128, np.float32), BLOCK=64)
+    with pytest.raises(ShapeError, match=message.split(" needs")[0]):
+        kernel.interpret[(1,)](np.zeros(128, np.float32), BLOCK=64)
 
 
-def test_interpreter_runs_join_split_interleave_cat():
-    x = np.arange(128, dtype=np.float32)
-    for kernel, expected in ((_join, 2 * x[:64]), (_interleave, np.repeat(x[:64], 2)),
-                             (_cat, np.concatenate([x[:64], x[:64]]))):
-        y = x.copy()
-        kernel.interpret[(1,)](y, BLOCK=64)
-        np.testing.assert_array_equal(y[:len(expected)], expected)
+def test_flip_swaps_halves_with_xor_reductions():
+    src = _source(_case("flip_fp32"))
+    assert "tp::bitcast<int>" in src and "tp::combine_xor" in src
 
 
 @transpiler.jit

@@ -16,6 +16,7 @@ import transpiler
 import transpiler.language as tl
 from transpiler.language.extra import libdevice
 from feature_kernels import _poison
+from feature_kernels import check as check_values
 
 # ---------------------------------------------------------------------------------------------------------
 # Kernels
@@ -317,11 +318,27 @@ def softmax_kernel(X, SOFT, SOFT_T, BLOCK: tl.constexpr):
 
 
 @transpiler.jit
-def flip_kernel(X, FLIP, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    x = tl.load(X + row * BLOCK + cols)
-    tl.store(FLIP + row * BLOCK + cols, tl.flip(x, 0))
+def join_split_kernel(X, Y, JOINED, FIRST, SECOND, INTERLEAVED, CAT, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(X + offs)
+    y = tl.load(Y + offs)
+    joined = tl.join(x, y)
+    tl.store(JOINED + offs[:, None] * 2 + tl.arange(0, 2)[None, :], joined)
+    a, b = tl.split(tl.join(y, x))
+    tl.store(FIRST + offs, a)
+    tl.store(SECOND + offs, b)
+    tl.store(INTERLEAVED + tl.arange(0, 2 * BLOCK), tl.interleave(x, y))
+    tl.store(CAT + tl.arange(0, 2 * BLOCK), tl.cat(x, y, can_reorder=True))
+
+
+@transpiler.jit
+def flip_kernel(X, FLIP_ROWS, FLIP_COLS, BM: tl.constexpr, BN: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    offs = rm[:, None] * BN + rn[None, :]
+    x = tl.load(X + offs)
+    tl.store(FLIP_ROWS + offs, tl.flip(x, 0))
+    tl.store(FLIP_COLS + offs, x.flip())
 
 
 @transpiler.jit
@@ -695,10 +712,33 @@ def case_softmax(rng, rows=5, block=256):
                 rtol=1e-5, atol=1e-6)
 
 
-def case_flip(rng, rows=3, block=64):
-    x = rng.standard_normal((rows, block)).astype(np.float32)
-    return dict(kernel=flip_kernel, grid=(rows,), args=[x, _poison((rows, block), np.float32)],
-                constexprs=dict(BLOCK=block), outputs=[1], reference=lambda x, *rest: [x[:, ::-1]], rtol=0, atol=0)
+def _special_values(x):
+    """Values a select or a sum could get wrong: NaN, -0.0, infinities."""
+    if x.dtype.kind == "f":
+        x.reshape(-1)[:4] = [np.nan, -0.0, np.inf, -np.inf]
+    return x
+
+
+def case_join_split(rng, dtype=np.float32, block=128):
+    if np.dtype(dtype).kind == "f":
+        x, y = (_special_values(rng.standard_normal(block).astype(dtype)) for _ in range(2))
+    else:
+        x, y = (rng.integers(-100, 100, block).astype(dtype) for _ in range(2))
+    outs = [_poison((block, 2), dtype), _poison(block, dtype), _poison(block, dtype), _poison(2 * block, dtype),
+            _poison(2 * block, dtype)]
+
+    def ref(x, y, *rest):
+        return [np.stack([x, y], 1), y, x, np.stack([x, y], 1).reshape(-1), np.concatenate([x, y])]
+    return dict(kernel=join_split_kernel, grid=(1,), args=[x, y, *outs], constexprs=dict(BLOCK=block),
+                outputs=[2, 3, 4, 5, 6], reference=ref, rtol=0, atol=0, bitwise=True)
+
+
+def case_flip(rng, dtype=np.float32, bm=8, bn=64):
+    x = _special_values(rng.standard_normal((bm, bn)).astype(dtype)) if np.dtype(dtype).kind == "f" \
+        else rng.integers(-100, 100, (bm, bn)).astype(dtype)
+    return dict(kernel=flip_kernel, grid=(1,), args=[x, _poison((bm, bn), dtype), _poison((bm, bn), dtype)],
+                constexprs=dict(BM=bm, BN=bn), outputs=[1, 2], reference=lambda x, *rest: [x[::-1], x[:, ::-1]],
+                rtol=0, atol=0, bitwise=True)
 
 
 def case_early_exit(rng, n=150, block=64, programs=5):
@@ -832,6 +872,18 @@ def libdevice_cases(rng):
     return cases
 
 
+def check(case, outputs):
+    """`feature_kernels.check`, and for cases marked `bitwise` the exact bit patterns (NaN payloads, -0.0)."""
+    check_values(case, outputs)
+    if case.get("bitwise"):
+        expected = case["reference"](*case["args"])
+        for idx, exp in zip(case["outputs"], expected):
+            got = np.asarray(outputs[idx])
+            exp = np.ascontiguousarray(np.asarray(exp, dtype=got.dtype).reshape(got.shape))
+            np.testing.assert_array_equal(got.view(f"u{got.itemsize}"), exp.view(f"u{got.itemsize}"),
+                                          err_msg=f"output {idx} (bits)")
+
+
 def all_cases(rng):
     """Every unseen-kernel case, with an id."""
     return [
@@ -848,9 +900,7 @@ def all_cases(rng):
         ("helpers_mode0", case_helpers(rng, 0)), ("swizzle", case_swizzle(rng)),
         ("softmax", case_softmax(rng)), ("early_exit", case_early_exit(rng)), ("store_casts", case_store_casts(rng)),
         ("grid3d", case_grid3d(rng)), ("hash", case_hash(rng)), ("tile_reduce", case_tile_reduce(rng)),
+        ("join_split_fp32", case_join_split(rng)), ("join_split_fp16", case_join_split(rng, np.float16)),
+        ("join_split_int8", case_join_split(rng, np.int8)), ("flip_fp32", case_flip(rng)),
+        ("flip_fp16", case_flip(rng, np.float16)), ("flip_int32", case_flip(rng, np.int32)),
     ]
-
-
-def interpreter_only_cases(rng):
-    """Kernels the interpreter runs but the compiler rejects with a clear error (see test_unseen_kernels.py)."""
-    return [("flip", case_flip(rng))]

@@ -349,9 +349,9 @@ class Emitter:
         registers whose indices differ only in those bits hold equal elements, and each is computed from the
         first register of its run (`expr_at("run")`), so the C compiler folds every run into one computation."""
         name = self.array_name(v, layout)
-        if run_mask:
-            self.write(self.macros.block_elementwise_runs(self.ctype(v), name, layout.num_regs, run_mask,
-                                                          expr_at("run")))
+        per_run = expr_at("run") if run_mask else ""
+        if re.search(r"\brun\b", per_run):     # an expression reading no register needs no run index
+            self.write(self.macros.block_elementwise_runs(self.ctype(v), name, layout.num_regs, run_mask, per_run))
         else:
             self.write(self.macros.block_elementwise(self.ctype(v), name, layout.num_regs, expr_at("r")))
         self.bind(v, Read(array=name, ctype=self.ctype(v)), layout)

@@ -2,7 +2,7 @@
 
 `softmax`, `ravel` and `swizzle2d` call the builtins they are made of, as the compiler's typing rules do
 (`parse/semantic_standard.py`), so both paths round alike. `flip`, `join`, `split`, `interleave` and `cat`
-move elements with NumPy (the compiler does not support them yet).
+move elements with NumPy, independently of the compiler's select/xor-reduction constructions.
 """
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
 """Triton's `standard` library functions: `tl.softmax`, `tl.ravel`, `tl.swizzle2d`, `tl.flip`, and the
 two-block shape functions `tl.join`, `tl.split`, `tl.interleave`, `tl.cat`.
 
-The first three are compositions of other builtins on both paths (`parse/semantic_standard.py`,
-`interpreter/standard_rules.py`). The shape functions run in the interpreter; the compiler reports them as
-not supported yet (their data movement between threads has no lowering).
+The compiler builds each from other builtins (`parse/semantic_standard.py`); the interpreter computes
+them with NumPy or the same builtins (`interpreter/standard_rules.py`).
 """
 from __future__ import annotations
 

@@ -1,15 +1,18 @@
 """Typing of Triton's standard-library functions that are compositions of other builtins:
-`tl.softmax`, `tl.ravel` and `tl.swizzle2d` (`transpiler/language/standard.py`).
+`tl.softmax`, `tl.ravel`, `tl.swizzle2d`, and the shape functions `tl.join`, `tl.split`, `tl.interleave`,
+`tl.cat`, `tl.flip` (`transpiler/language/standard.py`).
 
-Each rule calls the rules of the builtins it is made of, in the order Triton's own definitions use, so the
-IR (and the generated CUDA) is what the user would get by writing the composition out. `tl.flip`, `tl.join`,
-`tl.split`, `tl.interleave` and `tl.cat` have no rule: the compiler reports them as not supported yet.
+Each rule calls the rules of the builtins it is made of, so the IR (and the generated CUDA) is what the user
+would get by writing the composition out; no new op, analysis or lowering is involved.
 """
 from __future__ import annotations
 
 import builtins
 
-from .semantic import RULES, binary_op, const_value, is_const, rule, to_value
+from .. import dtypes
+from ..errors import DTypeError, ShapeError
+from .semantic import (RULES, binary_op, broadcast_pair, broadcast_to_shape, cast, const_value, expand_dims, is_const,
+                       rule, to_value)
 
 
 @rule("softmax")
@@ -44,3 +47,94 @@ def _swizzle2d(b, i, j, size_i, size_j, size_g):
     return (binary_op(b, "add", off_i, binary_op(b, "mod", ij, group_rows)),
             binary_op(b, "floordiv", ij, group_rows))
 
+
+
+# ---- shape functions built from selects, reductions and reshapes ----------------------------------------
+# Each is exact for every dtype: split and flip move bit patterns (floats through same-width integers), so
+# NaN payloads and -0.0 survive. The layouts the pieces ask for do the data movement between threads.
+
+_BITS = {8: dtypes.int8, 16: dtypes.int16, 32: dtypes.int32, 64: dtypes.int64}
+
+
+def _to_bits(b, v):
+    if v.dtype is dtypes.int1:
+        return cast(b, v, dtypes.int8)
+    return v if v.dtype.is_int() else cast(b, v, _BITS[v.dtype.bits], bitcast=True)
+
+
+def _from_bits(b, bits, dt):
+    if dt is dtypes.int1:
+        return cast(b, bits, dt)
+    return bits if dt.is_int() else cast(b, bits, dt, bitcast=True)
+
+
+def _index_along_last(b, shape):
+    """int32 block of `shape` holding each element's index along the last dimension."""
+    idx = RULES["arange"](b, 0, shape[-1])
+    for _ in shape[:-1]:
+        idx = expand_dims(b, idx, 0)
+    return broadcast_to_shape(b, idx, shape)
+
+
+@rule("join")
+def _join(b, a, b_):
+    x, y = broadcast_pair(b, to_value(b, a), to_value(b, b_))
+    if x.dtype is not y.dtype:
+        raise b.error(DTypeError, f"tl.join needs two blocks of one dtype, got {x.dtype!r} and {y.dtype!r}")
+    shape = tuple(x.shape) + (2,)
+    first = binary_op(b, "eq", _index_along_last(b, shape), 0)
+    x = broadcast_to_shape(b, expand_dims(b, x, len(x.shape)), shape)
+    y = broadcast_to_shape(b, expand_dims(b, y, len(y.shape)), shape)
+    return RULES["where"](b, first, x, y)
+
+
+@rule("split")
+def _split(b, a):
+    v = to_value(b, a)
+    if not v.shape or v.shape[-1] != 2:
+        raise b.error(ShapeError, f"tl.split needs a last dimension of size 2, got shape {list(v.shape)}")
+    bits = _to_bits(b, v)
+    index = _index_along_last(b, v.shape)
+    halves = []
+    for k in (0, 1):
+        only_k = RULES["where"](b, binary_op(b, "eq", index, k), bits, 0)
+        halves.append(_from_bits(b, RULES["xor_sum"](b, only_k, len(v.shape) - 1), v.dtype))
+    return tuple(halves)
+
+
+@rule("interleave")
+def _interleave(b, a, b_):
+    joined = _join(b, a, b_)
+    if len(joined.shape) == 1:
+        return joined
+    return RULES["reshape"](b, joined, *joined.shape[:-2], 2 * joined.shape[-2])
+
+
+@rule("cat")
+def _cat(b, input, other, can_reorder=False):
+    x, y = to_value(b, input), to_value(b, other)
+    if len(x.shape) != 1 or x.shape != y.shape:
+        raise b.error(ShapeError, f"tl.cat needs two 1-D blocks of one shape, got {list(x.shape)} and "
+                      f"{list(y.shape)}")
+    # join gives (n, 2); its transpose (2, n) read row-major is x followed by y.
+    return RULES["reshape"](b, RULES["trans"](b, _join(b, x, y)), 2 * x.shape[0])
+
+
+@rule("flip")
+def _flip(b, x, dim=None):
+    v = to_value(b, x)
+    rank = len(v.shape)
+    dim = const_value(b, dim, "tl.flip's dim")
+    dim = rank - 1 if dim is None else dim
+    if not -rank <= dim < rank:
+        raise b.error(ShapeError, f"tl.flip's dim {dim} is out of range for a block of rank {rank}")
+    dim %= rank
+    steps = v.shape[dim].bit_length() - 1
+    if steps == 0:
+        return v
+    # Index j along `dim` reversed is n - 1 - j: every bit of j complemented. With `dim` split into `steps`
+    # axes of size 2, swapping the two halves of each axis (y ^ xor of the pair) complements one bit.
+    y = RULES["reshape"](b, _to_bits(b, v), *v.shape[:dim], *([2] * steps), *v.shape[dim + 1:])
+    for axis in builtins.range(dim, dim + steps):
+        y = binary_op(b, "xor", y, RULES["xor_sum"](b, y, axis, keep_dims=True))
+    return _from_bits(b, RULES["reshape"](b, y, *v.shape), v.dtype)
