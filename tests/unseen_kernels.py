@@ -365,6 +365,23 @@ def early_exit_kernel(X, Y, N, BLOCK: tl.constexpr = 64):
 
 
 @transpiler.jit
+def returns_kernel(X, N, GUARD: tl.constexpr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    if GUARD:
+        if pid >= N: return                              # noqa: E701  (one-line early exit)
+        tl.store(X + offs, tl.load(X + offs) * 10)
+    if pid == 0:
+        tl.store(X + offs, -1.0)
+        return
+    elif pid == 1:
+        return
+    else:
+        x = tl.load(X + offs)
+    tl.store(X + offs, x + 1)
+
+
+@transpiler.jit
 def store_casts_kernel(X, Y16, POSITIVE, RTZ16, RTZ_BF16_BITS, N, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < N
@@ -753,6 +770,25 @@ def case_early_exit(rng, n=150, block=64, programs=5):
                 reference=ref, rtol=1e-6, atol=1e-6)
 
 
+def case_returns(rng, guard, programs=5, n=3, block=32):
+    x = rng.standard_normal(programs * block).astype(np.float32)
+
+    def ref(x, n):
+        out = _f64(x).reshape(programs, block).copy()
+        for pid in range(programs):
+            if guard:
+                if pid >= n:
+                    continue
+                out[pid] *= 10
+            if pid == 0:
+                out[pid] = -1
+            elif pid >= 2:
+                out[pid] += 1
+        return [out.reshape(-1)]
+    return dict(kernel=returns_kernel, grid=(programs,), args=[x, n], constexprs=dict(GUARD=guard, BLOCK=block),
+                outputs=[0], reference=ref, rtol=1e-6, atol=1e-6)
+
+
 def _bf16_rtz_bits(x):
     return (x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16).view(np.int16)
 
@@ -899,6 +935,7 @@ def all_cases(rng):
         ("shapes", case_shapes(rng)), ("while", case_while(rng)), ("helpers_mode1", case_helpers(rng, 1)),
         ("helpers_mode0", case_helpers(rng, 0)), ("swizzle", case_swizzle(rng)),
         ("softmax", case_softmax(rng)), ("early_exit", case_early_exit(rng)), ("store_casts", case_store_casts(rng)),
+        ("returns_guarded", case_returns(rng, True)), ("returns", case_returns(rng, False)),
         ("grid3d", case_grid3d(rng)), ("hash", case_hash(rng)), ("tile_reduce", case_tile_reduce(rng)),
         ("join_split_fp32", case_join_split(rng)), ("join_split_fp16", case_join_split(rng, np.float16)),
         ("join_split_int8", case_join_split(rng, np.int8)), ("flip_fp32", case_flip(rng)),

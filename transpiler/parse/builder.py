@@ -271,13 +271,16 @@ class Builder:
 
     # -- if ------------------------------------------------------------------------------------------------
     def _stmt_If(self, stmt, rest=None):
-        """Build an if statement. With `rest` (the statements after an if that holds a `return`), a runtime
-        if takes them into each branch that does not return, as Triton's early return means, and returns
-        True: the caller's block ends here. A constant condition just builds the chosen branch (False)."""
+        """Build an if statement. With `rest` (the statements after an if that holds a `return`), each branch
+        that does not return runs on into `rest`, as an early return means, and the result is True: the
+        caller's block ends here. Without `rest` the result is False."""
         cond = self.eval(stmt.test)
         if isinstance(cond, constexpr):
             cond = cond.value
         if semantic.is_const(cond):
+            if rest is not None:          # a return in the chosen branch must skip `rest` too
+                self._chosen_branch_then(stmt, bool(cond), rest)
+                return True
             if cond:
                 self._block(stmt.body)
             elif stmt.orelse is not None:
@@ -336,19 +339,8 @@ class Builder:
                     self.return_depth = saved
             return run
 
-        def else_branch():
-            orelse = stmt.orelse
-            if orelse is None:
-                self._block(rest)
-            elif isinstance(orelse, cst.If):
-                self.loc = self.scope.parsed.loc(orelse)
-                if not self._stmt_If(orelse, rest):
-                    self._block(rest)
-            else:
-                self._block(list(orelse.body.body) + rest)
-
-        then_region, _ = self._build_branch(branch(lambda: self._block(list(stmt.body.body) + rest)), before)
-        else_region, _ = self._build_branch(branch(else_branch), before)
+        then_region, _ = self._build_branch(branch(lambda: self._chosen_branch_then(stmt, True, rest)), before)
+        else_region, _ = self._build_branch(branch(lambda: self._chosen_branch_then(stmt, False, rest)), before)
         self.loc = loc
         if not then_region.ops:          # `if done: return` reads better as `if (!done) { rest }`
             cond = semantic.elementwise(self, "invert", [cond], dtypes.int1)
@@ -357,6 +349,18 @@ class Builder:
         else_region.ops.append(Op("yield", [], [], {}, loc))
         self.region.ops.append(Op("if", [cond], [], {}, loc, [then_region, else_region]))
         self.scope.locals = before
+
+    def _chosen_branch_then(self, stmt, taken, rest):
+        """Build the then (`taken`) or else branch of `stmt` followed by `rest`; a `return` in it skips `rest`."""
+        if taken:
+            self._block(list(stmt.body.body) + rest)
+        elif stmt.orelse is None:
+            self._block(rest)
+        elif isinstance(stmt.orelse, cst.If):
+            self.loc = self.scope.parsed.loc(stmt.orelse)
+            self._stmt_If(stmt.orelse, rest)
+        else:
+            self._block(list(stmt.orelse.body.body) + rest)
 
     def _else(self, orelse):
         if isinstance(orelse, cst.If):
