@@ -373,7 +373,7 @@ class Kernel:
         entry = cache.load(disk_key)
         if entry is None:
             emitted = self._generate(key, values, num_warps, num_stages)
-            param_kinds = [None if c else ("ptr" if part[0] == "ptr" else part[0])
+            param_kinds = [None if c else ("ptr" if part[0] in ("ptr", "none") else part[0])
                            for part, c in zip(key, self._constexpr_mask)]
             entry = {"name": self.fn.__name__, "source": emitted.source, "param_kinds": param_kinds,
                      "shared_bytes": emitted.shared_bytes}

@@ -3,7 +3,8 @@
 Decides, per argument, the key part that selects a compiled variant, as Triton does: for pointers the element
 type and whether the address is 16-byte aligned; for integers int32 / uint32 / int64 / uint64 by value,
 whether the value is 1 (then folded to the constant 1) and whether it is divisible by 16; Python floats are
-fp32, bools int1; NumPy scalars keep their type; constexprs by value. The same pass collects what the launch
+fp32, bools int1; NumPy scalars keep their type; None is None to the compiler (as in Triton: `if B is not
+None:` folds) and a null pointer in its slot; constexprs by value. The same pass collects what the launch
 needs: the value of each runtime parameter slot (an address or a scalar), the device holding the arrays and
 which frameworks they come from. `analysis/specialization.py` turns the key parts back into what the IR
 builder is told.
@@ -37,6 +38,7 @@ NO_DEVICE = -1
 
 FP32 = ("fp32",)
 INT1 = ("int1",)
+NONE = ("none",)         # a None given for a pointer (an optional bias): a null slot, None to the compiler
 _INT_PARTS = {}          # (dtype name, equal to one, divisible by 16) -> the one shared tuple
 _PTR_PARTS = {}          # array dtype object (NumPy, torch) -> (unaligned part, aligned part)
 _PTR_BY_NAME = {}        # our dtype name -> the same pair
@@ -242,6 +244,8 @@ def _other(v, name, kernel_name):
     array in host memory is marked HOST: a launch refuses it (`refusal`), `cuda_source` and friends take it."""
     if type(v) is bool or isinstance(v, np.generic):
         return _scalar_part(v, name, kernel_name), v, NO_DEVICE, 0
+    if v is None:
+        return NONE, 0, NO_DEVICE, 0
     info = _array(v, name, kernel_name)
     part = _parts(info.dtype, name, kernel_name)[info.ptr % ALIGNMENT == 0]
     if info.device is None:

@@ -183,3 +183,15 @@ def test_rtz_on_a_non_narrowing_float_conversion_is_an_error():
     from transpiler.errors import CompileTimeError
     with pytest.raises(CompileTimeError, match="fp_downcast_rounding applies only to narrowing float"):
         _rtz_int.cuda_source(np.zeros(64, np.float32), BLOCK=64)
+
+
+def test_none_for_a_pointer_is_none_in_the_kernel_and_a_null_slot_at_launch():
+    from transpiler.runtime import launch_key
+    from unseen_kernels import optional_affine_kernel
+    key, values, _, _ = launch_key.launch_facts((False, False), (None, 5), ("B", "N"), "k")
+    assert key[0] == ("none",) and values == [0, 5]
+    x = np.ones((2, 8), np.float32)
+    variant = optional_affine_kernel.compiled_variant(x, None, x[0], x, 8, BLOCK=8)
+    # every runtime parameter keeps its slot (W's is a null pointer); W's load is folded away
+    assert variant.slot_kinds == ["ptr", "ptr", "ptr", "ptr", "int32"]
+    assert "= W + " not in variant.source and "= B + " in variant.source

@@ -382,6 +382,19 @@ def returns_kernel(X, N, GUARD: tl.constexpr, BLOCK: tl.constexpr):
 
 
 @transpiler.jit
+def optional_affine_kernel(X, W, B, Y, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    y = tl.load(X + row * N + cols, mask=mask, other=0.0)
+    if W is not None:
+        y = y * tl.load(W + cols, mask=mask)
+    if B is not None:
+        y = y + tl.load(B + cols, mask=mask)
+    tl.store(Y + row * N + cols, y, mask=mask)
+
+
+@transpiler.jit
 def store_casts_kernel(X, Y16, POSITIVE, RTZ16, RTZ_BF16_BITS, N, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < N
@@ -789,6 +802,19 @@ def case_returns(rng, guard, programs=5, n=3, block=32):
                 outputs=[0], reference=ref, rtol=1e-6, atol=1e-6)
 
 
+def case_optional_affine(rng, has_w, has_b, m=5, n=300):
+    x = rng.standard_normal((m, n)).astype(np.float32)
+    w = rng.standard_normal(n).astype(np.float32) if has_w else None
+    b = rng.standard_normal(n).astype(np.float32) if has_b else None
+
+    def ref(x, w, b, *rest):
+        y = _f64(x)
+        y = y * w if w is not None else y
+        return [y + b if b is not None else y]
+    return dict(kernel=optional_affine_kernel, grid=(m,), args=[x, w, b, _poison((m, n), np.float32), n],
+                constexprs=dict(BLOCK=512), outputs=[3], reference=ref, rtol=1e-6, atol=1e-6)
+
+
 def _bf16_rtz_bits(x):
     return (x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16).view(np.int16)
 
@@ -936,6 +962,9 @@ def all_cases(rng):
         ("helpers_mode0", case_helpers(rng, 0)), ("swizzle", case_swizzle(rng)),
         ("softmax", case_softmax(rng)), ("early_exit", case_early_exit(rng)), ("store_casts", case_store_casts(rng)),
         ("returns_guarded", case_returns(rng, True)), ("returns", case_returns(rng, False)),
+        ("optional_w_and_b", case_optional_affine(rng, True, True)),
+        ("optional_no_w", case_optional_affine(rng, False, True)),
+        ("optional_no_b", case_optional_affine(rng, True, False)),
         ("grid3d", case_grid3d(rng)), ("hash", case_hash(rng)), ("tile_reduce", case_tile_reduce(rng)),
         ("join_split_fp32", case_join_split(rng)), ("join_split_fp16", case_join_split(rng, np.float16)),
         ("join_split_int8", case_join_split(rng, np.int8)), ("flip_fp32", case_flip(rng)),

@@ -18,6 +18,8 @@ def arg_spec(name, key_part, constexpr_value=None, is_constexpr=False) -> ArgSpe
     if is_constexpr:
         return ArgSpec(name, constexpr=constexpr_value, is_constexpr=True)
     kind = key_part[0]
+    if kind == "none":       # None for a pointer: None in the kernel, an unused pointer parameter in C
+        return ArgSpec(name, dtypes.pointer_type(dtypes.int8), constexpr=None, is_none=True)
     if kind == "ptr":
         return ArgSpec(name, dtypes.pointer_type(dtypes.by_name(key_part[1])),
                        divisibility=ALIGNMENT if key_part[2] else 1)

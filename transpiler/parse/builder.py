@@ -167,6 +167,8 @@ class Builder:
             if spec.equal_to_one:
                 # Triton specializes integer arguments equal to 1 into the constant 1.
                 self.scope.locals[spec.name] = 1
+            elif spec.is_none:
+                self.scope.locals[spec.name] = None
             else:
                 self.scope.locals[spec.name] = value
         assert [s.name for s in self.arg_specs] == params[:len(self.arg_specs)]
@@ -710,7 +712,9 @@ class Builder:
             if op in _CMPOPS:
                 r = semantic.binary_op(self, _CMPOPS[op], left, right)
             elif op in (cst.Is, cst.IsNot, cst.In, cst.NotIn):
-                if not (semantic.is_const(left) and semantic.is_const(right)):
+                # `B is not None` on a runtime value is known (True) while compiling, as in Triton.
+                identity_with_none = op in (cst.Is, cst.IsNot) and (left is None or right is None)
+                if not (semantic.is_const(left) and semantic.is_const(right)) and not identity_with_none:
                     raise self.error(UnsupportedSyntaxError, f"'{_cmp_text(op)}' works on constexprs only")
                 r = {cst.Is: lambda a, b: a is b, cst.IsNot: lambda a, b: a is not b,
                      cst.In: lambda a, b: a in b, cst.NotIn: lambda a, b: a not in b}[op](left, right)

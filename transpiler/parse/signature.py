@@ -19,11 +19,12 @@ class ArgSpec:
     is_constexpr: bool = False
     divisibility: int = 1               # bytes of alignment for pointers; elements for integers
     equal_to_one: bool = False
+    is_none: bool = False               # None was passed: the kernel sees None, C keeps the parameter slot
 
     def key(self):
         if self.is_constexpr:
             return ("c", self.name, _hashable(self.constexpr))
-        return (self.name, self.dtype.name, self.divisibility, self.equal_to_one)
+        return (self.name, self.dtype.name, self.divisibility, self.equal_to_one, self.is_none)
 
 
 def _hashable(v):
