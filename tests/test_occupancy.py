@@ -40,9 +40,11 @@ def test_register_budget_is_the_largest_count_that_keeps_the_step():
 
 @pytest.mark.parametrize("registers, threads, shared, arch, want", [
     (40, 512, 128, "sm_90a", 4),    # the softmax case: 32 registers are 80% of 40
-    (59, 512, 128, "sm_90a", None),  # three programs would allow 40: too far below 59
+    (59, 512, 128, "sm_90a", 3),    # three programs allow 40, 68% of 59: worth a try (it spills: dropped)
+    (43, 1024, 128, "sm_90a", 2),   # one program of 32 warps -> two at 32 registers
+    (120, 512, 128, "sm_90a", None),  # two programs would allow 64: too far below 120
     (32, 512, 128, "sm_90a", None),  # already at the thread limit
-    (128, 256, 64, "sm_90a", None),  # three programs would allow 80 of 128
+    (128, 256, 64, "sm_90a", 3),    # three programs allow 80 of 128 (62%): tried (layernorm 12288 spills there)
     (63, 256, 64, "sm_90a", 5),     # five programs allow 48, 76% of 63: worth a try
     (48, 128, 0, "sm_90a", None),   # ten programs of 128 threads already overlap: left as ptxas chose
     (40, 512, 60 * 1024, "sm_90a", None),   # shared memory, not registers, limits occupancy
@@ -136,6 +138,14 @@ def test_fp16_softmax_over_8192_columns_gets_four_programs_per_sm_without_spills
 
 
 @needs_nvrtc
+def test_one_program_of_32_warps_becomes_two():
+    x = np.zeros((4, 16384), np.float16)
+    var = softmax.softmax_kernel.compiled_variant(x, x, 16384, 16384, 16384, BLOCK=16384, num_warps=32)
+    _, result = compile_tuned(var.source, var.name, "sm_90a", var.shared_bytes)
+    assert (result.min_blocks, result.blocks_per_sm) == (2, 2) and result.registers <= 32
+
+
+@needs_nvrtc
 def test_without_the_define_the_bound_is_the_plain_one():
     # An explicit minimum of 1 lets ptxas take up to 255 registers (168 for this layernorm, one program per
     # SM); without the define the kernel must compile exactly as under __launch_bounds__(256).
@@ -143,7 +153,7 @@ def test_without_the_define_the_bound_is_the_plain_one():
     assert compile_offline(var.source, "sm_90a").registers == compile_offline(
         var.source.replace("#ifdef TP_MIN_BLOCKS_PER_SM", "#if 0"), "sm_90a").registers <= 128
     _, result = compile_tuned(var.source, var.name, "sm_90a", var.shared_bytes)
-    assert (result.min_blocks, result.blocks_per_sm) == (1, 2)
+    assert (result.min_blocks, result.blocks_per_sm, result.tried) == (1, 2, 3)
 
 
 def test_tensor_core_kernels_keep_the_plain_bound():
