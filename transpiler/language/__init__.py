@@ -285,6 +285,13 @@ def static_range(arg1, arg2=None, step=None):
     """A loop unrolled at compile time; bounds must be constexpr."""
 
 
+# ---- random numbers (language code, inlined like @transpile helpers: see random.py) -------------------------
+
+from . import random  # noqa: E402
+from .random import (pair_uniform_to_normal, philox, philox_impl, rand, rand4x, randint, randint4x,  # noqa: E402
+                     randn, randn4x, uint_to_uniform_float)
+
+
 class PropagateNan:
     """Whether `minimum`/`maximum` return NaN when either input is NaN (ALL) or prefer the number (NONE)."""
 
