@@ -322,3 +322,35 @@ def test_to_tensor_and_dtype_predicates_in_kernels(path):
     else:
         to_tensor_types_kernel.interpret[(1,)](x, out, BLOCK=8)
         np.testing.assert_array_equal(out, np.arange(8) * 3.0)
+
+
+# ---- the same kernel file under Triton ---------------------------------------------------------------------
+
+TRITON_SIGNATURES = {
+    "dropout_kernel": ({"X": "*fp32", "OUT": "*fp32", "N": "i32", "p": "fp32", "seed": "i32", "BLOCK": "constexpr"},
+                       {"BLOCK": 1024}, lambda k: k.cuda_source(np.zeros(8, np.float32), np.zeros(8, np.float32), 8,
+                                                               0.5, 3, BLOCK=1024)),
+    "scalar_offset_kernel": ({"BITS": "*i32", "UNIFORM": "*fp32", "NORMAL": "*fp32", "seed": "i64"}, {},
+                             lambda k: k.cuda_source(np.zeros(8, np.int32), np.zeros(8, np.float32),
+                                                     np.zeros(8, np.float32), 2**40)),
+}
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("name", sorted(TRITON_SIGNATURES))
+def test_triton_compiles_the_same_file_to_as_many_high_multiplies(name):
+    """The kernel file is plain Triton (bench/twins.py loads it with `transpiler` standing for Triton), and
+    both compilers' PTX computes Philox with the same number of mul.hi.u32 (Triton shares one Philox call
+    among randint, rand and randn of one offset; NVRTC merges our three the same way)."""
+    triton = pytest.importorskip("triton")
+    from pathlib import Path
+
+    from bench.twins import load
+    from triton.backends.compiler import GPUTarget
+    import random_kernels
+    signature, constexprs, ours = TRITON_SIGNATURES[name]
+    twin = load(Path(random_kernels.__file__), "triton")
+    theirs = triton.compile(triton.compiler.ASTSource(getattr(twin, name), signature, constexprs),
+                            target=GPUTarget("cuda", 90, 32)).asm["ptx"]
+    mine = compile_offline(ours(getattr(random_kernels, name)), "sm_90a").ptx
+    assert mine.count("mul.hi.u32") == theirs.count("mul.hi.u32") > 0
