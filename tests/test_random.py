@@ -354,3 +354,23 @@ def test_triton_compiles_the_same_file_to_as_many_high_multiplies(name):
                             target=GPUTarget("cuda", 90, 32)).asm["ptx"]
     mine = compile_offline(ours(getattr(random_kernels, name)), "sm_90a").ptx
     assert mine.count("mul.hi.u32") == theirs.count("mul.hi.u32") > 0
+
+
+@transpiler.jit
+def block_seed_kernel(SEEDS, OUT, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    tl.store(OUT + i, tl.randint(tl.load(SEEDS + i), i))
+
+
+def test_a_block_of_seeds_gives_one_stream_per_element():
+    seeds = np.array([1, -5, 2**40, 7, 0, -2**63, 2**62, 3], np.int64)
+    out = poisoned(8, np.uint32)
+    block_seed_kernel.interpret[(1,)](seeds, out, BLOCK=8)
+    expected = [randint4x_reference(int(s), np.array([i], np.int32))[0, 0] for i, s in enumerate(seeds)]
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_star_import_leaves_the_standard_random_module_alone():
+    namespace = {}
+    exec("import random\nfrom transpiler.language import *", namespace)
+    assert namespace["random"].__name__ == "random" and namespace["rand"] is tl.rand

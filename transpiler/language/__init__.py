@@ -329,4 +329,6 @@ TENSOR_METHODS = {
     "expand_dims": "expand_dims", "reduce": "reduce", "xor_sum": "xor_sum",
 }
 
-__all__ = [n for n in dir() if not n.startswith("_")]
+# `tl.random` is reachable as an attribute, as in Triton, but `from transpiler.language import *` must not
+# shadow the standard library's `random`.
+__all__ = [n for n in dir() if not n.startswith("_") and n != "random"]
