@@ -8,9 +8,9 @@ import transpiler.language as tl
 @transpiler.jit
 def unused_values_kernel(X, OUT, scale, N, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    unused_scalar = scale * 37 + 11          # nothing reads it
-    unused_block = offs * 5 - 3              # nor this
-    x = tl.load(X + offs, mask=offs < N)     # a load stays even when unread
+    unused_scalar = scale * 37 + 11          # nothing reads it  # noqa: F841
+    unused_block = offs * 5 - 3              # nor this  # noqa: F841
+    x = tl.load(X + offs, mask=offs < N)     # a load stays even when unread  # noqa: F841
     tl.store(OUT + offs, offs * 2, mask=offs < N)
 
 

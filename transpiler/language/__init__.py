@@ -287,7 +287,7 @@ def static_range(arg1, arg2=None, step=None):
 
 # ---- random numbers (language code, inlined like @transpile helpers: see random.py) -------------------------
 
-from . import random  # noqa: E402
+from . import random  # noqa: E402,F401  (`tl.random`, as in Triton)
 from .random import (pair_uniform_to_normal, philox, philox_impl, rand, rand4x, randint, randint4x,  # noqa: E402
                      randn, randn4x, uint_to_uniform_float)
 

@@ -15,8 +15,8 @@ wrapping additions; the numbers are Triton's, bit for bit, for the same seed, of
 - `pair_uniform_to_normal(u1, u2)`: two standard normal float32 from two uniforms (Box-Muller); `randn`,
   `randn4x`.
 
-A seed is an integer scalar (a kernel argument or a Python int); offsets are an integer block or scalar, and
-each distinct (seed, offset) gives an independent stream.
+A seed is an integer (a kernel argument, a constexpr, a Python int, or a block of them); offsets are an
+integer block or scalar, and each distinct (seed, offset) gives an independent stream.
 """
 from __future__ import annotations
 
@@ -33,7 +33,8 @@ _PHILOX_CONSTANTS = {
     64: (0x9E3779B97F4A7C15, 0xBB67AE8584CAA73B, 0xD2E7470EE14C6C93, 0xCA5A826395121157),
 }
 
-# The largest float32 (float32 for 64-bit input too) whose product with 2**(bits - 1) - 1 rounds below 1.
+# Word width -> the largest scale whose product with the largest folded word, 2**(bits - 1) - 1, rounds below 1
+# in float32 (the result is float32 for both widths).
 _UNIFORM_SCALE = {32: 4.6566127342e-10, 64: 1.0842020432385337e-19}
 
 
