@@ -144,6 +144,11 @@ def cast(input, dtype, fp_downcast_rounding=None, bitcast=False):
     return Tensor(numeric.cast(x.data, x.dtype, target, rounding), target)
 
 
+@rule("to_tensor")
+def to_tensor_(x):
+    return to_tensor(x, "the input of tl.core.to_tensor")
+
+
 # ---- memory -----------------------------------------------------------------------------------------------
 
 

@@ -285,6 +285,13 @@ def static_range(arg1, arg2=None, step=None):
     """A loop unrolled at compile time; bounds must be constexpr."""
 
 
+# ---- random numbers (language code, inlined like @transpile helpers: see random.py) -------------------------
+
+from . import random  # noqa: E402,F401  (`tl.random`, as in Triton)
+from .random import (pair_uniform_to_normal, philox, philox_impl, rand, rand4x, randint, randint4x,  # noqa: E402
+                     randn, randn4x, uint_to_uniform_float)
+
+
 class PropagateNan:
     """Whether `minimum`/`maximum` return NaN when either input is NaN (ALL) or prefer the number (NONE)."""
 
@@ -322,4 +329,6 @@ TENSOR_METHODS = {
     "expand_dims": "expand_dims", "reduce": "reduce", "xor_sum": "xor_sum",
 }
 
-__all__ = [n for n in dir() if not n.startswith("_")]
+# `tl.random` is reachable as an attribute, as in Triton, but `from transpiler.language import *` must not
+# shadow the standard library's `random`.
+__all__ = [n for n in dir() if not n.startswith("_") and n != "random"]

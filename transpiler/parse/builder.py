@@ -19,6 +19,7 @@ from ..errors import (CompileTimeError, NameResolutionError, ShapeError, Transpi
 from ..language import TENSOR_METHODS
 from ..language.core import BUILTINS, builtin_name, constexpr
 from . import semantic, semantic_dot, semantic_reduce  # noqa: F401  (they register their rules)
+from .dead_code import remove_dead_code
 from .ir import Argument, KernelIR, Op, Region, Type, Value
 from .source import parsed_function
 
@@ -720,6 +721,9 @@ class Builder:
             return self.inline_call(kernel_function(fn), args, kwargs)
         if fn is constexpr:
             return args[0]
+        if inspect.ismethod(fn) and isinstance(fn.__self__, dtypes.dtype):
+            # `x.dtype.is_int()`, `P.dtype.element_ty.is_fp16()`: a question about a type, answered now.
+            return fn(*args, **kwargs)
         if fn is builtins.print:
             return semantic.RULES["device_print"](self, "", *args)
         if fn in _RUNTIME_BUILTINS and any(isinstance(a, Value) for a in args) and not kwargs:
@@ -886,5 +890,6 @@ def build_kernel_ir(fn, arg_specs, num_warps, num_stages=3) -> KernelIR:
         kernel = builder.build()
     except TranspilerError as e:
         raise e.with_context(kernel=fn.__name__)
+    remove_dead_code(kernel)
     kernel.num_stages = num_stages
     return kernel

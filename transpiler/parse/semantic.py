@@ -475,6 +475,11 @@ def _cast(b, input, dtype, fp_downcast_rounding=None, bitcast=False):
     return cast(b, to_value(b, input, None), dt, bitcast=bool(const_value(b, bitcast, "bitcast")))
 
 
+@rule("to_tensor")
+def _to_tensor(b, x):
+    return to_value(b, x)
+
+
 def _check_pointer(b, ptr, what):
     if is_const(ptr) or not ptr.dtype.is_ptr():
         raise b.error(DTypeError, f"{what} needs a pointer (or a block of pointers), not "
