@@ -80,6 +80,22 @@ def linear_recurrence_kernel(A, B, H, M, N, BM: tl.constexpr, BN: tl.constexpr, 
 
 
 @transpiler.jit
+def _argmax_so_far(v_left, i_left, v_right, i_right):
+    right_wins = v_right > v_left
+    return tl.where(right_wins, v_right, v_left), tl.where(right_wins, i_right, i_left)
+
+
+@transpiler.jit
+def running_argmax_kernel(X, V, I, N, BLOCK: tl.constexpr):
+    """(value, index) pairs of two types: the running maximum of a row and where it first occurred."""
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(X + offs, mask=offs < N, other=float("-inf"))
+    v, i = tl.associative_scan((x, offs), 0, _argmax_so_far)
+    tl.store(V + offs, v, mask=offs < N)
+    tl.store(I + offs, i, mask=offs < N)
+
+
+@transpiler.jit
 def chunked_cumsum_kernel(X, Y, N, BLOCK: tl.constexpr):
     """A row longer than the block: each chunk's cumsum plus the running total (a scan inside a loop)."""
     carry = 0.0
@@ -88,6 +104,19 @@ def chunked_cumsum_kernel(X, Y, N, BLOCK: tl.constexpr):
         x = tl.load(X + offs, mask=offs < N, other=0.0)
         tl.store(Y + offs, tl.cumsum(x, 0) + carry, mask=offs < N)
         carry += tl.sum(x, axis=0)
+
+
+@transpiler.jit
+def cumsum_transposed_flat_kernel(X, Y, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    """cumsum over the column-major order of a block: its layout (transposed, flattened) interleaves lanes,
+    warps and registers along the axis, so the scan runs in the default layout after a conversion."""
+    rows = tl.arange(0, BM)
+    cols = tl.arange(0, BN)
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    x = tl.load(X + rows[:, None] * N + cols[None, :], mask=mask, other=0.0)
+    y = tl.cumsum(tl.reshape(tl.trans(x), BM * BN), 0)
+    flat = tl.arange(0, BM * BN)
+    tl.store(Y + flat, y)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -191,6 +220,18 @@ def case_linear_recurrence(rng, reverse=False, m=6, n=300, bm=8, bn=512, num_war
                 reference=lambda a, b, *r: [_recurrence_ref(a, b, reverse)], rtol=1e-4, atol=1e-4)
 
 
+def case_running_argmax(rng, n=700, block=1024, num_warps=4):
+    x = rng.standard_normal(n).astype(np.float32)
+    v, i = _poison(n, np.float32), _poison(n, np.int32)
+
+    def ref(x, *r):
+        best = np.maximum.accumulate(x)
+        first = np.array([int(np.argmax(x[:t + 1])) for t in range(n)])
+        return [best, first]
+    return dict(kernel=running_argmax_kernel, grid=(1,), args=[x, v, i, n], constexprs=dict(BLOCK=block),
+                outputs=[1, 2], num_warps=num_warps, reference=ref, rtol=0, atol=0)
+
+
 def case_chunked_cumsum(rng, n=2500, block=512, num_warps=4):
     x = rng.standard_normal(n).astype(np.float32)
     y = _poison(n, np.float32)
@@ -199,13 +240,30 @@ def case_chunked_cumsum(rng, n=2500, block=512, num_warps=4):
                 rtol=1e-5, atol=2e-6 * n)
 
 
+def case_cumsum_transposed_flat(rng, m=3, n=50, bm=4, bn=64, num_warps=4):
+    x = rng.standard_normal((m, n)).astype(np.float32)
+    y = _poison(bm * bn, np.float32)
+
+    def ref(x, *r):
+        padded = np.zeros((bm, bn))
+        padded[:m, :n] = x
+        return [np.cumsum(padded.T.reshape(-1))]
+    return dict(kernel=cumsum_transposed_flat_kernel, grid=(1,), args=[x, y, m, n], constexprs=dict(BM=bm, BN=bn),
+                outputs=[1], num_warps=num_warps, reference=ref, rtol=1e-5, atol=2e-6 * bm * bn)
+
+
 def all_cases(rng):
     """Every scan case, with an id."""
     return [
         ("cumsum_1warp", case_cumsum_rows(rng, n=29, block=32, num_warps=1)),
-        ("cumsum_1warp_2regs", case_cumsum_rows(rng, n=50, block=64, num_warps=1)),
+        # rows of a multiple of 16 elements allow contiguous registers (scanned in order in the thread);
+        # other lengths give one register per run (chunks carried from lane to lane or warp to warp)
+        ("cumsum_1warp_2regs_in_order", case_cumsum_rows(rng, n=48, block=64, num_warps=1)),
+        ("cumsum_1warp_2chunks", case_cumsum_rows(rng, n=50, block=64, num_warps=1)),
         ("cumsum_4warps", case_cumsum_rows(rng, n=100, block=128)),
         ("cumsum_4warps_many_regs", case_cumsum_rows(rng, n=1000, block=1024)),
+        ("cumsum_4warps_regs_in_order_and_chunks", case_cumsum_rows(rng, n=992, block=1024)),
+        ("cumsum_reverse_regs_in_order", case_cumsum_rows(rng, n=992, block=1024, reverse=True)),
         ("cumsum_8warps_chunks", case_cumsum_rows(rng, n=4000, block=4096, num_warps=8)),
         ("cumsum_replicated_lanes", case_cumsum_rows(rng, n=13, block=16, num_warps=2)),
         ("cumsum_reverse", case_cumsum_rows(rng, n=1000, block=1024, reverse=True)),
@@ -219,13 +277,16 @@ def all_cases(rng):
         ("cumsum_2d_axis0_reverse", case_cumsum_2d(rng, 0, reverse=True)),
         ("cumsum_2d_axis1_reverse_8warps", case_cumsum_2d(rng, 1, reverse=True, m=10, n=200, bm=16, bn=256,
                                                           num_warps=8)),
+        ("cumsum_2d_axis1_replicated_warps", case_cumsum_2d(rng, 1, m=2, n=50, bm=2, bn=64, num_warps=8)),
         ("cumsum_2d_axis0_int32", case_cumsum_2d(rng, 0, np_dtype=np.int32, m=60, n=7, bm=64, bn=8)),
         ("cumprod_fp32", case_cumprod_rows(rng)),
         ("cumprod_fp32_reverse", case_cumprod_rows(rng, reverse=True)),
         ("cumprod_int32", case_cumprod_rows(rng, np.int32, n=30, block=32, num_warps=1)),
         ("running_max_axis0", case_running_max(rng, 0)),
         ("running_max_axis1", case_running_max(rng, 1)),
+        ("running_argmax_two_types", case_running_argmax(rng)),
         ("linear_recurrence", case_linear_recurrence(rng)),
         ("linear_recurrence_reverse", case_linear_recurrence(rng, reverse=True)),
         ("chunked_cumsum_in_loop", case_chunked_cumsum(rng)),
+        ("cumsum_transposed_flat", case_cumsum_transposed_flat(rng)),
     ]

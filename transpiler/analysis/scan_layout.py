@@ -31,14 +31,14 @@ class ScanPlan:
         return sum(1 << i for i in self.lane_bits)
 
     def describe(self) -> str:
-        steps = [f"{1 << len(self.lo_regs)} registers in order in each thread"]
+        steps = [f"{1 << len(self.lo_regs)} registers in order in each thread"] if self.lo_regs else []
         if self.lane_bits:
             steps.append(f"{1 << len(self.lane_bits)} lanes by shuffles")
         if self.warp_bits:
             steps.append(f"{1 << len(self.warp_bits)} warps through shared memory")
         if self.hi_regs:
             steps.append(f"{1 << len(self.hi_regs)} register chunks carried in order")
-        return ", then ".join(steps)
+        return ", then ".join(steps) or "one element per thread along the axis: nothing to combine"
 
 
 def plan_scan(layout: LinearLayout, axis: int) -> ScanPlan | None:

@@ -157,7 +157,8 @@ def _cross_warp_context(em, ctx, plan, arrays, acc_dts, base, reverse):
         n_slots *= s
     slot = em.linear_index(others, "o")
     for a, dt in zip(arrays, acc_dts):
-        a["buf"] = em.shared_buffer(dt, n_chunks * n_warps * n_slots, f"{a['name']}_smem")
+        a["buf"] = em.shared_buffer(dt, n_chunks * n_warps * n_slots, f"{a['name']}_smem",
+                                    "totals of warps and register chunks of a scan")
     place = bit_moves("warp", [(b, j) for j, b in enumerate(plan.warp_bits)], len(layout.warp))
     ctx["warp_pos"] = em.fresh(f"{base}_warp")
     ctx["warp_pos_expr"] = f"{n_warps - 1} - ({place})" if reverse else place
