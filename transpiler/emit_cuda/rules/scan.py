@@ -101,8 +101,8 @@ def scan(em, op, layout_unused):
     ctx = dict(
         arrays=arrays, n_regs=layout.num_regs, axis=axis, reverse=reverse, combine=combine,
         at=lambda r: [f"{a['name']}[{r}]" for a in arrays],
-        totals=[a["total"] for a in arrays], totals_o=[a["total_o"] for a in arrays], ups=[a["up"] for a in arrays], carries=[a["carry"] for a in arrays],
-        prefixes=[a["prefix"] for a in arrays],
+        totals=[a["total"] for a in arrays], totals_o=[a["total_o"] for a in arrays],
+        ups=[a["up"] for a in arrays], carries=[a["carry"] for a in arrays], prefixes=[a["prefix"] for a in arrays],
         n_lo=n_lo, n_groups=1 << len(group_bits), n_other=1 << len(plan.other_regs), n_chunks=n_chunks,
         n_warps=n_warps,
         k_loop=f"int k = {n_lo - 2}; k >= 0; --k" if reverse else f"int k = 1; k < {n_lo}; ++k",
