@@ -87,12 +87,17 @@ def scan(em, op, layout_unused):
     base = op.results[0].name or "scan"
     arrays = []
     for i, (res, inp, ct, edt, adt) in enumerate(zip(op.results, inputs, acc_ctypes, elem_dts, acc_dts)):
-        suffix = str(i) if len(inputs) > 1 else ""
-        name = res.name or f"{base}{suffix}"
+        name = res.name or (f"{base}{i}" if len(inputs) > 1 else base)
         init = inp.at("r") if edt == adt else f"tp::cast<{ct}>({inp.at('r')})"
-        arrays.append(dict(name=em.fresh(name if edt == adt else f"{name}_acc"), ctype=ct, init=init,
-                           total=em.fresh(f"total{suffix}"), up=em.fresh(f"shuffled{suffix}"),
-                           carry=em.fresh(f"carry{suffix}"), prefix=em.fresh(f"before{suffix}")))
+        arrays.append(dict(name=em.fresh(name if edt == adt else f"{name}_acc"), ctype=ct, init=init))
+    # C names of the per-operand temporaries, taken only for the phases this plan has.
+    uses_totals = (plan.lane_bits and n_lo > 1) or plan.hi_regs or plan.warp_bits
+    for i, a in enumerate(arrays):
+        suffix = str(i) if len(inputs) > 1 else ""
+        a["total"] = em.fresh(f"total{suffix}") if uses_totals else None
+        a["up"] = em.fresh(f"shuffled{suffix}") if plan.lane_bits else None
+        a["carry"] = em.fresh(f"carry{suffix}") if plan.hi_regs else None
+        a["prefix"] = em.fresh(f"before{suffix}") if plan.warp_bits else None
 
     last_k = 0 if reverse else n_lo - 1
     for a in arrays:   # the lane phase scans each group's last register in place when it is the only one
