@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..parse.ir import Region
 from .layouts import blocked, log2
+from .scan_layout import plan_scan
 
 
 def coalesced_order(info, rank):
@@ -63,6 +64,7 @@ class LayoutAssignment:
         self.flexible = set()
         self.mem_layout = {}      # load/store op -> its layout
         self.reduce_input = {}    # reduce op -> the layout its operands are read in
+        self.scan_plan = {}       # scan op -> its ScanPlan (the layout of its operands and results)
         self._assign(kernel.body)
 
     # -- helpers -------------------------------------------------------------------------------------------
@@ -186,6 +188,22 @@ class LayoutAssignment:
         out = layout.drop_dims([op.attrs["axis"]])
         for r in op.results:
             self._set(r, out, src in self.provisional)
+        if op.regions:
+            self._assign(op.regions[0])
+
+    def _op_scan(self, op):
+        layout, provisional = self._pick(op.operands)
+        axis = op.attrs["axis"]
+        plan = plan_scan(layout, axis) if layout is not None else None
+        if plan is None:
+            if layout is not None:
+                self.decisions.add("layout", op, "scan in the default blocked layout",
+                                   f"its operand's layout does not hold dim {axis} as registers, lanes, warps, "
+                                   "registers")
+            plan = plan_scan(default_layout(op.operands[0].shape, self.num_warps), axis)
+        self.scan_plan[op] = plan
+        for r in op.results:
+            self._set(r, plan.layout, provisional)
         if op.regions:
             self._assign(op.regions[0])
 

@@ -219,6 +219,24 @@ def reduce(input, axis, combine_fn, keep_dims=False):
     """Reduce `input` (a block or a tuple of blocks) along `axis` with a @transpile `combine_fn`."""
 
 
+# ---- scans ----------------------------------------------------------------------------------------------
+
+
+@builtin
+def cumsum(input, axis=0, reverse=False, dtype=None):
+    """Inclusive running sum along `axis` (from the end with `reverse`); narrow integers sum as (u)int32."""
+
+
+@builtin
+def cumprod(input, axis=0, reverse=False):
+    """Inclusive running product along `axis` (from the end with `reverse`)."""
+
+
+@builtin
+def associative_scan(input, axis, combine_fn, reverse=False):
+    """Inclusive scan of `input` (a block or a tuple of blocks) along `axis` with a @transpile `combine_fn`."""
+
+
 # ---- matrix multiply ------------------------------------------------------------------------------------
 
 
@@ -327,6 +345,7 @@ TENSOR_METHODS = {
     "to": "cast", "sum": "sum", "max": "max", "min": "min", "argmax": "argmax", "argmin": "argmin",
     "reshape": "reshape", "view": "view", "trans": "trans", "permute": "permute", "broadcast_to": "broadcast_to",
     "expand_dims": "expand_dims", "reduce": "reduce", "xor_sum": "xor_sum",
+    "cumsum": "cumsum", "cumprod": "cumprod", "associative_scan": "associative_scan",
 }
 
 # `tl.random` is reachable as an attribute, as in Triton, but `from transpiler.language import *` must not
