@@ -104,6 +104,18 @@ def loop_counter_kernel(COUNTER, SEEN, STEPS):
     tl.store(SEEN + pid, total)
 
 
+@transpiler.jit
+def spin_lock_kernel(LOCK, COUNTER, ORDER):
+    # A critical section: plain loads and stores under a lock taken by compare-and-swap (acquire) and given
+    # back by exchange (release); the count is exact only if one program at a time is inside.
+    while tl.atomic_cas(LOCK, 0, 1, sem="acquire") != 0:
+        pass
+    count = tl.load(COUNTER)
+    tl.store(ORDER + count, tl.program_id(0))
+    tl.store(COUNTER, count + 1)
+    tl.atomic_xchg(LOCK, 0, sem="release")
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Cases
 # ---------------------------------------------------------------------------------------------------------
@@ -259,6 +271,19 @@ def case_loop_counter(rng, programs=12, steps=5, num_warps=4):
                 num_warps=num_warps, check=check)
 
 
+def case_spin_lock(rng, programs=64, num_warps=4):
+    lock = np.zeros(1, np.int32)
+    counter = np.array([rng.integers(1, 50)], np.int32)
+    c0 = int(counter[0])
+    order = _poison(c0 + programs, np.int32)
+
+    def check(before, after):
+        assert after[0][0] == 0 and after[1][0] == c0 + programs, (after[0], after[1])
+        np.testing.assert_array_equal(np.sort(after[2][c0:]), np.arange(programs))
+    return dict(kernel=spin_lock_kernel, grid=(programs,), args=[lock, counter, order], constexprs={},
+                num_warps=num_warps, check=check)
+
+
 def all_cases(rng):
     """Every atomic case, with an id."""
     return [
@@ -275,5 +300,5 @@ def all_cases(rng):
         ("add_int32", case_add(rng, np.int32)), ("add_uint64", case_add(rng, np.uint64)),
         ("bitwise_uint32", case_bitwise(rng)), ("bitwise_int64", case_bitwise(rng, np.int64)),
         ("tickets", case_tickets(rng)), ("tickets_8warps", case_tickets(rng, block=1024, num_warps=8)),
-        ("loop_counter", case_loop_counter(rng)),
+        ("loop_counter", case_loop_counter(rng)), ("spin_lock", case_spin_lock(rng)),
     ]

@@ -90,6 +90,14 @@ def test_scalar_atomic_runs_in_thread_zero_and_shares_its_old_value():
                      r"\s*__syncthreads\(\);\n\s*const int ticket = ticket_shared\[0\];", tickets)
 
 
+def test_scalar_atomic_in_a_while_condition_waits_for_the_last_iterations_readers():
+    # The old value of the previous iteration must be read by every thread before thread 0 overwrites it.
+    src = _source(_case("spin_lock"))
+    assert re.search(r"while \(true\) \{\n.*\n\s*__syncthreads\(\);\n\s*if \(threadIdx\.x == 0\) \w+\[0\] = "
+                     r"atom_cas_acquire_gpu\(LOCK, 0, 1\);\n\s*__syncthreads\(\);", src)
+    assert re.search(r"if \(threadIdx\.x == 0\) atom_xchg_release_gpu\(LOCK, 0\);", src)
+
+
 def _performed(layout: LinearLayout, lane_guard, warp_guard):
     """How many times each element is updated, from the layout and the plan's guards."""
     counts = {}
