@@ -58,7 +58,8 @@ def plan_atomics(kernel, layouts, decisions) -> dict:
             assert all(any(b) for b in layout.reg), "atomic layouts hold each element in one register"
             lane_guard, warp_guard = layout.replicated_lane_mask(), layout.replicated_warp_mask()
             replicated = bool(lane_guard or warp_guard)
-            who = (f"lanes with lane & {lane_guard} == 0 and warps with warp & {warp_guard} == 0 perform it"
+            tests = [f"{name} & {bits} == 0" for name, bits in (("lane", lane_guard), ("warp", warp_guard)) if bits]
+            who = (f"threads with {' and '.join(tests)} perform it (the others hold copies)"
                    if replicated else "each element is held by one thread, which performs it")
         broadcast = returns_old and replicated
         plan = AtomicPlan("red" if red else "atom", returns_old, lane_guard, warp_guard, scalar, broadcast)

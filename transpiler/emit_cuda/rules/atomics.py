@@ -13,8 +13,7 @@ from ... import dtypes
 from .. import cspell
 from ..emitter import Read, jinja_env, lowering
 
-_PTX_OP = {"add": "add", "max": "max", "min": "min", "and": "and", "or": "or", "xor": "xor", "xchg": "exch",
-           "cas": "cas"}
+_PTX_OP = {"xchg": "exch"}      # PTX's name where it is not Triton's
 _FLOAT_REG = {dtypes.float32: "f", dtypes.float64: "d"}
 _INT_REG = {16: "h", 32: "r", 64: "l"}
 
@@ -52,7 +51,7 @@ def helper(em, instruction, op, dt, sem, scope) -> str:
     ctype = cspell.ctype(dt)
     returns = instruction == "atom"
     doc = (f"tl.atomic_{op} on {ctype}, {sem} at {scope} scope" + (": returns the old value" if returns else ""))
-    ptx = f"{instruction}.{sem}.{scope}.global.{_PTX_OP[op]}.{_ptx_type(op, dt)}"
+    ptx = f"{instruction}.{sem}.{scope}.global.{_PTX_OP.get(op, op)}.{_ptx_type(op, dt)}"
     macros = _macros()
     if op in ("max", "min") and dt.kind is dtypes.Kind.FLOAT:
         signed, unsigned = _same_width_int(dt, True), _same_width_int(dt, False)
