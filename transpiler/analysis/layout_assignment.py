@@ -178,6 +178,23 @@ class LayoutAssignment:
                                    f"per thread, the coalesced one {anchor.contiguous_regs(order[0])}")
         self.mem_layout[op] = layout
 
+    def _op_atomic_rmw(self, op):
+        """An atomic runs where an operand already lives (no conversion); otherwise one element per thread
+        per access, consecutive lanes on consecutive addresses (each element is its own instruction)."""
+        ptr = op.operands[0]
+        if not ptr.shape:
+            return
+        layout, provisional = self._pick(op.operands)
+        if layout is None:
+            order = coalesced_order(self.axis[ptr], len(ptr.shape))
+            layout = blocked(ptr.shape, 1, order, self.num_warps)
+            self.decisions.add("layout", op, f"{op.name} of {list(ptr.shape)}: one element per thread per access, "
+                               f"lanes along dim {order[0]}", "no operand has a layout yet; an atomic is one "
+                               "instruction per element, so only coalescing across lanes matters")
+        self._set(op.result, layout, provisional)
+
+    _op_atomic_cas = _op_atomic_rmw
+
     def _op_reduce(self, op):
         src = op.operands[0]
         if src in self.layout:

@@ -8,7 +8,7 @@ copies of arrays, writing results back), `tensor` (the block value and its opera
 and C operator semantics), `numeric` (dtype storage, rounding, casts), `shapes` (broadcasting, block-shape
 and axis checks), `pointers` (pointer values, masked loads/stores, bounds checks), `location` (the kernel
 line an error points at), `registry` (rule table by builtin name) and the rule modules `rules`,
-`math_rules`, `reductions` and `dot`.
+`math_rules`, `reductions`, `dot` and `atomics`.
 """
 from .pointers import Buffer, Pointer
 from .runner import Interpreter, interpret

@@ -70,6 +70,33 @@ def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", evict
     """Store `value` through `pointer` where `mask` is true."""
 
 
+# ---- atomics --------------------------------------------------------------------------------------------
+
+
+def _atomic_rmw(name, what):
+    def fn(pointer, val, mask=None, sem=None, scope=None):
+        pass
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"Atomically {what} where `mask` is true; returns the old values. `sem`: 'acq_rel' (default), "
+                  "'acquire', 'release' or 'relaxed'; `scope`: 'gpu' (default), 'cta' or 'sys'.")
+    return builtin(fn)
+
+
+atomic_add = _atomic_rmw("atomic_add", "add `val` to `*pointer`")
+atomic_max = _atomic_rmw("atomic_max", "replace `*pointer` by `max(*pointer, val)`")
+atomic_min = _atomic_rmw("atomic_min", "replace `*pointer` by `min(*pointer, val)`")
+atomic_and = _atomic_rmw("atomic_and", "replace `*pointer` by `*pointer & val`")
+atomic_or = _atomic_rmw("atomic_or", "replace `*pointer` by `*pointer | val`")
+atomic_xor = _atomic_rmw("atomic_xor", "replace `*pointer` by `*pointer ^ val`")
+atomic_xchg = _atomic_rmw("atomic_xchg", "store `val` to `*pointer`")
+
+
+@builtin
+def atomic_cas(pointer, cmp, val, sem=None, scope=None):
+    """Atomically store `val` to `*pointer` where `*pointer == cmp` (bitwise); returns the old values."""
+
+
 # ---- shape manipulation ---------------------------------------------------------------------------------
 
 
@@ -346,6 +373,8 @@ TENSOR_METHODS = {
     "reshape": "reshape", "view": "view", "trans": "trans", "permute": "permute", "broadcast_to": "broadcast_to",
     "expand_dims": "expand_dims", "reduce": "reduce", "xor_sum": "xor_sum",
     "cumsum": "cumsum", "cumprod": "cumprod", "associative_scan": "associative_scan",
+    "atomic_add": "atomic_add", "atomic_max": "atomic_max", "atomic_min": "atomic_min", "atomic_and": "atomic_and",
+    "atomic_or": "atomic_or", "atomic_xor": "atomic_xor", "atomic_xchg": "atomic_xchg", "atomic_cas": "atomic_cas",
 }
 
 # `tl.random` is reachable as an attribute, as in Triton, but `from transpiler.language import *` must not

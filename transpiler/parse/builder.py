@@ -18,7 +18,7 @@ from .. import dtypes
 from ..errors import (CompileTimeError, NameResolutionError, ShapeError, TranspilerError, UnsupportedSyntaxError)
 from ..language import TENSOR_METHODS
 from ..language.core import BUILTINS, builtin_name, constexpr
-from . import semantic, semantic_dot, semantic_reduce, semantic_scan  # noqa: F401  (they register their rules)
+from . import semantic, semantic_atomic, semantic_dot, semantic_reduce, semantic_scan  # noqa: F401  (they register their rules)
 from .dead_code import remove_dead_code
 from .ir import Argument, KernelIR, Op, Region, Type, Value
 from .source import parsed_function
