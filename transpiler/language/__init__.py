@@ -70,6 +70,16 @@ def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", evict
     """Store `value` through `pointer` where `mask` is true."""
 
 
+@builtin
+def make_block_ptr(base, shape, strides, offsets, block_shape, order):
+    """A pointer to the `block_shape` block at `offsets` of the tensor (`shape`, `strides`) at `base`."""
+
+
+@builtin
+def advance(base, offsets):
+    """The block pointer `base` moved by `offsets` (one per dimension); `base` itself is unchanged."""
+
+
 # ---- shape manipulation ---------------------------------------------------------------------------------
 
 
@@ -319,7 +329,7 @@ class math:
 TENSOR_METHODS = {
     "to": "cast", "sum": "sum", "max": "max", "min": "min", "argmax": "argmax", "argmin": "argmin",
     "reshape": "reshape", "view": "view", "trans": "trans", "permute": "permute", "broadcast_to": "broadcast_to",
-    "expand_dims": "expand_dims", "reduce": "reduce", "xor_sum": "xor_sum",
+    "expand_dims": "expand_dims", "reduce": "reduce", "xor_sum": "xor_sum", "advance": "advance",
 }
 
 __all__ = [n for n in dir() if not n.startswith("_")]
