@@ -181,6 +181,8 @@ def misuse_kernel(X, I, N, WHICH: tl.constexpr):
         tl.load(p, boundary_check=(1, 1))  # <- check_twice
     elif WHICH == "advance_rank":
         p = tl.advance(p, (16,))  # <- advance_rank
+    elif WHICH == "advance_dropped":
+        tl.advance(p, (16, 0))  # <- advance_dropped
     elif WHICH == "advance_pointer":
         tl.advance(X, (16,))  # <- advance_pointer
     elif WHICH == "padding_alone":
@@ -282,6 +284,14 @@ def loop_kind_change_kernel(X, N, WHICH: tl.constexpr):
             q = p
         else:
             p = tl.make_block_ptr(X, (N,), (1,), (0,), (32,), (0,))
+
+
+def test_a_dropped_advance_is_an_error_when_compiled():
+    """As in Triton: tl.advance has no side effects, so a bare `tl.advance(p, ...)` statement is a mistake."""
+    with pytest.raises(CompileTimeError) as info:
+        misuse_kernel.cuda_source(*MISUSE_ARGS, WHICH="advance_dropped")
+    assert "made and then dropped" in str(info.value) and "p = tl.advance(p" in info.value.hint
+    assert info.value.line == marked_line(misuse_kernel, "# <- advance_dropped")
 
 
 @pytest.mark.parametrize("which,phrase", [

@@ -9,7 +9,6 @@ errors) are those of the compiler's `parse/semantic_block_ptr.py`.
 """
 from __future__ import annotations
 
-import builtins
 import functools
 
 import numpy as np
@@ -106,9 +105,9 @@ def make_block_ptr(base, shape, strides, offsets, block_shape, order):
         if isinstance(entry, Tensor):
             raise error(CompileTimeError, "tl.make_block_ptr's block_shape and order must be constexprs")
     validate_block_shape(tuple(int(s) for s in block_shape), "tl.make_block_ptr")
-    if sorted(order) != list(builtins.range(len(order))):
+    if sorted(order) != list(range(len(order))):
         raise error(CompileTimeError, f"tl.make_block_ptr's order must be a permutation of "
-                    f"{tuple(builtins.range(len(order)))}, got {order}")
+                    f"{tuple(range(len(order)))}, got {order}")
     return BlockPointer(base, tuple(_integer(s, "tl.make_block_ptr's shape", dt.int64) for s in shape),
                         tuple(_integer(s, "tl.make_block_ptr's strides", dt.int64) for s in strides),
                         _offsets(offsets, "tl.make_block_ptr's offsets"), tuple(int(s) for s in block_shape),
@@ -129,7 +128,8 @@ def advance(base, offsets):
     p = _block_pointer(base, "tl.advance")
     offsets = _sequence(offsets)
     if len(offsets) != p._rank:
-        raise error(ShapeError, f"tl.advance of a {p._rank}-D block pointer needs {p._rank} offsets, got {len(offsets)}")
+        raise error(ShapeError, f"tl.advance of a {p._rank}-D block pointer needs {p._rank} offsets, "
+                    f"got {len(offsets)}")
     moved = tuple(numeric.wrap_int(old + delta, dt.int32)
                   for old, delta in zip(p._offsets, _offsets(offsets, "tl.advance's offsets")))
     return BlockPointer(p._base, p._shape, p._strides, moved, p._block_shape, p._order)
@@ -150,7 +150,7 @@ def _addresses(p: BlockPointer, checked):
     """The block's element pointers, and the in-bounds mask of the `checked` dimensions (None: none)."""
     offsets = np.full(p._block_shape, p._base.data, dtype=np.int64)
     mask = None
-    for d in builtins.range(p._rank):
+    for d in range(p._rank):
         shape = [1] * p._rank
         shape[d] = p._block_shape[d]
         idx = (p._offsets[d] + np.arange(p._block_shape[d], dtype=np.int64)).reshape(shape)

@@ -179,7 +179,12 @@ class Builder:
     def _stmt_Expr(self, stmt):
         if isinstance(stmt.value, (cst.SimpleString, cst.ConcatenatedString)):
             return  # docstring
-        self.eval(stmt.value)
+        value = self.eval(stmt.value)
+        if isinstance(value, Record):
+            # As Triton does for tl.advance: a record has no side effects, so dropping one is a mistake.
+            raise self.error(CompileTimeError, f"this {value.KIND} is made and then dropped; nothing changes",
+                             hint="assign it, e.g. p = tl.advance(p, (0, BLOCK)): tl.advance returns the moved "
+                                  "pointer and leaves p as it was")
 
     def _stmt_Pass(self, stmt):
         pass
@@ -209,7 +214,7 @@ class Builder:
             if isinstance(value, Value) and value.name is None:
                 value.name = target.value
             if isinstance(value, Record):
-                value.name_leaves(target.value)
+                value.name_after(target.value)
             self.scope.locals[target.value] = value
             return
         if isinstance(target, (cst.Tuple, cst.List)):

@@ -20,6 +20,7 @@ class Record:
     RULES: dict = {}         # builtin name -> typing rule, for calls whose first argument is such a record
     METHODS: tuple = ()      # attributes that call the builtin of the same name: `p.advance(...)`
     HINT = None              # what to do instead, when a builtin or an attribute does not take the record
+    name = None              # the variable it was last assigned to
 
     def leaves(self) -> tuple:
         raise NotImplementedError
@@ -39,8 +40,10 @@ class Record:
         """The static part, comparable with `==`: two records of one variable must agree on it."""
         raise NotImplementedError
 
-    def name_leaves(self, name: str):
-        """Give unnamed leaf values readable names after the variable `name` holding the record."""
+    def name_after(self, name: str):
+        """Name the record, and its unnamed leaf values, after the variable `name` holding it (for readable
+        generated code)."""
+        self.name = name
         for leaf, suffix in zip(self.leaves(), self.leaf_names()):
             if isinstance(leaf, Value) and leaf.name is None:
                 leaf.name = f"{name}_{suffix}"

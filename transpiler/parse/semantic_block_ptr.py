@@ -16,7 +16,6 @@ runtime loops and branches carry the offsets that change (`records.Slots`), and 
 """
 from __future__ import annotations
 
-import builtins
 from dataclasses import dataclass
 
 from .. import dtypes
@@ -31,10 +30,11 @@ _INT64 = (-(1 << 63), (1 << 63) - 1)
 _PADDING = {"": 0, "zero": 0, "nan": float("nan")}   # "" leaves the value undefined: zero is as good as any
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class BlockPointer(Record):
     """Leaves: the scalar base pointer, then per dimension the shape, the strides and the offsets (IR values
-    or Python ints). Static: the element type, `block_shape` and `order`."""
+    or Python ints). Static: the element type, `block_shape` and `order`. Only `name` (for the generated
+    code) changes once it is made."""
 
     base: Value
     shape: tuple
@@ -42,6 +42,7 @@ class BlockPointer(Record):
     offsets: tuple
     block_shape: tuple
     order: tuple
+    name: str | None = None
 
     KIND = "block pointer"
     RULES = {}
@@ -60,7 +61,7 @@ class BlockPointer(Record):
         return (self.base,) + self.shape + self.strides + self.offsets
 
     def leaf_names(self):
-        dims = builtins.range(self.rank)
+        dims = range(self.rank)
         return (("base",) + tuple(f"shape{d}" for d in dims) + tuple(f"stride{d}" for d in dims)
                 + tuple(f"offset{d}" for d in dims))
 
@@ -71,7 +72,7 @@ class BlockPointer(Record):
         r = self.rank
         leaves = tuple(leaves)
         return BlockPointer(leaves[0], leaves[1:1 + r], leaves[1 + r:1 + 2 * r], leaves[1 + 2 * r:],
-                            self.block_shape, self.order)
+                            self.block_shape, self.order, self.name)
 
     def structure(self):
         return (self.base.dtype, self.block_shape, self.order)
@@ -130,9 +131,9 @@ def _make_block_ptr(b, base, shape, strides, offsets, block_shape, order):
         raise b.error(ShapeError, "tl.make_block_ptr needs one entry per dimension in shape, strides, offsets, "
                       "block_shape and order, got " + ", ".join(f"{n}: {k}" for n, k in lengths.items()))
     semantic.check_block_shape(b, block_shape)
-    if sorted(order) != list(builtins.range(len(order))):
+    if sorted(order) != list(range(len(order))):
         raise b.error(CompileTimeError, f"tl.make_block_ptr's order must be a permutation of "
-                      f"{tuple(builtins.range(len(order)))}, got {order}")
+                      f"{tuple(range(len(order)))}, got {order}")
     return BlockPointer(base,
                         tuple(_integer_leaf(b, s, "tl.make_block_ptr's shape", dtypes.int64, _INT64) for s in shape),
                         tuple(_integer_leaf(b, s, "tl.make_block_ptr's strides", dtypes.int64, _INT64)
@@ -172,19 +173,26 @@ def _advance(b, base, offsets):
             moved.append(_wrap_int32(old + delta))     # int32 addition, as the runtime one
         else:
             moved.append(binary_op(b, "add", old, delta))
-    return BlockPointer(base.base, base.shape, base.strides, tuple(moved), base.block_shape, base.order)
+    return BlockPointer(base.base, base.shape, base.strides, tuple(moved), base.block_shape, base.order, base.name)
 
 
 def _boundary_check(b, p, boundary_check):
-    dims = _sequence(b, const_value(b, boundary_check, "boundary_check"), "boundary_check")
+    dims = [const_value(b, d, "a boundary_check entry")
+            for d in _sequence(b, const_value(b, boundary_check, "boundary_check"), "boundary_check")]
     for d in dims:
-        d = const_value(b, d, "a boundary_check entry")
         if isinstance(d, bool) or not isinstance(d, int) or not 0 <= d < p.rank:
             raise b.error(ShapeError, f"boundary_check entries are dimensions of the {p.rank}-D block pointer "
                           f"(0 to {p.rank - 1}), got {d!r}")
     if len(set(dims)) != len(dims):
-        raise b.error(CompileTimeError, f"boundary_check repeats a dimension: {dims}")
+        raise b.error(CompileTimeError, f"boundary_check repeats a dimension: {tuple(dims)}")
     return sorted(dims)
+
+
+def _named(p, value, suffix):
+    """`value`, named after the block pointer's variable (`a_block_ptrs`) when it has one."""
+    if p.name is not None:
+        value.name = f"{p.name}_{suffix}"
+    return value
 
 
 def _indices(b, p, d):
@@ -193,7 +201,8 @@ def _indices(b, p, d):
     offset = p.offsets[d]
     if not (is_const(offset) and offset == 0):
         idx = binary_op(b, "add", idx, offset)
-    for axis in builtins.range(p.rank):
+    _named(p, idx, f"idx{d}")
+    for axis in range(p.rank):
         if axis != d:
             idx = semantic.expand_dims(b, idx, axis)
     return idx
@@ -202,14 +211,14 @@ def _indices(b, p, d):
 def _addresses(b, p, checked):
     """The pointer block of `p`'s current block, and its mask over the `checked` dimensions (None: none)."""
     pointer, mask = p.base, None
-    for d in builtins.range(p.rank):
+    for d in range(p.rank):
         idx = _indices(b, p, d)
         stride = p.strides[d]
         step = idx if is_const(stride) and stride == 1 else binary_op(b, "mul", idx, stride)
         pointer = binary_op(b, "add", pointer, step)
         if d in checked:
             mask = _and(b, mask, _in_bounds(b, idx, p.offsets[d], p.shape[d], p.block_shape[d]))
-    return pointer, mask
+    return _named(p, pointer, "ptrs"), None if mask is None else _named(p, mask, "in_bounds")
 
 
 def _in_bounds(b, idx, offset, size, block):
