@@ -99,14 +99,14 @@ def bp_shift_kernel(X, Y, N, shift, BLOCK: tl.constexpr):
 
 @transpiler.jit
 def bp_matmul_kernel(A, B, C, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, B_ORDER: tl.constexpr):
     """C = A @ B with block pointers (Triton's block-pointer matmul tutorial): fp32 accumulation, C in A's
-    dtype."""
+    dtype. B may be stored K x N (B_ORDER (1, 0)) or N x K (B_ORDER (0, 1), stride_bk == 1)."""
     pid_m, pid_n = tl.program_id(0), tl.program_id(1)
     a_block = tl.make_block_ptr(A, shape=(M, K), strides=(stride_am, stride_ak), offsets=(pid_m * BLOCK_M, 0),
                                 block_shape=(BLOCK_M, BLOCK_K), order=(1, 0))
     b_block = tl.make_block_ptr(B, shape=(K, N), strides=(stride_bk, stride_bn), offsets=(0, pid_n * BLOCK_N),
-                                block_shape=(BLOCK_K, BLOCK_N), order=(1, 0))
+                                block_shape=(BLOCK_K, BLOCK_N), order=B_ORDER)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for _ in range(0, K, BLOCK_K):
         a = tl.load(a_block, boundary_check=(0, 1), padding_option="zero")
@@ -179,17 +179,20 @@ def case_shift(rng, shift=-5, n=1000, block=128):
                 constexprs=dict(BLOCK=block), outputs=[1], reference=ref, rtol=0, atol=0)
 
 
-def case_matmul(rng, dtype=np.float16, m=100, n=72, k=200, block=(64, 64, 32), num_warps=4):
+def case_matmul(rng, dtype=np.float16, m=100, n=72, k=200, block=(64, 64, 32), num_warps=4, b_stored_nk=False):
     a = rng.standard_normal((m, k)).astype(dtype)
     b = rng.standard_normal((k, n)).astype(dtype)
     c = _poison((m, n), dtype)
+    # B stored N x K: the kernel sees its transpose through the strides (1, k)
+    b_arg, b_strides, b_order = (b.T.copy(), (1, k), (0, 1)) if b_stored_nk else (b, (n, 1), (1, 0))
     bm, bn, bk = block
     # fp16: exact products, fp32 sums, one rounding to fp16 at the end. fp32: tf32 products (each input rounded
     # to 10 mantissa bits), whose errors add up like a random walk over k.
     tol = dict(rtol=1e-3, atol=1e-3) if dtype == np.float16 else dict(rtol=1e-3, atol=5e-3 * np.sqrt(k))
     return dict(kernel=bp_matmul_kernel, grid=(transpiler.cdiv(m, bm), transpiler.cdiv(n, bn)),
-                args=[a, b, c, m, n, k, k, 1, n, 1, n, 1], constexprs=dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk),
-                outputs=[2], reference=lambda a, b, *rest: [a.astype(np.float64) @ b.astype(np.float64)],
+                args=[a, b_arg, c, m, n, k, k, 1, *b_strides, n, 1],
+                constexprs=dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, B_ORDER=b_order), outputs=[2],
+                reference=lambda *rest: [a.astype(np.float64) @ b.astype(np.float64)],
                 num_warps=num_warps, **tol)
 
 
@@ -202,4 +205,5 @@ def all_cases(rng):
             ("shift_back", case_shift(rng, -5)), ("shift_forward", case_shift(rng, 77)),
             ("shift_none", case_shift(rng, 0)), ("matmul_fp16", case_matmul(rng)),
             ("matmul_fp32", case_matmul(rng, np.float32, block=(32, 32, 32))),
-            ("matmul_fp16_128x128", case_matmul(rng, m=300, n=260, k=136, block=(128, 128, 32)))]
+            ("matmul_fp16_128x128", case_matmul(rng, m=300, n=260, k=136, block=(128, 128, 32))),
+            ("matmul_fp16_b_stored_nk", case_matmul(rng, m=130, n=96, k=264, b_stored_nk=True))]

@@ -81,7 +81,7 @@ def test_constant_offsets_inside_a_constant_shape_need_no_mask():
 
 def test_the_loop_carries_only_the_offsets_that_advance():
     ir = bp_matmul_kernel.ir(F16, F16, F16, 4096, 4096, 4096, 4096, 1, 4096, 1, 4096, 1,
-                             BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, num_warps=4, num_stages=4)
+                             BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, B_ORDER=(1, 0), num_warps=4, num_stages=4)
     (loop,) = ops_of(ir, "for")
     assert [r.name for r in loop.results] == ["acc", "a_block_offset1", "b_block_offset0"]
     assert [r.type for r in loop.results[1:]] == [transpiler.parse.ir.Type(tl.int32)] * 2
@@ -150,16 +150,20 @@ def test_a_transposed_view_vectorizes_along_its_unit_stride_dimension():
 
 @needs_nvrtc
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
-def test_block_pointer_matmul_is_pipelined_on_tensor_cores(arch):
-    args = (F16, F16, F16, 4096, 4096, 4096, 4096, 1, 4096, 1, 4096, 1)
-    config = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, num_warps=4, num_stages=4)
+@pytest.mark.parametrize("b_stored", ["KxN", "NxK"])
+def test_block_pointer_matmul_is_pipelined_on_tensor_cores(arch, b_stored):
+    """B stored N x K is seen as K x N through the strides (1, K): its tile is contiguous along K (dim 0)."""
+    b_strides, b_order = ((4096, 1), (1, 0)) if b_stored == "KxN" else ((1, 4096), (0, 1))
+    args = (F16, F16, F16, 4096, 4096, 4096, 4096, 1, *b_strides, 4096, 1)
+    config = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, B_ORDER=b_order, num_warps=4, num_stages=4)
     analysis = analyze(bp_matmul_kernel.ir(*args, **config))
     (pipe,) = analysis.pipelines.values()
     assert pipe.stages == 4 and sorted(s.vec for s in pipe.loads) == [8, 8]   # 16-byte cp.async for A and B
+    assert [s.col_dim for s in pipe.loads] == [1, 1 if b_stored == "KxN" else 0]
     assert pipe.main_dead_carried == {1, 2}          # the offsets are advanced by the prefetch only
     result = compile_offline(bp_matmul_kernel.compiled_variant(*args, **config).source, arch)
     assert re.search(r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.f16\.f16\.f32", result.ptx)
-    assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in result.ptx
+    assert ("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in result.ptx) == (b_stored == "KxN")
     assert "cp.async.cg.shared.global" in result.ptx
     assert result.spill_bytes == 0 and not result.warnings
 
