@@ -276,15 +276,15 @@ class Builder:
         # A record (block pointer) merges by the leaves in which the branches differ.
         slots = Slots(names, then_env)
         slots.carry_differences(else_env, lambda message: self.error(CompileTimeError, message))
-        keys = slots.keys()
+        entries = slots.entries()
         merged_then, merged_else = [], []
-        for (_, name, _, const_type), t, e in zip(keys, slots.values(then_env), slots.values(else_env)):
-            t, e = self._unify_branch_values(name, t, e, then_region, else_region, const_type)
+        for slot, t, e in zip(entries, slots.values(then_env), slots.values(else_env)):
+            t, e = self._unify_branch_values(slot.name, t, e, then_region, else_region, slot.const_type)
             merged_then.append(t)
             merged_else.append(e)
         then_region.ops.append(Op("yield", merged_then, [], {}, loc))
         else_region.ops.append(Op("yield", merged_else, [], {}, loc))
-        op = Op("if", [cond], [Value(v.type, name=k[1]) for k, v in zip(keys, merged_then)], {}, loc,
+        op = Op("if", [cond], [Value(v.type, name=slot.name) for slot, v in zip(entries, merged_then)], {}, loc,
                 [then_region, else_region])
         self.region.ops.append(op)
         self.scope.locals = before
@@ -459,10 +459,10 @@ class Builder:
         types = {}
         loc = self.loc
         for _ in range(_MAX_LOOP_BUILDS):
-            keys = slots.keys()
-            for key, _, init, const_type in keys:
-                types.setdefault(key, self._slot_type(init, const_type))
-            region = Region(args=make_args([types[k[0]] for k in keys], [k[1] for k in keys]))
+            entries = slots.entries()
+            for slot in entries:
+                types.setdefault(slot.key, self._slot_type(slot))
+            region = Region(args=make_args([types[slot.key] for slot in entries], [slot.name for slot in entries]))
             saved_region = self.region
             self.region = region
             self.runtime_depth += 1
@@ -483,35 +483,36 @@ class Builder:
                 continue
             yielded = slots.values(exit_env)
             stable = True
-            for (key, name, init, _), v in zip(keys, yielded):
-                t = types[key]
+            for slot, v in zip(entries, yielded):
+                t = types[slot.key]
                 vt = v.type if isinstance(v, Value) else t
-                if vt != t and isinstance(init, Value):
-                    raise self.error(CompileTimeError, f"loop-carried '{name}' is {init.type} before the loop but "
-                                     f"{vt} after an iteration; it must keep its type",
+                if vt != t and isinstance(slot.initial, Value):
+                    raise self.error(CompileTimeError, f"loop-carried '{slot.name}' is {slot.initial.type} before "
+                                     f"the loop but {vt} after an iteration; it must keep its type",
                                      hint="initialize it with the final type, e.g. tl.zeros(..., dtype=...)")
                 stable = stable and vt == t
-                types[key] = vt
+                types[slot.key] = vt
             if stable:
                 break
         else:
             raise self.error(CompileTimeError, "could not settle the types of the loop-carried variables")
         # Materialize constexpr yields and inits with the settled types.
-        slot_types = [types[k[0]] for k in keys]
+        slot_types = [types[slot.key] for slot in entries]
         saved_region = self.region
         self.region = region
         yielded = [y if isinstance(y, Value) else self._typed_const(y, t) for y, t in zip(yielded, slot_types)]
         region.ops.append(Op("yield", yielded, [], {}, loc))
         self.region = saved_region
-        inits = [k[2] if isinstance(k[2], Value) else self._typed_const(k[2], t) for k, t in zip(keys, slot_types)]
-        results = [Value(t, name=k[1]) for k, t in zip(keys, slot_types)]
+        inits = [slot.initial if isinstance(slot.initial, Value) else self._typed_const(slot.initial, t)
+                 for slot, t in zip(entries, slot_types)]
+        results = [Value(t, name=slot.name) for slot, t in zip(entries, slot_types)]
         return region, slots, inits, results
 
     @staticmethod
-    def _slot_type(init, const_type):
-        if isinstance(init, Value):
-            return init.type
-        return const_type or Type(dtypes.python_scalar_dtype(init))
+    def _slot_type(slot):
+        if isinstance(slot.initial, Value):
+            return slot.initial.type
+        return slot.const_type or Type(dtypes.python_scalar_dtype(slot.initial))
 
     def _typed_const(self, value, type_):
         if isinstance(value, constexpr):

@@ -10,11 +10,14 @@ compile time survives the loop.
 """
 from __future__ import annotations
 
-from .ir import Value
+from typing import NamedTuple
+
+from .ir import Type, Value
 
 
 class Record:
-    """Base of build-time records. Subclasses fill the class attributes and the four methods."""
+    """Base of build-time records. Subclasses set the class attributes and define the five methods that raise
+    NotImplementedError here."""
 
     KIND = "record"          # how messages name it
     RULES: dict = {}         # builtin name -> typing rule, for calls whose first argument is such a record
@@ -56,6 +59,13 @@ def same_leaf(a, b) -> bool:
     return type(a) is type(b) and a == b
 
 
+class Slot(NamedTuple):
+    key: tuple                # (variable, leaf index), or (variable, None) for a plain variable
+    name: str                 # for the generated code and messages: `acc`, `a_block_offset1`
+    initial: object           # the value before the loop or branch (an IR value or a Python number)
+    const_type: Type | None   # the type a Python-number leaf takes when it is carried (plain numbers: None)
+
+
 class Slots:
     """The variables `names` a loop or a branch changes, as flat slots.
 
@@ -68,16 +78,16 @@ class Slots:
         self.initial = {n: initial[n] for n in self.names}
         self.carried = {n: set() for n in self.names if isinstance(self.initial[n], Record)}
 
-    def keys(self):
-        """(key, display name, initial value, type a number takes) per slot, in slot order."""
+    def entries(self) -> list:
+        """The slots, in order."""
         out = []
         for n in self.names:
             init = self.initial[n]
             if isinstance(init, Record):
                 leaves, names, types = init.leaves(), init.leaf_names(), init.leaf_types()
-                out += [((n, i), f"{n}_{names[i]}", leaves[i], types[i]) for i in sorted(self.carried[n])]
+                out += [Slot((n, i), f"{n}_{names[i]}", leaves[i], types[i]) for i in sorted(self.carried[n])]
             else:
-                out.append(((n, None), n, init, None))
+                out.append(Slot((n, None), n, init, None))
         return out
 
     def bind(self, values) -> dict:
