@@ -97,6 +97,19 @@ def atomic_cas(pointer, cmp, val, sem=None, scope=None):
     """Atomically store `val` to `*pointer` where `*pointer == cmp` (bitwise); returns the old values."""
 
 
+# ---- block pointers -------------------------------------------------------------------------------------
+
+
+@builtin
+def make_block_ptr(base, shape, strides, offsets, block_shape, order):
+    """A pointer to the `block_shape` block at `offsets` of the tensor (`shape`, `strides`) at `base`."""
+
+
+@builtin
+def advance(base, offsets):
+    """The block pointer `base` moved by `offsets` (one per dimension); `base` itself is unchanged."""
+
+
 # ---- shape manipulation ---------------------------------------------------------------------------------
 
 
@@ -371,7 +384,7 @@ class math:
 TENSOR_METHODS = {
     "to": "cast", "sum": "sum", "max": "max", "min": "min", "argmax": "argmax", "argmin": "argmin",
     "reshape": "reshape", "view": "view", "trans": "trans", "permute": "permute", "broadcast_to": "broadcast_to",
-    "expand_dims": "expand_dims", "reduce": "reduce", "xor_sum": "xor_sum",
+    "expand_dims": "expand_dims", "reduce": "reduce", "xor_sum": "xor_sum", "advance": "advance",
     "cumsum": "cumsum", "cumprod": "cumprod", "associative_scan": "associative_scan",
     "atomic_add": "atomic_add", "atomic_max": "atomic_max", "atomic_min": "atomic_min", "atomic_and": "atomic_and",
     "atomic_or": "atomic_or", "atomic_xor": "atomic_xor", "atomic_xchg": "atomic_xchg", "atomic_cas": "atomic_cas",
