@@ -3,7 +3,8 @@
 
 Before changing the compiler to emit something else, edit its `.cu` by hand and measure: each case below
 takes the source our compiler generates for one specialization, applies text edits (old -> new), compiles
-every variant with the runtime's own NVRTC options, checks each variant's output against our kernel's, and
+every variant with the runtime's own NVRTC options (no occupancy define: "ours" is the runtime's tuned build,
+"no occupancy define" the same source as ptxas compiles it unbounded), checks each variant's output against our kernel's, and
 times ours, every variant and Triton's twin (`bench/twins.py`) interleaved, `rounds` times, with
 `triton.testing.do_bench` (L2 flushed). Prints GB/s and the ratio to Triton per variant, writes JSON.
 
@@ -48,6 +49,7 @@ def softmax_case(dtype, rows, cols):
     args = (y, x, cols, cols, cols)
     var = ours.softmax_kernel.compiled_variant(*args, BLOCK=block, num_warps=warps)
     return dict(label=f"softmax {cupy.dtype(dtype).name} {rows}x{cols}", source=var.source, name="softmax_kernel",
+                kernel=ours.softmax_kernel,
                 grid=(rows,), block=(32 * warps,), shared=var.shared_bytes, out=cupy.asarray(y),
                 args=(cupy.asarray(y), cupy.asarray(x), cupy.int32(cols), cupy.int32(cols), cupy.int32(cols)),
                 ours=lambda: ours.softmax(x, out=y), triton=lambda: tri.softmax(x, out=y),
@@ -66,12 +68,35 @@ def layernorm_case(dtype, rows, cols):
     args = (x, out[0], w, b, out[1], out[2], cols, cols, cols, 1e-5)
     var = ours.layernorm_kernel.compiled_variant(*args, BLOCK=block, num_warps=warps)
     return dict(label=f"layernorm {cupy.dtype(dtype).name} {rows}x{cols}", source=var.source,
-                name="layernorm_kernel", grid=(rows,), block=(32 * warps,), shared=var.shared_bytes,
+                name="layernorm_kernel", kernel=ours.layernorm_kernel, grid=(rows,), block=(32 * warps,), shared=var.shared_bytes,
                 out=cupy.asarray(out[0]),
                 args=tuple(cupy.asarray(t) for t in (x, out[0], w, b, out[1], out[2]))
                 + (cupy.int32(cols), cupy.int32(cols), cupy.int32(cols), cupy.float32(1e-5)),
                 ours=lambda: ours.layer_norm(x, w, b, out=out), triton=lambda: tri.layer_norm(x, w, b, out=out),
                 nbytes=2 * x.nbytes + 2 * w.nbytes + 8 * rows)
+
+
+def copy_case(kind, dtype, rows, cols, pitch):
+    """bench/kernels.py's copy2d or transpose of a [rows, cols] view into `pitch`-wide rows."""
+    path = ROOT / "bench/kernels.py"
+    ours, tri = twins.load(path, "ours"), twins.load(path, "triton")
+    x = torch_randn((rows, pitch), dtype, 1.0)[:, :cols]
+    y = torch.empty((cols, rows) if kind == "transpose" else (rows, cols), device="cuda", dtype=x.dtype)
+    if kind == "transpose":
+        bm = bn = 64
+        kernel, wrapper, out_stride = ours.transpose_kernel, "transpose", rows
+    else:
+        bm, bn = 16, 256
+        kernel, wrapper, out_stride = ours.copy2d_kernel, "copy2d", cols
+    args = (x, y, rows, cols, pitch, out_stride)
+    var = kernel.compiled_variant(*args, BLOCK_M=bm, BLOCK_N=bn, num_warps=4)
+    grid = (-(-rows // bm), -(-cols // bn))
+    return dict(label=f"{kind} {dtype} {rows}x{cols} pitch {pitch}", source=var.source, name=var.name, grid=grid,
+                kernel=kernel,
+                block=(128,), shared=var.shared_bytes, out=cupy.asarray(y),
+                args=(cupy.asarray(x), cupy.asarray(y)) + tuple(cupy.int32(a) for a in args[2:]),
+                ours=lambda: getattr(ours, wrapper)(x, out=y), triton=lambda: getattr(tri, wrapper)(x, out=y),
+                nbytes=2 * x.numel() * x.element_size())
 
 
 def edited(source: str, edits) -> str:
@@ -82,26 +107,36 @@ def edited(source: str, edits) -> str:
     return source
 
 
+# Edits measured before they became compiler changes (bench/NOTES.md has the results): min 4 blocks/SM is now
+# the occupancy feedback, the mask once per run is now computed by the emitter.
 SOFTMAX_EDITS = {
-    "min 4 blocks/SM": [("__launch_bounds__(512)", "__launch_bounds__(512, 4)")],
     "plain loads": [("const __half* __restrict__ IN", "const __half* IN")],
 }
-SOFTMAX_EDITS["both"] = SOFTMAX_EDITS["min 4 blocks/SM"] + SOFTMAX_EDITS["plain loads"]
 LAYERNORM_EDITS = {
-    "mask once per run": [("valid[r] = cols[r] < N;", "valid[r] = cols[r & ~7] < N;")],
     "plain loads": [(f"const __half* __restrict__ {a}", f"const __half* {a}") for a in "XWB"],
 }
 
 
-def cases(only):
+def cases(only, focus=False):
     """(make, params, variants); fp16 only (CuPy has no bfloat16 arrays; bf16 rows are in bench/run.py)."""
     out = []
+    if focus:   # the points whose ratio moved with the occupancy feedback, for a longer look
+        bounded = {"__launch_bounds__(512, 4)": [("__launch_bounds__(512)", "__launch_bounds__(512, 4)")]}
+        return [(softmax_case, ("float16", 4096, 8192), bounded), (softmax_case, ("float16", 8192, 4096), {}),
+                (copy_case, ("transpose", "float16", 4096, 4096, 4096), {}),
+                (copy_case, ("transpose", "float32", 4096, 4000, 4096), {}),
+                (copy_case, ("copy2d", "float32", 4096, 4000, 4096), {})]
     if "softmax" in only:
         for rows, cols in ((4096, 8192), (8192, 4096), (4096, 4096)):
             out.append((softmax_case, ("float16", rows, cols), SOFTMAX_EDITS))
     if "layernorm" in only:
         for rows, cols in ((4096, 12288), (16384, 4096), (8192, 8192)):
             out.append((layernorm_case, ("float16", rows, cols), LAYERNORM_EDITS))
+    for kind in ("copy2d", "transpose"):
+        if kind in only:
+            for dtype in ("float32", "float16"):
+                for rows, cols, pitch in ((4096, 4000, 4096), (8192, 8000, 8192), (4096, 4096, 4096)):
+                    out.append((copy_case, (kind, dtype, rows, cols, pitch), {}))
     return out
 
 
@@ -109,17 +144,20 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path)
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--only", default="softmax,layernorm")
+    p.add_argument("--only", default="softmax,layernorm,copy2d,transpose")
+    p.add_argument("--focus", action="store_true", help="only the few points the occupancy feedback moved")
     args = p.parse_args(argv)
     from triton.testing import do_bench
     results = []
-    for make, params, variants in cases(args.only.split(",")):
+    for make, params, variants in cases(args.only.split(","), args.focus):
         c = make(*params)
         c["ours"]()
         cupy.cuda.Device().synchronize()
         want = c["out"].copy()
+        built = [o.describe() for v in c["kernel"].variants.values() for o in v.occupancy.values()]
+        print(f"{c['label']}: ours compiled to {'; '.join(built) or 'no occupancy record'}", flush=True)
         fns = {"ours": c["ours"], "triton": c["triton"]}
-        for label, edits in variants.items():
+        for label, edits in {"no occupancy define": [], **variants}.items():
             try:
                 fn = cubin_function(edited(c["source"], edits), c["name"])
             except Exception as error:

@@ -3,7 +3,8 @@
 
 For every point of every workload, in one process: verify our output and Triton's against torch once, then
 time torch, Triton and ours with `triton.testing.do_bench(warmup=25, rep=100, return_mode="median")` (CUDA
-events with an L2 flush when Triton is missing). The device-to-device copy ceiling is measured in the same
+events with an L2 flush when Triton is missing), `--rounds` times interleaved (default 3), and report the
+median of the rounds: single timings of one kernel vary by a few percent from run to run on this machine. The device-to-device copy ceiling is measured in the same
 process, and each row reports ours against Triton, torch and that ceiling. Inputs are fresh random data.
 
 Kernel sources: `examples/*.py` and `bench/kernels.py`, each loaded twice by `bench/twins.py` (ours, and
@@ -15,7 +16,7 @@ implementation is recorded in its row and the run goes on. A fault that leaves t
 (an illegal address in a generated kernel, say) makes the script restart itself in a fresh process, which
 keeps the rows already written and carries on with the next point.
 
-    python bench/run.py --out results [--quick] [--only softmax,layernorm] [--budget-s 300]
+    python bench/run.py --out results [--quick] [--only softmax,layernorm] [--budget-s 300] [--rounds 3]
     python bench/run.py --list
     python bench/run.py --table --out results     # an earlier run's table again (and its plot)
 """
@@ -392,7 +393,7 @@ def clone(out):
     return tuple(clone(o) for o in out) if isinstance(out, tuple) else out.clone()
 
 
-def run_point(wl: Workload, twins: Twins, point: Point, timer, ceiling: float) -> dict:
+def run_point(wl: Workload, twins: Twins, point: Point, timer, ceiling: float, rounds: int = 1) -> dict:
     """Check and time every implementation at one point; never raises, errors go into the row."""
     row = {"workload": wl.name, "dtype": SHORT[point.dtype], "shape": wl.label(point), "variant": point.variant,
            "unit": wl.unit, "bytes": None, "flops": None, "errors": {}}
@@ -409,6 +410,7 @@ def run_point(wl: Workload, twins: Twins, point: Point, timer, ceiling: float) -
     except Exception as error:
         row["errors"]["reference"] = short_error(error)
         reference = None
+    timed = {}
     for impl in IMPLS:
         fn = case.impls.get(impl)
         if fn is None:
@@ -417,11 +419,26 @@ def run_point(wl: Workload, twins: Twins, point: Point, timer, ceiling: float) -
         try:
             if impl != "torch" and reference is not None:
                 case.compare(fn(), reference)
-            ms = timer(fn)
-            row[f"{impl}_ms"] = ms
-            row[impl] = work / ms / scale
+            timed[impl] = fn
         except Exception as error:
             row["errors"][impl] = short_error(error)
+    # Rounds interleave the implementations, so a slow stretch of the machine hits all of them alike; the
+    # median over rounds of each one's median is what the ratios use.
+    times = {impl: [] for impl in timed}
+    for _ in range(rounds):
+        for impl, fn in timed.items():
+            if impl in row["errors"]:
+                continue
+            try:
+                times[impl].append(timer(fn))
+            except Exception as error:
+                row["errors"][impl] = short_error(error)
+    for impl, ms_list in times.items():
+        if ms_list and impl not in row["errors"]:
+            ms = statistics.median(ms_list)
+            row[f"{impl}_ms"] = ms
+            row[f"{impl}_ms_rounds"] = ms_list
+            row[impl] = work / ms / scale
     ours = row.get("ours")
     for other in ("triton", "torch"):
         row[f"ours/{other}"] = ours / row[other] if ours and row.get(other) else None
@@ -558,6 +575,8 @@ def parse_args(argv=None):
     parser.add_argument("--only", default="", help="comma-separated workload names (see --list)")
     parser.add_argument("--budget-s", type=float, default=0, help="stop starting new points after this many "
                         "seconds (0: no limit), leaving time to write the table and plot")
+    parser.add_argument("--rounds", type=int, default=3, help="timings per implementation and point, interleaved; "
+                        "the median is reported (default 3)")
     parser.add_argument("--list", action="store_true", help="list workloads and their points, then exit")
     parser.add_argument("--table", action="store_true",
                         help="print the table of the run in --out and redraw its plot, then exit")
@@ -580,7 +599,8 @@ def run_metadata(args, ceiling) -> dict:
             versions[name] = None
     return {"gpu": torch.cuda.get_device_name(), "versions": versions, "python": platform.python_version(),
             "argv": sys.argv[1:], "started": time.strftime("%Y-%m-%d %H:%M:%S"), "copy_ceiling_gbs": [ceiling],
-            "timer": "triton.testing.do_bench" if versions["triton"] else "cuda events", "skipped": []}
+            "timer": "triton.testing.do_bench" if versions["triton"] else "cuda events", "rounds": args.rounds,
+            "skipped": []}
 
 
 def restart_in_fresh_process():
@@ -611,7 +631,7 @@ def run_points(args, meta: dict, rows: list[dict], timer, ceiling: float, t0: fl
                 continue
             twins = twins or load_twins(wl.source)  # compiles nothing yet: both compile on first launch
             started = time.time()
-            row = run_point(wl, twins, point, timer, ceiling)
+            row = run_point(wl, twins, point, timer, ceiling, args.rounds)
             rows.append(row)
             write_results(args.out, meta, rows)
             print(f"{name:10} {key[1]:4} {key[2]:24} ours {_fmt(row.get('ours'), 1):>7} triton "

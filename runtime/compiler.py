@@ -3,7 +3,8 @@
 `compile_cubin` runs NVRTC for one architecture (`sm_90a` on Hopper, so Hopper-only instructions are
 available) with the options and include folders CuPy's `RawModule` would use; it needs no GPU, so the cubin
 can be made, cached on disk (`cache.py`) and checked anywhere; `compile_tuned` adds the register feedback of
-`occupancy.py` (a second compile for one more program per SM when ptxas' report says it is within reach). `load_function` loads a cubin in a device's
+`occupancy.py` (a second compile for one more program per SM when the first cubin's registers say it is
+within reach). `load_function` loads a cubin in a device's
 primary context and hands back the module, the function and that context, which is all a launch needs: a new
 process that finds the cubin on disk never starts NVRTC. `check_shared_memory` refuses a variant whose dynamic
 shared memory the device cannot give. `compile_offline` is the same compile with ptxas' resource report and the
@@ -63,29 +64,23 @@ def nvrtc_options(arch: str, extra: tuple = ()) -> tuple:
 
 def compile_cubin(source: str, kernel_name: str, arch: str, extra_options: tuple = ()) -> bytes:
     """NVRTC: `.cu` text to a cubin for `arch` (InternalCompilerError with the log when it does not compile)."""
-    return compile_with_log(source, kernel_name, arch, extra_options, report=False)[0]
-
-
-def compile_with_log(source: str, kernel_name: str, arch: str, extra_options: tuple = (), report=True):
-    """`(cubin, log)`; with `report`, the log holds ptxas' resource lines (registers, spills)."""
     from cupy.cuda import nvrtc
     prog = nvrtc.createProgram(source, f"{kernel_name}.cu", [], [])
-    options = tuple(extra_options) + (("--ptxas-options=-v",) if report else ())
     try:
         try:
-            nvrtc.compileProgram(prog, list(nvrtc_options(arch, options)))
+            nvrtc.compileProgram(prog, list(nvrtc_options(arch, tuple(extra_options))))
         except Exception:
             raise _internal_error(kernel_name, source, nvrtc.getProgramLog(prog)) from None
-        return nvrtc.getCUBIN(prog), nvrtc.getProgramLog(prog)
+        return nvrtc.getCUBIN(prog)
     finally:
         nvrtc.destroyProgram(prog)
 
 
 def compile_tuned(source: str, kernel_name: str, arch: str, shared_bytes: int = 0):
     """`(cubin, Occupancy | None)`: the cubin for `arch`, compiled a second time for one more program per SM
-    when ptxas' register report says that step is within reach (`occupancy.py`)."""
+    when the first one's registers say that step is within reach (`occupancy.py`)."""
     from .occupancy import compile_for_occupancy
-    return compile_for_occupancy(lambda options: compile_with_log(source, kernel_name, arch, options),
+    return compile_for_occupancy(lambda options: compile_cubin(source, kernel_name, arch, options),
                                  source, shared_bytes, arch)
 
 

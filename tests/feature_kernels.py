@@ -11,6 +11,7 @@ import numpy as np
 
 import transpiler
 import transpiler.language as tl
+from random_kernels import random_cases
 
 # ---------------------------------------------------------------------------------------------------------
 # Kernels
@@ -318,6 +319,7 @@ def all_cases(rng):
     cases += [(f"math_{fn}", case_math(rng, fn)) for fn in MATH_FNS]
     cases += [("math_exp_fp16", case_math(rng, "exp", np.float16)), ("math_sigmoid_fp16",
                                                                       case_math(rng, "sigmoid", np.float16))]
+    cases += random_cases(rng)
     return cases
 
 

@@ -40,69 +40,59 @@ def test_register_budget_is_the_largest_count_that_keeps_the_step():
 
 @pytest.mark.parametrize("registers, threads, shared, arch, want", [
     (40, 512, 128, "sm_90a", 4),    # the softmax case: 32 registers are 80% of 40
-    (59, 512, 128, "sm_90a", None),  # three programs would allow 40: too far below 59
+    (59, 512, 128, "sm_90a", 3),    # three programs allow 40, 68% of 59: worth a try (it spills: dropped)
+    (43, 1024, 128, "sm_90a", 2),   # one program of 32 warps -> two at 32 registers
+    (120, 512, 128, "sm_90a", None),  # two programs would allow 64: too far below 120
     (32, 512, 128, "sm_90a", None),  # already at the thread limit
-    (128, 256, 64, "sm_90a", None),  # three programs would allow 80 of 128
+    (128, 256, 64, "sm_90a", 3),    # three programs allow 80 of 128 (62%): tried (layernorm 12288 spills there)
     (63, 256, 64, "sm_90a", 5),     # five programs allow 48, 76% of 63: worth a try
+    (48, 128, 0, "sm_90a", None),   # ten programs of 128 threads already overlap: left as ptxas chose
     (40, 512, 60 * 1024, "sm_90a", None),   # shared memory, not registers, limits occupancy
     (40, 512, 128, "sm_75", None),  # an architecture without a table entry: left alone
 ])
 def test_next_step(registers, threads, shared, arch, want):
-    assert occ.next_step(occ.PtxasReport(registers, 0, 0), threads, shared, arch) == want
+    assert occ.next_step(occ.CubinResources(registers, 0), threads, shared, arch) == want
 
 
 def test_a_spilling_first_compile_is_not_tightened():
-    assert occ.next_step(occ.PtxasReport(40, 8, 8), 512, 0, "sm_90a") is None
-
-
-LOG = """ptxas info    : 0 bytes gmem
-ptxas info    : Compiling entry function 'k' for 'sm_90a'
-ptxas info    : Function properties for k
-    8 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads
-ptxas info    : Used 40 registers, used 1 barriers, 8 bytes cumulative stack size
-"""
-
-
-def test_ptxas_report_is_read_from_the_log():
-    assert occ.parse_ptxas_report(LOG) == occ.PtxasReport(40, 4, 12)
-    assert occ.parse_ptxas_report(LOG).spills
-    assert occ.parse_ptxas_report("no report here") is None
+    assert occ.next_step(occ.CubinResources(40, 8), 512, 0, "sm_90a") is None
 
 
 ELIGIBLE = "extern \"C\" __global__ void __launch_bounds__(512, TP_MIN_BLOCKS_PER_SM) k("
 
 
-def _fake_compiler(reports):
-    """compile_with_log stand-in: answers the i-th compile with reports[i]; records the options."""
+def _fake_compiler(monkeypatch, resources):
+    """A compile stand-in whose i-th cubin has resources[i]; records the options of each compile."""
     calls = []
+    by_cubin = {}
 
-    def compile_with_log(options):
-        r = reports[len(calls)]
+    def compile_with(options):
+        cubin = f"cubin{len(calls) + 1}".encode()
+        by_cubin[cubin] = resources[len(calls)]
         calls.append(options)
-        log = (f"    0 bytes stack frame, {r.spill_stores} bytes spill stores, {r.spill_loads} bytes spill loads\n"
-               f"ptxas info    : Used {r.registers} registers, used 1 barriers")
-        return f"cubin{len(calls)}".encode(), log
-    return compile_with_log, calls
+        return cubin
+    monkeypatch.setattr(occ, "cubin_resources", lambda cubin: by_cubin[cubin])
+    return compile_with, calls
 
 
-def test_the_bounded_compile_is_kept_when_it_does_not_spill():
-    fake, calls = _fake_compiler([occ.PtxasReport(40, 0, 0), occ.PtxasReport(32, 0, 0)])
+def test_the_bounded_compile_is_kept_when_it_does_not_spill(monkeypatch):
+    fake, calls = _fake_compiler(monkeypatch, [occ.CubinResources(40, 0), occ.CubinResources(32, 0)])
     cubin, result = occ.compile_for_occupancy(fake, ELIGIBLE, 128, "sm_90a")
     assert calls == [(), ("-DTP_MIN_BLOCKS_PER_SM=4",)]
     assert cubin == b"cubin2"
     assert result == occ.Occupancy(registers=32, min_blocks=4, blocks_per_sm=4)
 
 
-def test_the_bounded_compile_is_dropped_when_it_spills():
-    fake, calls = _fake_compiler([occ.PtxasReport(40, 0, 0), occ.PtxasReport(32, 16, 16)])
+def test_the_bounded_compile_is_dropped_when_it_spills(monkeypatch):
+    fake, calls = _fake_compiler(monkeypatch, [occ.CubinResources(40, 0), occ.CubinResources(32, 16)])
     cubin, result = occ.compile_for_occupancy(fake, ELIGIBLE, 128, "sm_90a")
     assert cubin == b"cubin1"
     assert result == occ.Occupancy(registers=40, min_blocks=1, blocks_per_sm=3, tried=4)
     assert "was tried and spilled" in result.describe()
 
 
-def test_kernels_without_the_macro_compile_once():
-    fake, calls = _fake_compiler([occ.PtxasReport(40, 0, 0)])
+def test_kernels_without_the_macro_compile_once(monkeypatch):
+    fake, calls = _fake_compiler(monkeypatch, [occ.CubinResources(40, 0)])
     cubin, result = occ.compile_for_occupancy(fake, "__launch_bounds__(512) k(", 0, "sm_90a")
     assert (cubin, result, len(calls)) == (b"cubin1", None, 1)
 
@@ -121,6 +111,22 @@ def _layernorm(n):
 
 
 @needs_nvrtc
+@pytest.mark.parametrize("min_blocks, spills", [(None, False), (3, True), (4, True)])
+def test_registers_and_spills_read_from_the_cubin_agree_with_ptxas(min_blocks, spills):
+    # fp16 softmax over 16384 columns: 59 registers unbounded; 40 under 3 programs per SM spills a little.
+    var = _softmax(16384)
+    options = (f"-DTP_MIN_BLOCKS_PER_SM={min_blocks}",) if min_blocks else ()
+    compiled = compile_offline(var.source, "sm_90a", extra_options=options)
+    read = occ.cubin_resources(compiled.cubin)
+    assert read.registers == compiled.registers
+    assert read.spills == (compiled.spill_bytes > 0) == spills
+
+
+def test_a_cubin_without_records_reads_as_unknown():
+    assert occ.cubin_resources(b"not an ELF file") is None
+
+
+@needs_nvrtc
 def test_fp16_softmax_over_8192_columns_gets_four_programs_per_sm_without_spills():
     var = _softmax(8192)
     plain = compile_offline(var.source, "sm_90a")
@@ -132,6 +138,14 @@ def test_fp16_softmax_over_8192_columns_gets_four_programs_per_sm_without_spills
 
 
 @needs_nvrtc
+def test_one_program_of_32_warps_becomes_two():
+    x = np.zeros((4, 16384), np.float16)
+    var = softmax.softmax_kernel.compiled_variant(x, x, 16384, 16384, 16384, BLOCK=16384, num_warps=32)
+    _, result = compile_tuned(var.source, var.name, "sm_90a", var.shared_bytes)
+    assert (result.min_blocks, result.blocks_per_sm) == (2, 2) and result.registers <= 32
+
+
+@needs_nvrtc
 def test_without_the_define_the_bound_is_the_plain_one():
     # An explicit minimum of 1 lets ptxas take up to 255 registers (168 for this layernorm, one program per
     # SM); without the define the kernel must compile exactly as under __launch_bounds__(256).
@@ -139,7 +153,7 @@ def test_without_the_define_the_bound_is_the_plain_one():
     assert compile_offline(var.source, "sm_90a").registers == compile_offline(
         var.source.replace("#ifdef TP_MIN_BLOCKS_PER_SM", "#if 0"), "sm_90a").registers <= 128
     _, result = compile_tuned(var.source, var.name, "sm_90a", var.shared_bytes)
-    assert (result.min_blocks, result.blocks_per_sm) == (1, 2)
+    assert (result.min_blocks, result.blocks_per_sm, result.tried) == (1, 2, 3)
 
 
 def test_tensor_core_kernels_keep_the_plain_bound():

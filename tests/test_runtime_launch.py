@@ -469,7 +469,7 @@ def test_a_new_process_finds_the_cubin_on_disk_without_parsing_or_nvrtc(gpu, tmp
         from test_runtime_launch import _scale
         def no_nvrtc(*a):
             raise AssertionError("NVRTC ran in the warm process")
-        compiler.compile_tuned = compiler.compile_with_log = no_nvrtc
+        compiler.compile_tuned = compiler.compile_cubin = no_nvrtc
         k = transpiler.jit(_scale)
         values = (np.zeros(4, np.float32), np.zeros(4, np.float32), 100, 1.0, 128)
         var = k.variant(k.spec_key(values), values, 4)

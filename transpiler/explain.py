@@ -123,6 +123,11 @@ def explain_ir(ir, analysis, emitted, arch=None) -> str:
             entries.append(_memory_text(op, analysis, name_of))
         elif op.name == "reduce":
             entries.append(_reduce_text(op, layouts, name_of))
+        elif op.name == "scan":
+            plan = layouts.scan_plan[op]
+            entries.append(f"scan {op.attrs['combine']} along dim {plan.axis}"
+                           f"{' from the end' if op.attrs['reverse'] else ''} in {name_of(plan.layout)}: "
+                           f"{plan.describe()}")
         for r in op.results:
             if r.shape and r.name and op.name not in ("load",):
                 if r in layouts.layout:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .atomics import plan_atomics
 from .axis_info import AxisInfoAnalysis
 from .decisions import DecisionLog
 from .layout_assignment import LayoutAssignment, coalesced_order
@@ -22,6 +23,7 @@ class KernelAnalysis:
     dots: dict          # dot op -> DotPlan (tensor_cores.py)
     pipelines: dict     # for op -> PipelinePlan (pipelining.py)
     combined_loads: dict  # load op -> CombinedLoad (load_combining.py)
+    atomics: dict       # atomic op -> AtomicPlan (atomics.py)
 
 
 def analyze(kernel) -> KernelAnalysis:
@@ -36,4 +38,5 @@ def analyze(kernel) -> KernelAnalysis:
         return coalesced_order(axis[ptr], len(ptr.shape))[0]
     pipelines = plan_pipelines(kernel, widths, fastest_dim, decisions)
     combined = combine_loads(kernel, axis, layouts, widths, decisions)
-    return KernelAnalysis(axis, layouts, widths, uniform, decisions, dots, pipelines, combined)
+    atomics = plan_atomics(kernel, layouts, decisions)
+    return KernelAnalysis(axis, layouts, widths, uniform, decisions, dots, pipelines, combined, atomics)

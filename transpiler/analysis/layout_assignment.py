@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..parse.ir import Region
 from .layouts import blocked, log2
+from .scan_layout import plan_scan
 
 
 def coalesced_order(info, rank):
@@ -63,6 +64,7 @@ class LayoutAssignment:
         self.flexible = set()
         self.mem_layout = {}      # load/store op -> its layout
         self.reduce_input = {}    # reduce op -> the layout its operands are read in
+        self.scan_plan = {}       # scan op -> its ScanPlan (the layout of its operands and results)
         self._assign(kernel.body)
 
     # -- helpers -------------------------------------------------------------------------------------------
@@ -176,6 +178,23 @@ class LayoutAssignment:
                                    f"per thread, the coalesced one {anchor.contiguous_regs(order[0])}")
         self.mem_layout[op] = layout
 
+    def _op_atomic_rmw(self, op):
+        """An atomic runs where an operand already lives (no conversion); otherwise one element per thread
+        per access, consecutive lanes on consecutive addresses (each element is its own instruction)."""
+        ptr = op.operands[0]
+        if not ptr.shape:
+            return
+        layout, provisional = self._pick(op.operands)
+        if layout is None:
+            order = coalesced_order(self.axis[ptr], len(ptr.shape))
+            layout = blocked(ptr.shape, 1, order, self.num_warps)
+            self.decisions.add("layout", op, f"{op.name} of {list(ptr.shape)}: one element per thread per access, "
+                               f"lanes along dim {order[0]}", "no operand has a layout yet; an atomic is one "
+                               "instruction per element, so only coalescing across lanes matters")
+        self._set(op.result, layout, provisional)
+
+    _op_atomic_cas = _op_atomic_rmw
+
     def _op_reduce(self, op):
         src = op.operands[0]
         if src in self.layout:
@@ -186,6 +205,22 @@ class LayoutAssignment:
         out = layout.drop_dims([op.attrs["axis"]])
         for r in op.results:
             self._set(r, out, src in self.provisional)
+        if op.regions:
+            self._assign(op.regions[0])
+
+    def _op_scan(self, op):
+        layout, provisional = self._pick(op.operands)
+        axis = op.attrs["axis"]
+        plan = plan_scan(layout, axis) if layout is not None else None
+        if plan is None:
+            if layout is not None:
+                self.decisions.add("layout", op, "scan in the default blocked layout",
+                                   f"its operand's layout does not hold dim {axis} as registers, lanes, warps, "
+                                   "registers")
+            plan = plan_scan(default_layout(op.operands[0].shape, self.num_warps), axis)
+        self.scan_plan[op] = plan
+        for r in op.results:
+            self._set(r, plan.layout, provisional)
         if op.regions:
             self._assign(op.regions[0])
 

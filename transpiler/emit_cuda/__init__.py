@@ -22,12 +22,15 @@ def _params(kernel, written):
     return out
 
 
+_WRITES_MEMORY = ("store", "atomic_rmw", "atomic_cas")
+
+
 def written_pointer_args(kernel):
-    """Names of pointer arguments some store writes through (the rest become `const T*`)."""
+    """Names of pointer arguments some store or atomic writes through (the rest become `const T*`)."""
     roots = {a.value: a.name for a in kernel.args}
     written = set()
     for op in kernel.walk():
-        if op.name != "store":
+        if op.name not in _WRITES_MEMORY:
             continue
         stack = [op.operands[0]]
         seen = set()

@@ -245,13 +245,13 @@ class Emitter:
         return " + ".join(reversed(terms)) if terms else "0"
 
     # -- shared memory -------------------------------------------------------------------------------------
-    def shared_buffer(self, dt, count: int, hint: str) -> str:
-        """A buffer of its own for the whole kernel (reduction scratch), declared at the top."""
+    def shared_buffer(self, dt, count: int, hint: str, purpose="cross-warp reduction") -> str:
+        """A buffer of its own for the whole kernel (reduction or scan scratch), declared at the top."""
         name = self.fresh(hint)
         offset = self.smem.persistent(count * dt.itemsize)
         ct = cspell.ctype(dt)
         self.shared_decls.append(f"{ct}* {name} = reinterpret_cast<{ct}*>(tp_smem + {offset});")
-        self.smem.record(name, ct, count, dt.itemsize, "cross-warp reduction")
+        self.smem.record(name, ct, count, dt.itemsize, purpose)
         return name
 
     def scratch_buffers(self, requests, purpose):

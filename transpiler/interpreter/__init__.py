@@ -6,9 +6,10 @@
 Modules: `runner` (the launch loop and the object that answers `tl.*` calls), `arguments` (binding, host
 copies of arrays, writing results back), `tensor` (the block value and its operators), `arith` (promotion
 and C operator semantics), `numeric` (dtype storage, rounding, casts), `shapes` (broadcasting, block-shape
-and axis checks), `pointers` (pointer values, masked loads/stores, bounds checks), `location` (the kernel
-line an error points at), `registry` (rule table by builtin name) and the rule modules `rules`,
-`math_rules`, `reductions` and `dot`.
+and axis checks), `pointers` (pointer values, masked loads/stores, bounds checks), `block_pointers`
+(`tl.make_block_ptr`, `tl.advance`, loads and stores through them), `location` (the kernel line an error
+points at), `registry` (rule table by builtin name) and the rule modules `rules`, `math_rules`,
+`reductions`, `scans`, `dot` and `atomics`.
 """
 from .pointers import Buffer, Pointer
 from .runner import Interpreter, interpret

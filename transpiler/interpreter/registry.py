@@ -2,7 +2,8 @@
 
 A rule has the same signature as the builtin it implements (see `transpiler/language/__init__.py`), so the
 interpreter can hand it the user's arguments unchanged. Rules live in `rules.py`, `math_rules.py`,
-`reductions.py` and `dot.py`; each registers itself with `@rule("name")` when its module is imported.
+`reductions.py`, `scans.py`, `dot.py`, `atomics.py` and `block_pointers.py` (whose `load`/`store` helpers
+`rules.py` calls for block pointers); each registers itself with `@rule("name")` when its module is imported.
 """
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import importlib
 
 RULES: dict[str, object] = {}
 
-_RULE_MODULES = ("rules", "math_rules", "libdevice_rules", "standard_rules", "reductions", "dot")
+_RULE_MODULES = ("rules", "math_rules", "libdevice_rules", "standard_rules", "reductions", "scans", "dot", "atomics",
+                 "block_pointers")
 
 
 def rule(name: str):

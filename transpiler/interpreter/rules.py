@@ -14,7 +14,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..errors import CompileTimeError, DTypeError, InterpreterError, ShapeError
 from ..language import core
-from . import numeric, pointers
+from . import block_pointers, numeric, pointers
 from .location import error, program_text
 from .registry import rule
 from .shapes import (broadcast_pair, fit_to_shape, normalize_axis, shape_argument, validate_block_shape)
@@ -144,24 +144,33 @@ def cast(input, dtype, fp_downcast_rounding=None, bitcast=False):
     return Tensor(numeric.cast(x.data, x.dtype, target, rounding), target)
 
 
+@rule("to_tensor")
+def to_tensor_(x):
+    return to_tensor(x, "the input of tl.core.to_tensor")
+
+
 # ---- memory -----------------------------------------------------------------------------------------------
 
 
 def _no_block_pointer_options(boundary_check, padding_option, what: str):
     if unwrap(boundary_check) or unwrap(padding_option):
-        raise error(CompileTimeError, f"{what}: boundary_check and padding_option only apply to block pointers, "
-                    "which this language does not have; use mask= instead")
+        raise error(CompileTimeError, f"{what}: boundary_check and padding_option apply to block pointers "
+                    "(tl.make_block_ptr) only", hint="mask a block of pointers with mask= (and other=)")
 
 
 @rule("load")
 def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="",
          eviction_policy="", volatile=False):
+    if isinstance(unwrap(pointer), block_pointers.BlockPointer):
+        return block_pointers.load(unwrap(pointer), mask, other, boundary_check, padding_option)
     _no_block_pointer_options(boundary_check, padding_option, "tl.load")
     return pointers.load(pointer, mask, other)
 
 
 @rule("store")
 def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
+    if isinstance(unwrap(pointer), block_pointers.BlockPointer):
+        return block_pointers.store(unwrap(pointer), value, mask, boundary_check)
     _no_block_pointer_options(boundary_check, (), "tl.store")
     pointers.store(pointer, value, mask)
 

@@ -72,6 +72,46 @@ def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", evict
     """Store `value` through `pointer` where `mask` is true."""
 
 
+# ---- atomics --------------------------------------------------------------------------------------------
+
+
+def _atomic_rmw(name, what):
+    def fn(pointer, val, mask=None, sem=None, scope=None):
+        pass
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"Atomically {what} where `mask` is true; returns the old values. `sem`: 'acq_rel' (default), "
+                  "'acquire', 'release' or 'relaxed'; `scope`: 'gpu' (default), 'cta' or 'sys'.")
+    return builtin(fn)
+
+
+atomic_add = _atomic_rmw("atomic_add", "add `val` to `*pointer`")
+atomic_max = _atomic_rmw("atomic_max", "replace `*pointer` by `max(*pointer, val)`")
+atomic_min = _atomic_rmw("atomic_min", "replace `*pointer` by `min(*pointer, val)`")
+atomic_and = _atomic_rmw("atomic_and", "replace `*pointer` by `*pointer & val`")
+atomic_or = _atomic_rmw("atomic_or", "replace `*pointer` by `*pointer | val`")
+atomic_xor = _atomic_rmw("atomic_xor", "replace `*pointer` by `*pointer ^ val`")
+atomic_xchg = _atomic_rmw("atomic_xchg", "store `val` to `*pointer`")
+
+
+@builtin
+def atomic_cas(pointer, cmp, val, sem=None, scope=None):
+    """Atomically store `val` to `*pointer` where `*pointer == cmp` (bitwise); returns the old values."""
+
+
+# ---- block pointers -------------------------------------------------------------------------------------
+
+
+@builtin
+def make_block_ptr(base, shape, strides, offsets, block_shape, order):
+    """A pointer to the `block_shape` block at `offsets` of the tensor (`shape`, `strides`) at `base`."""
+
+
+@builtin
+def advance(base, offsets):
+    """The block pointer `base` moved by `offsets` (one per dimension); `base` itself is unchanged."""
+
+
 # ---- shape manipulation ---------------------------------------------------------------------------------
 
 
@@ -221,6 +261,24 @@ def reduce(input, axis, combine_fn, keep_dims=False):
     """Reduce `input` (a block or a tuple of blocks) along `axis` with a @transpile `combine_fn`."""
 
 
+# ---- scans ----------------------------------------------------------------------------------------------
+
+
+@builtin
+def cumsum(input, axis=0, reverse=False, dtype=None):
+    """Inclusive running sum along `axis` (from the end with `reverse`); narrow integers sum as (u)int32."""
+
+
+@builtin
+def cumprod(input, axis=0, reverse=False):
+    """Inclusive running product along `axis` (from the end with `reverse`)."""
+
+
+@builtin
+def associative_scan(input, axis, combine_fn, reverse=False):
+    """Inclusive scan of `input` (a block or a tuple of blocks) along `axis` with a @transpile `combine_fn`."""
+
+
 # ---- matrix multiply ------------------------------------------------------------------------------------
 
 
@@ -292,6 +350,13 @@ def static_range(arg1, arg2=None, step=None):
     """A loop unrolled at compile time; bounds must be constexpr."""
 
 
+# ---- random numbers (language code, inlined like @transpile helpers: see random.py) -------------------------
+
+from . import random  # noqa: E402,F401  (`tl.random`, as in Triton)
+from .random import (pair_uniform_to_normal, philox, philox_impl, rand, rand4x, randint, randint4x,  # noqa: E402
+                     randn, randn4x, uint_to_uniform_float)
+
+
 class PropagateNan:
     """Whether `minimum`/`maximum` return NaN when either input is NaN (ALL) or prefer the number (NONE)."""
 
@@ -326,7 +391,10 @@ class math:
 TENSOR_METHODS = {
     "to": "cast", "sum": "sum", "max": "max", "min": "min", "argmax": "argmax", "argmin": "argmin",
     "reshape": "reshape", "view": "view", "trans": "trans", "permute": "permute", "broadcast_to": "broadcast_to",
-    "expand_dims": "expand_dims", "reduce": "reduce", "xor_sum": "xor_sum",
+    "expand_dims": "expand_dims", "reduce": "reduce", "xor_sum": "xor_sum", "advance": "advance",
+    "cumsum": "cumsum", "cumprod": "cumprod", "associative_scan": "associative_scan",
+    "atomic_add": "atomic_add", "atomic_max": "atomic_max", "atomic_min": "atomic_min", "atomic_and": "atomic_and",
+    "atomic_or": "atomic_or", "atomic_xor": "atomic_xor", "atomic_xchg": "atomic_xchg", "atomic_cas": "atomic_cas",
     "cast": "cast", "abs": "abs", "exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt",
     "sqrt_rn": "sqrt_rn", "rsqrt": "rsqrt", "sin": "sin", "cos": "cos", "erf": "erf", "floor": "floor",
     "ceil": "ceil", "sigmoid": "sigmoid", "cdiv": "cdiv", "softmax": "softmax", "ravel": "ravel", "flip": "flip",
@@ -336,4 +404,6 @@ TENSOR_METHODS = {
 # Attributes a block value offers that are computed on access, as in Triton (`x.T` is `tl.trans(x)`).
 TENSOR_PROPERTIES = {"T": "trans"}
 
-__all__ = [n for n in dir() if not n.startswith("_")]
+# `tl.random` is reachable as an attribute, as in Triton, but `from transpiler.language import *` must not
+# shadow the standard library's `random`.
+__all__ = [n for n in dir() if not n.startswith("_") and n != "random"]

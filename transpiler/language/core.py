@@ -103,3 +103,17 @@ def builtin(fn=None, *, name=None):
 def builtin_name(obj):
     """The builtin name of `obj` if it is a `tl` builtin, else None."""
     return getattr(obj, "__transpiler_builtin__", None)
+
+
+def helper(fn):
+    """Declare a `tl` function written in the language itself (Triton's `@jit` functions inside
+    `triton.language`, such as `tl.rand`): the compiler inlines it like a `@transpile` helper, and the
+    interpreter calls it as the Python function it is, so it needs no rules of its own."""
+    fn.__transpiler_inline__ = True
+    return fn
+
+
+@builtin
+def to_tensor(x):
+    """`x` as a kernel value: a Python number becomes a scalar typed as Triton types literals, a value stays
+    itself. As in Triton, it lives in `tl.core`, not in `tl`."""

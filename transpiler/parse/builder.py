@@ -15,13 +15,15 @@ import inspect
 import libcst as cst
 
 from .. import dtypes
-from ..errors import (CompileTimeError, NameResolutionError, ShapeError, TranspilerError, UnsupportedSyntaxError)
+from ..errors import (CompileTimeError, DTypeError, NameResolutionError, ShapeError, TranspilerError,
+                      UnsupportedSyntaxError)
 from ..language import TENSOR_METHODS, TENSOR_PROPERTIES
 from ..language.core import BUILTINS, builtin_name, constexpr
-from . import (semantic, semantic_dot, semantic_libdevice, semantic_reduce,  # noqa: F401  (they register rules)
-               semantic_standard)
-from .dead_code import remove_dead_ops
+from . import (semantic, semantic_atomic, semantic_block_ptr, semantic_dot,  # noqa: F401  (they register rules)
+               semantic_libdevice, semantic_reduce, semantic_scan, semantic_standard)
+from .dead_code import remove_dead_code
 from .ir import Argument, KernelIR, Op, Region, Type, Value
+from .records import Record, Slots
 from .source import parsed_function
 
 _BINOPS = {
@@ -46,6 +48,9 @@ _PY_CONST_BUILTINS = {builtins.min: min, builtins.max: max, builtins.len: len, b
                       builtins.float: float, builtins.bool: bool, builtins.isinstance: isinstance,
                       builtins.tuple: tuple, builtins.list: tuple, builtins.getattr: getattr, builtins.abs: abs}
 _RUNTIME_BUILTINS = {builtins.min: "minimum", builtins.max: "maximum", builtins.abs: "abs"}
+# Builds of a loop body before giving up: carried types settle in a few, and each record leaf found to change
+# adds one more.
+_MAX_LOOP_BUILDS = 8
 
 
 class _Unbound:
@@ -205,7 +210,12 @@ class Builder:
     def _stmt_Expr(self, stmt):
         if isinstance(stmt.value, (cst.SimpleString, cst.ConcatenatedString)):
             return  # docstring
-        self.eval(stmt.value)
+        value = self.eval(stmt.value)
+        if isinstance(value, Record):
+            # As Triton does for tl.advance: a record has no side effects, so dropping one is a mistake.
+            raise self.error(CompileTimeError, f"this {value.KIND} is made and then dropped; nothing changes",
+                             hint="assign it, e.g. p = tl.advance(p, (0, BLOCK)): tl.advance returns the moved "
+                                  "pointer and leaves p as it was")
 
     def _stmt_Pass(self, stmt):
         pass
@@ -234,6 +244,8 @@ class Builder:
                 value = value.value
             if isinstance(value, Value) and value.name is None:
                 value.name = target.value
+            if isinstance(value, Record):
+                value.name_after(target.value)
             self.scope.locals[target.value] = value
             return
         if isinstance(target, (cst.Tuple, cst.List)):
@@ -303,22 +315,25 @@ class Builder:
         self.loc = loc
         names = [n for n in then_env if n in else_env and then_env[n] is not else_env[n]
                  and not isinstance(then_env[n], _Unbound)]
+        # A record (block pointer) merges by the leaves in which the branches differ.
+        slots = Slots(names, then_env)
+        slots.carry_differences(else_env, lambda message: self.error(CompileTimeError, message))
+        entries = slots.entries()
         merged_then, merged_else = [], []
-        for n in names:
-            t, e = self._unify_branch_values(n, then_env[n], else_env[n], then_region, else_region)
+        for slot, t, e in zip(entries, slots.values(then_env), slots.values(else_env)):
+            t, e = self._unify_branch_values(slot.name, t, e, then_region, else_region, slot.const_type)
             merged_then.append(t)
             merged_else.append(e)
         then_region.ops.append(Op("yield", merged_then, [], {}, loc))
         else_region.ops.append(Op("yield", merged_else, [], {}, loc))
-        op = Op("if", [cond], [Value(v.type, name=n) for n, v in zip(names, merged_then)], {}, loc,
+        op = Op("if", [cond], [Value(v.type, name=slot.name) for slot, v in zip(entries, merged_then)], {}, loc,
                 [then_region, else_region])
         self.region.ops.append(op)
         self.scope.locals = before
         for n in set(then_env) | set(else_env):
             if n not in before and (n not in then_env or n not in else_env):
                 self.scope.locals[n] = _Unbound(n)
-        for n, r in zip(names, op.results):
-            self.scope.locals[n] = r
+        self.scope.locals.update(slots.bind(op.results))
 
     def _returning_if(self, stmt, cond, rest):
         """A runtime if whose branches may end with a bare `return`: each branch runs on into `rest` unless
@@ -384,12 +399,12 @@ class Builder:
             self.region = saved_region
         return region, self.scope.locals
 
-    def _unify_branch_values(self, name, t, e, then_region, else_region):
+    def _unify_branch_values(self, name, t, e, then_region, else_region, const_type=None):
         t_is, e_is = isinstance(t, Value), isinstance(e, Value)
         if not t_is and not e_is:
-            dt = dtypes.python_scalar_dtype(t)
-            t = self._const_in(then_region, t, Type(dt))
-            e = self._const_in(else_region, e, Type(dt))
+            const_type = const_type or Type(dtypes.python_scalar_dtype(t))
+            t = self._const_in(then_region, t, const_type)
+            e = self._const_in(else_region, e, const_type)
         elif not t_is:
             t = self._const_in(then_region, t, e.type)
         elif not e_is:
@@ -467,9 +482,6 @@ class Builder:
             self.scope.locals[var] = v
             self._block(stmt.body)
 
-    def _loop_types(self, carried, inits):
-        return [v.type if isinstance(v, Value) else Type(dtypes.python_scalar_dtype(v)) for v in inits]
-
     def _runtime_for(self, stmt, var, bounds, attrs):
         lo, hi, step = bounds
         loc = self.loc
@@ -481,19 +493,16 @@ class Builder:
         carried = self._carried_names(stmt.body)
         carried = [n for n in carried if n != var]
 
-        def build(region_args):
-            iv = region_args[0]
-            self.scope.locals[var] = iv
-            for n, a in zip(carried, region_args[1:]):
-                self.scope.locals[n] = a
+        def build(region):
+            self.scope.locals[var] = region.args[0]
             self._block(stmt.body)
 
-        def make_args(types):
-            return [Value(Type(iv_dtype), name=var)] + [Value(t, name=n) for n, t in zip(carried, types)]
+        def make_args(types, names):
+            return [Value(Type(iv_dtype), name=var)] + [Value(t, name=n) for n, t in zip(names, types)]
 
-        region, inits, results = self._build_loop(carried, build, make_args, offset=1)
+        region, slots, inits, results = self._build_loop(carried, build, make_args, offset=1)
         op = Op("for", [lo_v, hi_v, step_v] + inits, results, attrs, loc, [region])
-        self._finish_loop(op, carried, var)
+        self._finish_loop(op, slots, var)
 
     def _stmt_While(self, stmt):
         self.loop_depth += 1
@@ -508,21 +517,18 @@ class Builder:
         loc = self.loc
         carried = self._carried_names(stmt.body)
 
-        def build(region_args):
-            for n, a in zip(carried, region_args):
-                self.scope.locals[n] = a
+        def build(region):
             self._block(stmt.body)
 
-        def make_args(types):
-            return [Value(t, name=n) for n, t in zip(carried, types)]
+        def make_args(types, names):
+            return [Value(t, name=n) for n, t in zip(names, types)]
 
-        region, inits, results = self._build_loop(carried, build, make_args, offset=0)
+        region, slots, inits, results = self._build_loop(carried, build, make_args, offset=0)
         # The condition is evaluated with the carried values at the top of each iteration.
-        cond_region = Region(args=make_args([v.type for v in inits]))
+        cond_region = Region(args=make_args([v.type for v in inits], [r.name for r in results]))
         saved_region, saved_locals = self.region, dict(self.scope.locals)
         self.region = cond_region
-        for n, a in zip(carried, cond_region.args):
-            self.scope.locals[n] = a
+        self.scope.locals.update(slots.bind(cond_region.args))
         self.runtime_depth += 1
         try:
             self.loc = loc
@@ -538,56 +544,75 @@ class Builder:
             self.runtime_depth -= 1
             self.region, self.scope.locals = saved_region, saved_locals
         op = Op("while", inits, results, {}, loc, [cond_region, region])
-        self._finish_loop(op, carried, None)
+        self._finish_loop(op, slots, None)
 
     def _build_loop(self, carried, build, make_args, offset):
-        """Build a loop body until the carried values' types are stable; returns (region, inits, results)."""
+        """Build a loop body until its carried slots and their types are stable; returns (region, slots,
+        inits, results). The carried variables are bound here to the region's arguments from `offset` on;
+        `build(region)` binds the loop's own (the induction variable) and builds the body. A record variable
+        (a block pointer) is carried by the leaves the body changes (`records.Slots`)."""
         before = dict(self.scope.locals)
         for n in carried:
             if isinstance(before.get(n), _Unbound):
                 raise self.error(CompileTimeError, f"'{n}' is not defined on every path before the loop")
-        inits = [before[n] for n in carried]
-        types = self._loop_types(carried, inits)
+        slots = Slots(carried, before)
+        types = {}
         loc = self.loc
-        for _ in range(4):
-            region = Region(args=make_args(types))
+        for _ in range(_MAX_LOOP_BUILDS):
+            entries = slots.entries()
+            for slot in entries:
+                types.setdefault(slot.key, self._slot_type(slot))
+            region = Region(args=make_args([types[slot.key] for slot in entries], [slot.name for slot in entries]))
             saved_region = self.region
             self.region = region
             self.runtime_depth += 1
             try:
-                build(region.args)
-                yielded = [self.scope.locals[n] for n in carried]
+                entry = slots.bind(region.args[offset:])
+                self.scope.locals.update(entry)
+                build(region)
+                exit_env = {n: self.scope.locals[n] for n in carried}
             finally:
                 self.runtime_depth -= 1
                 self.region = saved_region
-                body_locals = self.scope.locals
                 self.scope.locals = dict(before)
             self.loc = loc
-            new_types = []
-            for n, v, t, init in zip(carried, yielded, types, inits):
+            for n, v in exit_env.items():
                 if isinstance(v, _Unbound):
                     raise self.error(CompileTimeError, f"'{n}' is not defined on every path through the loop")
+            if slots.grow(entry, exit_env, lambda message: self.error(CompileTimeError, message)):
+                continue
+            yielded = slots.values(exit_env)
+            stable = True
+            for slot, v in zip(entries, yielded):
+                t = types[slot.key]
                 vt = v.type if isinstance(v, Value) else t
-                if vt != t and isinstance(init, Value):
-                    raise self.error(CompileTimeError, f"loop-carried '{n}' is {init.type} before the loop but "
-                                     f"{vt} after an iteration; it must keep its type",
+                if vt != t and isinstance(slot.initial, Value):
+                    raise self.error(CompileTimeError, f"loop-carried '{slot.name}' is {slot.initial.type} before "
+                                     f"the loop but {vt} after an iteration; it must keep its type",
                                      hint="initialize it with the final type, e.g. tl.zeros(..., dtype=...)")
-                new_types.append(vt)
-            if new_types == types:
+                stable = stable and vt == t
+                types[slot.key] = vt
+            if stable:
                 break
-            types = new_types
         else:
             raise self.error(CompileTimeError, "could not settle the types of the loop-carried variables")
         # Materialize constexpr yields and inits with the settled types.
+        slot_types = [types[slot.key] for slot in entries]
         saved_region = self.region
         self.region = region
-        yielded = [y if isinstance(y, Value) else self._typed_const(y, t) for y, t in zip(yielded, types)]
+        yielded = [y if isinstance(y, Value) else self._typed_const(y, t) for y, t in zip(yielded, slot_types)]
         region.ops.append(Op("yield", yielded, [], {}, loc))
         self.region = saved_region
-        inits = [i if isinstance(i, Value) else self._typed_const(i, t) for i, t in zip(inits, types)]
-        del body_locals
-        results = [Value(t, name=n) for n, t in zip(carried, types)]
-        return region, inits, results
+        inits = [slot.initial if isinstance(slot.initial, Value) else self._typed_const(slot.initial, t)
+                 for slot, t in zip(entries, slot_types)]
+        results = [Value(t, name=slot.name) for slot, t in zip(entries, slot_types)]
+        return region, slots, inits, results
+
+    @staticmethod
+    def _slot_type(slot):
+        if isinstance(slot.initial, Value):
+            return slot.initial.type
+        return slot.const_type or Type(dtypes.python_scalar_dtype(slot.initial))
 
     def _typed_const(self, value, type_):
         if isinstance(value, constexpr):
@@ -597,10 +622,9 @@ class Builder:
         v = semantic.constant(self, value, type_.dtype)
         return semantic.splat(self, v, type_.shape) if type_.shape else v
 
-    def _finish_loop(self, op, carried, var):
+    def _finish_loop(self, op, slots, var):
         self.region.ops.append(op)
-        for n, r in zip(carried, op.results):
-            self.scope.locals[n] = r
+        self.scope.locals.update(slots.bind(op.results))
         if var is not None:
             self.scope.locals.pop(var, None)
 
@@ -749,6 +773,10 @@ class Builder:
             if attr in TENSOR_PROPERTIES:
                 return self._call_builtin(BUILTINS[TENSOR_PROPERTIES[attr]], [base], {})
             raise self.error(NameResolutionError, f"a block has no attribute '{attr}'")
+        if isinstance(base, Record):
+            if attr in base.METHODS:
+                return BoundMethod(BUILTINS[attr], base)
+            raise self.error(NameResolutionError, f"a {base.KIND} has no attribute '{attr}'", hint=base.HINT)
         try:
             return getattr(base, attr)
         except AttributeError:
@@ -822,6 +850,9 @@ class Builder:
             return self.inline_call(kernel_function(fn), args, kwargs)
         if fn is constexpr:
             return args[0]
+        if inspect.ismethod(fn) and isinstance(fn.__self__, dtypes.dtype):
+            # `x.dtype.is_int()`, `P.dtype.element_ty.is_fp16()`: a question about a type, answered now.
+            return fn(*args, **kwargs)
         if fn is builtins.print:
             # As in Triton, print(...) is tl.device_print(...): a leading string is the prefix.
             if args and isinstance(args[0], str):
@@ -859,6 +890,12 @@ class Builder:
         except TypeError as e:
             raise self.error(CompileTimeError, f"bad arguments to tl.{name}: {e}") from None
         rule = semantic.RULES.get(name)
+        first = bound.args[0] if bound.args else None
+        if isinstance(first, Record):
+            # A builtin applied to a record (tl.load of a block pointer) has the record's own rule.
+            rule = first.RULES.get(name)
+            if rule is None:
+                raise self.error(DTypeError, f"tl.{name} does not take a {first.KIND}", hint=first.HINT)
         if rule is None:
             raise self.error(UnsupportedSyntaxError, f"tl.{name} is not supported by the compiler yet")
         return rule(self, *bound.args, **bound.kwargs)
@@ -991,6 +1028,6 @@ def build_kernel_ir(fn, arg_specs, num_warps, num_stages=3) -> KernelIR:
         kernel = builder.build()
     except TranspilerError as e:
         raise e.with_context(kernel=fn.__name__)
-    remove_dead_ops(kernel)
+    remove_dead_code(kernel)
     kernel.num_stages = num_stages
     return kernel

@@ -1,34 +1,37 @@
-"""Dead-code removal on the kernel IR: side-effect-free ops whose results nothing reads are dropped.
+"""Dropping pure operations whose results nothing reads.
 
-Values are computed for nothing when a kernel evaluates an argument that no op keeps (`tl.assume(n > 0)`,
-`tl.device_assert(x > 0)` outside debug mode) or computes a value it never uses; emitted, they become C++
-variables that are set and never read (NVRTC warns). Only ops in `PURE` are removed; memory, control flow,
-barriers, prints and anything unknown stay. Runs once on the built IR, before the analyses.
+Inlined helpers compute more than their callers keep: `r, _, _, _ = tl.randint4x(seed, offs)` discards three
+of Philox's four words. Blocks are emitted where they are first needed, so unread ones never appear in the
+CUDA, but scalars are emitted in program order and would leave statements nobody reads. This pass removes
+every op in `PURE_OPS` none of whose results has a user. One walk backwards through the kernel suffices:
+structured regions keep every user after its operands' definitions, so an op is visited only after all its
+users, and removing it already frees its operands when their turn comes. Ops with effects (stores, prints,
+barriers, control flow, loads) and ops not listed here always stay.
 """
 from __future__ import annotations
 
+from collections import Counter
+
 from .ir import KernelIR, Region, walk
 
-PURE = {"constant", "splat", "broadcast", "expand_dims", "reshape", "permute", "elementwise", "cast", "bitcast",
-        "addptr", "arange", "program_id", "num_programs", "hint", "reduce"}
+PURE_OPS = frozenset({"constant", "program_id", "num_programs", "arange", "splat", "broadcast", "expand_dims",
+                      "permute", "reshape", "hint", "elementwise", "cast", "bitcast", "addptr"})
 
 
-def remove_dead_ops(kernel: KernelIR) -> None:
-    while True:
-        used = {id(v) for op in walk(kernel.body) for v in op.operands}
-        if not _sweep(kernel.body, used):
-            return
+def remove_dead_code(kernel: KernelIR) -> None:
+    """Remove, in place, the pure ops of `kernel` whose results are never used."""
+    uses = Counter(operand for op in walk(kernel.body) for operand in op.operands)
+    _sweep(kernel.body, uses)
 
 
-def _sweep(region: Region, used: set) -> bool:
-    removed = False
+def _sweep(region: Region, uses: Counter) -> None:
     kept = []
-    for op in region.ops:
-        for inner in op.regions:
-            removed |= _sweep(inner, used)
-        if op.name in PURE and op.results and not any(id(r) in used for r in op.results):
-            removed = True
+    for op in reversed(region.ops):
+        for inner in reversed(op.regions):
+            _sweep(inner, uses)
+        if op.name in PURE_OPS and not any(uses[r] for r in op.results):
+            for operand in op.operands:
+                uses[operand] -= 1
             continue
         kept.append(op)
-    region.ops = kept
-    return removed
+    region.ops = kept[::-1]

@@ -16,6 +16,7 @@ from .. import dtypes
 from ..dtypes import Kind
 from ..errors import CompileTimeError, DTypeError, ShapeError
 from .ir import Type, Value
+from .records import Record
 
 RULES: dict = {}
 
@@ -209,8 +210,16 @@ def elementwise(b, fn, operands, out_dtype, **attrs) -> Value:
 ARITH = {"add", "sub", "mul"}
 
 
+def no_record_operand(b, *operands):
+    """Operators take IR values and numbers; a record (a block pointer) is neither."""
+    for x in operands:
+        if isinstance(x, Record):
+            raise b.error(DTypeError, f"operators do not apply to a {x.KIND}", hint=x.HINT)
+
+
 def binary_op(b, op, x, y):
     """Apply a Python binary operator (`add`, `truediv`, `lshift`, ...) to two operands."""
+    no_record_operand(b, x, y)
     if is_const(x) and is_const(y):
         return python_binary(b, op, x, y)
     return BINARY_RULES[op](b, x, y)
@@ -341,6 +350,7 @@ BINARY_RULES = {
 
 
 def unary_op(b, op, x):
+    no_record_operand(b, x)
     if is_const(x):
         import operator
         return {"neg": operator.neg, "pos": operator.pos, "invert": operator.invert,
@@ -484,6 +494,11 @@ def _cast(b, input, dtype, fp_downcast_rounding=None, bitcast=False):
     return cast(b, v, dt, bitcast=bool(const_value(b, bitcast, "bitcast")))
 
 
+@rule("to_tensor")
+def _to_tensor(b, x):
+    return to_value(b, x)
+
+
 def _check_pointer(b, ptr, what):
     if is_const(ptr) or not ptr.dtype.is_ptr():
         raise b.error(DTypeError, f"{what} needs a pointer (or a block of pointers), not "
@@ -525,12 +540,17 @@ def _no_block_with_scalar_pointer(b, pointer, v, what):
                       hint="make the pointer a block: ptr + tl.arange(...)")
 
 
+def _no_block_pointer_options(b, boundary_check, padding_option, what):
+    if const_value(b, boundary_check, "boundary_check") or const_value(b, padding_option, "padding_option"):
+        raise b.error(CompileTimeError, f"{what}: boundary_check and padding_option apply to block pointers "
+                      "(tl.make_block_ptr) only", hint="mask a block of pointers with mask= (and other=)")
+
+
 @rule("load")
 def _load(b, pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="",
           eviction_policy="", volatile=False):
     _check_pointer(b, pointer, "tl.load")
-    if boundary_check:
-        raise b.error(CompileTimeError, "block pointers (boundary_check) are not supported yet")
+    _no_block_pointer_options(b, boundary_check, padding_option, "tl.load")
     elem = pointer.dtype.element_ty
     m = _mask_value(b, mask, "tl.load") if mask is not None else None
     o = None
@@ -555,6 +575,7 @@ def _load(b, pointer, mask=None, other=None, boundary_check=(), padding_option="
 @rule("store")
 def _store(b, pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
     _check_pointer(b, pointer, "tl.store")
+    _no_block_pointer_options(b, boundary_check, "", "tl.store")
     elem = pointer.dtype.element_ty
     v = to_value(b, value, elem if is_const(value) else None)
     if v.dtype.is_ptr() and not elem.is_ptr():

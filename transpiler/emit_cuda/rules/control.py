@@ -133,10 +133,12 @@ def while_loop(em, op, layout):
     em.write("while (true) {")
     em.push_scope()
     em.indent += 1
+    em.loop_depth += 1      # the condition runs every iteration too: its shared-memory uses need barriers
     bind_args(em, cond_region.args, targets)
     em.emit_region(cond_region)
     cond = em.scalar(cond_region.ops[-1].operands[0])
     em.write(f"if (!({cond})) break;")
+    em.loop_depth -= 1
     em.indent -= 1
     _emit_body(em, body, targets, body.args)
     em.pop_scope()
