@@ -109,6 +109,9 @@ def constexpr_key(value):
         return ("dtype", value.name)
     if value is None:
         return None
+    builtin = getattr(value, "__transpiler_builtin__", None)
+    if builtin is not None:          # a tl function passed as a constexpr: its name, not its address
+        return ("builtin", builtin)
     return (type(value).__name__, repr(value))
 
 

@@ -91,8 +91,8 @@ def _specialization_text(kernel):
             note = " (== 1)"
         elif not dt.is_ptr() and a.divisibility >= 16:
             note = " (multiple of 16)"
-        parts.append(f"{a.name} {dt}{note}")
-    parts += [f"{k} = {v!r}" for k, v in kernel.constexprs.items()]
+        parts.append(f"{a.name} None (a null pointer, unused)" if a.is_none else f"{a.name} {dt}{note}")
+    parts += [f"{k} = {getattr(v, '__transpiler_builtin__', None) or repr(v)}" for k, v in kernel.constexprs.items()]
     return ", ".join(parts)
 
 

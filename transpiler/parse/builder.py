@@ -168,7 +168,7 @@ class Builder:
                 self.scope.locals[spec.name] = spec.constexpr
                 continue
             value = Value(Type(spec.dtype), name=spec.name)
-            args.append(Argument(spec.name, value, index, spec.divisibility, spec.equal_to_one))
+            args.append(Argument(spec.name, value, index, spec.divisibility, spec.equal_to_one, spec.is_none))
             if spec.equal_to_one:
                 # Triton specializes integer arguments equal to 1 into the constant 1.
                 self.scope.locals[spec.name] = 1

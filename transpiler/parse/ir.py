@@ -107,6 +107,7 @@ class Argument:
     index: int                # position among the launch arguments
     divisibility: int = 1     # bytes for pointers, elements for integers
     equal_to_one: bool = False
+    is_none: bool = False     # None was passed: the parameter keeps its slot, the kernel never reads it
 
 
 @dataclass(eq=False)
