@@ -179,6 +179,19 @@ def shape_kernel(X, OUT_T, OUT_H, M, N, BM: tl.constexpr, BN: tl.constexpr):
     tl.store(OUT_H + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
+@transpiler.jit
+def boundary_masks_kernel(X, OUT, n, BLOCK: tl.constexpr):
+    # Masks that split a thread's run of 4 contiguous columns at n (a multiple of 16): only `< n` and `>= n`
+    # are constant over such a run; `<=`, `>`, `==` and `!=` change inside the run holding n.
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(X + offs, mask=offs <= n, other=-1.0)
+    x = tl.where(offs > n, x + 10.0, x)
+    x = tl.where(offs == n, x + 100.0, x)
+    x = tl.where(n >= offs, x + 1000.0, x)
+    x = tl.where(n < offs, x, x * 2.0)
+    tl.store(OUT + offs, x, mask=offs != n + 3)
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Cases
 # ---------------------------------------------------------------------------------------------------------
@@ -308,6 +321,22 @@ def case_shape(rng, m=13, n=27, bm=16, bn=32):
                 outputs=[1, 2], reference=ref, rtol=1e-5, atol=1e-5)
 
 
+def case_boundary_masks(rng, n=48, block=128, programs=2):
+    x = rng.standard_normal(programs * block).astype(np.float32)
+    out = _poison(programs * block, np.float32)
+
+    def ref(x, out, n):
+        i = np.arange(x.size)
+        y = np.where(i <= n, x.astype(np.float64), -1.0)
+        y = np.where(i > n, y + 10.0, y)
+        y = np.where(i == n, y + 100.0, y)
+        y = np.where(n >= i, y + 1000.0, y)
+        y = np.where(n < i, y, y * 2.0)
+        return [np.where(i != n + 3, y, out.astype(np.float64))]
+    return dict(kernel=boundary_masks_kernel, grid=(programs,), args=[x, out, n], constexprs=dict(BLOCK=block),
+                outputs=[1], reference=ref, rtol=1e-6, atol=1e-6)
+
+
 def all_cases(rng):
     """Every feature case, with an id."""
     cases = [("add_fp32", case_add(rng)), ("add_fp16", case_add(rng, np.float16)),
@@ -315,7 +344,8 @@ def all_cases(rng):
              ("reduce_rows", case_reduce_rows(rng)), ("reduce_rows_1warp", case_reduce_rows(rng, num_warps=1)),
              ("reduce_rows_8warps_wide", case_reduce_rows(rng, m=9, n=1000, bm=2, bn=1024, num_warps=8)),
              ("reduce_cols", case_reduce_cols(rng)), ("reduce_cols_8warps", case_reduce_cols(rng, num_warps=8)),
-             ("custom_reduce", case_custom_reduce(rng)), ("loop", case_loop(rng)), ("shape", case_shape(rng))]
+             ("custom_reduce", case_custom_reduce(rng)), ("loop", case_loop(rng)), ("shape", case_shape(rng)),
+             ("boundary_masks", case_boundary_masks(rng))]
     cases += [(f"math_{fn}", case_math(rng, fn)) for fn in MATH_FNS]
     cases += [("math_exp_fp16", case_math(rng, "exp", np.float16)), ("math_sigmoid_fp16",
                                                                       case_math(rng, "sigmoid", np.float16))]

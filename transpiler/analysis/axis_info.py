@@ -236,11 +236,13 @@ class AxisInfoAnalysis:
             const = []
             for d in range(len(sizes)):
                 c = gcd(a.constancy[d], b.constancy[d])
-                # A contiguous run starting at a multiple of k compared against a value that is a multiple of
-                # k gives the same answer for the whole run (Triton's CmpOp rule).
-                if b.constancy[d] == sizes[d] and a.contiguity[d] > 1:
+                # A contiguous run [m*k, m*k + k) against a value n*k gives one answer for the whole run under
+                # `run < n*k` and `run >= n*k` (the run lies wholly on one side of n*k), not under `<=`, `>`
+                # (the boundary n*k itself splits the run) or `==`, `!=`.
+                if fn in _RUN_SPLITS_AT_MULTIPLE and b.constancy[d] == sizes[d] and a.contiguity[d] > 1:
                     c = max(c, gcd(a.contiguity[d], gcd(a.divisibility[d], b.divisibility[d])))
-                if a.constancy[d] == sizes[d] and b.contiguity[d] > 1:
+                if _MIRRORED.get(fn) in _RUN_SPLITS_AT_MULTIPLE and a.constancy[d] == sizes[d] \
+                        and b.contiguity[d] > 1:
                     c = max(c, gcd(b.contiguity[d], gcd(a.divisibility[d], b.divisibility[d])))
                 const.append(c)
             return AxisInfo((1,) * len(sizes), (1,) * len(sizes), tuple(const))
@@ -264,6 +266,12 @@ class AxisInfoAnalysis:
         folded = _fold(a, b, lambda x, y: x + y) if rhs_scale == 1 else None
         return AxisInfo(tuple(contig), tuple(div), tuple(const), folded)
 
+
+
+# Comparisons whose answer changes only where the left side crosses a multiple of the right: `x < n` and
+# `x >= n`; `_MIRRORED` turns `n > x` into `x < n` to ask the same of a contiguous right side.
+_RUN_SPLITS_AT_MULTIPLE = frozenset({"lt", "ge"})
+_MIRRORED = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le", "eq": "eq", "ne": "ne"}
 
 
 def meet(*infos):
