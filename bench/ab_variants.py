@@ -117,15 +117,35 @@ LAYERNORM_EDITS = {
 }
 
 
+def _one_warp_combine(acc, smem, combine, identity):
+    """Edit: the 16 warp partials combined by one warp with shuffles and broadcast through shared memory (as
+    Triton does), instead of every thread reading all 16."""
+    old = (f"  for (int o = 0; o < 1; ++o) {{\n    {acc}[o] = {smem}[0];\n  #pragma unroll\n"
+           f"    for (int w = 1; w < 16; ++w) {{\n      tp::{combine}({acc}[o], {smem}[w * 1 + 0]);\n    }}\n  }}")
+    new = (f"  if (warp == 0) {{\n    float v = lane < 16 ? {smem}[lane] : {identity};\n"
+           + "".join(f"    tp::{combine}(v, tp::shfl_xor(v, {k}));\n" for k in (8, 4, 2, 1))
+           + f"    if (lane == 0) {smem}[0] = v;\n  }}\n  __syncthreads();\n  {acc}[0] = {smem}[0];\n"
+           "  for (int o = 0; o < 0; ++o) {\n  }")
+    return [(old, new)]
+
+
+ONE_WARP_COMBINE = (_one_warp_combine("red_acc", "red_acc0_smem", "combine_max", "-tp::inf<float>()")
+                    + _one_warp_combine("red_acc_1", "red_acc_10_smem", "combine_add", "0.0f"))
+
+
 def cases(only, focus=False):
     """(make, params, variants); fp16 only (CuPy has no bfloat16 arrays; bf16 rows are in bench/run.py)."""
     out = []
     if focus:   # the points whose ratio moved with the occupancy feedback, for a longer look
         bounded = {"__launch_bounds__(512, 4)": [("__launch_bounds__(512)", "__launch_bounds__(512, 4)")]}
-        return [(softmax_case, ("float16", 4096, 8192), bounded), (softmax_case, ("float16", 8192, 4096), {}),
-                (copy_case, ("transpose", "float16", 4096, 4096, 4096), {}),
-                (copy_case, ("transpose", "float32", 4096, 4000, 4096), {}),
-                (copy_case, ("copy2d", "float32", 4096, 4000, 4096), {})]
+        combine = {"one-warp cross-warp combine": ONE_WARP_COMBINE}
+        focused = [(softmax_case, ("float16", 4096, 8192), {**bounded, **combine}),
+                   (softmax_case, ("float16", 8192, 4096), combine),
+                   (copy_case, ("transpose", "float16", 4096, 4096, 4096), {}),
+                   (copy_case, ("transpose", "float32", 4096, 4000, 4096), {}),
+                   (copy_case, ("copy2d", "float32", 4096, 4000, 4096), {})]
+        return [c for c in focused if c[0] is softmax_case and "softmax" in only
+                or c[0] is copy_case and c[1][0] in only]
     if "softmax" in only:
         for rows, cols in ((4096, 8192), (8192, 4096), (4096, 4096)):
             out.append((softmax_case, ("float16", rows, cols), SOFTMAX_EDITS))
@@ -169,7 +189,9 @@ def main(argv=None):
             c["out"].fill(float("nan"))
             launch()
             cupy.cuda.Device().synchronize()
-            same = bool(cupy.all(c["out"] == want))
+            # Same bits, or (a variant that reorders a float reduction) the same values to rounding.
+            same = bool(cupy.all(c["out"] == want)) or bool(cupy.allclose(
+                c["out"].astype(cupy.float32), want.astype(cupy.float32), rtol=4e-3, atol=1e-6))
             if not same:
                 print(f"{c['label']}: variant {label!r} gives different output; not timed", flush=True)
                 continue
