@@ -192,6 +192,14 @@ def boundary_masks_kernel(X, OUT, n, BLOCK: tl.constexpr):
     tl.store(OUT + offs, x, mask=offs != n + 3)
 
 
+@transpiler.jit
+def scalar_fill_kernel(X, n, BLOCK: tl.constexpr):
+    # A block computed from scalars only: every register holds the same value, stored through wide stores.
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    tl.store(X + offs, tl.full((BLOCK,), 1.5, tl.float32) + pid, mask=offs < n)
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Cases
 # ---------------------------------------------------------------------------------------------------------
@@ -337,6 +345,13 @@ def case_boundary_masks(rng, n=48, block=128, programs=2):
                 outputs=[1], reference=ref, rtol=1e-6, atol=1e-6)
 
 
+def case_scalar_fill(rng, n=1000, block=256):
+    out = _poison(n, np.float32)
+    return dict(kernel=scalar_fill_kernel, grid=(transpiler.cdiv(n, block),), args=[out, n],
+                constexprs=dict(BLOCK=block), outputs=[0],
+                reference=lambda out, n: [1.5 + np.arange(n) // block], rtol=0, atol=0)
+
+
 def all_cases(rng):
     """Every feature case, with an id."""
     cases = [("add_fp32", case_add(rng)), ("add_fp16", case_add(rng, np.float16)),
@@ -345,7 +360,7 @@ def all_cases(rng):
              ("reduce_rows_8warps_wide", case_reduce_rows(rng, m=9, n=1000, bm=2, bn=1024, num_warps=8)),
              ("reduce_cols", case_reduce_cols(rng)), ("reduce_cols_8warps", case_reduce_cols(rng, num_warps=8)),
              ("custom_reduce", case_custom_reduce(rng)), ("loop", case_loop(rng)), ("shape", case_shape(rng)),
-             ("boundary_masks", case_boundary_masks(rng))]
+             ("boundary_masks", case_boundary_masks(rng)), ("scalar_fill", case_scalar_fill(rng))]
     cases += [(f"math_{fn}", case_math(rng, fn)) for fn in MATH_FNS]
     cases += [("math_exp_fp16", case_math(rng, "exp", np.float16)), ("math_sigmoid_fp16",
                                                                       case_math(rng, "sigmoid", np.float16))]

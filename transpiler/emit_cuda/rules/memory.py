@@ -111,6 +111,7 @@ def store(em, op, layout):
         guards.append(f"(warp & {warp_rep}) == 0")
     ctx = dict(ctype=ctype, n=layout.num_regs, vec=vec, ptr=ptr.at("r"), cache=_cache(op),
                value_array=value.array if value.is_identity_array else "", value=value.at("r"),
+               value_per_register=value.array is not None,
                store_one=f"*({ptr.at('r')}) = {value.at('r')}", mask=mask.at("r") if mask else "",
                mask_j=mask.at("(r + j)") if mask else "",
                mask_all="", mask_first="", guard=" && ".join(guards))
