@@ -133,6 +133,19 @@ class Heuristics(_Wrapper):
     def warmup(self, *args, grid=None, **kwargs):
         return self.fn.warmup(*args, grid=grid, **self._with_values(args, kwargs))
 
+    # The looks at one specialization see the constexprs the rules give, as a launch would.
+    def cuda_source(self, *args, **kwargs):
+        return self.fn.cuda_source(*args, **self._with_values(args, kwargs))
+
+    def compiled_variant(self, *args, **kwargs):
+        return self.fn.compiled_variant(*args, **self._with_values(args, kwargs))
+
+    def explain(self, *args, **kwargs):
+        return self.fn.explain(*args, **self._with_values(args, kwargs))
+
+    def ir(self, *args, **kwargs):
+        return self.fn.ir(*args, **self._with_values(args, kwargs))
+
     def _with_values(self, args, kwargs):
         kwargs = dict(kwargs)
         for name, rule in self.values.items():

@@ -198,6 +198,16 @@ def test_autotune_and_heuristics_over_a_real_kernel_under_the_interpreter(monkey
     np.testing.assert_array_equal(y2, 2 * x.astype(np.float64))
 
 
+def test_looking_at_a_specialization_through_heuristics_applies_the_rules():
+    # cuda_source, compiled_variant, explain and ir see the constexprs a launch would get from the rules.
+    h = transpiler.heuristics({"BLOCK": lambda a: transpiler.next_power_of_2(a["N"])})(_double)
+    x = np.arange(100, dtype=np.float32)
+    assert "BLOCK = 128" in h.cuda_source(x, x, 100)
+    assert h.compiled_variant(x, x, 100).source == h.cuda_source(x, x, 100)
+    assert "BLOCK = 128" in h.explain(x, x, 100)
+    assert "128" in str(h.ir(x, x, 100))
+
+
 def test_under_the_interpreter_without_a_bench_the_first_candidate_is_used(monkeypatch):
     monkeypatch.setenv("TRANSPILER_INTERPRET", "1")
     k = transpiler.autotune([Config({"BLOCK": 32}), Config({"BLOCK": 128})], key=["N"])(_double)
