@@ -267,7 +267,9 @@ def case_arith(rng, name, n=2999, block=256):
             b[: n // 4] = random_values(rng, name, n // 4, 1, 10)
     else:
         a, b = random_values(rng, name, n), random_values(rng, name, n)
-        b[b == 0] = 0.5
+        # No divisor near 0: a / b beyond fp16's range (a tiny b: one run in 40 at this n) rounds to
+        # inf in the kernel where the float64 reference stays finite.
+        b[np.abs(b.astype(np.float64)) < 0.125] = 0.5
     ncol = 15 if is_int else 8
     out, div, cmp = poison(n * ncol, name), poison(n, _result_float(name)), poison(n * 6, "bool")
 
