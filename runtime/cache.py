@@ -5,8 +5,7 @@ Entries are named by a hash of everything that can change the generated code: th
 helpers' sources, the specialization, the launch options and this package's code generator (its files' names,
 sizes and modification times: a stat per file, no reading, so a warm process pays well under a millisecond).
 `<key>.json` holds the generated source, the parameter kinds and the dynamic shared memory a launch gives;
-`<key>.<arch>.cubin` the NVRTC output for one architecture, `<key>.<arch>.occupancy.json` its registers and the
-programs per SM it was compiled for (`occupancy.py`). Writes are atomic (temporary file + rename); an
+`<key>.<arch>.cubin` the NVRTC output for one architecture. Writes are atomic (temporary file + rename); an
 unreadable entry is rebuilt.
 """
 from __future__ import annotations
@@ -80,20 +79,6 @@ def load_cubin(key: str, arch: str):
 
 def store_cubin(key: str, arch: str, cubin: bytes):
     write(f"{key}.{arch}.cubin", cubin)
-
-
-def load_occupancy(key: str, arch: str):
-    """The register/occupancy record kept next to a cubin (None when absent or unreadable)."""
-    from .occupancy import Occupancy
-    try:
-        return Occupancy(**json.loads((cache_dir() / f"{key}.{arch}.occupancy.json").read_text()))
-    except (OSError, ValueError, TypeError):
-        return None
-
-
-def store_occupancy(key: str, arch: str, occupancy):
-    from dataclasses import asdict
-    write(f"{key}.{arch}.occupancy.json", json.dumps(asdict(occupancy)).encode())
 
 
 def write(name: str, payload: bytes):

@@ -60,7 +60,7 @@ class CompiledVariant:
         self._cubins = OnceMap()             # arch -> cubin bytes
         self._functions = OnceMap()          # device -> (module, function, context)
         self._from_disk = set()              # architectures whose cubin came from the disk cache
-        self.occupancy = {}                  # arch -> occupancy.Occupancy of its cubin, when known
+        self.occupancy = {}                  # arch -> occupancy.Occupancy, for cubins this process compiled
 
     def cubin(self, arch):
         return self._cubins.get(arch, lambda: self._build_cubin(arch))
@@ -69,9 +69,6 @@ class CompiledVariant:
         cubin = cache.load_cubin(self.disk_key, arch) if self.disk_key else None
         if cubin is not None:
             self._from_disk.add(arch)
-            occupancy = cache.load_occupancy(self.disk_key, arch)
-            if occupancy is not None:
-                self.occupancy[arch] = occupancy
             return cubin
         return self._compile(arch)
 
@@ -81,8 +78,6 @@ class CompiledVariant:
             self.occupancy[arch] = occupancy
         if self.disk_key:
             cache.store_cubin(self.disk_key, arch, cubin)
-            if occupancy is not None:
-                cache.store_occupancy(self.disk_key, arch, occupancy)
         return cubin
 
     def function(self, device):

@@ -11,17 +11,18 @@ tensor-core loops plan their registers and are left alone: the emitter marks the
 licence to use up to 255 registers, where the plain bound keeps it nearer two programs' worth.)
 
 The decision: when the occupancy the first compile reaches is limited by registers (read from the cubin's
-`.nv.info` records) to at most four programs per SM, and the register budget of the next step is at least 60%
-of what ptxas chose (below that a spill is near certain and the second compile wasted), compile again with `-DTP_MIN_BLOCKS_PER_SM=<next step>` and keep that cubin only if it
-has no stack frame (no spills). Few programs per SM is where a step pays: a program that owns a whole row
-alternates loading, reducing and storing, and with three neighbours instead of two there is a third more
-memory traffic in flight to cover those phases. With many small programs per SM the phases already overlap,
-and the step cost as much as it gave: copy2d (10 -> 12 programs of 128 threads) and a transpose through
-shared memory (12 -> 16) measured 1.5% and 3.5% slower on the H200, softmax (3 -> 4 programs of 512 threads)
-5.6% faster. The largest gain is at one program per SM: softmax over 16384 fp16 columns with 32 warps took 43
-registers, one program per SM with nothing to overlap its phases, and ran at 0.62x Triton's speed; 32
-registers (two programs) compile without spills. The `.cu` text is the same either way; the define is recorded
-with the cubin (`Occupancy`) and shown by `kernel.explain`.
+`.nv.info` records) to at most four programs per SM, and the register budget of the next step is at least 60% of
+what ptxas chose (below that a spill is near certain and the second compile wasted), compile again with
+`-DTP_MIN_BLOCKS_PER_SM=<next step>` and keep that cubin only if it has no stack frame (no spills). Few programs
+per SM is where a step pays: a program that owns a whole row alternates loading, reducing and storing, and with
+three neighbours instead of two there is a third more memory traffic in flight to cover those phases. With many
+small programs per SM the phases already overlap, and the step cost as much as it gave: copy2d (10 -> 12 programs
+of 128 threads) and a transpose through shared memory (12 -> 16) measured 1.5% and 3.5% slower on the H200,
+softmax (3 -> 4 programs of 512 threads) 5.6% faster. The largest gain is at one program per SM: softmax over
+16384 fp16 columns with 32 warps took 43 registers, one program per SM with nothing to overlap its phases, and ran
+at 0.62x Triton's speed; 32 registers (two programs) compile without spills. The `.cu` text is the same either
+way; the outcome (`Occupancy`) is kept on the variant that compiled it, and `kernel.explain(..., arch=...)` shows
+it.
 """
 from __future__ import annotations
 

@@ -180,13 +180,3 @@ def test_a_mask_that_may_change_inside_a_run_is_computed_per_register():
     source = softmax.softmax_kernel.cuda_source(x, x, 781, 781, 781, BLOCK=1024, num_warps=4)
     assert "valid[r] = cols[r] < n_cols;" in source and "cols[run]" not in source
 
-
-def test_the_decision_is_kept_next_to_the_cubin(monkeypatch, tmp_path):
-    from transpiler.runtime import cache
-    monkeypatch.setenv("TRANSPILER_CACHE_DIR", str(tmp_path))
-    record = occ.Occupancy(registers=32, min_blocks=4, blocks_per_sm=4)
-    cache.store_occupancy("k" * 32, "sm_90a", record)
-    assert cache.load_occupancy("k" * 32, "sm_90a") == record
-    assert cache.load_occupancy("k" * 32, "sm_80") is None
-    (tmp_path / f"{'k' * 32}.sm_90a.occupancy.json").write_text("{not json")
-    assert cache.load_occupancy("k" * 32, "sm_90a") is None
