@@ -4,8 +4,8 @@
 Before changing the compiler to emit something else, edit its `.cu` by hand and measure: each case below
 takes the source our compiler generates for one specialization, applies text edits (old -> new), compiles
 every variant with the runtime's own NVRTC options (no occupancy define: "ours" is the runtime's tuned build,
-"no occupancy define" the same source as ptxas compiles it unbounded), checks each variant's output against our kernel's, and
-times ours, every variant and Triton's twin (`bench/twins.py`) interleaved, `rounds` times, with
+"no occupancy define" the same source as ptxas compiles it unbounded), checks each variant's output against our
+kernel's, and times ours, every variant and Triton's twin (`bench/twins.py`) interleaved, `rounds` times, with
 `triton.testing.do_bench` (L2 flushed). Prints GB/s and the ratio to Triton per variant, writes JSON.
 
     python bench/ab_variants.py [--out results.json] [--rounds 3] [--only softmax,layernorm]
@@ -68,7 +68,8 @@ def layernorm_case(dtype, rows, cols):
     args = (x, out[0], w, b, out[1], out[2], cols, cols, cols, 1e-5)
     var = ours.layernorm_kernel.compiled_variant(*args, BLOCK=block, num_warps=warps)
     return dict(label=f"layernorm {cupy.dtype(dtype).name} {rows}x{cols}", source=var.source,
-                name="layernorm_kernel", kernel=ours.layernorm_kernel, grid=(rows,), block=(32 * warps,), shared=var.shared_bytes,
+                name="layernorm_kernel", kernel=ours.layernorm_kernel, grid=(rows,), block=(32 * warps,),
+                shared=var.shared_bytes,
                 out=cupy.asarray(out[0]),
                 args=tuple(cupy.asarray(t) for t in (x, out[0], w, b, out[1], out[2]))
                 + (cupy.int32(cols), cupy.int32(cols), cupy.int32(cols), cupy.float32(1e-5)),
@@ -120,12 +121,11 @@ LAYERNORM_EDITS = {
 def _one_warp_combine(acc, smem, combine, identity):
     """Edit: the 16 warp partials combined by one warp with shuffles and broadcast through shared memory (as
     Triton does), instead of every thread reading all 16."""
-    old = (f"  for (int o = 0; o < 1; ++o) {{\n    {acc}[o] = {smem}[0];\n  #pragma unroll\n"
+    old = (f"  #pragma unroll\n  for (int o = 0; o < 1; ++o) {{\n    {acc}[o] = {smem}[0];\n  #pragma unroll\n"
            f"    for (int w = 1; w < 16; ++w) {{\n      tp::{combine}({acc}[o], {smem}[w * 1 + 0]);\n    }}\n  }}")
     new = (f"  if (warp == 0) {{\n    float v = lane < 16 ? {smem}[lane] : {identity};\n"
            + "".join(f"    tp::{combine}(v, tp::shfl_xor(v, {k}));\n" for k in (8, 4, 2, 1))
-           + f"    if (lane == 0) {smem}[0] = v;\n  }}\n  __syncthreads();\n  {acc}[0] = {smem}[0];\n"
-           "  for (int o = 0; o < 0; ++o) {\n  }")
+           + f"    if (lane == 0) {smem}[0] = v;\n  }}\n  __syncthreads();\n  {acc}[0] = {smem}[0];")
     return [(old, new)]
 
 

@@ -4,8 +4,9 @@
 For every point of every workload, in one process: verify our output and Triton's against torch once, then
 time torch, Triton and ours with `triton.testing.do_bench(warmup=25, rep=100, return_mode="median")` (CUDA
 events with an L2 flush when Triton is missing), `--rounds` times interleaved (default 3), and report the
-median of the rounds: single timings of one kernel vary by a few percent from run to run on this machine. The device-to-device copy ceiling is measured in the same
-process, and each row reports ours against Triton, torch and that ceiling. Inputs are fresh random data.
+median of the rounds: single timings of one kernel vary by a few percent from run to run on this machine. The
+device-to-device copy ceiling is measured in the same process, and each row reports ours against Triton, torch
+and that ceiling. Inputs are fresh random data.
 
 Kernel sources: `examples/*.py` and `bench/kernels.py`, each loaded twice by `bench/twins.py` (ours, and
 Triton's with `transpiler` standing for Triton): same text, same host wrapper, same launch parameters.

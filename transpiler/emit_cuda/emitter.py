@@ -21,10 +21,10 @@ from . import cspell
 from .banks import conversion_padding
 from .bits import bit_moves
 
-_RESERVED = {"lane", "warp", "r", "run", "v", "o", "k", "j", "w", "src", "tp", "int", "float", "double", "char", "short",
-             "long", "unsigned", "signed", "bool", "true", "false", "if", "else", "for", "while", "do", "return",
-             "switch", "case", "default", "break", "continue", "const", "static", "struct", "class", "union",
-             "auto", "register", "volatile", "extern", "inline", "template", "typename", "namespace", "new",
+_RESERVED = {"lane", "warp", "r", "run", "v", "o", "k", "j", "w", "src", "tp", "int", "float", "double", "char",
+             "short", "long", "unsigned", "signed", "bool", "true", "false", "if", "else", "for", "while", "do",
+             "return", "switch", "case", "default", "break", "continue", "const", "static", "struct", "class",
+             "union", "auto", "register", "volatile", "extern", "inline", "template", "typename", "namespace", "new",
              "delete", "this", "operator", "sizeof", "void", "goto", "enum", "private", "public", "protected",
              "virtual", "friend", "typedef", "using", "asm", "half", "min", "max", "abs", "exp", "log", "sqrt",
              "and", "or", "xor", "not", "bitand", "bitor", "compl", "and_eq", "or_eq", "xor_eq", "not_eq",
