@@ -53,6 +53,15 @@ class dtype:
     def is_ptr(self):
         return False
 
+    def is_block(self):
+        return False
+
+    def is_void(self):
+        return self.name == "void"
+
+    def is_standard_floating(self):
+        return self.name in ("fp16", "bf16", "fp32", "fp64")
+
     def is_fp16(self):
         return self.name == "fp16"
 
@@ -120,6 +129,66 @@ class pointer_type(dtype):
 
     def __reduce__(self):
         return (pointer_type, (self.element_ty,))
+
+
+class block_type:
+    """Triton's type of a block: an element type and a shape (what `x.type` is for a block, and what a block
+    pointer points to). Only a description for kernels to inspect: values carry (dtype, shape) themselves."""
+
+    __slots__ = ("element_ty", "shape")
+
+    def __init__(self, element_ty, shape):
+        self.element_ty = element_ty
+        self.shape = tuple(int(s) for s in shape)
+
+    @property
+    def scalar(self):
+        return self.element_ty
+
+    @property
+    def numel(self):
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def name(self):
+        return f"<{list(self.shape)}, {self.element_ty}>"
+
+    c_name = ""
+
+    def is_block(self):
+        return True
+
+    def is_ptr(self):
+        return False
+
+    def get_block_shapes(self):
+        return self.shape
+
+    def __eq__(self, other):
+        return isinstance(other, block_type) and other.element_ty == self.element_ty and other.shape == self.shape
+
+    def __hash__(self):
+        return hash((self.element_ty.name, self.shape))
+
+    def __str__(self):
+        return self.name
+
+    __repr__ = __str__
+
+
+# Triton's one-name predicates (`x.dtype.is_int8()`, `P.dtype.element_ty.is_fp8e4nv()`).
+for _name in ("int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "fp8e4nv", "fp8e5",
+              "fp8e4b15", "fp8e4b8", "fp8e5b16"):
+    setattr(dtype, f"is_{_name}", lambda self, _name=_name: self.name == _name)
+dtype.is_fp8 = lambda self: self.name.startswith("fp8")
+
+
+def value_type(element_ty, shape):
+    """What Triton's `x.type` is: the element type for a scalar, a `block_type` for a block."""
+    return block_type(element_ty, shape) if shape else element_ty
 
 
 int1 = dtype("int1", 1, Kind.BOOL, False, c_name="bool", numpy_dtype=np.dtype(np.bool_))

@@ -19,7 +19,7 @@ from ..errors import LaunchError
 from ..language import core
 from . import numeric
 from .pointers import Buffer, Pointer
-from .tensor import Tensor, is_python_number, scalar_tensor
+from .tensor import Tensor, constexpr_number, is_python_number, scalar_tensor
 
 
 # ---- one array argument -----------------------------------------------------------------------------------
@@ -184,7 +184,8 @@ class Launch:
         for name, value in bound.arguments.items():
             param = signature.parameters[name]
             if _is_constexpr(param):
-                bound.arguments[name] = value.value if isinstance(value, core.constexpr) else value
+                value = value.value if isinstance(value, core.constexpr) else value
+                bound.arguments[name] = constexpr_number(value)
             elif param.kind is inspect.Parameter.VAR_POSITIONAL:
                 bound.arguments[name] = tuple(self._convert(f"{name}[{i}]", v) for i, v in enumerate(value))
             else:

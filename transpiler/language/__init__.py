@@ -6,10 +6,10 @@ never run in a compiled kernel; see `core.py`). Differences from Triton are list
 from __future__ import annotations
 
 from .. import dtypes as _dtypes
-from ..dtypes import (bfloat16, dtype, float16, float32, float64, int1, int8, int16, int32, int64,
+from ..dtypes import (bfloat16, block_type, dtype, float16, float32, float64, int1, int8, int16, int32, int64,
                       pointer_type, uint8, uint16, uint32, uint64)
 from . import extra  # `tl.extra.cuda.libdevice`, `tl.extra.libdevice`
-from .core import builtin, constexpr
+from .core import builtin, constexpr, tensor
 from .standard import cat, flip, interleave, join, ravel, softmax, split, swizzle2d
 
 void = _dtypes.void

@@ -9,6 +9,7 @@ runtime `if`/`for`/`while` become ops with regions, and the variables they chang
 """
 from __future__ import annotations
 
+import ast
 import builtins
 import inspect
 
@@ -18,6 +19,7 @@ from .. import dtypes
 from ..errors import (CompileTimeError, DTypeError, NameResolutionError, ShapeError, TranspilerError,
                       UnsupportedSyntaxError)
 from ..language import TENSOR_METHODS, TENSOR_PROPERTIES
+from ..language import core
 from ..language.core import BUILTINS, builtin_name, constexpr
 from . import (semantic, semantic_atomic, semantic_block_ptr, semantic_dot,  # noqa: F401  (they register rules)
                semantic_libdevice, semantic_reduce, semantic_scan, semantic_standard)
@@ -42,6 +44,8 @@ _CMPOPS = {
     cst.Equal: "eq", cst.NotEqual: "ne",
 }
 _UNARY = {cst.Minus: "neg", cst.Plus: "pos", cst.BitInvert: "invert", cst.Not: "not"}
+
+core.TENSOR_CLASSES += [Value, Record]   # `isinstance(x, tl.tensor)` while compiling
 
 # Python builtins a kernel may call on compile-time values.
 _PY_CONST_BUILTINS = {builtins.min: min, builtins.max: max, builtins.len: len, builtins.int: int,
@@ -682,6 +686,35 @@ class Builder:
     def _expr_ConcatenatedString(self, node):
         return node.evaluated_value
 
+    def _expr_FormattedString(self, node):
+        """An f-string of compile-time values is formatted now, as Python formats it (Triton does the same, so
+        `tl.static_assert(..., f"BLOCK={BLOCK}")` reads its constexprs); a runtime value in it is refused."""
+        return "".join(self._formatted_parts(node.parts, node.start))
+
+    def _formatted_parts(self, parts, start):
+        out = []
+        for part in parts:
+            if isinstance(part, cst.FormattedStringText):
+                out.append(_fstring_text(part.value, start))
+                continue
+            value = self.eval(part.expression)
+            if isinstance(value, (Value, Record)):
+                self.loc = self.scope.parsed.loc(part.expression)
+                raise self.error(UnsupportedSyntaxError, "an f-string can hold only compile-time values, not a "
+                                 "runtime value (not Triton's language: Triton formats f-strings while compiling)",
+                                 hint="print runtime values with tl.device_print(prefix, value)")
+            spec = "".join(self._formatted_parts(part.format_spec, start)) if part.format_spec else ""
+            label = ""
+            if part.equal is not None:   # f"{BLOCK=}"
+                label = (cst.Module([]).code_for_node(part.expression) + part.equal.whitespace_before.value
+                         + "=" + part.equal.whitespace_after.value)
+            if part.conversion is not None:
+                value = {"r": repr, "s": str, "a": ascii}[part.conversion](value)
+            elif part.equal is not None and not spec:
+                value = repr(value)
+            out.append(label + format(value, spec))
+        return out
+
     def _expr_Ellipsis(self, node):
         return Ellipsis
 
@@ -767,13 +800,19 @@ class Builder:
             if attr == "shape":
                 return tuple(base.shape)
             if attr == "type":
-                return base.type
+                return dtypes.value_type(base.dtype, base.shape)
             if attr in TENSOR_METHODS:
                 return BoundMethod(BUILTINS[TENSOR_METHODS[attr]], base)
             if attr in TENSOR_PROPERTIES:
                 return self._call_builtin(BUILTINS[TENSOR_PROPERTIES[attr]], [base], {})
             raise self.error(NameResolutionError, f"a block has no attribute '{attr}'")
+        if attr in TENSOR_METHODS and isinstance(base, (int, float)) and not isinstance(base, bool):
+            # `SCALE.to(tl.float32)` on a constexpr (or an argument specialized to 1): the number as the scalar
+            # Triton types it (`tl.core.to_tensor`), then the block method.
+            return BoundMethod(BUILTINS[TENSOR_METHODS[attr]], semantic.to_value(self, base))
         if isinstance(base, Record):
+            if attr in base.ATTRIBUTES:   # `p.dtype`, `p.type` of a block pointer, as Triton types it
+                return getattr(base, attr)
             if attr in base.METHODS:
                 return BoundMethod(BUILTINS[attr], base)
             raise self.error(NameResolutionError, f"a {base.KIND} has no attribute '{attr}'", hint=base.HINT)
@@ -850,7 +889,7 @@ class Builder:
             return self.inline_call(kernel_function(fn), args, kwargs)
         if fn is constexpr:
             return args[0]
-        if inspect.ismethod(fn) and isinstance(fn.__self__, dtypes.dtype):
+        if inspect.ismethod(fn) and isinstance(fn.__self__, (dtypes.dtype, dtypes.block_type)):
             # `x.dtype.is_int()`, `P.dtype.element_ty.is_fp16()`: a question about a type, answered now.
             return fn(*args, **kwargs)
         if fn is builtins.print:
@@ -870,6 +909,9 @@ class Builder:
             for other in args[1:]:
                 result = rule(self, result, other)
             return result
+        if fn is builtins.isinstance:
+            # A question about what a value is, answered now (`isinstance(x, tl.tensor)`, `isinstance(N, int)`).
+            return isinstance(*args)
         if fn in _PY_CONST_BUILTINS:
             if any(isinstance(a, Value) for a in args):
                 raise self.error(UnsupportedSyntaxError, f"{fn.__name__}() works on constexprs only here",
@@ -916,10 +958,8 @@ class Builder:
             param = sig.parameters[name]
             if param.kind is param.VAR_POSITIONAL:
                 value = tuple(value)
-            if _is_constexpr_annotation(param.annotation, fn) and isinstance(value, Value):
-                self.scope = saved_scope
-                raise self.error(CompileTimeError, f"argument '{name}' of {fn.__name__} is a tl.constexpr "
-                                 f"parameter but got a runtime {value.type}")
+            # A helper's `tl.constexpr` annotation constrains nothing: Triton hands a runtime value to such a
+            # parameter as it is (`offs_m: tl.constexpr` in its fused-attention tutorial receives a block).
             self.scope.locals[name] = value.value if isinstance(value, constexpr) else value
         self.return_value = None
         depth, loops, return_depth = self.runtime_depth, self.loop_depth, self.return_depth
@@ -960,12 +1000,12 @@ class Builder:
         return results
 
 
-def _is_constexpr_annotation(annotation, fn):
-    if annotation is constexpr:
-        return True
-    if isinstance(annotation, str):
-        return annotation.endswith("constexpr")
-    return False
+def _fstring_text(text, start):
+    """The characters a literal part of an f-string stands for: braces undoubled, escapes read as Python reads
+    them in a string of the same prefix (`rf"..."` keeps backslashes)."""
+    prefix = start.rstrip("'\"").replace("f", "").replace("F", "")
+    quote = start[len(start.rstrip("'\"")):]
+    return ast.literal_eval(prefix + quote + text.replace("{{", "{").replace("}}", "}") + quote)
 
 
 def _collect_assigned(node, out):

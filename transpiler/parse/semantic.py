@@ -444,6 +444,8 @@ def _dtype_arg(b, dt, what="dtype"):
     dt = const_value(b, dt, what)
     if isinstance(dt, str):
         dt = dtypes.from_array_dtype(dt)
+    if isinstance(dt, dtypes.block_type):   # `x.to(p.dtype.element_ty)` of a block pointer `p`, as in Triton
+        dt = dt.scalar
     if not isinstance(dt, dtypes.dtype):
         raise b.error(DTypeError, f"{what} must be a tl dtype, not {dt!r}")
     return dt
