@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 
 from .. import dtypes
-from .libdevice import LIBDEVICE_SPELLINGS
 
 HALF_TYPES = (dtypes.float16, dtypes.bfloat16)
 
@@ -77,7 +76,6 @@ _FLOAT_MATH = {
     "min_nan": ("tp::min_propagate_nan({a}, {b})", "tp::min_propagate_nan({a}, {b})"),
     "max_nan": ("tp::max_propagate_nan({a}, {b})", "tp::max_propagate_nan({a}, {b})"),
 }
-_FLOAT_MATH.update(LIBDEVICE_SPELLINGS)
 
 _OPERATORS = {
     "add": "{a} + {b}", "sub": "{a} - {b}", "mul": "{a} * {b}", "floordiv": "{a} / {b}", "mod": "{a} % {b}",
