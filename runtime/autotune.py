@@ -29,6 +29,7 @@ from ..dtypes import from_array_dtype
 from ..errors import AutotuneError, LaunchError, TranspilerError
 from ..language.core import constexpr
 from . import autotune_cache, bench
+from .kernel import KernelInterface
 
 PROGRESS_AFTER_S = 1.0
 COMPILE_THREADS = 8
@@ -89,7 +90,7 @@ class Config:
         return f"Config({self})"
 
 
-class _Wrapper:
+class _Wrapper(KernelInterface):
     """What `Autotuner` and `Heuristics` share: the wrapped kernel, its argument names, `[grid]`."""
 
     def __init__(self, fn, decorator):

@@ -110,7 +110,12 @@ def _at_definition(method):
     return located
 
 
-class Kernel:
+class KernelInterface:
+    """Triton's `KernelInterface`: what `kernel[grid](...)` objects are (kernels, autotuners, heuristics), for
+    `isinstance` checks in user code."""
+
+
+class Kernel(KernelInterface):
     __transpiler_kernel__ = True
 
     def __init__(self, fn):

@@ -206,10 +206,21 @@ bfloat16 = dtype("bf16", 16, Kind.FLOAT, True, 7, c_name="__nv_bfloat16", numpy_
 float32 = dtype("fp32", 32, Kind.FLOAT, True, 23, c_name="float", numpy_dtype=np.dtype(np.float32))
 float64 = dtype("fp64", 64, Kind.FLOAT, True, 52, c_name="double", numpy_dtype=np.dtype(np.float64))
 void = dtype("void", 0, Kind.INT, False, c_name="void")
+# fp8: nameable in signatures and casts. e4nv (E4M3, no infinities) and e5 (E5M2) are CUDA's __nv_fp8_e4m3 and
+# __nv_fp8_e5m2 (cuda_fp8.h); the other three have no CUDA type, so they are bytes that only loads, stores and
+# bitcasts may move (converting them is refused). The interpreter holds fp8 values as float32, as it does bf16.
+float8e4nv = dtype("fp8e4nv", 8, Kind.FLOAT, True, 3, c_name="__nv_fp8_e4m3")
+float8e5 = dtype("fp8e5", 8, Kind.FLOAT, True, 2, c_name="__nv_fp8_e5m2")
+float8e4b15 = dtype("fp8e4b15", 8, Kind.FLOAT, True, 3, c_name="unsigned char")
+float8e4b8 = dtype("fp8e4b8", 8, Kind.FLOAT, True, 3, c_name="unsigned char")
+float8e5b16 = dtype("fp8e5b16", 8, Kind.FLOAT, True, 2, c_name="unsigned char")
+FP8 = (float8e4nv, float8e5, float8e4b15, float8e4b8, float8e5b16)
+FP8_CONVERTIBLE = (float8e4nv, float8e5)
 
 ALL = (int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32, float64)
-_BY_NAME = {d.name: d for d in ALL}
-_PUBLIC_NAME = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64"}
+_BY_NAME = {d.name: d for d in ALL + FP8}
+_PUBLIC_NAME = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64",
+                **{d.name: "float8" + d.name[3:] for d in FP8}}
 # Aliases Triton also accepts.
 float8 = None
 bool_ = int1
@@ -226,6 +237,8 @@ _FROM_STRING = {
     "float16": float16, "half": float16, "bfloat16": bfloat16, "float32": float32, "float": float32,
     "float64": float64, "double": float64, "bool": int1, "int8": int8, "int16": int16, "int32": int32,
     "int64": int64, "uint8": uint8, "uint16": uint16, "uint32": uint32, "uint64": uint64,
+    # torch's (and ml_dtypes') fp8 names
+    "float8_e4m3fn": float8e4nv, "float8_e5m2": float8e5, "float8_e4m3fnuz": float8e4b8, "float8_e5m2fnuz": float8e5b16,
 }
 
 
@@ -285,6 +298,9 @@ def integer_promote(a: dtype, b: dtype) -> dtype:
 def computation_type(a: dtype, a_is_python_scalar: bool, b: dtype, b_is_python_scalar: bool,
                      div_or_mod: bool = False) -> dtype:
     """The type in which a binary arithmetic op is computed (Triton's `computation_type_impl`)."""
+    if a.is_fp8() or b.is_fp8():
+        raise TypeError(f"arithmetic on fp8 values ({a!r}, {b!r}) is not supported yet; convert them first, "
+                        "e.g. x.to(tl.float32)")
     if a_is_python_scalar != b_is_python_scalar:
         scalar, block = (a, b) if a_is_python_scalar else (b, a)
         if scalar.kind <= block.kind:

@@ -39,6 +39,8 @@ def literal(value, dt) -> str:
             core = text + ("f" if ("." in text or "e" in text) else ".0f")
         if dt in HALF_TYPES:
             return f"tp::cast<{dt.c_name}>({core})"
+        if dt.is_fp8():
+            return f"{dt.c_name}({core})"
         return core
     if dt.bits == 64:
         return f"{value}{'ULL' if not dt.signed else 'LL'}"
@@ -152,3 +154,16 @@ COMBINERS = {
     "add": "tp::combine_add", "max": "tp::combine_max", "min": "tp::combine_min", "xor": "tp::combine_xor",
     "argmax": "tp::combine_argmax", "argmin": "tp::combine_argmin",
 }
+
+
+def fp8_conversion(src, dst) -> str:
+    """The C conversion between fp8 (cuda_fp8.h's __nv_fp8_e4m3 / __nv_fp8_e5m2) and another type, over `{a}`:
+    from fp8 exactly through float; to fp8 by the type's constructor, which rounds to nearest even and saturates
+    (Triton's cvt.rn.satfinite), from double directly (through float would round twice), else from float (exact
+    for the 16-bit floats; integers saturate long before float loses precision)."""
+    if src.is_fp8():
+        inner = "static_cast<float>({a})"
+        return f"{dst.c_name}({inner})" if dst.is_fp8() else f"tp::cast<{dst.c_name}>({inner})"
+    if src is dtypes.float64:
+        return f"{dst.c_name}({{a}})"
+    return f"{dst.c_name}(tp::cast<float>({{a}}))"

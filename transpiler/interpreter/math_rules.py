@@ -33,6 +33,9 @@ def round_from_wide(values, dtype: dt.dtype) -> np.ndarray:
 
 
 def _require_float(t: Tensor, what: str) -> Tensor:
+    if t.dtype.is_fp8():
+        raise error(DTypeError, f"computing on fp8 values ({what}) is not supported yet",
+                    hint="convert them first, e.g. x.to(tl.float32); fp8 values can be loaded, stored and converted")
     if not t.dtype.is_floating():
         raise error(DTypeError, f"{what} expects a floating-point block, got {t.dtype!r}",
                     hint="convert it first, e.g. x.to(tl.float32)")

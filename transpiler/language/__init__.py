@@ -8,8 +8,9 @@ from __future__ import annotations
 import sys as _sys
 
 from .. import dtypes as _dtypes
-from ..dtypes import (bfloat16, block_type, dtype, float16, float32, float64, int1, int8, int16, int32, int64,
-                      pointer_type, uint8, uint16, uint32, uint64)
+from ..dtypes import (bfloat16, block_type, dtype, float8e4b8, float8e4b15, float8e4nv, float8e5, float8e5b16,
+                      float16, float32, float64, int1, int8, int16, int32, int64, pointer_type, uint8, uint16, uint32,
+                      uint64)
 from . import extra  # `tl.extra.cuda.libdevice`, `tl.extra.libdevice`
 from .core import builtin, constexpr, tensor
 from .standard import cat, flip, interleave, join, ravel, softmax, split, swizzle2d

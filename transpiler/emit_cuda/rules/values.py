@@ -180,6 +180,10 @@ def cast(em, op, layout):
         spelled = cspell.round_toward_zero(op.operands[0].dtype, op.result.dtype)
         _map(em, op, layout, lambda args: spelled.format(a=args[0]))
         return
+    if op.result.dtype.is_fp8() or op.operands[0].dtype.is_fp8():
+        spelled = cspell.fp8_conversion(op.operands[0].dtype, op.result.dtype)
+        _map(em, op, layout, lambda args: spelled.format(a=args[0]))
+        return
     _map(em, op, layout, lambda args: f"tp::cast<{target}>({args[0]})")
 
 
