@@ -28,7 +28,7 @@ import os
 
 from ..errors import InternalCompilerError, LaunchError, SourceLocation, TranspilerError
 from ..language.core import constexpr, current_interpreter
-from . import cache, compiler, launch_key
+from . import cache, compiler, launch_key, tuple_args
 from .launch_key import HOST, TORCH, binder_source, make_binder
 from .launcher import Launcher, cupy_stream, stream_handle, torch_stream
 from .once import OnceMap
@@ -139,6 +139,7 @@ class Kernel(KernelInterface):
         self._grid_launches = {}             # tuple grid -> its `kernel[grid]` function
         self._source_hash = None
         self._arity = len(self._names)       # launches with exactly this many positional arguments bind fast
+        self._tuple_views = {}               # tuple-argument structure -> flattened view (tuple_args.py)
 
     # -- errors --------------------------------------------------------------------------------------------
     def definition(self) -> SourceLocation:
@@ -221,6 +222,13 @@ class Kernel(KernelInterface):
                 key, values, device, frameworks = (self._binder or self._make_binder())(args, num_warps, num_stages)
                 launcher = self._launchers.get(key)
             except LaunchError:                             # host arrays, two devices, an unsupported argument
+                flat = tuple_args.flattened(self, args)
+                if flat is not None:                        # tuple arguments: one parameter per leaf
+                    view, leaves = flat
+                    grid = grid if _interpreting() else self._grid(grid, args, num_warps, num_stages)
+                    if _interpreting():
+                        return self._interpret(grid, args, {"num_warps": num_warps, "num_stages": num_stages})
+                    return view._launch(grid, leaves, num_warps, num_stages, stream, {})
                 if not _interpreting():
                     self._check_num_warps(num_warps)        # options are checked before arguments
                     raise
@@ -419,6 +427,9 @@ class Kernel(KernelInterface):
     def compiled_variant(self, *args, num_warps=4, num_stages=3, **kwargs):
         """The specialization these arguments select: its source and launch needs (no GPU needed)."""
         values = self._bind_for_compile(args, kwargs, num_warps)
+        flat = tuple_args.flattened(self, values)
+        if flat is not None:
+            return flat[0].compiled_variant(*flat[1], num_warps=num_warps, num_stages=num_stages)
         return self.variant(self.spec_key(values), values, num_warps, num_stages)
 
     @_at_definition
@@ -427,6 +438,9 @@ class Kernel(KernelInterface):
         (cubin loaded on their device, shared memory opted in), without launching; the autotuner compiles its
         configs in parallel through this. Returns the CUDA source."""
         values = self._bind_for_compile(args, kwargs, num_warps)
+        flat = tuple_args.flattened(self, values)
+        if flat is not None:
+            return flat[0].warmup(*flat[1], grid=grid, num_warps=num_warps, num_stages=num_stages)
         key, _, device, frameworks = (self._binder or self._make_binder())(values, num_warps, num_stages, False)
         var = self.variant(key[:-3], values, num_warps, num_stages)
         if not frameworks & HOST and gpu_available():
@@ -439,6 +453,9 @@ class Kernel(KernelInterface):
         """The typed IR of a specialization (for tests and for reading)."""
         from ..parse import build_kernel_ir
         values = self._bind_for_compile(args, kwargs, num_warps)
+        flat = tuple_args.flattened(self, values)
+        if flat is not None:
+            return flat[0].ir(*flat[1], num_warps=num_warps, num_stages=num_stages)
         return build_kernel_ir(self.fn, self._arg_specs(self.spec_key(values), values), num_warps, num_stages)
 
     def explain(self, *args, num_warps=4, num_stages=3, arch=None, **kwargs):

@@ -167,20 +167,22 @@ class Builder:
         self.region = body
         args = []
         params = list(inspect.signature(self.kernel_fn).parameters)
+        tuples = {}                    # tuple parameters: name -> {leaf path: what the kernel sees}
         for index, spec in enumerate(self.arg_specs):
             if spec.is_constexpr:
-                self.scope.locals[spec.name] = spec.constexpr
-                continue
-            value = Value(Type(spec.dtype), name=spec.name)
-            args.append(Argument(spec.name, value, index, spec.divisibility, spec.equal_to_one, spec.is_none))
-            if spec.equal_to_one:
-                # Triton specializes integer arguments equal to 1 into the constant 1.
-                self.scope.locals[spec.name] = 1
-            elif spec.is_none:
-                self.scope.locals[spec.name] = None
+                seen = spec.constexpr
             else:
-                self.scope.locals[spec.name] = value
-        assert [s.name for s in self.arg_specs] == params[:len(self.arg_specs)]
+                value = Value(Type(spec.dtype), name=spec.c_name)
+                args.append(Argument(spec.c_name, value, index, spec.divisibility, spec.equal_to_one, spec.is_none))
+                # Triton specializes integer arguments equal to 1 into the constant 1.
+                seen = 1 if spec.equal_to_one else None if spec.is_none else value
+            if spec.path:
+                tuples.setdefault(spec.name, {})[spec.path] = seen
+            else:
+                self.scope.locals[spec.name] = seen
+        for name, leaves in tuples.items():
+            self.scope.locals[name] = _rebuild_tuple(leaves)
+        assert list(dict.fromkeys(s.name for s in self.arg_specs)) == params[:len(set(s.name for s in self.arg_specs))]
         try:
             self._block(parsed.node.body)
         except _Return:
@@ -998,6 +1000,18 @@ class Builder:
             self.runtime_depth -= 1
             self.region = saved
         return results
+
+
+def _rebuild_tuple(leaves: dict, prefix=()):
+    """The nested tuple whose leaf at each index path is `leaves[path]` (a tuple argument, flattened by the
+    runtime into one parameter per leaf)."""
+    if prefix in leaves:
+        return leaves[prefix]
+    items, i = [], 0
+    while any(p[:len(prefix) + 1] == prefix + (i,) for p in leaves):
+        items.append(_rebuild_tuple(leaves, prefix + (i,)))
+        i += 1
+    return tuple(items)
 
 
 def _fstring_text(text, start):
