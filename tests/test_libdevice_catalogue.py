@@ -41,7 +41,9 @@ def test_every_catalogue_row_compiles_without_warnings(key):
 def _float_tolerance(name, type_name):
     if name.startswith("fast_"):
         return 1e-5
-    if name in ("j0", "j1", "jn", "y0", "y1", "yn", "cyl_bessel_i0", "cyl_bessel_i1", "erfcx", "tgamma", "lgamma"):
+    if name in ("j0", "j1", "jn", "y0", "y1", "yn", "cyl_bessel_i0", "cyl_bessel_i1"):
+        return 1e-5 if type_name == "fp32" else 1e-10      # CUDA's fp32 Bessel functions: ~2e-6 absolute error
+    if name in ("erfcx", "tgamma", "lgamma"):
         return 1e-6 if type_name == "fp32" else 1e-10
     return 2e-6 if type_name == "fp32" else 1e-12
 

@@ -911,6 +911,9 @@ class Builder:
             for other in args[1:]:
                 result = rule(self, result, other)
             return result
+        if fn in (dtypes.pointer_type, dtypes.block_type) and not any(isinstance(a, Value) for a in args):
+            # Types made while compiling (`tl.pointer_type(tl.float16)` for a pointer cast), as in Triton.
+            return fn(*args, **kwargs)
         if fn is builtins.isinstance:
             # A question about what a value is, answered now (`isinstance(x, tl.tensor)`, `isinstance(N, int)`).
             return isinstance(*args)

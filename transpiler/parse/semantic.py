@@ -650,7 +650,14 @@ def _expand_dims(b, input, axis):
     v = to_value(b, input)
     axes = const_value(b, axis, "axis")
     axes = [axes] if isinstance(axes, int) else list(axes)
-    for a in sorted(a % (len(v.shape) + len(axes)) for a in axes):
+    rank = len(v.shape) + len(axes)
+    for a in axes:      # as Triton: each axis within the result's rank (negative ones from the end), no repeats
+        if not -rank <= a < rank:
+            raise b.error(ShapeError, f"tl.expand_dims: axis {a} is out of range for a result of rank {rank}")
+    normalized = [a % rank for a in axes]
+    if len(set(normalized)) != len(normalized):
+        raise b.error(ShapeError, f"tl.expand_dims: duplicate axes in {axes}")
+    for a in sorted(normalized):
         v = expand_dims(b, v, a)
     return v
 
