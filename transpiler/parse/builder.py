@@ -209,7 +209,7 @@ class Builder:
     def _dispatch_stmt(self, stmt):
         method = getattr(self, f"_stmt_{type(stmt).__name__}", None)
         if method is None:
-            raise self.error(UnsupportedSyntaxError, f"{_describe(stmt)} is not supported in kernels",
+            raise self.error(UnsupportedSyntaxError, _unsupported_construct(stmt),
                              hint=_SYNTAX_HINT)
         method(stmt)
 
@@ -239,7 +239,8 @@ class Builder:
 
     def _stmt_AugAssign(self, stmt):
         if not isinstance(stmt.target, cst.Name):
-            raise self.error(UnsupportedSyntaxError, "augmented assignment works on plain names only")
+            raise self.error(UnsupportedSyntaxError, "augmented assignment works on plain names only (not Triton's "
+                             "language)")
         current = self._lookup(stmt.target.value)
         value = semantic.binary_op(self, _AUGOPS[type(stmt.operator)], current, self.eval(stmt.value))
         self._assign(stmt.target, value)
@@ -262,13 +263,15 @@ class Builder:
             for element, v in zip(target.elements, value):
                 self._assign(element.value, v)
             return
-        raise self.error(UnsupportedSyntaxError, f"assigning to {_describe(target)} is not supported",
+        raise self.error(UnsupportedSyntaxError, f"assigning to {_describe(target)} is not Triton's language",
                          hint="kernels assign to names; write memory with tl.store")
 
     def _stmt_Return(self, stmt):
         if self.runtime_depth and (self.runtime_depth != self.return_depth or stmt.value is not None):
-            where = "a runtime for/while loop" if self.loop_depth else "a runtime if (with a value)"
-            raise self.error(UnsupportedSyntaxError, f"return inside {where} is not supported",
+            # Triton rejects returns inside loops; it accepts a value returned from both branches of an if.
+            where, status = (("a runtime for/while loop", "is not Triton's language") if self.loop_depth else
+                             ("a runtime if (with a value)", "is not supported yet"))
+            raise self.error(UnsupportedSyntaxError, f"return inside {where} {status}",
                              hint="a bare `return` may end an if branch outside loops; otherwise return once, "
                                   "at the end of the function")
         self.return_value = self.eval(stmt.value) if stmt.value is not None else None
@@ -282,11 +285,11 @@ class Builder:
                 raise self.error(CompileTimeError, f"assertion failed: {msg}")
 
     def _stmt_Break(self, stmt):
-        raise self.error(UnsupportedSyntaxError, "break is not supported in kernels",
+        raise self.error(UnsupportedSyntaxError, "break is not Triton's language (Triton rejects it too)",
                          hint="use a while loop whose condition carries the exit")
 
     def _stmt_Continue(self, stmt):
-        raise self.error(UnsupportedSyntaxError, "continue is not supported in kernels",
+        raise self.error(UnsupportedSyntaxError, "continue is not Triton's language (Triton rejects it too)",
                          hint="guard the rest of the body with an if")
 
     # -- if ------------------------------------------------------------------------------------------------
@@ -345,7 +348,7 @@ class Builder:
         """A runtime if whose branches may end with a bare `return`: each branch runs on into `rest` unless
         it returns, so nothing follows the if and it yields no values."""
         if self.loop_depth:
-            raise self.error(UnsupportedSyntaxError, "return inside a loop is not supported",
+            raise self.error(UnsupportedSyntaxError, "return inside a loop is not Triton's language",
                              hint="Triton allows `return` only outside for/while loops")
         loc = self.loc
         before = dict(self.scope.locals)
@@ -445,9 +448,10 @@ class Builder:
 
     def _for(self, stmt):
         if stmt.orelse is not None:
-            raise self.error(UnsupportedSyntaxError, "for ... else is not supported")
+            raise self.error(UnsupportedSyntaxError, "for ... else is not Triton's language")
         if not isinstance(stmt.target, cst.Name):
-            raise self.error(UnsupportedSyntaxError, "the loop variable must be a single name")
+            raise self.error(UnsupportedSyntaxError, "the loop variable must be a single name (unpacking is "
+                             "not Triton's language)")
         var = stmt.target.value
         it = stmt.iter
         fn = self.eval(it.func) if isinstance(it, cst.Call) else None
@@ -519,7 +523,7 @@ class Builder:
 
     def _while(self, stmt):
         if stmt.orelse is not None:
-            raise self.error(UnsupportedSyntaxError, "while ... else is not supported")
+            raise self.error(UnsupportedSyntaxError, "while ... else is not Triton's language")
         loc = self.loc
         carried = self._carried_names(stmt.body)
 
@@ -649,7 +653,7 @@ class Builder:
         method = getattr(self, f"_expr_{type(node).__name__}", None)
         if method is None:
             self.loc = self.scope.parsed.loc(node)
-            raise self.error(UnsupportedSyntaxError, f"{_describe(node)} is not supported in kernels",
+            raise self.error(UnsupportedSyntaxError, _unsupported_construct(node),
                              hint=_SYNTAX_HINT)
         return method(node)
 
@@ -774,7 +778,8 @@ class Builder:
                 # `B is not None` on a runtime value is known (True) while compiling, as in Triton.
                 identity_with_none = op in (cst.Is, cst.IsNot) and (left is None or right is None)
                 if not (semantic.is_const(left) and semantic.is_const(right)) and not identity_with_none:
-                    raise self.error(UnsupportedSyntaxError, f"'{_cmp_text(op)}' works on constexprs only")
+                    raise self.error(UnsupportedSyntaxError, f"'{_cmp_text(op)}' works on constexprs only "
+                                     "(on runtime values it is not Triton's language)")
                 r = {cst.Is: lambda a, b: a is b, cst.IsNot: lambda a, b: a is not b,
                      cst.In: lambda a, b: a in b, cst.NotIn: lambda a, b: a not in b}[op](left, right)
             else:
@@ -836,7 +841,8 @@ class Builder:
                     items.append(slice(None))
                 else:
                     if isinstance(base, Value):
-                        raise self.error(UnsupportedSyntaxError, "blocks can be indexed only with None and ':'")
+                        raise self.error(UnsupportedSyntaxError, "blocks can be indexed only with None and ':' "
+                                           "(other indices are not Triton's language)")
                     items.append(slice(*(self.eval(p) if p is not None else None for p in (s.lower, s.upper, s.step))))
         if not isinstance(base, Value):
             key = items[0] if len(items) == 1 else tuple(items)
@@ -857,7 +863,8 @@ class Builder:
             elif item is Ellipsis:
                 dim = len(value.shape) - (len(items) - items.index(Ellipsis) - 1 - items.count(None))
             else:
-                raise self.error(UnsupportedSyntaxError, "blocks can be indexed only with None, ':' and '...'")
+                raise self.error(UnsupportedSyntaxError, "blocks can be indexed only with None, ':' and '...' "
+                                 "(other indices are not Triton's language)")
         if dim > len(value.shape):
             raise self.error(ShapeError, f"too many indices for a block of rank {len(value.shape)}")
         return value
@@ -944,7 +951,7 @@ class Builder:
             if rule is None:
                 raise self.error(DTypeError, f"tl.{name} does not take a {first.KIND}", hint=first.HINT)
         if rule is None:
-            raise self.error(UnsupportedSyntaxError, f"tl.{name} is not supported by the compiler yet")
+            raise self.error(UnsupportedSyntaxError, f"tl.{name} is not supported yet")
         return rule(self, *bound.args, **bound.kwargs)
 
     def inline_call(self, fn, args, kwargs):
@@ -1067,6 +1074,18 @@ def _describe(node) -> str:
     }
     kind = type(node).__name__
     return names.get(kind, f"'{kind}'")
+
+
+# Constructs Triton's code generator also rejects; any other construct we refuse is one we do not support yet.
+_NOT_TRITON = {"Lambda", "Try", "TryStar", "Raise", "ClassDef", "FunctionDef", "Global", "Nonlocal", "Del", "Import",
+               "ImportFrom", "Await", "Yield", "YieldFrom", "Dict", "Set", "DictComp", "SetComp", "GeneratorExp",
+               "Match", "NamedExpr", "Imaginary"}
+
+
+def _unsupported_construct(node) -> str:
+    if type(node).__name__ in _NOT_TRITON:
+        return f"{_describe(node)} is not Triton's language (Triton's compiler rejects it too)"
+    return f"{_describe(node)} is not supported yet in kernels"
 
 
 def _cmp_text(op):
