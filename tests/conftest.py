@@ -26,13 +26,3 @@ def pytest_collection_modifyitems(config, items):
         if "multigpu" in item.keywords and n < 2:
             item.add_marker(pytest.mark.skip(reason="needs two CUDA GPUs"))
 
-
-def triton_twin_of(path):
-    """The kernel module at `path` as Triton compiles it (`bench/twins.py`: the same source), or a skip when
-    Triton, or torch with CUDA, is missing."""
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("triton")
-    if not torch.cuda.is_available():
-        pytest.skip("torch has no CUDA")
-    from bench.twins import load
-    return load(path, "triton")

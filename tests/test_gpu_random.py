@@ -159,7 +159,7 @@ def test_a_million_draws_have_the_right_moments_and_no_correlation(kind, mean, v
 @pytest.fixture(scope="module")
 def triton_twin():
     """This test file's kernels as Triton compiles them, or a skip when Triton or torch with CUDA is missing."""
-    from conftest import triton_twin_of
+    from triton_twin import triton_twin_of
     return triton_twin_of(RANDOM_KERNELS)
 
 

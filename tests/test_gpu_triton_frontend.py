@@ -13,7 +13,7 @@ import test_triton_frontend as cpu
 import transpiler
 import transpiler.language as tl
 import triton_frontend_kernels as fk
-from conftest import triton_twin_of
+from triton_twin import triton_twin_of
 from feature_kernels import check
 
 pytestmark = pytest.mark.gpu

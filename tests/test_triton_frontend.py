@@ -321,3 +321,33 @@ def test_old_libdevice_and_math_import_paths_are_the_same_functions():
     assert tl_math.exp is tl.exp and tl_math.tanh is libdevice.tanh and tl.math.llrint is libdevice.llrint
     with pytest.raises(AttributeError):
         tl_math.not_a_function
+
+
+# ---- annotations -----------------------------------------------------------------------------------------------
+
+@transpiler.jit
+def _annotated(X: tl.tensor, Y: "tl.pointer_type", N: tl.int32, SCALE: "float", BLOCK: "tl.constexpr"):
+    offs = tl.arange(0, BLOCK)
+    tl.static_assert(isinstance(BLOCK, int))      # a string annotation ending in constexpr still marks one
+    tl.store(Y + offs, tl.load(X + offs, mask=offs < N) * SCALE, mask=offs < N)
+
+
+def test_any_annotation_is_accepted_and_only_constexpr_matters():
+    x = np.random.default_rng(8).standard_normal(40).astype(np.float32)
+    y = np.full(40, np.nan, np.float32)
+    _annotated.interpret[(1,)](x, y, 40, 0.5, BLOCK=64)
+    np.testing.assert_allclose(y, x * 0.5, rtol=1e-6)
+    src = _annotated.cuda_source(x, y, 40, 0.5, BLOCK=64)
+    assert "SCALE fp32" in src and "BLOCK = 64" in src
+
+
+@transpiler.jit
+def _printing(X, BLOCK: tl.constexpr):
+    x = tl.load(X + tl.arange(0, BLOCK))
+    print(f"block of {BLOCK}:", x)
+    tl.device_print(f"again {BLOCK * 2}", x)
+
+
+def test_fstring_prefixes_of_prints_are_formatted_while_compiling():
+    src = _printing.cuda_source(np.zeros(16, np.float32), BLOCK=16)
+    assert "block of 16:" in src and "again 32" in src
