@@ -814,8 +814,11 @@ def _device_print(b, prefix, *args, hex=False):
 
 @rule("device_assert")
 def _device_assert(b, cond, msg=""):
-    # Like Triton, assertions are compiled only in debug mode; see docs/language.md.
-    return None
+    # Like Triton, assertions are compiled only in debug mode (transpiler/options.py); see docs/language.md.
+    if not b.options.debug or (is_const(cond) and bool(cond)):
+        return None
+    msg = const_value(b, msg, "device_assert's message")
+    b.emit("device_assert", [to_value(b, cond)], None, msg=str(msg))
 
 
 @rule("debug_barrier")
