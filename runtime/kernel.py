@@ -36,7 +36,7 @@ from .launch_key import HOST, TORCH, binder_source, make_binder
 from .launcher import STICKY_ERRORS, DebugLauncher, Launcher, cupy_stream, fault_error, stream_handle, torch_stream
 from .once import OnceMap
 
-MAX_GRID = (2**31 - 1, 65535, 65535)
+MAX_GRID = (2**31 - 1, 65535, 65535)    # every CUDA device since compute capability 3.0 (cudaDevAttrMaxGridDimX..Z)
 _IGNORED_OPTIONS = ("num_ctas", "enable_fp_fusion", "maxnreg", "debug")
 
 
@@ -282,7 +282,7 @@ class Kernel:
             elif type(stream) is not int:
                 stream = stream_handle(stream, self.__name__)
             try:
-                if gx > 0 and gy > 0 and gz > 0:
+                if 0 < gx <= 2147483647 and 0 < gy <= 65535 and 0 < gz <= 65535:      # MAX_GRID, as literals
                     launcher.launch(gx, gy, gz, values, stream)
                     return None
             except LaunchError:

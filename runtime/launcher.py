@@ -138,11 +138,11 @@ class Launcher:
                 self._pack(self._buffer, 0, *values)
             except struct.error:
                 raise self._misfit(values) from None
-            recent_launches.append((self.name, (gx, gy, gz)))
             current = driver.ctxGetCurrent()
             if current == self.context:
                 driver.launchKernel(self._func, gx, gy, gz, self.block, 1, 1, self.shared_bytes, stream, self._params,
                                     0)
+                recent_launches.append((self.name, (gx, gy, gz)))
                 return
             # The arrays live on another device than the current one (or this thread has no context yet):
             # launch in their device's context and put the caller's back (none, if it had none).
@@ -150,6 +150,7 @@ class Launcher:
             try:
                 driver.launchKernel(self._func, gx, gy, gz, self.block, 1, 1, self.shared_bytes, stream, self._params,
                                     0)
+                recent_launches.append((self.name, (gx, gy, gz)))
             finally:
                 driver.ctxSetCurrent(current)
 
