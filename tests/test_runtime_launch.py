@@ -86,7 +86,7 @@ class FakeDriver:
         for g in (gx, gy, gz):
             if type(g) is not int or g < 0:
                 raise TypeError("unsigned int expected")
-        if gy > 65535 or gz > 65535:
+        if gx > 2**31 - 1 or gy > 65535 or gz > 65535:
             raise RuntimeError("CUDA_ERROR_INVALID_VALUE")       # what the driver answers
         slots = (ctypes.c_void_p * self.nslots).from_address(params)
         raw = [ctypes.string_at(slots[i], 8) for i in range(self.nslots)]

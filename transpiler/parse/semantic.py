@@ -813,11 +813,14 @@ def _device_print(b, prefix, *args, hex=False):
 
 
 @rule("device_assert")
-def _device_assert(b, cond, msg=""):
+def _device_assert(b, cond, msg="", mask=None):
     # Like Triton, assertions are compiled only in debug mode (transpiler/options.py); see docs/language.md.
-    if not b.options.debug or (is_const(cond) and bool(cond)):
+    # Elements outside `mask` are not checked: the condition becomes `not mask or cond`.
+    if not b.options.debug or mask is False or (is_const(cond) and bool(cond)):
         return None
     msg = const_value(b, msg, "device_assert's message")
+    if mask is not None and mask is not True:
+        cond = logical(b, "or", unary_op(b, "not", to_value(b, mask)), to_value(b, cond))
     b.emit("device_assert", [to_value(b, cond)], None, msg=str(msg))
 
 
