@@ -90,3 +90,17 @@ def test_without_debug_device_asserts_cost_nothing_and_do_not_fire():
         print("SUM", float(y.sum()))
     """)
     assert "SUM " + str(float(sum(range(100)) - 50 * 100 + 100)) in out
+
+
+def test_debug_mode_catches_int32_index_overflow_before_it_becomes_a_wild_address():
+    out = _run("""
+        @transpiler.jit
+        def strided(X, stride, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * stride + tl.arange(0, BLOCK)      # wraps past 2**31 for pid 3
+            tl.store(X + offs % 1024, 1.0)
+        try:
+            strided[(4,)](x, 1 << 30, BLOCK=128)
+        except LaunchError as e:
+            print("REFUSED", e)
+    """, TRANSPILER_DEBUG="1")
+    assert "int32 overflow in *" in out and "REFUSED" in out

@@ -2,8 +2,9 @@
 change the generated code, as one small frozen object handed from the runtime to the IR builder and the
 emitter, and put whole into every cache key (memory and disk), so no cached variant ignores one.
 
-`debug`: `tl.device_assert` is compiled in and each launch synchronises and checks for a fault, as Triton's
-debug mode. On from `TRANSPILER_DEBUG=1` or from the kernel's own flag (`@jit(debug=True)`).
+`debug`: as Triton's debug mode, `tl.device_assert` is compiled in and int32 `+`, `-`, `*` are checked for
+overflow (`parse/semantic.py`); each launch also synchronises and reports a fault as its own (`DebugLauncher`).
+On from `TRANSPILER_DEBUG=1` or from the kernel's own flag (`@jit(debug=True)`).
 `line_directives`: `#line` directives point compute-sanitizer and cuda-gdb at the Python source
 (`TRANSPILER_LINE_DIRECTIVES`, any non-empty value).
 
