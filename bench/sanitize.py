@@ -244,7 +244,7 @@ def main(argv=None) -> int:
     parser.add_argument("--groups", default=",".join(GROUPS))
     parser.add_argument("--chunk", type=int, default=24, help="cases per sanitized process")
     parser.add_argument("--budget", type=float, default=float("inf"),
-                        help="seconds after which no sanitized run starts (those left are reported 'not run')")
+                        help="seconds from the start after which no run starts (those left are reported 'not run')")
     parser.add_argument("--jobs", type=int, default=min(12, os.cpu_count() or 4))
     parser.add_argument("--timeout", type=float, default=150.0, help="seconds per sanitized process")
     parser.add_argument("--out", default=os.environ.get("OUT", "sanitize_out"))
@@ -267,10 +267,11 @@ def main(argv=None) -> int:
         return 2
     out = Path(args.out) / "sanitize"
     (out / "logs").mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + args.budget
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        results = list(pool.map(lambda u: run_unit(None, u[0], u[1], out / "logs", args.timeout * 2, None), todo))
+        results = list(pool.map(lambda u: run_unit(None, u[0], u[1], out / "logs", args.timeout * 2, None,
+                                                   deadline), todo))
         runs = [(t, g, n) for g, n in todo for t in tools]          # unit by unit: whole rows first
-        deadline = time.monotonic() + args.budget
         results += list(pool.map(lambda r: run_unit(r[0], r[1], r[2], out / "logs", args.timeout, sanitizer,
                                                      deadline), runs))
     clean, table = summarize(results, tools, out)
