@@ -51,6 +51,10 @@ CASE_TESTS = {
     "block_ptr": ("test_gpu_block_pointers", "test_block_pointer_kernel_matches_numpy_on_gpu", "NAMES", {}),
     "dtypes": ("test_gpu_dtypes", "test_dtype_case_matches_numpy_on_gpu", "IDS", {}),
 }
+# Planted faults, each run only under the tool that must find it: a sweep whose tool misses its control is not
+# trusted (the table says MISSED and the exit status is 1). Racecheck has none: the language has no way to
+# write a shared-memory race.
+CONTROLS = {"planted_oob_store": "memcheck", "planted_uninit_read": "initcheck"}
 GROUPS = ("examples", "features", "unseen", "dot", "scans", "atomics", "block_ptr", "libdevice", "dtypes")
 ERROR_AT = re.compile(r"\bat (?:0x[0-9a-f]+ in )?([A-Za-z_]\w*)(?:\(|\+0x)")
 SUMMARY = re.compile(r"(?:ERROR SUMMARY|RACECHECK SUMMARY): (\d+) (?:errors?|hazards? displayed \((\d+) errors?)")
@@ -66,6 +70,8 @@ def _paths():
 
 def case_names(group):
     _paths()
+    if group == "controls":
+        return list(CONTROLS)
     if group in CASE_TESTS:
         module, _, names, _ = CASE_TESTS[group]
         return list(getattr(__import__(module), names))
@@ -91,7 +97,9 @@ def _example_cases():
 
 
 def _run_case(group, name):
-    if group in CASE_TESTS:
+    if group == "controls":
+        _run_control(name)
+    elif group in CASE_TESTS:
         module, test, _, extra = CASE_TESTS[group]
         getattr(__import__(module), test)(name, **extra)
     elif group == "dot":
@@ -107,6 +115,19 @@ def _run_case(group, name):
         if lib is None:
             raise RuntimeError("skipped: bf16 needs torch")
         importlib.import_module(example).run_case(lib, **case)
+
+
+def _run_control(name):
+    import cupy
+    import controls_kernels as C
+    if name == "planted_oob_store":
+        x = cupy.zeros(1024, cupy.float32)
+        C.planted_oob_store[(1,)](x, 1 << 36, BLOCK=128)        # 256 GiB past x: no allocation there
+    else:
+        cupy.cuda.set_allocator(None)                           # a fresh cudaMalloc, never written
+        x, y = cupy.empty(1000, cupy.float32), cupy.zeros(1000, cupy.float32)
+        C.planted_uninit_read[(1,)](x, y, 1000, BLOCK=1024)
+    cupy.cuda.runtime.deviceSynchronize()
 
 
 def worker(group, names):
@@ -136,6 +157,8 @@ def worker(group, names):
 def units(groups, chunk):
     out = []
     for group in groups:
+        if group == "controls":
+            continue                          # run apart, each under its own tool (`main`)
         names = case_names(group)
         for i in range(0, len(names), chunk):
             out.append((group, names[i:i + chunk]))
@@ -204,8 +227,10 @@ def _is_error(head: str) -> bool:
 
 def summarize(results, tools, out: Path):
     per_kernel = collections.defaultdict(dict)
+    controls = {n: ("caught (%d)" % r["errors"].get(n, 0) if r["errors"].get(n) else f"MISSED ({r['status']})")
+                for r in results if r["group"] == "controls" for n in r["names"]}
     for r in results:
-        if r["tool"] == "plain":
+        if r["tool"] == "plain" or r["group"] == "controls":
             continue
         for k in r["kernels"] or ["(unit " + r["group"] + ":" + r["names"][0] + ")"]:
             cell = per_kernel[k].get(r["tool"], 0)
@@ -223,6 +248,8 @@ def summarize(results, tools, out: Path):
              "| kernel | " + " | ".join(tools) + " |", "|---|" + "---|" * len(tools)]
     for k in sorted(per_kernel):
         lines.append(f"| {k} | " + " | ".join(str(per_kernel[k].get(t, "-")) for t in tools) + " |")
+    lines += ["", "## Controls (planted faults; each must be caught by its tool)", ""]
+    lines += [f"- {n} under {CONTROLS[n]}: {s}" for n, s in controls.items()] or ["- not run"]
     lines += ["", "## Runs", "", "| tool | group | first case | cases | status | errors (summary line) | s |",
               "|---|---|---|---|---|---|---|"]
     for r in results:
@@ -233,7 +260,8 @@ def summarize(results, tools, out: Path):
     (out / "summary.md").write_text("\n".join(lines) + "\n")
     (out / "summary.json").write_text(json.dumps(results, indent=1))
     clean = all(r["status"] == "finished" and r["total_errors"] == 0 and not r["errors"] for r in results
-                if r["tool"] != "plain") and not wrong
+                if r["tool"] != "plain" and r["group"] != "controls") and not wrong
+    clean = clean and all(s.startswith("caught") for s in controls.values())
     return clean, "\n".join(lines)
 
 
@@ -241,7 +269,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     parser.add_argument("--tools", default=",".join(TOOLS))
-    parser.add_argument("--groups", default=",".join(GROUPS))
+    parser.add_argument("--groups", default=",".join(GROUPS + ("controls",)))
     parser.add_argument("--chunk", type=int, default=24, help="cases per sanitized process")
     parser.add_argument("--budget", type=float, default=float("inf"),
                         help="seconds from the start after which no run starts (those left are reported 'not run')")
@@ -271,7 +299,8 @@ def main(argv=None) -> int:
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         results = list(pool.map(lambda u: run_unit(None, u[0], u[1], out / "logs", args.timeout * 2, None,
                                                    deadline), todo))
-        runs = [(t, g, n) for g, n in todo for t in tools]          # unit by unit: whole rows first
+        runs = [(t, "controls", [n]) for n, t in CONTROLS.items() if t in tools and "controls" in args.groups]
+        runs += [(t, g, n) for g, n in todo for t in tools]         # unit by unit: whole rows first
         results += list(pool.map(lambda r: run_unit(r[0], r[1], r[2], out / "logs", args.timeout, sanitizer,
                                                      deadline), runs))
     clean, table = summarize(results, tools, out)

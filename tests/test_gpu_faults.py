@@ -42,7 +42,9 @@ PRELUDE = textwrap.dedent("""
 
 def _run(body, **env):
     done = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(body)], capture_output=True, text=True,
-                          timeout=300, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT, **env))
+                          timeout=300, cwd=ROOT,
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]),
+                                   **env))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout
 

@@ -79,3 +79,25 @@ def test_every_group_has_cases(group):
 def test_the_examples_group_covers_every_example():
     examples = {p.stem for p in (Path(sanitize.ROOT) / "examples").glob("*.py") if not p.stem.startswith("_")}
     assert {n.split(":")[0] for n in sanitize.case_names("examples")} == examples
+
+
+def _control(name, tool, errors, status="finished"):
+    return dict(tool=tool, group="controls", names=[name], status=status, seconds=1.0, cases={},
+                kernels=[name], errors=errors, total_errors=sum(errors.values()), log="")
+
+
+def test_a_sweep_is_trusted_only_when_every_planted_fault_is_caught(tmp_path):
+    sound = [_result("memcheck", "finished", ["add_kernel"])]
+    caught = [_control("planted_oob_store", "memcheck", {"planted_oob_store": 3}),
+              _control("planted_uninit_read", "initcheck", {"planted_uninit_read": 1})]
+    clean, table = sanitize.summarize(sound + caught, ["memcheck", "initcheck"], tmp_path)
+    assert clean and "planted_oob_store under memcheck: caught (3)" in table
+    assert "\n| planted_oob_store |" not in table        # controls stay out of the per-kernel table
+    missed = [caught[0], _control("planted_uninit_read", "initcheck", {})]
+    clean, table = sanitize.summarize(sound + missed, ["memcheck", "initcheck"], tmp_path)
+    assert not clean and "planted_uninit_read under initcheck: MISSED (finished)" in table
+
+
+def test_controls_are_not_run_as_ordinary_units():
+    assert all(group != "controls" for group, _ in sanitize.units(["controls", "examples"], 24))
+    assert sanitize.case_names("controls") == list(sanitize.CONTROLS)
