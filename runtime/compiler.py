@@ -122,7 +122,9 @@ def load_function(cubin: bytes, kernel_name: str, device_id: int):
     if previous != context:
         driver.ctxSetCurrent(context)
     try:
-        module = driver.moduleLoadData(cubin)   # kept loaded for the life of the process
+        # Kept loaded for the life of the process, not unloaded with its Kernel object: a captured CUDA graph or
+        # a launch still queued on a stream may use the function, and cuModuleUnload cannot wait for those.
+        module = driver.moduleLoadData(cubin)
         return module, driver.moduleGetFunction(module, kernel_name), context
     finally:
         if previous != context:
