@@ -136,7 +136,9 @@ def user_call_site():
     frame = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not filename.startswith("<") and not os.path.realpath(filename).startswith(_OWN_FOLDERS):
+        ours = filename.startswith("<launch binder") or (not filename.startswith("<") and
+                                                        os.path.realpath(filename).startswith(_OWN_FOLDERS))
+        if not ours:
             return SourceLocation(filename, frame.f_lineno, _column(filename, frame.f_lineno), frame.f_code.co_name)
         frame = frame.f_back
     return None
