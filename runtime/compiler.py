@@ -150,8 +150,9 @@ def check_shared_memory(kernel_name: str, device_id: int, shared_bytes: int):
     limit = shared_memory_limit(device_id)
     if shared_bytes > limit:
         raise OutOfResources(shared_bytes, limit, "shared memory", kernel=kernel_name,
-                             hint=f"{kernel_name} on device {device_id}: lower num_stages or the block sizes of the "
-                                  "tl.dot operands")
+                             detail=f"{kernel_name} needs {shared_bytes} bytes of shared memory per program; "
+                                    f"device {device_id} allows {limit}",
+                             hint="lower num_stages or the block sizes of the tl.dot operands")
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -13,8 +13,9 @@ from ..errors import LaunchError
 
 
 def structure(value):
-    """The nesting of a tuple argument (a tuple of its elements' structures; None for a leaf)."""
-    if isinstance(value, (tuple, list)):
+    """The nesting of a tuple argument (a tuple of its elements' structures; None for a leaf). As in Triton,
+    only tuples (named ones too) are flattened: a list stays an unsupported argument."""
+    if isinstance(value, tuple):
         return tuple(structure(v) for v in value)
     return None
 
@@ -22,7 +23,7 @@ def structure(value):
 def leaves(value, shape):
     if shape is None:
         return [value]
-    if not isinstance(value, (tuple, list)) or len(value) != len(shape):
+    if not isinstance(value, tuple) or len(value) != len(shape):
         raise LaunchError(f"a tuple argument changed shape within one launch: {value!r}")
     return [leaf for v, s in zip(value, shape) for leaf in leaves(v, s)]
 

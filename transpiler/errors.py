@@ -110,10 +110,10 @@ class OutOfResources(LaunchError):
     `triton.runtime.errors.OutOfResources`, with its fields, so wrappers that catch it to try a smaller config
     keep working."""
 
-    def __init__(self, required, limit, name, kernel=None, hint=None):
+    def __init__(self, required, limit, name, kernel=None, hint=None, detail=None):
         self.required, self.limit, self.name = required, limit, name
-        super().__init__(f"out of resource: {name}, Required: {required}, Hardware limit: {limit}", kernel=kernel,
-                         hint=hint)
+        triton_words = f"out of resource: {name}, Required: {required}, Hardware limit: {limit}"
+        super().__init__(f"{detail} ({triton_words})" if detail else triton_words, kernel=kernel, hint=hint)
 
 
 class InterpreterError(TranspilerError):
