@@ -351,3 +351,24 @@ def _printing(X, BLOCK: tl.constexpr):
 def test_fstring_prefixes_of_prints_are_formatted_while_compiling():
     src = _printing.cuda_source(np.zeros(16, np.float32), BLOCK=16)
     assert "block of 16:" in src and "again 32" in src
+
+
+@transpiler.jit
+def _optional_in_tuple(Ps, Y, N, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    acc = tl.load(Ps[0] + offs, mask=offs < N, other=0.0)
+    if Ps[1] is not None:
+        acc += tl.load(Ps[1] + offs, mask=offs < N, other=0.0)
+    tl.store(Y + offs, acc, mask=offs < N)
+
+
+@pytest.mark.parametrize("with_second", [True, False])
+def test_none_inside_a_tuple_argument_is_none_in_the_kernel(with_second):
+    rng = np.random.default_rng(9)
+    a, b = rng.standard_normal(40).astype(np.float32), rng.standard_normal(40).astype(np.float32)
+    y = np.full(40, np.nan, np.float32)
+    ps = (a, b if with_second else None)
+    _optional_in_tuple.interpret[(1,)](ps, y, 40, BLOCK=64)
+    np.testing.assert_allclose(y, a + b if with_second else a, rtol=1e-6)
+    src = _optional_in_tuple.cuda_source(ps, y, 40, BLOCK=64)
+    assert ("Ps_1 ptr<fp32>" in src) == with_second and "Ps_1" in src
