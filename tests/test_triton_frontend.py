@@ -372,3 +372,32 @@ def test_none_inside_a_tuple_argument_is_none_in_the_kernel(with_second):
     np.testing.assert_allclose(y, a + b if with_second else a, rtol=1e-6)
     src = _optional_in_tuple.cuda_source(ps, y, 40, BLOCK=64)
     assert ("Ps_1 ptr<fp32>" in src) == with_second and "Ps_1" in src
+
+
+@transpiler.jit
+def _fp8_op(Q, Y, BLOCK: tl.constexpr, OP: tl.constexpr):
+    q = tl.load(Q + tl.arange(0, BLOCK))
+    if OP == "sum":
+        r = tl.sum(q, 0)
+    elif OP == "max":
+        r = tl.max(q, 0)
+    elif OP == "where":
+        r = tl.where(q == q, q, q)
+    elif OP == "cumsum":
+        r = tl.cumsum(q, 0)
+    elif OP == "neg":
+        r = -q
+    elif OP == "maximum":
+        r = tl.maximum(q, q)
+    else:
+        r = tl.abs(q)
+    tl.store(Y + tl.arange(0, BLOCK), r.to(tl.float32))
+
+
+@pytest.mark.parametrize("op", ["sum", "max", "where", "cumsum", "neg", "maximum", "abs"])
+def test_every_computation_on_fp8_is_refused_as_not_supported_yet(op):
+    q = transpiler.reinterpret(np.arange(16).astype(np.uint8), tl.float8e4nv)
+    y = np.zeros(16, np.float32)
+    for run in (lambda: _fp8_op.cuda_source(q, y, BLOCK=16, OP=op), lambda: _fp8_op.interpret[(1,)](q, y, BLOCK=16, OP=op)):
+        with pytest.raises(DTypeError, match="not supported yet"):
+            run()

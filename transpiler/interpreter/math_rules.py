@@ -16,7 +16,7 @@ from .. import dtypes as dt
 from ..errors import CompileTimeError, DTypeError
 from ..language import PropagateNan
 from . import arith, numeric
-from .arith import cast_tensor, check_types
+from .arith import cast_tensor, check_types, computable
 from .location import error
 from .pointers import Pointer, same_buffer
 from .registry import rule
@@ -146,7 +146,7 @@ for _name, _fn in _FLOAT_FUNCTIONS.items():
 
 @rule("abs")
 def abs_(x):
-    t = to_tensor(x, "the input of tl.abs")
+    t = computable(to_tensor(x, "the input of tl.abs"), "tl.abs")
     if t.dtype.is_ptr():
         raise error(DTypeError, "tl.abs is not defined on pointers")
     if t.dtype.is_floating() or t.dtype.is_int_signed():
