@@ -28,6 +28,7 @@ import os
 
 from ..errors import InternalCompilerError, LaunchError, SourceLocation, TranspilerError
 from ..language.core import constexpr, current_interpreter
+from ..targets import source_target
 from . import cache, compiler, launch_key
 from .launch_key import HOST, TORCH, binder_source, make_binder
 from .launcher import Launcher, cupy_stream, stream_handle, torch_stream
@@ -276,7 +277,7 @@ class Kernel:
         return binder_source(self._names, self._constexpr_mask, self.__name__)
 
     def _make_launcher(self, key, values, num_warps, num_stages, device):
-        var = self.variant(key[:-3], values, num_warps, num_stages)
+        var = self.variant(key[:-3], values, num_warps, num_stages, compiler.device_arch(device))
         module, function, context = var.function(device)
         return Launcher(module, function, context, var.slot_kinds, num_warps, name=self.__name__,
                         shared_bytes=var.shared_bytes)
@@ -358,16 +359,20 @@ class Kernel:
             self._source_hash = _dependencies_hash(self.fn)
         return self._source_hash
 
-    def variant(self, key, values, num_warps, num_stages=3):
-        """The compiled variant of specialization `key` (built once; `values` are the arguments in order)."""
-        return self._variant_map.get((key, num_warps, num_stages),
-                                     lambda: self._build_variant(key, values, num_warps, num_stages))
+    def variant(self, key, values, num_warps, num_stages=3, arch=None):
+        """The compiled variant of specialization `key` (built once; `values` are the arguments in order) for
+        a device of architecture `arch` (None: any; the source differs only where the architecture has
+        instructions the others lack, see `source_target`)."""
+        target = source_target(arch)
+        return self._variant_map.get((key, num_warps, num_stages, target),
+                                     lambda: self._build_variant(key, values, num_warps, num_stages, target))
 
-    def _build_variant(self, key, values, num_warps, num_stages):
-        disk_key = cache.entry_key((self.source_hash(), key, num_warps, num_stages, cache.toolchain_fingerprint()))
+    def _build_variant(self, key, values, num_warps, num_stages, target=None):
+        parts = (self.source_hash(), key, num_warps, num_stages, cache.toolchain_fingerprint())
+        disk_key = cache.entry_key(parts + ((target,) if target else ()))
         entry = cache.load(disk_key)
         if entry is None:
-            emitted = self._generate(key, values, num_warps, num_stages)
+            emitted = self._generate(key, values, num_warps, num_stages, target)
             param_kinds = [None if c else ("ptr" if part[0] in ("ptr", "none") else part[0])
                            for part, c in zip(key, self._constexpr_mask)]
             entry = {"name": self.fn.__name__, "source": emitted.source, "param_kinds": param_kinds,
@@ -386,14 +391,14 @@ class Kernel:
         return [arg_spec(n, part, _unwrap(v), c)
                 for n, part, v, c in zip(self._names, key, values, self._constexpr_mask)]
 
-    def _generate(self, key, values, num_warps, num_stages):
+    def _generate(self, key, values, num_warps, num_stages, target=None):
         """Parse → analysis → emission: the `EmittedKernel` (source and dynamic shared memory) of a variant."""
         from ..analysis import analyze
         from ..emit_cuda import emit_kernel
         from ..parse import build_kernel_ir
         ir = build_kernel_ir(self.fn, self._arg_specs(key, values), num_warps, num_stages)
         try:
-            return emit_kernel(ir, analyze(ir))
+            return emit_kernel(ir, analyze(ir, target))
         except TranspilerError as e:
             raise e.with_context(kernel=self.fn.__name__)
         except Exception as e:   # a typed IR the later passes cannot handle is our bug, not the user's
@@ -405,16 +410,16 @@ class Kernel:
                      "meanwhile") from e
 
     # -- public helpers ----------------------------------------------------------------------------------
-    def cuda_source(self, *args, num_warps=4, num_stages=3, **kwargs):
+    def cuda_source(self, *args, num_warps=4, num_stages=3, arch=None, **kwargs):
         """The `.cu` of the specialization these arguments select (NumPy arrays and `StandIn`s may stand in
-        for device ones)."""
-        return self.compiled_variant(*args, num_warps=num_warps, num_stages=num_stages, **kwargs).source
+        for device ones), for a device of architecture `arch` ('sm_90a': with warpgroup MMA)."""
+        return self.compiled_variant(*args, num_warps=num_warps, num_stages=num_stages, arch=arch, **kwargs).source
 
     @_at_definition
-    def compiled_variant(self, *args, num_warps=4, num_stages=3, **kwargs):
+    def compiled_variant(self, *args, num_warps=4, num_stages=3, arch=None, **kwargs):
         """The specialization these arguments select: its source and launch needs (no GPU needed)."""
         values = self._bind_for_compile(args, kwargs, num_warps)
-        return self.variant(self.spec_key(values), values, num_warps, num_stages)
+        return self.variant(self.spec_key(values), values, num_warps, num_stages, arch)
 
     @_at_definition
     def warmup(self, *args, grid=None, num_warps=4, num_stages=3, **kwargs):
@@ -423,9 +428,12 @@ class Kernel:
         configs in parallel through this. Returns the CUDA source."""
         values = self._bind_for_compile(args, kwargs, num_warps)
         key, _, device, frameworks = (self._binder or self._make_binder())(values, num_warps, num_stages, False)
-        var = self.variant(key[:-3], values, num_warps, num_stages)
-        if not frameworks & HOST and gpu_available():
-            key = key[:-1] + ((device if device >= 0 else launch_key.current_device()),)
+        on_gpu = not frameworks & HOST and gpu_available()
+        device = (device if device >= 0 else launch_key.current_device()) if on_gpu else None
+        var = self.variant(key[:-3], values, num_warps, num_stages,
+                           compiler.device_arch(device) if on_gpu else None)
+        if on_gpu:
+            key = key[:-1] + (device,)
             self._launcher_map.get(key, lambda: self._make_launcher(key, values, num_warps, num_stages, key[-1]))
         return var.source
 

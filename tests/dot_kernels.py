@@ -113,6 +113,15 @@ CASES = [
     DotCase("int8", (32, 32, 64), num_warps=2, b_transposed=True, shape=(100, 72, 256)),
     DotCase("int8", (32, 32, 16), num_warps=4),
     DotCase("float64", (32, 32, 16), num_warps=4),
+    # warpgroup MMA on sm_90a (both tiles through descriptors): the example's 128x128x64 block (two m64
+    # instructions per warpgroup), one m64n128 per warpgroup, two warpgroups along M and along N, K-major B
+    # with 256-byte rows (128-byte slabs of K), bf16
+    DotCase("float16", (128, 128, 64), num_warps=4, num_stages=3, shape=(300, 260, 296)),
+    DotCase("float16", (64, 128, 64), num_warps=4, num_stages=3, shape=(130, 300, 200)),
+    DotCase("float16", (128, 128, 128), num_warps=8, num_stages=2, shape=(260, 257, 392), b_transposed=True),
+    DotCase("float16", (64, 256, 32), num_warps=8, num_stages=4, shape=(200, 520, 264)),
+    DotCase("bfloat16", (128, 256, 64), num_warps=8, num_stages=3, shape=(300, 520, 264)),
+    DotCase("bfloat16", (128, 128, 64), num_warps=4, num_stages=3, shape=(300, 260, 296), b_transposed=True),
 ]
 
 # Relative Frobenius error allowed against a float64 product of the (rounded) inputs.

@@ -61,13 +61,13 @@ def _prefetch(em, plan, iv, iv_name, ct, carried, ahead_targets, yields, stage):
 class StageRing:
     """The `num_stages` tiles of one staged load, back to back in one buffer."""
 
-    def __init__(self, buffer, shape, col_dim, dtype):
-        self.buffer, self.shape, self.col_dim, self.dtype = buffer, shape, col_dim, dtype
+    def __init__(self, buffer, shape, col_dim, dtype, slabs=False):
+        self.buffer, self.shape, self.col_dim, self.dtype, self.slabs = buffer, shape, col_dim, dtype, slabs
         self.numel = shape[0] * shape[1]
 
     def at_stage(self, stage) -> SharedTile:
         base = self.buffer if stage == "0" else f"({self.buffer} + ({stage}) * {self.numel})"
-        return SharedTile(base, self.shape, self.col_dim, self.dtype)
+        return SharedTile(base, self.shape, self.col_dim, self.dtype, self.slabs)
 
 
 def pipelined_for(em, op, plan):
@@ -93,7 +93,7 @@ def pipelined_for(em, op, plan):
     for staged in plan.loads:
         v = staged.op.result
         buf = em.stage_buffer(v.dtype, v.type.numel * stages, f"{em.name_of(v)}_stages")
-        em.stage_tiles[staged.op] = StageRing(buf, v.shape, staged.col_dim, v.dtype)
+        em.stage_tiles[staged.op] = StageRing(buf, v.shape, staged.col_dim, v.dtype, em.analysis.uses_wgmma)
 
     # Prologue: the first S-1 iterations' copies.
     s = em.fresh("stage")
@@ -122,6 +122,8 @@ def pipelined_for(em, op, plan):
     em.loop_depth += 1
     em.bind(iv, Read(scalar=ivname, ctype=ct), None)
     em.write(f"tp::cp_async_wait<{stages - 2}>();  // this iteration's stage has landed (for this thread)")
+    if em.analysis.uses_wgmma:
+        em.write("tp::fence_proxy_async();         // ... and is visible to the tensor cores' reads (wgmma)")
     em.write("__syncthreads();                 // ... for every thread; and the stage refilled next is free")
     # The copies for iteration i+S-1 go to the stage read in iteration i-1, which the barrier above freed;
     # they may be issued anywhere in the body: the first dot issues them after its first k step.

@@ -1,0 +1,21 @@
+"""Which architectures get a source of their own: where the hardware has instructions the others lack and the
+compiler uses them. Light on purpose (the launch path reads it on a warm start)."""
+from __future__ import annotations
+
+import os
+
+WGMMA_TARGETS = ("sm_90a",)   # warpgroup MMA (wgmma.mma_async) exists only under the arch-specific target
+
+
+def wgmma_enabled(target) -> bool:
+    """Whether `target` gets warpgroup MMA (TRANSPILER_WGMMA=0 turns it off, for comparisons)."""
+    return target in WGMMA_TARGETS and os.environ.get("TRANSPILER_WGMMA", "1") != "0"
+
+
+def source_target(arch):
+    """The architecture a variant's source is written for: `arch` where it has instructions of its own that
+    the compiler uses (see analysis/tensor_cores.py), else None (one source for every device)."""
+    return arch if wgmma_enabled(arch) else None
+
+
+__all__ = ["WGMMA_TARGETS", "wgmma_enabled", "source_target"]
