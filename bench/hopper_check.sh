@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Warpgroup MMA on the H200, in one command: the dot GPU tests (a process of their own; any test that dies with
 # a CUDA fault is run again alone, so the others are not blamed), the matmul example, the matmul bench rows
-# against Triton and cuBLAS, the example's tile configurations, and the HGMMA count of the example's SASS.
+# against Triton and cuBLAS, tile configurations for both (bench/matmul_twins_configs.py), and the HGMMA count of the example's SASS.
 #     OUT=/some/folder bash bench/hopper_check.sh
 # Set TRANSPILER_WGMMA=0 to run the same steps on mma.sync.
 set -u
@@ -27,9 +27,9 @@ grep "^FAILED\|Error\|error" "$OUT/tests_dot.log" | head -n 20
 echo "== SASS of the example's 4096^3 specialization"
 "$PY" bench/hopper_sass.py "$OUT" 2>&1 | tail -n 8
 
-echo "== tile configurations at 4096^3 fp16"
-run "${CONFIG_TIMEOUT:-120}" "$PY" bench/matmul_configs.py 4096 4096 4096 >"$OUT/configs.log" 2>&1
-tail -n 14 "$OUT/configs.log"
+echo "== tile configurations, ours and Triton on the same source"
+run "${CONFIG_TIMEOUT:-150}" "$PY" bench/matmul_twins_configs.py >"$OUT/configs.log" 2>&1
+tail -n 16 "$OUT/configs.log"
 
 echo "== bench matmul rows"
 run "${BENCH_TIMEOUT:-240}" "$PY" bench/run.py --only matmul --rounds 1 --out "$OUT/bench" >"$OUT/bench.log" 2>&1

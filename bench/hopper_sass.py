@@ -44,10 +44,11 @@ def main(out):
     if tool is None:
         print("no cuobjdump")
         return
-    sass = subprocess.run([tool, "--dump-sass", str(path)], capture_output=True, text=True).stdout
+    done = subprocess.run([tool, "--dump-sass", str(path)], capture_output=True, text=True)
+    sass = done.stdout or done.stderr
     Path(out, "matmul_4096.sass").write_text(sass)
     counts = {k: len(re.findall(rf"\b{k}\b", sass)) for k in ("HGMMA", "HMMA", "LDSM", "LDGSTS", "BAR", "LDL", "STL")}
-    print(arch, cfg, counts, v.occupancy.get(arch).describe() if v.occupancy.get(arch) else "")
+    print(tool, arch, cfg, counts, v.occupancy.get(arch).describe() if v.occupancy.get(arch) else "")
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ def analyze(kernel, target=None) -> KernelAnalysis:
     def fastest_dim(load):
         ptr = load.operands[0]
         return coalesced_order(axis[ptr], len(ptr.shape))[0]
-    pipelines = plan_pipelines(kernel, widths, fastest_dim, decisions)
+    pipelines = plan_pipelines(kernel, widths, fastest_dim, decisions, dots)
     combined = combine_loads(kernel, axis, layouts, widths, decisions)
     atomics = plan_atomics(kernel, layouts, decisions)
     return KernelAnalysis(axis, layouts, widths, uniform, decisions, dots, pipelines, combined, atomics, target)

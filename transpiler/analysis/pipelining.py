@@ -11,6 +11,13 @@ Decides, for each `for` loop, from the ops of its body, the vector widths and th
 - what the body itself no longer computes: slice ops and carried values that only the staged loads needed.
 A loop qualifies only when every such load can be staged and `num_stages >= 2`; otherwise its loads stay in
 registers and the dot writes them to shared memory itself.
+
+It also decides whether the loop's warpgroup MMA (sm_90a) stays *in flight* across iterations (`async_dot`):
+when the body has one wgmma dot, both its operands are staged here, and its product only becomes the carried
+accumulator it was given, the body does not wait for it; the next iteration's wgmmas queue behind it, so the
+tensor cores never wait for the barrier and the copies. The dot then waits until only its own group is
+pending (the previous one is done), a barrier tells every warp so, and only then are the copies for a later
+iteration issued into the stage the previous group read. The loop waits for the last group after it ends.
 """
 from __future__ import annotations
 
@@ -42,6 +49,8 @@ class PipelinePlan:
     prefetch_carried: list                        # carried-value indices the prefetch advances itself
     main_dead_ops: set = field(default_factory=set)
     main_dead_carried: set = field(default_factory=set)
+    async_dot: object = None                      # the wgmma dot left in flight across iterations, if any
+    async_carried: int | None = None              # the carried index of its accumulator
 
     def is_staged(self, op):
         return any(s.op is op for s in self.loads)
@@ -128,7 +137,29 @@ def _stage_loads(loop, dot_loads, vector_width, order_of, decisions):
     return staged
 
 
-def plan_loop(loop, kernel, vector_width, order_of, decisions):
+def _async_dot(loop, staged, dots, users):
+    """(dot, carried index) of the one wgmma dot of the loop that may stay in flight, or (None, None)."""
+    region = loop.regions[0]
+    wgmma = [op for op in walk(region) if op.name == "dot" and getattr(dots.get(op), "kind", None) == "wgmma"]
+    if len(wgmma) != 1 or wgmma[0] not in region.ops:
+        return None, None
+    dot = wgmma[0]
+    staged_values = {s.op.result for s in staged}
+
+    def is_staged(v):
+        owner = v.owner
+        return v in staged_values or (getattr(owner, "name", None) == "permute" and owner.operands[0] in staged_values)
+    acc, carried, yields = dot.operands[2], region.args[1:], region.ops[-1].operands
+    if not (is_staged(dot.operands[0]) and is_staged(dot.operands[1])) or acc not in carried:
+        return None, None
+    j = carried.index(acc)
+    readers = users.get(dot.result, [])
+    if readers != [region.ops[-1]] or [i for i, v in enumerate(yields) if v is dot.result] != [j]:
+        return None, None
+    return dot, j
+
+
+def plan_loop(loop, kernel, vector_width, order_of, decisions, dots=None):
     region = loop.regions[0]
     stages = loop.attrs.get("num_stages") or kernel.num_stages
     users = _users(region)
@@ -174,15 +205,20 @@ def plan_loop(loop, kernel, vector_width, order_of, decisions):
     live_ids, live_carried = body.walk_back(roots, lambda op: [] if id(op) in staged_ids else _inputs(op))
     live_ids |= {id(op) for op in roots_ops}
     live_carried = set(live_carried) | set(roots_carried)
+    async_dot, async_carried = _async_dot(loop, staged, dots or {}, users)
     plan = PipelinePlan(loop, stages, staged, slice_ops, sorted(prefetch_carried),
                         {op for op in region.ops[:-1] if id(op) not in live_ids},
-                        {i for i in prefetch_carried if i not in live_carried})
+                        {i for i in prefetch_carried if i not in live_carried}, async_dot, async_carried)
     lines = ", ".join(f"line {s.op.loc.line if s.op.loc else '?'} ({s.vec * s.op.result.dtype.itemsize} B cp.async)"
                       for s in staged)
     decisions.add("pipeline", loop, f"{stages}-stage cp.async pipeline for the loads on {lines}",
                   f"they feed only tl.dot; their addresses come from {len(slice_ops)} ops and "
                   f"{len(prefetch_carried)} carried value(s) the prefetch advances "
                   f"{stages - 1} iteration(s) ahead")
+    if async_dot is not None:
+        decisions.add("pipeline", async_dot, "wgmma left in flight across iterations (wait_group 1)",
+                      "the product only becomes the carried accumulator; the copies into the stage the previous "
+                      "group read wait for a barrier after it completes")
     return plan
 
 
@@ -195,11 +231,11 @@ def _values_used_outside(kernel, loop):
     return used
 
 
-def plan_pipelines(kernel, vector_width, order_of, decisions):
+def plan_pipelines(kernel, vector_width, order_of, decisions, dots=None):
     plans = {}
     for op in kernel.walk():
         if op.name == "for":
-            plan = plan_loop(op, kernel, vector_width, order_of, decisions)
+            plan = plan_loop(op, kernel, vector_width, order_of, decisions, dots)
             if plan is not None:
                 plans[op] = plan
     return plans

@@ -107,6 +107,8 @@ class Emitter:
         self.pending_prefetch = None       # a pipelined loop's copies, for its first dot to issue mid-way
         self.prefetch_host = None          # ... that dot
         self.device_functions: list = []
+        self.async_dot = None                # the wgmma dot a pipelined loop leaves in flight (pipelining.py)
+        self.async_dot_issued = False
         self.last_line = None
         self.line_stack: list = []
         self.loop_depth = 0

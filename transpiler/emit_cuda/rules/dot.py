@@ -205,7 +205,10 @@ def _wgmma(em, op, plan, a_view, b_view, name, ctype, acc, k):
     prefetch = None
     if em.prefetch_host is op:
         prefetch, em.pending_prefetch = em.pending_prefetch, None
-    em.write(em.dot_macros.wgmma(dict(
+    in_flight = prefetch is not None and em.async_dot is op
+    if in_flight:
+        em.async_dot_issued = True
+    em.write(em.dot_macros.wgmma(dict(in_flight=in_flight,
         ctype=ctype, name=name, n=plan.layout.num_regs, acc=acc.at("r"), m0=m0, n0=n0,
         group_m=_group_origin(em, w, 0), group_n=_group_origin(em, w, 1), k=k, tiles_m=w.tiles_m,
         instruction=w.helper, trans_a=da.transposed, trans_b=db.transposed, regs_per_tile=w.n // 2,

@@ -151,6 +151,7 @@ def pipelined_for(em, op, plan):
     skip = {o for o in region.ops if o in plan.main_dead_ops or plan.is_staged(o)
             or (o.name == "permute" and o.operands[0] in staged_values)}
     em.pending_prefetch = prefetch
+    em.async_dot, em.async_dot_issued = plan.async_dot, False
     em.prefetch_host = next((o for o in region.ops if o.name == "dot"
                              and any(staged_view(em, x) for x in o.operands[:2])), None)
     em.last_line = None
@@ -159,6 +160,7 @@ def pipelined_for(em, op, plan):
         em.write(em.pending_prefetch)
         em.pending_prefetch = None
     em.prefetch_host = None
+    in_flight, em.async_dot = em.async_dot_issued, None
     em.last_line = None
     assign_yield(em, targets, [yields[i] for i in main], [carried[i] for i in main])
     em.write(f"{s} = {s} + 1 == {stages} ? 0 : {s} + 1;")
@@ -168,6 +170,10 @@ def pipelined_for(em, op, plan):
     em.indent -= 1
     em.pop_scope()
     em.write("}")
+    if in_flight:
+        acc, layout = targets[main.index(plan.async_carried)]
+        em.write("tp::wgmma_wait<0>();  // the last iteration's wgmma group")
+        em.write(f"tp::wgmma_pin<{layout.num_regs}>({acc.array});")
     em.write("tp::cp_async_wait<0>();")
     em.write("__syncthreads();  // the stage buffers may be reused from here on")
     em.smem.end_pipeline()
