@@ -24,8 +24,10 @@ if grep -q "CUDA_ERROR\|illegal\|cudaError" "$OUT/tests_dot.log"; then
 fi
 grep "^FAILED\|Error\|error" "$OUT/tests_dot.log" | head -n 20
 
-echo "== SASS of the example's 4096^3 specialization"
-"$PY" bench/hopper_sass.py "$OUT" 2>&1 | tail -n 8
+
+echo "== A/B of the warpgroup-MMA switches (bench/wgmma_ab.sh)"
+run "${AB_TIMEOUT:-200}" bash bench/wgmma_ab.sh >"$OUT/ab.log" 2>&1
+cat "$OUT/ab.log" | cut -c1-200
 
 echo "== tile configurations, ours and Triton on the same source"
 run "${CONFIG_TIMEOUT:-150}" "$PY" bench/matmul_twins_configs.py >"$OUT/configs.log" 2>&1

@@ -28,7 +28,7 @@ import os
 
 from ..errors import InternalCompilerError, LaunchError, SourceLocation, TranspilerError
 from ..language.core import constexpr, current_interpreter
-from ..targets import source_target
+from ..targets import source_target, switches_key
 from . import cache, compiler, launch_key
 from .launch_key import HOST, TORCH, binder_source, make_binder
 from .launcher import Launcher, cupy_stream, stream_handle, torch_stream
@@ -369,7 +369,7 @@ class Kernel:
 
     def _build_variant(self, key, values, num_warps, num_stages, target=None):
         parts = (self.source_hash(), key, num_warps, num_stages, cache.toolchain_fingerprint())
-        disk_key = cache.entry_key(parts + ((target,) if target else ()))
+        disk_key = cache.entry_key(parts + ((target, switches_key()) if target else ()))
         entry = cache.load(disk_key)
         if entry is None:
             emitted = self._generate(key, values, num_warps, num_stages, target)

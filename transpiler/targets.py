@@ -12,10 +12,25 @@ def wgmma_enabled(target) -> bool:
     return target in WGMMA_TARGETS and os.environ.get("TRANSPILER_WGMMA", "1") != "0"
 
 
+# Switches for A/B comparisons of the warpgroup-MMA pipeline (both on by default); part of the disk-cache key.
+SWITCHES = {
+    "TRANSPILER_WGMMA_IN_FLIGHT": "1",   # 0: every wgmma group is waited for inside its iteration
+    "TRANSPILER_WGMMA_CP_FENCE": "0",    # 1: fence.proxy.async after every cp.async wait, not only after stores
+}
+
+
+def switch(name) -> bool:
+    return os.environ.get(name, SWITCHES[name]) != "0"
+
+
+def switches_key() -> tuple:
+    return tuple(os.environ.get(name, default) for name, default in SWITCHES.items())
+
+
 def source_target(arch):
     """The architecture a variant's source is written for: `arch` where it has instructions of its own that
     the compiler uses (see analysis/tensor_cores.py), else None (one source for every device)."""
     return arch if wgmma_enabled(arch) else None
 
 
-__all__ = ["WGMMA_TARGETS", "wgmma_enabled", "source_target"]
+__all__ = ["WGMMA_TARGETS", "wgmma_enabled", "source_target", "switch", "switches_key"]

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..parse.ir import walk
+from ..targets import switch
 
 # Ops with no side effects and no dependence on memory: what an address slice may contain.
 ADDRESS_OPS = {"constant", "splat", "broadcast", "expand_dims", "reshape", "permute", "elementwise", "cast",
@@ -205,7 +206,8 @@ def plan_loop(loop, kernel, vector_width, order_of, decisions, dots=None):
     live_ids, live_carried = body.walk_back(roots, lambda op: [] if id(op) in staged_ids else _inputs(op))
     live_ids |= {id(op) for op in roots_ops}
     live_carried = set(live_carried) | set(roots_carried)
-    async_dot, async_carried = _async_dot(loop, staged, dots or {}, users)
+    async_dot, async_carried = (_async_dot(loop, staged, dots or {}, users) if switch("TRANSPILER_WGMMA_IN_FLIGHT")
+                                else (None, None))
     plan = PipelinePlan(loop, stages, staged, slice_ops, sorted(prefetch_carried),
                         {op for op in region.ops[:-1] if id(op) not in live_ids},
                         {i for i in prefetch_carried if i not in live_carried}, async_dot, async_carried)

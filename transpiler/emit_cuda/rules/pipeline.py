@@ -18,6 +18,7 @@ from __future__ import annotations
 from .. import cspell
 from ..emitter import Read
 from ..tiles import SharedTile, staged_view
+from ...targets import switch
 from .control import assign_yield, bind_args, declare_carried, loop_condition, unroll_pragma
 
 
@@ -37,7 +38,7 @@ def _issue_copies(em, staged, tile):
     em.write(em.macros.async_copy(dict(
         n_runs=layout.num_regs // vec, vec=vec, whole=whole, cp=cp,
         element=f"{tile.base}[{em.tile_offset(layout, tile, '(r + j)')}]", ptr=ptr.at("r"),
-        mask_j=mask.at("(r + j)"), other_j=other.at("(r + j)"))))
+        mask_j=mask.at("(r + j)"), other_j=other.at("(r + j)"), fence=em.analysis.uses_wgmma)))
 
 
 def _prefetch(em, plan, iv, iv_name, ct, carried, ahead_targets, yields, stage):
@@ -122,7 +123,7 @@ def pipelined_for(em, op, plan):
     em.loop_depth += 1
     em.bind(iv, Read(scalar=ivname, ctype=ct), None)
     em.write(f"tp::cp_async_wait<{stages - 2}>();  // this iteration's stage has landed (for this thread)")
-    if em.analysis.uses_wgmma:
+    if em.analysis.uses_wgmma and switch("TRANSPILER_WGMMA_CP_FENCE"):
         em.write("tp::fence_proxy_async();         // ... and is visible to the tensor cores' reads (wgmma)")
     em.write("__syncthreads();                 // ... for every thread; and the stage refilled next is free")
     # The copies for iteration i+S-1 go to the stage read in iteration i-1, which the barrier above freed;
