@@ -13,11 +13,12 @@ A loop qualifies only when every such load can be staged and `num_stages >= 2`; 
 registers and the dot writes them to shared memory itself.
 
 It also decides whether the loop's warpgroup MMA (sm_90a) stays *in flight* across iterations (`async_dot`):
-when the body has one wgmma dot, both its operands are staged here, and its product only becomes the carried
-accumulator it was given, the body does not wait for it; the next iteration's wgmmas queue behind it, so the
-tensor cores never wait for the barrier and the copies. The dot then waits until only its own group is
-pending (the previous one is done), a barrier tells every warp so, and only then are the copies for a later
-iteration issued into the stage the previous group read. The loop waits for the last group after it ends.
+when the body has one wgmma dot, both its operands are staged here, its product only becomes the carried
+accumulator it was given, and `num_stages >= 3`, the body does not wait for its group; it waits until only
+that group is pending (the previous iteration's is done), so the next iteration's wgmmas queue behind it.
+Then the stage of iteration i-1 may still be read during iteration i, so the copies run `num_stages - 2`
+iterations ahead into the stage of iteration i-2, which every warp finished with before the barrier at the
+top of iteration i. The loop waits for the last group after it ends.
 """
 from __future__ import annotations
 
@@ -52,6 +53,11 @@ class PipelinePlan:
     main_dead_carried: set = field(default_factory=set)
     async_dot: object = None                      # the wgmma dot left in flight across iterations, if any
     async_carried: int | None = None              # the carried index of its accumulator
+
+    @property
+    def distance(self):
+        """How many iterations ahead the copies run: one stage fewer while a wgmma group is in flight."""
+        return self.stages - 1 - (self.async_dot is not None)
 
     def is_staged(self, op):
         return any(s.op is op for s in self.loads)
@@ -206,8 +212,8 @@ def plan_loop(loop, kernel, vector_width, order_of, decisions, dots=None):
     live_ids, live_carried = body.walk_back(roots, lambda op: [] if id(op) in staged_ids else _inputs(op))
     live_ids |= {id(op) for op in roots_ops}
     live_carried = set(live_carried) | set(roots_carried)
-    async_dot, async_carried = (_async_dot(loop, staged, dots or {}, users) if switch("TRANSPILER_WGMMA_IN_FLIGHT")
-                                else (None, None))
+    async_dot, async_carried = (_async_dot(loop, staged, dots or {}, users)
+                                if switch("TRANSPILER_WGMMA_IN_FLIGHT") and stages >= 3 else (None, None))
     plan = PipelinePlan(loop, stages, staged, slice_ops, sorted(prefetch_carried),
                         {op for op in region.ops[:-1] if id(op) not in live_ids},
                         {i for i in prefetch_carried if i not in live_carried}, async_dot, async_carried)
@@ -216,11 +222,11 @@ def plan_loop(loop, kernel, vector_width, order_of, decisions, dots=None):
     decisions.add("pipeline", loop, f"{stages}-stage cp.async pipeline for the loads on {lines}",
                   f"they feed only tl.dot; their addresses come from {len(slice_ops)} ops and "
                   f"{len(prefetch_carried)} carried value(s) the prefetch advances "
-                  f"{stages - 1} iteration(s) ahead")
+                  f"{plan.distance} iteration(s) ahead")
     if async_dot is not None:
         decisions.add("pipeline", async_dot, "wgmma left in flight across iterations (wait_group 1)",
-                      "the product only becomes the carried accumulator; the copies into the stage the previous "
-                      "group read wait for a barrier after it completes")
+                      f"the product only becomes the carried accumulator; the copies run {plan.distance} "
+                      "iteration(s) ahead, into the stage the group before the previous one read")
     return plan
 
 

@@ -1,7 +1,8 @@
 """Lowering of a software-pipelined `for` (the plan comes from analysis/pipelining.py).
 
 The loop's staged loads become `cp.async` copies into a ring of `num_stages` shared-memory tiles, issued
-`num_stages - 1` iterations ahead:
+`num_stages - 1` iterations ahead (`num_stages - 2` when a wgmma stays in flight: its stage is still being
+read while the next iteration runs):
 
     prologue:   for s < S-1: run the address slice for iteration s, copy into stage s, commit
     iteration:  wait until the current stage has landed; barrier (also: everyone is done with the stage
@@ -76,12 +77,12 @@ def pipelined_for(em, op, plan):
     region = op.regions[0]
     iv, carried, yields = region.args[0], region.args[1:], region.ops[-1].operands
     lo, hi, step = (em.scalar(x) for x in op.operands[:3])
-    stages = plan.stages
+    stages, distance = plan.stages, plan.distance
     sign = op.attrs.get("step_sign", 1)
     ct = cspell.ctype(iv.dtype)
     lines = ", ".join(str(s.op.loc.line) for s in plan.loads if s.op.loc)
     em.write(f"// software pipeline, {stages} stages: the loads on line(s) {lines} are copied to shared memory "
-             f"{stages - 1} iteration(s) ahead (cp.async)")
+             f"{distance} iteration(s) ahead (cp.async)")
 
     main = [i for i in range(len(carried)) if i not in plan.main_dead_carried]
     targets = declare_carried(em, [op.results[i] for i in main], [op.operands[3 + i] for i in main])
@@ -100,7 +101,7 @@ def pipelined_for(em, op, plan):
     s = em.fresh("stage")
     iv_ahead = em.fresh(f"{iv.name or 'i'}_ahead")
     em.loop_depth += 1
-    em.write(f"for (int {s} = 0; {s} < {stages - 1}; ++{s}) {{")
+    em.write(f"for (int {s} = 0; {s} < {distance}; ++{s}) {{")
     em.indent += 1
     em.write(f"const {ct} {iv_ahead} = {lo} + {s} * {step};")
     em.write(f"if ({loop_condition(iv_ahead, hi, step, sign)}) {{")
@@ -122,7 +123,7 @@ def pipelined_for(em, op, plan):
     em.indent += 1
     em.loop_depth += 1
     em.bind(iv, Read(scalar=ivname, ctype=ct), None)
-    em.write(f"tp::cp_async_wait<{stages - 2}>();  // this iteration's stage has landed (for this thread)")
+    em.write(f"tp::cp_async_wait<{distance - 1}>();  // this iteration's stage has landed (for this thread)")
     if em.analysis.uses_wgmma and switch("TRANSPILER_WGMMA_CP_FENCE"):
         em.write("tp::fence_proxy_async();         // ... and is visible to the tensor cores' reads (wgmma)")
     em.write("__syncthreads();                 // ... for every thread; and the stage refilled next is free")
@@ -132,10 +133,10 @@ def pipelined_for(em, op, plan):
     em.lines, em.indent = [], 0
     em.write("{")
     em.indent += 1
-    em.write(f"const {ct} {iv_ahead} = {ivname} + {stages - 1} * {step};")
+    em.write(f"const {ct} {iv_ahead} = {ivname} + {distance} * {step};")
     em.write(f"if ({loop_condition(iv_ahead, hi, step, sign)}) {{")
     em.indent += 1
-    _prefetch(em, plan, iv, iv_ahead, ct, carried, ahead, yields, f"({s} + {stages - 1}) % {stages}")
+    _prefetch(em, plan, iv, iv_ahead, ct, carried, ahead, yields, f"({s} + {distance}) % {stages}")
     em.indent -= 1
     em.write("}")
     em.indent -= 1
@@ -153,8 +154,8 @@ def pipelined_for(em, op, plan):
             or (o.name == "permute" and o.operands[0] in staged_values)}
     em.pending_prefetch = prefetch
     em.async_dot, em.async_dot_issued = plan.async_dot, False
-    em.prefetch_host = next((o for o in region.ops if o.name == "dot"
-                             and any(staged_view(em, x) for x in o.operands[:2])), None)
+    em.prefetch_host = plan.async_dot or next((o for o in region.ops if o.name == "dot"
+                                               and any(staged_view(em, x) for x in o.operands[:2])), None)
     em.last_line = None
     em.emit_region(region, skip)
     if em.pending_prefetch is not None:   # no dot took it
