@@ -42,6 +42,19 @@ template <int BYTES> __device__ __forceinline__ void cp_async(void* dst, const v
                  : "memory");
   }
 }
+// The same copy, of BYTES bytes when `valid` and of none otherwise: the hardware fills what it did not copy with
+// zeros (a masked-off run of a load whose `other` is 0), and reads nothing from `src`.
+template <int BYTES> __device__ __forceinline__ void cp_async_zfill(void* dst, const void* src, bool valid) {
+  static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
+  const int size = valid ? BYTES : 0;
+  if constexpr (BYTES == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(smem_addr(dst)), "l"(src), "r"(size)
+                 : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;" :: "r"(smem_addr(dst)), "l"(src), "n"(BYTES),
+                 "r"(size) : "memory");
+  }
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 // Wait until at most N of this thread's newest copy groups are still in flight.
 template <int N> __device__ __forceinline__ void cp_async_wait() {

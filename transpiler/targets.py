@@ -14,7 +14,7 @@ def wgmma_enabled(target) -> bool:
 
 # Switches for A/B comparisons of the warpgroup-MMA pipeline (both on by default); part of the disk-cache key.
 SWITCHES = {
-    "TRANSPILER_WGMMA_IN_FLIGHT": "1",   # 0: every wgmma group is waited for inside its iteration
+    "TRANSPILER_WGMMA_IN_FLIGHT": "0",   # 1: a wgmma group stays in flight into the next iteration (measured slower)
     "TRANSPILER_WGMMA_CP_FENCE": "0",    # 1: fence.proxy.async after every cp.async wait, not only after stores
 }
 

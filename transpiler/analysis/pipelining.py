@@ -8,7 +8,9 @@ Decides, for each `for` loop, from the ops of its body, the vector widths and th
   the loop-carried values they advance (`a_ptrs += BLOCK_K * stride`). The slice must be pure arithmetic that
   does not depend on loaded data; the emitter runs it a second time, `num_stages - 1` iterations ahead of
   the body, with its own copy of those carried values;
-- what the body itself no longer computes: slice ops and carried values that only the staged loads needed.
+- what the body itself no longer computes: slice ops and carried values that only the staged loads needed;
+- per staged load, whether its `other` is +0 (`zero_fill`): then a run whose mask is uniform is one cp.async
+  whose source size is 0 when masked off (the hardware writes zeros), with no branch and no register path.
 A loop qualifies only when every such load can be staged and `num_stages >= 2`; otherwise its loads stay in
 registers and the dot writes them to shared memory itself.
 
@@ -22,6 +24,7 @@ top of iteration i. The loop waits for the last group after it ends.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from ..parse.ir import walk
@@ -40,6 +43,18 @@ class StagedLoad:
     op: object
     vec: int            # elements per cp.async
     col_dim: int        # the dimension laid out contiguously in shared memory (the load's fastest)
+    zero_fill: bool = False   # masked with `other` +0: a masked-off run is a cp.async that reads 0 bytes
+
+
+def _is_positive_zero(v):
+    """Whether `v` is the constant +0 (through splats, broadcasts and casts)."""
+    op = v.owner
+    while getattr(op, "name", None) in ("splat", "broadcast", "cast"):
+        op = op.operands[0].owner
+    if getattr(op, "name", None) != "constant":
+        return False
+    value = op.attrs.get("value")
+    return isinstance(value, (int, float)) and value == 0 and math.copysign(1.0, value) > 0
 
 
 @dataclass
@@ -140,7 +155,7 @@ def _stage_loads(loop, dot_loads, vector_width, order_of, decisions):
                           f"the load on line {op.loc.line if op.loc else '?'} moves {vec * elem} bytes per access; "
                           "cp.async copies 4, 8 or 16")
             return None
-        staged.append(StagedLoad(op, vec, order_of(op)))
+        staged.append(StagedLoad(op, vec, order_of(op), len(op.operands) == 3 and _is_positive_zero(op.operands[2])))
     return staged
 
 

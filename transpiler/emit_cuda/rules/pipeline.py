@@ -12,7 +12,8 @@ read while the next iteration runs):
 
 The address slice runs with its own copy of the carried values it advances (`a_ptrs_ahead`), so the body
 keeps only what it still uses. Copies run 16 bytes at a time where the mask is whole over a run; a ragged or
-masked-off run is loaded through registers and stored to the tile (masked elements get `other`).
+masked-off run is loaded through registers and stored to the tile (masked elements get `other`), except that
+a load whose `other` is +0 copies a masked-off uniform run as 0 bytes (cp.async zero-fills the rest).
 """
 from __future__ import annotations
 
@@ -36,6 +37,11 @@ def _issue_copies(em, staged, tile):
     other = em.operand(op.operands[2], layout)
     uniform = mask.array is None or em.analysis.mask_uniform.get(op, False)
     whole = mask.at("r") if uniform else " && ".join(mask.at(f"r + {j}" if j else "r") for j in range(vec))
+    if uniform and staged.zero_fill:   # masked off: a copy of 0 bytes, which zero-fills the chunk
+        offset = em.tile_offset(layout, tile, "r")
+        em.write(em.macros.run_loop(layout.num_regs // vec, vec, f"tp::cp_async_zfill<{vec * elem.itemsize}>("
+                                    f"&{tile.base}[{offset}], {ptr.at('r')}, {whole});"))
+        return
     em.write(em.macros.async_copy(dict(
         n_runs=layout.num_regs // vec, vec=vec, whole=whole, cp=cp,
         element=f"{tile.base}[{em.tile_offset(layout, tile, '(r + j)')}]", ptr=ptr.at("r"),
