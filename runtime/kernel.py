@@ -369,7 +369,7 @@ class Kernel:
 
     def _build_variant(self, key, values, num_warps, num_stages, target=None):
         parts = (self.source_hash(), key, num_warps, num_stages, cache.toolchain_fingerprint())
-        disk_key = cache.entry_key(parts + ((target, switches_key()) if target else ()))
+        disk_key = cache.entry_key(parts + (target, switches_key()))
         entry = cache.load(disk_key)
         if entry is None:
             emitted = self._generate(key, values, num_warps, num_stages, target)

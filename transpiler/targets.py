@@ -12,10 +12,12 @@ def wgmma_enabled(target) -> bool:
     return target in WGMMA_TARGETS and os.environ.get("TRANSPILER_WGMMA", "1") != "0"
 
 
-# Switches for A/B comparisons of the warpgroup-MMA pipeline (both on by default); part of the disk-cache key.
+# Switches of the tensor-core pipeline for A/B comparisons (defaults: what measured fastest and is correct);
+# part of the disk-cache key.
 SWITCHES = {
     "TRANSPILER_WGMMA_IN_FLIGHT": "0",   # 1: a wgmma group stays in flight into the next iteration (measured slower)
     "TRANSPILER_WGMMA_CP_FENCE": "0",    # 1: fence.proxy.async after every cp.async wait, not only after stores
+    "TRANSPILER_CP_ZFILL": "1",          # 0: masked-off runs of an other=0 load go through registers, as before
 }
 
 

@@ -37,7 +37,7 @@ def _issue_copies(em, staged, tile):
     other = em.operand(op.operands[2], layout)
     uniform = mask.array is None or em.analysis.mask_uniform.get(op, False)
     whole = mask.at("r") if uniform else " && ".join(mask.at(f"r + {j}" if j else "r") for j in range(vec))
-    if uniform and staged.zero_fill:   # masked off: a copy of 0 bytes, which zero-fills the chunk
+    if uniform and staged.zero_fill and switch("TRANSPILER_CP_ZFILL"):   # masked off: a copy of 0 bytes, which zero-fills the chunk
         offset = em.tile_offset(layout, tile, "r")
         em.write(em.macros.run_loop(layout.num_regs // vec, vec, f"tp::cp_async_zfill<{vec * elem.itemsize}>("
                                     f"&{tile.base}[{offset}], {ptr.at('r')}, {whole});"))
