@@ -29,14 +29,16 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("shape", nargs="*", type=int, default=[4096, 4096, 4096])
     ap.add_argument("--dtype", default="float16")
+    ap.add_argument("--configs", default="", help="comma-separated indices into CONFIGS (default: all)")
     args = ap.parse_args()
+    configs = [CONFIGS[int(i)] for i in args.configs.split(",")] if args.configs else CONFIGS
     m, n, k = args.shape
     dt = getattr(torch, args.dtype)
     a = torch.randn((m, k), device="cuda", dtype=dt)
     b = torch.randn((k, n), device="cuda", dtype=dt) / k ** 0.5
     ref = torch.matmul(a, b).float()
     setting = " ".join(f"{name[len('TRANSPILER_'):]}={os.environ.get(name, d)}" for name, d in SWITCHES.items())
-    for cfg in CONFIGS:
+    for cfg in configs:
         c = torch.full((m, n), float("nan"), device="cuda", dtype=dt)
         matmul.matmul(a, b, out=c, config=cfg)
         rel = float((c.float() - ref).norm() / ref.norm())
