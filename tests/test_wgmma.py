@@ -23,6 +23,7 @@ from transpiler.runtime.compiler import compile_offline, nvrtc_available
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 import matmul as matmul_example  # noqa: E402
+from dot_kernels import AT_CASES, dot_at_kernel  # noqa: E402
 
 needs_nvrtc = pytest.mark.skipif(not nvrtc_available(), reason="NVRTC not installed (pip install '.[nvrtc]')")
 CONFIG = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, num_warps=4, num_stages=3)
@@ -149,3 +150,16 @@ def test_accumulator_layout_is_the_ptx_one(n, tiles_m, groups_m, groups_n, warps
         row = 64 * tiles_m * (wg % groups_m) + 64 * mt + 16 * w + (lane >> 2) + 8 * ((i >> 1) & 1)
         col = n * (wg // groups_m) + 8 * (i >> 2) + 2 * (lane & 3) + (i & 1)
         assert layout.coords(reg, lane, warp) == (row, col)
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("bm, bn, bk, warps, stages, shape", AT_CASES)
+def test_a_given_transposed_is_read_m_major(bm, bn, bk, warps, stages, shape):
+    import numpy as np
+    m, n, k = shape
+    at, b, c = np.ones((k, m), np.float16), np.ones((k, n), np.float16), np.ones((m, n), np.float32)
+    variant = dot_at_kernel.compiled_variant(at, b, c, m, n, k, BM=bm, BN=bn, BK=bk, num_warps=warps,
+                                             num_stages=stages, arch="sm_90a")
+    assert re.search(r"tp::wgmma_m64n\d+k16_f16<1, 1>", variant.source)       # A M-major, B N-major
+    result = compile_offline(variant.source, "sm_90a")
+    assert result.spill_bytes == 0 and not result.warnings, result.log
