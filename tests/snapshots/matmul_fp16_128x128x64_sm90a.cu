@@ -14,7 +14,7 @@
 // layout L9: shape [128, 128]: reg [(0,1), (0,2), (0,4), (8,0), (16,0), (32,0), (64,0)] lane [(0,8), (0,16), (0,32), (0,64), (1,0)] warp [(2,0), (4,0)] (128 registers per thread)
 // layout L10: shape [128, 128]: reg [(0,1), (8,0), (0,8), (0,16), (0,32), (0,64), (64,0)] lane [(0,2), (0,4), (1,0), (2,0), (4,0)] warp [(16,0), (32,0)] (128 registers per thread)
 //
-// Compile alone: nvcc -arch=sm_90a -c matmul_kernel.cu
+// Compile alone: nvcc -gencode=arch=compute_90a,code=sm_90a -c matmul_kernel.cu  (warpgroup MMA: sm_90a only)
 // ---- device helpers (templates/device.cuh, inlined into every generated file) -------------------------------
 // Conversions that follow Triton's rules, wide loads and stores with cache hints, warp shuffles and the
 // combiners of the built-in reductions. Everything is __forceinline__: the generated kernel reads as if
