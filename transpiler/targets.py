@@ -13,7 +13,7 @@ def wgmma_enabled(target) -> bool:
 
 
 # Switches of the tensor-core pipeline for A/B comparisons (defaults: what measured fastest and is correct);
-# part of the disk-cache key.
+# their values are part of every cache key through options.CompileOptions.
 SWITCHES = {
     "TRANSPILER_WGMMA_IN_FLIGHT": "0",   # 1: a wgmma group stays in flight into the next iteration (measured slower)
     "TRANSPILER_WGMMA_CP_FENCE": "0",    # 1: fence.proxy.async after every cp.async wait, not only after stores
@@ -26,7 +26,9 @@ def switch(name) -> bool:
 
 
 def switches_key() -> tuple:
-    return tuple(os.environ.get(name, default) for name, default in SWITCHES.items())
+    """The switches' values now, TRANSPILER_WGMMA included (options.py records them in every cache key)."""
+    return (os.environ.get("TRANSPILER_WGMMA", "1"),) + tuple(os.environ.get(name, default)
+                                                             for name, default in SWITCHES.items())
 
 
 def source_target(arch):
