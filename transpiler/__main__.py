@@ -19,7 +19,10 @@ EXAMPLES = ["vector_add", "softmax", "layernorm", "giou_loss", "matmul"]
 
 
 def _examples_dir() -> Path:
-    return Path(__file__).resolve().parent.parent / "examples"
+    """The demo's kernels: `transpiler/examples/` in an installed wheel, the top-level `examples/` in a checkout."""
+    here = Path(__file__).resolve().parent
+    installed = here / "examples"
+    return installed if installed.is_dir() else here.parent / "examples"
 
 
 def _load(name):
