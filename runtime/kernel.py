@@ -50,13 +50,14 @@ class CompiledVariant:
     """One specialization: its source, the dynamic shared memory a launch gives each program, its cubin per
     architecture and its loaded function per device."""
 
-    def __init__(self, name, source, param_kinds, shared_bytes=0, disk_key=None):
+    def __init__(self, name, source, param_kinds, shared_bytes=0, disk_key=None, required_arch=None):
         self.name = name
         self.source = source
         self.param_kinds = param_kinds       # per kernel parameter: "ptr", a dtype name, or None (constexpr)
         self.slot_kinds = [k for k in param_kinds if k is not None]
         self.shared_bytes = shared_bytes     # dynamic shared memory per program
         self.disk_key = disk_key
+        self.required_arch = required_arch   # ArchRequirement: the oldest GPU the source runs on, or None
         self._cubins = OnceMap()             # arch -> cubin bytes
         self._functions = OnceMap()          # device -> (module, function, context)
         self._from_disk = set()              # architectures whose cubin came from the disk cache
@@ -65,7 +66,20 @@ class CompiledVariant:
     def cubin(self, arch):
         return self._cubins.get(arch, lambda: self._build_cubin(arch))
 
+    def check_arch(self, arch):
+        """LaunchError at the op that needs a newer GPU than `arch` (before NVRTC would fail on it)."""
+        need = self.required_arch
+        if need is None:
+            return
+        from ..analysis.arch_requirements import capability_of   # here: a warm start imports no analysis
+        if capability_of(arch) < need.capability:
+            raise LaunchError(f"{need.what} needs a GPU of compute capability {need.capability // 10}."
+                              f"{need.capability % 10} ({need.arch}) or newer; this one is {arch}", need.loc,
+                              kernel=self.name, hint="run it on an Ampere (sm_80) or newer GPU, or on the CPU "
+                                                     "with kernel.interpret[grid](...)")
+
     def _build_cubin(self, arch):
+        self.check_arch(arch)
         cubin = cache.load_cubin(self.disk_key, arch) if self.disk_key else None
         if cubin is not None:
             self._from_disk.add(arch)
@@ -371,7 +385,8 @@ class Kernel:
             param_kinds = [None if c else ("ptr" if part[0] in ("ptr", "none") else part[0])
                            for part, c in zip(key, self._constexpr_mask)]
             entry = {"name": self.fn.__name__, "source": emitted.source, "param_kinds": param_kinds,
-                     "shared_bytes": emitted.shared_bytes}
+                     "shared_bytes": emitted.shared_bytes,
+                     "required_arch": requirement_to_json(emitted.required_arch)}
             cache.store(disk_key, entry)
         dump = os.environ.get("TRANSPILER_DUMP_DIR")
         if dump:
@@ -379,7 +394,7 @@ class Kernel:
             with open(os.path.join(dump, f"{self.fn.__name__}_{disk_key[:8]}.cu"), "w") as f:
                 f.write(entry["source"])
         return CompiledVariant(entry["name"], entry["source"], entry["param_kinds"], entry.get("shared_bytes", 0),
-                               disk_key)
+                               disk_key, requirement_from_json(entry.get("required_arch")))
 
     def _arg_specs(self, key, values):
         from ..analysis.specialization import arg_spec
@@ -441,6 +456,21 @@ class Kernel:
         memory, per Python line (see `transpiler/explain.py`); with `arch`, also registers and occupancy."""
         from ..explain import explain_kernel
         return explain_kernel(self, *args, num_warps=num_warps, num_stages=num_stages, arch=arch, **kwargs)
+
+
+def requirement_to_json(need):
+    if need is None:
+        return None
+    loc = need.loc
+    return [need.capability, need.what] + ([loc.file, loc.line, loc.col, loc.function] if loc else [])
+
+
+def requirement_from_json(data):
+    if not data:
+        return None
+    from ..analysis.arch_requirements import ArchRequirement
+    loc = SourceLocation(*data[2:6]) if len(data) >= 6 else None
+    return ArchRequirement(data[0], data[1], loc)
 
 
 def _unwrap(v):

@@ -49,7 +49,7 @@ def test_package_data_covers_every_template_and_header(setup_module_of_checkout)
 
 
 def test_demo_finds_its_examples_in_a_checkout():
-    from transpiler.__main__ import EXAMPLES, _examples_dir
+    from transpiler.cli.demo import EXAMPLES, _examples_dir
     folder = _examples_dir()
     assert all((folder / f"{name}.py").is_file() for name in EXAMPLES)
     assert (folder / "_harness.py").is_file()

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .arch_requirements import ArchRequirement, required_arch
 from .atomics import plan_atomics
 from .axis_info import AxisInfoAnalysis
 from .decisions import DecisionLog
@@ -24,6 +25,7 @@ class KernelAnalysis:
     pipelines: dict     # for op -> PipelinePlan (pipelining.py)
     combined_loads: dict  # load op -> CombinedLoad (load_combining.py)
     atomics: dict       # atomic op -> AtomicPlan (atomics.py)
+    required_arch: ArchRequirement | None = None   # the oldest GPU it runs on (arch_requirements.py)
 
 
 def analyze(kernel) -> KernelAnalysis:
@@ -39,4 +41,5 @@ def analyze(kernel) -> KernelAnalysis:
     pipelines = plan_pipelines(kernel, widths, fastest_dim, decisions)
     combined = combine_loads(kernel, axis, layouts, widths, decisions)
     atomics = plan_atomics(kernel, layouts, decisions)
-    return KernelAnalysis(axis, layouts, widths, uniform, decisions, dots, pipelines, combined, atomics)
+    return KernelAnalysis(axis, layouts, widths, uniform, decisions, dots, pipelines, combined, atomics,
+                          required_arch(kernel))

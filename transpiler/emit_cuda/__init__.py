@@ -114,6 +114,7 @@ class EmittedKernel:
     source: str
     shared_bytes: int      # dynamic shared memory per program
     shared_buffers: tuple = ()   # (name, C type, count, bytes, purpose) of each buffer, for reports
+    required_arch: object = None  # analysis.arch_requirements.ArchRequirement, or None
 
 
 def emit_kernel(kernel, analysis) -> EmittedKernel:
@@ -139,7 +140,7 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
         params=_params(kernel, written), shared_bytes=shared_bytes,
         shared_decls=(smem_constants + em.shared_decls) if shared_bytes else [],
         thread_bases=em.thread_base_lines, body="\n".join(em.lines))
-    return EmittedKernel(source, shared_bytes, tuple(em.smem.buffers))
+    return EmittedKernel(source, shared_bytes, tuple(em.smem.buffers), analysis.required_arch)
 
 
 __all__ = ["emit_kernel", "EmittedKernel"]
