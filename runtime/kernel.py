@@ -32,9 +32,9 @@ from . import cache, compiler, launch_key
 from .launch_key import HOST, TORCH, binder_source, make_binder
 from .launcher import Launcher, cupy_stream, stream_handle, torch_stream
 from .once import OnceMap
+from .options import check_launch_options, jit_options
 
 MAX_GRID = (2**31 - 1, 65535, 65535)
-_IGNORED_OPTIONS = ("num_ctas", "enable_fp_fusion", "maxnreg", "debug")
 
 
 def _is_constexpr_param(param):
@@ -127,7 +127,7 @@ def _at_definition(method):
 class Kernel:
     __transpiler_kernel__ = True
 
-    def __init__(self, fn):
+    def __init__(self, fn, **options):
         self.fn = fn
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
@@ -148,6 +148,9 @@ class Kernel:
         self._grid_launches = {}             # tuple grid -> its `kernel[grid]` function
         self._source_hash = None
         self._arity = len(self._names)       # launches with exactly this many positional arguments bind fast
+        self._warned_options = set()         # launch options warned about once (options.py)
+        self.options = jit_options(self.__name__, self.arg_names, self.constexpr_names, self.definition(), options)
+        self._generic_mask = tuple(n in self.options.do_not_specialize for n in self._names)
 
     # -- errors --------------------------------------------------------------------------------------------
     def definition(self) -> SourceLocation:
@@ -282,12 +285,12 @@ class Kernel:
             raise e.at(self.definition())
 
     def _make_binder(self):
-        self._binder = make_binder(self._names, self._constexpr_mask, self.__name__)
+        self._binder = make_binder(self._names, self._constexpr_mask, self.__name__, self._generic_mask)
         return self._binder
 
     def launch_binder_source(self) -> str:
         """The Python function generated for this kernel's launches (the per-launch specialization pass)."""
-        return binder_source(self._names, self._constexpr_mask, self.__name__)
+        return binder_source(self._names, self._constexpr_mask, self.__name__, self._generic_mask)
 
     def _make_launcher(self, key, values, num_warps, num_stages, device):
         var = self.variant(key[:-3], values, num_warps, num_stages)
@@ -298,8 +301,7 @@ class Kernel:
     # -- binding -----------------------------------------------------------------------------------------
     def _bind_args(self, args, kwargs):
         """The general path: keyword arguments and defaults to one value per parameter, in order."""
-        for k in _IGNORED_OPTIONS:
-            kwargs.pop(k, None)
+        check_launch_options(self, kwargs)
         if len(args) > len(self._names):
             raise self._launch_error(f"{self.__name__} takes {len(self._names)} arguments but {len(args)} were "
                                      "given", hint=f"parameters are: {', '.join(self.arg_names)}")
@@ -378,7 +380,8 @@ class Kernel:
                                      lambda: self._build_variant(key, values, num_warps, num_stages))
 
     def _build_variant(self, key, values, num_warps, num_stages):
-        disk_key = cache.entry_key((self.source_hash(), key, num_warps, num_stages, cache.toolchain_fingerprint()))
+        parts = (self.source_hash(), key, num_warps, num_stages, cache.toolchain_fingerprint())
+        disk_key = cache.entry_key(parts + (("debug",) if self.options.debug else ()))
         entry = cache.load(disk_key)
         if entry is None:
             emitted = self._generate(key, values, num_warps, num_stages)
@@ -406,7 +409,7 @@ class Kernel:
         from ..analysis import analyze
         from ..emit_cuda import emit_kernel
         from ..parse import build_kernel_ir
-        ir = build_kernel_ir(self.fn, self._arg_specs(key, values), num_warps, num_stages)
+        ir = build_kernel_ir(self.fn, self._arg_specs(key, values), num_warps, num_stages, self.options.debug)
         try:
             return emit_kernel(ir, analyze(ir))
         except TranspilerError as e:
@@ -449,7 +452,8 @@ class Kernel:
         """The typed IR of a specialization (for tests and for reading)."""
         from ..parse import build_kernel_ir
         values = self._bind_for_compile(args, kwargs, num_warps)
-        return build_kernel_ir(self.fn, self._arg_specs(self.spec_key(values), values), num_warps, num_stages)
+        return build_kernel_ir(self.fn, self._arg_specs(self.spec_key(values), values), num_warps, num_stages,
+                               self.options.debug)
 
     def explain(self, *args, num_warps=4, num_stages=3, arch=None, **kwargs):
         """A readable report of this specialization's decisions: layouts, vector widths, reductions, shared
@@ -505,8 +509,8 @@ def _source_text(fn):
 def transpile(fn=None, **options):
     """Decorator: turn a Triton-style Python kernel into a transpiler kernel (`transpiler.jit` is the same)."""
     if fn is None:
-        return lambda f: Kernel(f)
-    return Kernel(fn)
+        return lambda f: Kernel(f, **options)
+    return Kernel(fn, **options)
 
 
 def gpu_available() -> bool:

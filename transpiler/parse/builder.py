@@ -127,10 +127,11 @@ def _contains_return(node) -> bool:
 
 
 class Builder:
-    def __init__(self, kernel_fn, arg_specs, num_warps):
+    def __init__(self, kernel_fn, arg_specs, num_warps, debug=False):
         self.kernel_fn = kernel_fn
         self.arg_specs = arg_specs
         self.num_warps = num_warps
+        self.debug = debug            # @jit(debug=True): tl.device_assert is compiled
         self.region: Region | None = None
         self.scope: Scope | None = None
         self.loc = None
@@ -1021,9 +1022,9 @@ def _short(obj):
     return f"'{name}'" if name else f"a {type(obj).__name__}"
 
 
-def build_kernel_ir(fn, arg_specs, num_warps, num_stages=3) -> KernelIR:
-    """Parse (cached) and build the IR of `fn` for one specialization."""
-    builder = Builder(fn, arg_specs, num_warps)
+def build_kernel_ir(fn, arg_specs, num_warps, num_stages=3, debug=False) -> KernelIR:
+    """Parse (cached) and build the IR of `fn` for one specialization (`debug`: compile tl.device_assert)."""
+    builder = Builder(fn, arg_specs, num_warps, debug)
     try:
         kernel = builder.build()
     except TranspilerError as e:

@@ -814,8 +814,12 @@ def _device_print(b, prefix, *args, hex=False):
 
 @rule("device_assert")
 def _device_assert(b, cond, msg=""):
-    # Like Triton, assertions are compiled only in debug mode; see docs/language.md.
-    return None
+    # Like Triton, assertions are compiled only in debug mode (@jit(debug=True)); see docs/language.md.
+    if not b.debug:
+        return None
+    v = to_value(b, cond)
+    msg = const_value(b, msg, "tl.device_assert's message")
+    b.emit("device_assert", [v], None, msg=str(msg))
 
 
 @rule("debug_barrier")

@@ -1,0 +1,59 @@
+"""On the GPU: @jit(debug=True) asserts fire with their message and line, pass silently when they hold; a
+do_not_specialize kernel is right for every value with one compiled variant."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.gpu
+TESTS = Path(__file__).resolve().parent
+
+
+def test_debug_kernel_with_holding_asserts_computes_sqrt():
+    import cupy as cp
+    from option_kernels import checked_sqrt_debug
+    rng = np.random.default_rng(7)
+    x = rng.uniform(0.1, 9.0, 1000).astype(np.float32)
+    y = cp.full(1000, cp.nan, cp.float32)
+    checked_sqrt_debug[(8,)](cp.asarray(x), y, 1000, BLOCK=128)
+    np.testing.assert_allclose(y.get(), np.sqrt(x.astype(np.float64)), rtol=1e-6)
+
+
+def test_failed_device_assert_reports_message_and_line():
+    # A failed assertion leaves the CUDA context unusable: run it in its own process.
+    script = textwrap.dedent("""
+        import numpy as np, cupy as cp
+        from option_kernels import checked_sqrt_debug
+        x = np.random.default_rng(3).uniform(0.5, 2.0, 500).astype(np.float32)
+        x[321] = -4.0
+        y = cp.zeros(500, cp.float32)
+        checked_sqrt_debug[(4,)](cp.asarray(x), y, 500, BLOCK=128)
+        cp.cuda.runtime.deviceSynchronize()
+        print("NO ERROR")
+    """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS.parent), str(TESTS)]))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    from option_kernels import checked_sqrt_debug
+    line = checked_sqrt_debug.fn.__code__.co_firstlineno + 3
+    assert "NO ERROR" not in done.stdout
+    assert "Assertion `sqrt of a negative input` failed" in done.stderr + done.stdout
+    assert f"option_kernels.py:{line}" in done.stderr + done.stdout
+    assert "cudaErrorAssert" in done.stderr or "device-side assert" in done.stderr
+
+
+@pytest.mark.parametrize("n", [1, 16, 17, 1000])
+def test_do_not_specialize_kernel_is_right_for_every_value(n):
+    import cupy as cp
+    from option_kernels import copy_generic
+    x = cp.asarray(np.random.default_rng(n).standard_normal(1024).astype(np.float32))
+    y = cp.full(1024, cp.nan, cp.float32)
+    copy_generic[(8,)](x, y, n, BLOCK=128)
+    np.testing.assert_array_equal(y[:n].get(), x[:n].get())
+    assert np.isnan(y[n:].get()).all()
+    assert len(copy_generic.variants) == 1
