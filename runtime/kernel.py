@@ -31,6 +31,7 @@ from ..language.core import constexpr, current_interpreter
 from . import cache, compiler, launch_key
 from .launch_key import HOST, TORCH, binder_source, make_binder
 from .launcher import Launcher, cupy_stream, stream_handle, torch_stream
+from ..tracebacks import user_facing
 from .once import OnceMap
 from .options import check_launch_options, jit_options
 
@@ -114,13 +115,15 @@ class CompiledVariant:
 
 
 def _at_definition(method):
-    """Launch errors raised inside `method` point at the kernel's `def` line."""
+    """An entry point users call: launch errors raised inside `method` point at the kernel's `def` line, and
+    every error of ours leaves with the user's frames only (`tracebacks.py`)."""
     @functools.wraps(method)
     def located(self, *args, **kwargs):
         try:
             return method(self, *args, **kwargs)
-        except LaunchError as e:
-            raise e.at(self.definition())
+        except TranspilerError as e:
+            e = e.at(self.definition()) if isinstance(e, LaunchError) else e
+            raise user_facing(e)  # (transpiler's own frames are hidden: TRANSPILER_DEBUG=1 shows them)
     return located
 
 
@@ -179,7 +182,10 @@ class Kernel:
         launch = self._launch
 
         def launch_on_grid(*args, num_warps=4, num_stages=3, stream=None, **kwargs):
-            return launch(grid, args, num_warps, num_stages, stream, kwargs)
+            try:
+                return launch(grid, args, num_warps, num_stages, stream, kwargs)
+            except TranspilerError as e:    # a try costs nothing until it catches
+                raise user_facing(e)  # (transpiler's own frames are hidden: TRANSPILER_DEBUG=1 shows them)
         if type(grid) is tuple and len(self._grid_launches) < 256:
             try:
                 self._grid_launches[grid] = launch_on_grid
@@ -187,6 +193,7 @@ class Kernel:
                 pass
         return launch_on_grid
 
+    @_at_definition
     def run(self, *args, grid, num_warps=4, num_stages=3, stream=None, **kwargs):
         return self._launch(grid, args, num_warps, num_stages, stream, kwargs)
 
@@ -204,8 +211,12 @@ class Kernel:
 
         class _Interpret:
             def __getitem__(self, grid):
-                return lambda *args, **kwargs: kernel._interpret(grid, args, kwargs)
+                return functools.partial(kernel._interpret_call, grid)   # no frame of ours above the boundary
         return _Interpret()
+
+    @_at_definition
+    def _interpret_call(self, grid, *args, **kwargs):
+        return self._interpret(grid, args, kwargs)
 
     @_at_definition
     def _interpret(self, grid, args, kwargs):
@@ -423,6 +434,7 @@ class Kernel:
                      "meanwhile") from e
 
     # -- public helpers ----------------------------------------------------------------------------------
+    @_at_definition
     def cuda_source(self, *args, num_warps=4, num_stages=3, **kwargs):
         """The `.cu` of the specialization these arguments select (NumPy arrays and `StandIn`s may stand in
         for device ones)."""
@@ -448,6 +460,16 @@ class Kernel:
         return var.source
 
     @_at_definition
+    def check_launch_arguments(self, args, kwargs):
+        """Raise the LaunchError a launch with these arguments would raise before any compile: arrays in host
+        memory or on two devices, unknown or missing arguments (the autotuner asks before timing configs)."""
+        kwargs = dict(kwargs)
+        num_warps, num_stages = kwargs.pop("num_warps", 4), kwargs.pop("num_stages", 3)
+        kwargs.pop("stream", None)
+        values = self._bind_args(args, kwargs)
+        (self._binder or self._make_binder())(values, num_warps, num_stages, True)
+
+    @_at_definition
     def ir(self, *args, num_warps=4, num_stages=3, **kwargs):
         """The typed IR of a specialization (for tests and for reading)."""
         from ..parse import build_kernel_ir
@@ -455,6 +477,7 @@ class Kernel:
         return build_kernel_ir(self.fn, self._arg_specs(self.spec_key(values), values), num_warps, num_stages,
                                self.options.debug)
 
+    @_at_definition
     def explain(self, *args, num_warps=4, num_stages=3, arch=None, **kwargs):
         """A readable report of this specialization's decisions: layouts, vector widths, reductions, shared
         memory, per Python line (see `transpiler/explain.py`); with `arch`, also registers and occupancy."""

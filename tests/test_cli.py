@@ -80,7 +80,8 @@ def test_bad_signature_entries_say_what_is_wrong(bad, words):
 
 
 def test_dump_gives_the_source_a_launch_with_such_arguments_compiles(kernel_file, capsys):
-    rc, out, err = run_cli(capsys, "dump", kernel_file, "--kernel", "scale", "--signature", "*fp16:16,*fp16:16,i32,fp32",
+    rc, out, err = run_cli(capsys, "dump", kernel_file, "--kernel", "scale", "--signature",
+                           "*fp16:16,*fp16:16,i32,fp32",
                            "-D", "BLOCK=1024", "--num-warps", "4")
     assert rc == 0, err
     kernel = find_kernel(load_module(kernel_file), kernel_file, "scale")
@@ -108,7 +109,8 @@ def test_dump_and_explain_take_every_parameter_or_only_the_runtime_ones(kernel_f
 @needs_nvrtc
 def test_dump_with_arch_compiles_with_nvrtc_and_reports_registers(kernel_file, capsys, tmp_path):
     out_file = tmp_path / "scale.cu"
-    rc, out, err = run_cli(capsys, "dump", kernel_file, "--kernel", "scale", "--signature", "*fp16:16,*fp16:16,i32,fp32",
+    rc, out, err = run_cli(capsys, "dump", kernel_file, "--kernel", "scale", "--signature",
+                           "*fp16:16,*fp16:16,i32,fp32",
                            "-D", "BLOCK=1024", "--arch", "sm_90a", "-o", str(out_file))
     assert rc == 0 and out == ""
     assert "sm_90a:" in err and "registers, 0 bytes spilled" in err

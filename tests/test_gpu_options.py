@@ -57,3 +57,14 @@ def test_do_not_specialize_kernel_is_right_for_every_value(n):
     np.testing.assert_array_equal(y[:n].get(), x[:n].get())
     assert np.isnan(y[n:].get()).all()
     assert len(copy_generic.variants) == 1
+
+
+def test_autotune_with_host_arrays_reports_the_plain_launch_error_on_the_gpu():
+    import transpiler
+    from option_kernels import copy_specialized
+    tuned = transpiler.autotune([transpiler.Config({"BLOCK": 64}), transpiler.Config({"BLOCK": 128})],
+                                key=["n"])(copy_specialized)
+    x = np.random.default_rng(5).standard_normal(300).astype(np.float32)
+    with pytest.raises(transpiler.LaunchError, match="in host memory") as err:
+        tuned[(3,)](x, x.copy(), 300)
+    assert not isinstance(err.value, transpiler.AutotuneError)

@@ -40,8 +40,8 @@ _map_runtime_folder()
 
 from . import language  # noqa: E402
 from .errors import (AutotuneError, CompileTimeError, DTypeError, IgnoredOptionWarning,  # noqa: E402
-                     InternalCompilerError, InterpreterError, LaunchError, NameResolutionError, ShapeError, TranspilerError,
-                     UnsupportedSyntaxError)
+                     InternalCompilerError, InterpreterError, LaunchError, NameResolutionError, ShapeError,
+                     TranspilerError, UnsupportedSyntaxError)
 from .runtime import Kernel, gpu_available, transpile  # noqa: E402
 from .runtime.args import StandIn  # noqa: E402
 from .runtime.autotune import AutotuneWarning, Autotuner, Config, Heuristics, autotune, heuristics  # noqa: E402
