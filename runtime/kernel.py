@@ -400,7 +400,7 @@ class Kernel:
                            for part, c in zip(key, self._constexpr_mask)]
             entry = {"name": self.fn.__name__, "source": emitted.source, "param_kinds": param_kinds,
                      "shared_bytes": emitted.shared_bytes,
-                     "required_arch": requirement_to_json(emitted.required_arch)}
+                     "required_arch": requirement_to_json(emitted.required_arch, self.fn)}
             cache.store(disk_key, entry)
         dump = os.environ.get("TRANSPILER_DUMP_DIR")
         if dump:
@@ -408,7 +408,7 @@ class Kernel:
             with open(os.path.join(dump, f"{self.fn.__name__}_{disk_key[:8]}.cu"), "w") as f:
                 f.write(entry["source"])
         return CompiledVariant(entry["name"], entry["source"], entry["param_kinds"], entry.get("shared_bytes", 0),
-                               disk_key, requirement_from_json(entry.get("required_arch")))
+                               disk_key, requirement_from_json(entry.get("required_arch"), self.fn))
 
     def _arg_specs(self, key, values):
         from ..analysis.specialization import arg_spec
@@ -485,18 +485,30 @@ class Kernel:
         return explain_kernel(self, *args, num_warps=num_warps, num_stages=num_stages, arch=arch, **kwargs)
 
 
-def requirement_to_json(need):
+def requirement_to_json(need, fn):
+    """An ArchRequirement for the disk cache. Entries are shared by every copy of a kernel's source, wherever
+    it is: a location in the kernel's own file is kept relative to its first line (None for the file)."""
     if need is None:
         return None
     loc = need.loc
-    return [need.capability, need.what] + ([loc.file, loc.line, loc.col, loc.function] if loc else [])
+    if loc is None:
+        return [need.capability, need.what]
+    code = fn.__code__
+    if loc.file == code.co_filename:
+        return [need.capability, need.what, None, loc.line - code.co_firstlineno, loc.col, loc.function]
+    return [need.capability, need.what, loc.file, loc.line, loc.col, loc.function]
 
 
-def requirement_from_json(data):
+def requirement_from_json(data, fn):
     if not data:
         return None
     from ..analysis.arch_requirements import ArchRequirement
-    loc = SourceLocation(*data[2:6]) if len(data) >= 6 else None
+    loc = None
+    if len(data) >= 6:
+        file, line, col, function = data[2:6]
+        if file is None:
+            file, line = fn.__code__.co_filename, line + fn.__code__.co_firstlineno
+        loc = SourceLocation(file, line, col, function)
     return ArchRequirement(data[0], data[1], loc)
 
 

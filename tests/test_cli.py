@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -20,32 +19,13 @@ from transpiler.runtime.compiler import nvrtc_available
 ROOT = Path(__file__).resolve().parent.parent
 needs_nvrtc = pytest.mark.skipif(not nvrtc_available(), reason="NVRTC and CUDA headers not installed")
 
-KERNELS = textwrap.dedent('''
-    import transpiler
-    import transpiler.language as tl
-
-
-    @transpiler.jit
-    def scale(X, Y, n, alpha, BLOCK: tl.constexpr):
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        m = offs < n
-        tl.store(Y + offs, tl.load(X + offs, mask=m) * alpha, mask=m)
-
-
-    @transpiler.jit
-    def square_tile(A, B, C, BLOCK: tl.constexpr):
-        r = tl.arange(0, BLOCK)
-        a = tl.load(A + r[:, None] * BLOCK + r[None, :])
-        b = tl.load(B + r[:, None] * BLOCK + r[None, :])
-        tl.store(C + r[:, None] * BLOCK + r[None, :], tl.dot(a, b))
-''')
+KERNEL_FILE = str(Path(__file__).resolve().parent / "cli_kernels.py")
+DOT_LINE = next(i for i, line in enumerate(Path(KERNEL_FILE).read_text().splitlines(), 1) if "tl.dot(a, b)" in line)
 
 
 @pytest.fixture()
-def kernel_file(tmp_path):
-    path = tmp_path / "user_kernels.py"
-    path.write_text(KERNELS)
-    return str(path)
+def kernel_file():
+    return KERNEL_FILE
 
 
 def run_cli(capsys, *argv):
@@ -77,6 +57,11 @@ def test_stand_ins_have_exactly_the_stated_properties():
 def test_bad_signature_entries_say_what_is_wrong(bad, words):
     with pytest.raises(SignatureError, match=words):
         parse_entry(bad)
+
+
+def test_an_fp64_scalar_is_refused_since_no_launch_passes_one():
+    with pytest.raises(SignatureError, match="no launch passes an fp64 scalar"):
+        parse_entry("fp64").stand_in()
 
 
 def test_dump_gives_the_source_a_launch_with_such_arguments_compiles(kernel_file, capsys):
@@ -122,7 +107,7 @@ def test_dot_for_a_pre_ampere_arch_is_one_message_at_the_dot_line(kernel_file, c
                            "*fp16:16,*fp16:16,*fp32:16", "-D", "BLOCK=32", "--arch", "sm_75")
     assert rc == 1 and out == ""
     assert "needs a GPU of compute capability 8.0 (sm_80) or newer; this one is sm_75" in err
-    assert f"{kernel_file}:18:" in err and "tl.dot(a, b)" in err
+    assert f"{kernel_file}:{DOT_LINE}:" in err and "tl.dot(a, b)" in err
     assert "Traceback" not in err
 
 
@@ -189,7 +174,7 @@ def test_explain_runs_as_a_module_from_another_folder(kernel_file, tmp_path):
                           cwd=tmp_path, capture_output=True, text=True, timeout=300,
                           env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert proc.returncode == 0, proc.stderr
-    assert "kernel scale (user_kernels.py)" in proc.stdout and "n: int32 (multiple of 16)" in proc.stdout
+    assert "kernel scale (cli_kernels.py)" in proc.stdout and "n: int32 (multiple of 16)" in proc.stdout
 
 
 def test_a_dot_kernel_refuses_an_older_gpu_at_launch_time_compile(kernel_file):
@@ -199,7 +184,7 @@ def test_a_dot_kernel_refuses_an_older_gpu_at_launch_time_compile(kernel_file):
     variant = kernel.compiled_variant(a, a, np.ones((32, 32), np.float32), BLOCK=32)
     with pytest.raises(transpiler.LaunchError, match=r"needs a GPU of compute capability 8\.0 \(sm_80\)") as err:
         variant.cubin("sm_75")
-    assert err.value.line == 18
+    assert err.value.line == DOT_LINE
     variant.check_arch("sm_80")          # Ampere and newer pass the check
     variant.check_arch("sm_90a")
     scale = find_kernel(load_module(kernel_file), kernel_file, "scale")

@@ -4,6 +4,8 @@
     dump FILE --signature SIG [-D N=V]    the .cu of one kernel for a Triton AOT signature
     explain FILE --signature SIG ...      the decisions made for that specialization, per Python line
     explain EXAMPLE.py                    the same for every specialization an example's cases launch
+    compile FILE --signature SIG --out DIR
+                                          ahead of time: the .cu, the cubin and a typed C++ launcher
     cache info | cache clear              what the disk cache holds; empty it
     --version
 
@@ -47,6 +49,9 @@ def _parser():
     _add_specialization_options(e, "also report registers and programs per SM for this architecture")
     e.add_argument("--cpu-cases", action="store_true",
                    help="without --signature: the example's small CPU cases instead of its GPU ones")
+    a = sub.add_parser("compile", help="ahead of time: the .cu, its cubin and a C++ launcher on the driver API")
+    _add_specialization_options(a, "the architecture to compile for (default sm_90a)")
+    a.add_argument("--out", required=True, help="folder for the generated files")
     c = sub.add_parser("cache", help="the disk cache of generated CUDA and cubins")
     c.add_argument("action", choices=["info", "clear"])
     return parser
@@ -92,7 +97,14 @@ def _cache(args) -> int:
     return 0
 
 
-COMMANDS = {"dump": _dump, "explain": _explain, "cache": _cache}
+def _compile(args) -> int:
+    from .aot import compile_ahead_of_time
+    for path in compile_ahead_of_time(_spec(args), args.arch or "sm_90a", args.out):
+        print(path)
+    return 0
+
+
+COMMANDS = {"dump": _dump, "explain": _explain, "compile": _compile, "cache": _cache}
 
 
 def _report(exc: BaseException) -> None:

@@ -54,6 +54,9 @@ class SignatureEntry:
                                  "command line (NumPy has no such scalar)")
         if self.dtype.is_int():
             return self.dtype.numpy.type(_INT_VALUE_FOR_HINT[self.hint])
+        if self.dtype.name == "fp64":
+            raise SignatureError(f"'{self.text}': no launch passes an fp64 scalar (Python and NumPy floats are fp32, "
+                                 "as in Triton), so no specialization has one")
         return self.dtype.numpy.type(0.5)
 
 
