@@ -172,7 +172,8 @@ def test_explain_runs_as_a_module_from_another_folder(kernel_file, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "transpiler", "explain", kernel_file, "--kernel", "scale",
                            "--signature", "*fp16:16,*fp16:16,i32:16,fp32", "-D", "BLOCK=512"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT),
+                                                                                        os.environ.get("PYTHONPATH")]))))
     assert proc.returncode == 0, proc.stderr
     assert "kernel scale (cli_kernels.py)" in proc.stdout and "n: int32 (multiple of 16)" in proc.stdout
 

@@ -37,7 +37,8 @@ def test_failed_device_assert_reports_message_and_line():
         cp.cuda.runtime.deviceSynchronize()
         print("NO ERROR")
     """)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS.parent), str(TESTS)]))
+    path = [str(TESTS.parent), str(TESTS)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
     from option_kernels import checked_sqrt_debug
     line = checked_sqrt_debug.fn.__code__.co_firstlineno + 3

@@ -137,6 +137,7 @@ def explain_example(path: str, cpu_cases: bool = False) -> int:
             seen.add(text)
             print(text)
     if not launches:
-        print(f"{path}: no kernel launch recorded (does it define GPU_CASES and run_case(lib, ...)?)")
+        print(f"{path}: no kernel launch recorded (does it define GPU_CASES and run_case(lib, ...)?); for any kernel "
+              "file give --kernel NAME --signature \"*fp32:16,i32,...\" (and -D NAME=VALUE for constexprs)")
         return 1
     return 0
