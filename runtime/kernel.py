@@ -51,7 +51,7 @@ class CompiledVariant:
     """One specialization: its source, the dynamic shared memory a launch gives each program, its cubin per
     architecture and its loaded function per device."""
 
-    def __init__(self, name, source, param_kinds, shared_bytes=0, disk_key=None, required_arch=None):
+    def __init__(self, name, source, param_kinds, shared_bytes=0, disk_key=None, required_arch=None, maxnreg=None):
         self.name = name
         self.source = source
         self.param_kinds = param_kinds       # per kernel parameter: "ptr", a dtype name, or None (constexpr)
@@ -59,6 +59,7 @@ class CompiledVariant:
         self.shared_bytes = shared_bytes     # dynamic shared memory per program
         self.disk_key = disk_key
         self.required_arch = required_arch   # ArchRequirement: the oldest GPU the source runs on, or None
+        self.maxnreg = maxnreg               # registers per thread a launch asked for (maxnreg=), or None
         self._cubins = OnceMap()             # arch -> cubin bytes
         self._functions = OnceMap()          # device -> (module, function, context)
         self._from_disk = set()              # architectures whose cubin came from the disk cache
@@ -88,7 +89,12 @@ class CompiledVariant:
         return self._compile(arch)
 
     def _compile(self, arch):
-        cubin, occupancy = compiler.compile_tuned(self.source, self.name, arch, self.shared_bytes)
+        if self.maxnreg is not None:         # the user's register budget replaces the occupancy tuning
+            from ..emit_cuda import MAXNREG_MACRO
+            cubin, occupancy = compiler.compile_cubin(self.source, self.name, arch,
+                                                      (f"-D{MAXNREG_MACRO}={self.maxnreg}",)), None
+        else:
+            cubin, occupancy = compiler.compile_tuned(self.source, self.name, arch, self.shared_bytes)
         if occupancy is not None:
             self.occupancy[arch] = occupancy
         if self.disk_key:
@@ -234,7 +240,10 @@ class Kernel:
     # -- launch ------------------------------------------------------------------------------------------
     def _launch(self, grid, args, num_warps, num_stages, stream, kwargs):
         try:
+            maxnreg_part = ()
             if kwargs or len(args) != self._arity:
+                # Options are checked before arguments.
+                maxnreg_part = self._maxnreg_part(kwargs.pop("maxnreg", None)) if kwargs else ()
                 try:
                     args = self._bind_args(args, kwargs)
                 except LaunchError:
@@ -242,6 +251,8 @@ class Kernel:
                     raise
             try:
                 key, values, device, frameworks = (self._binder or self._make_binder())(args, num_warps, num_stages)
+                if maxnreg_part:
+                    key = key[:-3] + maxnreg_part + key[-3:]
                 launcher = self._launchers.get(key)
             except LaunchError:                             # host arrays, two devices, an unsupported argument
                 if not _interpreting():
@@ -390,6 +401,15 @@ class Kernel:
         return self._variant_map.get((key, num_warps, num_stages),
                                      lambda: self._build_variant(key, values, num_warps, num_stages))
 
+    def _maxnreg_part(self, maxnreg):
+        """The key part a launch's `maxnreg` adds after the parameters' parts (none for the default)."""
+        if maxnreg is None:
+            return ()
+        if type(maxnreg) is not int or not 1 <= maxnreg <= 255:
+            raise self._launch_error(f"maxnreg must be an int between 1 and 255 registers per thread, not "
+                                     f"{maxnreg!r}", hint="ptxas raises values below its lower bound (24 on sm_90)")
+        return (("maxnreg", maxnreg),)
+
     def _build_variant(self, key, values, num_warps, num_stages):
         parts = (self.source_hash(), key, num_warps, num_stages, cache.toolchain_fingerprint())
         disk_key = cache.entry_key(parts + (("debug",) if self.options.debug else ()))
@@ -407,8 +427,10 @@ class Kernel:
             os.makedirs(dump, exist_ok=True)
             with open(os.path.join(dump, f"{self.fn.__name__}_{disk_key[:8]}.cu"), "w") as f:
                 f.write(entry["source"])
+        options = dict(key[len(self._names):])      # launch options after the parameters' parts (maxnreg)
         return CompiledVariant(entry["name"], entry["source"], entry["param_kinds"], entry.get("shared_bytes", 0),
-                               disk_key, requirement_from_json(entry.get("required_arch"), self.fn))
+                               disk_key, requirement_from_json(entry.get("required_arch"), self.fn),
+                               options.get("maxnreg"))
 
     def _arg_specs(self, key, values):
         from ..analysis.specialization import arg_spec
@@ -441,18 +463,19 @@ class Kernel:
         return self.compiled_variant(*args, num_warps=num_warps, num_stages=num_stages, **kwargs).source
 
     @_at_definition
-    def compiled_variant(self, *args, num_warps=4, num_stages=3, **kwargs):
+    def compiled_variant(self, *args, num_warps=4, num_stages=3, maxnreg=None, **kwargs):
         """The specialization these arguments select: its source and launch needs (no GPU needed)."""
         values = self._bind_for_compile(args, kwargs, num_warps)
-        return self.variant(self.spec_key(values), values, num_warps, num_stages)
+        return self.variant(self.spec_key(values) + self._maxnreg_part(maxnreg), values, num_warps, num_stages)
 
     @_at_definition
-    def warmup(self, *args, grid=None, num_warps=4, num_stages=3, **kwargs):
+    def warmup(self, *args, grid=None, num_warps=4, num_stages=3, maxnreg=None, **kwargs):
         """Build the variant a launch with these arguments would use and, when they are on a GPU, its launcher
         (cubin loaded on their device, shared memory opted in), without launching; the autotuner compiles its
         configs in parallel through this. Returns the CUDA source."""
         values = self._bind_for_compile(args, kwargs, num_warps)
         key, _, device, frameworks = (self._binder or self._make_binder())(values, num_warps, num_stages, False)
+        key = key[:-3] + self._maxnreg_part(maxnreg) + key[-3:]
         var = self.variant(key[:-3], values, num_warps, num_stages)
         if not frameworks & HOST and gpu_available():
             key = key[:-1] + ((device if device >= 0 else launch_key.current_device()),)

@@ -7,7 +7,9 @@ option is silently dropped:
         noinline              accepted: helpers are always inlined; in Triton it changes code size, not results
         others Triton knows   warned about (IgnoredOptionWarning: not supported yet, ignored)
   launch num_ctas             1 accepted; anything else refused (thread-block clusters are not supported yet)
-         maxnreg, enable_fp_fusion=False, debug
+         maxnreg              honoured by the kernel's launch and compile entry points (a variant compiled with
+                              TP_MAXNREG, i.e. __maxnreg__); dropped here for the IR and the interpreter
+         enable_fp_fusion=False, debug
                               warned about once per kernel (not supported yet, ignored)
 Anything else is not a Triton option: an error.
 """
@@ -27,11 +29,9 @@ _JIT_WARNED = {
 }
 # Launch options a launch accepts and ignores, with a warning, when set to something other than the default.
 LAUNCH_WARNED = {
-    "maxnreg": (None, "registers are left to ptxas under __launch_bounds__ (see kernel.explain)"),
     "enable_fp_fusion": (True, "multiply-adds are always fused, as NVRTC does by default"),
     "debug": (False, "use @jit(debug=True) to compile tl.device_assert"),
 }
-LAUNCH_OPTIONS = ("num_ctas",) + tuple(LAUNCH_WARNED)
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,7 @@ def jit_options(fn_name, param_names, constexpr_names, location, options) -> Jit
 
 def check_launch_options(kernel, kwargs):
     """Remove Triton's launch options from `kwargs`: refuse what we cannot do, warn once about what we ignore."""
+    kwargs.pop("maxnreg", None)   # registers do not change the IR, nor what the interpreter computes
     num_ctas = kwargs.pop("num_ctas", 1)
     if num_ctas != 1:
         raise kernel._launch_error(f"num_ctas={num_ctas!r}: thread-block clusters are not supported yet",

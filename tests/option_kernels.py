@@ -25,3 +25,12 @@ def _checked_sqrt(X, Y, n, BLOCK: tl.constexpr):
 
 checked_sqrt_debug = transpiler.jit(_checked_sqrt, debug=True)
 checked_sqrt = transpiler.jit(_checked_sqrt)
+
+
+@transpiler.jit
+def softmax_rows(X, Y, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(X + row * n_cols + cols, mask=cols < n_cols, other=-float("inf"))
+    e = tl.exp(x - tl.max(x, axis=0))
+    tl.store(Y + row * n_cols + cols, e / tl.sum(e, axis=0), mask=cols < n_cols)

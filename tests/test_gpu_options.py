@@ -69,3 +69,19 @@ def test_autotune_with_host_arrays_reports_the_plain_launch_error_on_the_gpu():
     with pytest.raises(transpiler.LaunchError, match="in host memory") as err:
         tuned[(3,)](x, x.copy(), 300)
     assert not isinstance(err.value, transpiler.AutotuneError)
+
+
+def test_maxnreg_launch_is_right_and_its_cubin_holds_the_budget():
+    import cupy as cp
+    from option_kernels import softmax_rows
+    from transpiler.runtime.compiler import device_arch
+    from transpiler.runtime.occupancy import cubin_resources
+    rows, cols = 37, 3000
+    x = np.random.default_rng(11).standard_normal((rows, cols)).astype(np.float32)
+    y = cp.full((rows, cols), cp.nan, cp.float32)
+    softmax_rows[(rows,)](cp.asarray(x), y, cols, BLOCK=4096, num_warps=4, maxnreg=40)
+    e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(y.get(), e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+    capped = [v for v in softmax_rows.variants.values() if v.maxnreg == 40]
+    assert len(capped) == 1
+    assert cubin_resources(capped[0].cubin(device_arch(0))).registers <= 40

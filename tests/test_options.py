@@ -85,7 +85,7 @@ def test_num_ctas_other_than_one_is_refused_before_anything_runs():
     copy_specialized.cuda_source(x, x, 64, BLOCK=64, num_ctas=1)       # the default is fine
 
 
-@pytest.mark.parametrize("option, value", [("maxnreg", 64), ("enable_fp_fusion", False), ("debug", True)])
+@pytest.mark.parametrize("option, value", [("enable_fp_fusion", False), ("debug", True)])
 def test_ignored_launch_options_warn_once_per_kernel(option, value):
     def k(X, n, BLOCK: tl.constexpr):
         offs = tl.arange(0, BLOCK)
@@ -98,6 +98,30 @@ def test_ignored_launch_options_warn_once_per_kernel(option, value):
         warnings.simplefilter("error")
         kernel.cuda_source(x, 64, BLOCK=64, **{option: value})    # said once
         transpiler.jit(k).cuda_source(x, 64, BLOCK=64, maxnreg=None, enable_fp_fusion=True, debug=False)
+
+
+def test_maxnreg_caps_the_registers_of_the_cubin():
+    """softmax over 4096 columns on 4 warps holds 32 values per thread: ptxas takes 72 registers unbounded."""
+    from option_kernels import softmax_rows
+    from transpiler.runtime.occupancy import cubin_resources
+    x = np.ones(64, np.float32)
+    free = softmax_rows.compiled_variant(x, x, 3000, BLOCK=4096, num_warps=4)
+    capped = softmax_rows.compiled_variant(x, x, 3000, BLOCK=4096, num_warps=4, maxnreg=40)
+    assert free.maxnreg is None and capped.maxnreg == 40 and capped is not free
+    assert capped.source == free.source and "__maxnreg__(TP_MAXNREG)" in capped.source
+    if nvrtc_available():
+        assert cubin_resources(free.cubin("sm_90a")).registers > 40
+        assert cubin_resources(capped.cubin("sm_90a")).registers <= 40
+    assert softmax_rows.compiled_variant(x, x, 3000, BLOCK=4096, num_warps=4, maxnreg=40) is capped
+
+
+@pytest.mark.parametrize("bad", [0, 256, 32.0, "32"])
+def test_maxnreg_outside_the_hardware_range_is_refused(bad):
+    x = np.ones(64, np.float32)
+    with pytest.raises(transpiler.LaunchError, match="maxnreg must be an int between 1 and 255"):
+        copy_specialized.compiled_variant(x, x, 64, BLOCK=64, maxnreg=bad)
+    with pytest.raises(transpiler.LaunchError, match="maxnreg must be an int"):
+        copy_specialized[(1,)](x, x, 64, BLOCK=64, maxnreg=bad)
 
 
 def test_autotune_config_with_num_ctas_is_refused_at_launch():
