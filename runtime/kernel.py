@@ -158,7 +158,8 @@ class Kernel:
         self._source_hash = None
         self._arity = len(self._names)       # launches with exactly this many positional arguments bind fast
         self._warned_options = set()         # launch options warned about once (options.py)
-        self.options = jit_options(self.__name__, self.arg_names, self.constexpr_names, self.definition(), options)
+        # The location is looked up only for an error: finding the `def` line tokenizes the file (milliseconds).
+        self.options = jit_options(self.__name__, self.arg_names, self.constexpr_names, self.definition, options)
         self._generic_mask = tuple(n in self.options.do_not_specialize for n in self._names)
 
     # -- errors --------------------------------------------------------------------------------------------

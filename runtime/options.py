@@ -41,6 +41,7 @@ class JitOptions:
 
 
 def jit_options(fn_name, param_names, constexpr_names, location, options) -> JitOptions:
+    """The options of `@jit(...)`; `location()` gives the kernel's `def` line for an error."""
     options = dict(options)
     dns = options.pop("do_not_specialize", None) or ()
     debug = bool(options.pop("debug", False))
@@ -51,14 +52,14 @@ def jit_options(fn_name, param_names, constexpr_names, location, options) -> Jit
             warnings.warn(f"kernel '{fn_name}': @jit({name}=...) is not supported yet and is ignored"
                           + (f" ({why})" if why else ""), IgnoredOptionWarning, stacklevel=4)
     if options:
-        raise LaunchError(f"@jit got an unknown option '{next(iter(options))}'", location, kernel=fn_name,
+        raise LaunchError(f"@jit got an unknown option '{next(iter(options))}'", location(), kernel=fn_name,
                           hint="Triton's options: do_not_specialize, debug, noinline")
     names = []
     for item in ([dns] if isinstance(dns, (int, str)) else dns):
         name = param_names[item] if isinstance(item, int) and 0 <= item < len(param_names) else item
         if name not in param_names or name in constexpr_names:
             raise LaunchError(f"do_not_specialize names {item!r}, which is not a runtime parameter of '{fn_name}'",
-                              location, kernel=fn_name, hint=f"parameters are: {', '.join(param_names)}")
+                              location(), kernel=fn_name, hint=f"parameters are: {', '.join(param_names)}")
         names.append(name)
     return JitOptions(tuple(names), debug)
 

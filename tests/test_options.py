@@ -39,8 +39,9 @@ def test_do_not_specialize_must_name_a_runtime_parameter():
     def k(X, n, BLOCK: tl.constexpr):
         tl.store(X + tl.arange(0, BLOCK), n)
     for bad in (["m"], ["BLOCK"], [7]):
-        with pytest.raises(transpiler.LaunchError, match="not a runtime parameter"):
+        with pytest.raises(transpiler.LaunchError, match="not a runtime parameter") as err:
             transpiler.jit(k, do_not_specialize=bad)
+        assert err.value.line == k.__code__.co_firstlineno
 
 
 def test_debug_compiles_device_asserts_with_message_and_line():
