@@ -1,11 +1,7 @@
-"""Lowering of `device_print` (printf of every element a thread holds, with the program id and the index) and of
-`device_assert` (compiled under @jit(debug=True): CUDA's own assertion call for each element that fails)."""
+"""Lowering of `device_print`: printf of every element a thread holds, with the program id and the index."""
 from __future__ import annotations
 
-import os
-
 from ... import dtypes
-from ...analysis.layout_assignment import default_layout
 from ..emitter import lowering
 
 _FORMAT = {dtypes.Kind.FLOAT: "%f", dtypes.Kind.BOOL: "%d"}
@@ -19,6 +15,11 @@ def _fmt(dt, hex_):
     if dt.bits == 64:
         return ("%llx" if hex_ else ("%lld" if dt.signed else "%llu")), lambda x: f"({'long long' if dt.signed else 'unsigned long long'})({x})"
     return ("%x" if hex_ else ("%d" if dt.signed or dt.kind is dtypes.Kind.BOOL else "%u")), lambda x: f"(int)({x})"
+
+
+def _c_text(text):
+    """`text` inside a C string literal used as a printf format."""
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%").replace("\n", " ")
 
 
 @lowering("device_print")
@@ -49,30 +50,21 @@ def device_print(em, op, layout):
     em.write(em.macros.reg_loop(lay.num_regs, f'printf("{fmt}", {", ".join([pid] + idx + args)})'))
 
 
-# CUDA's device-side assertion (what assert() calls in device code; NVRTC has no <assert.h>): prints
-# "file:line: function: block: [...], thread: [...] Assertion `msg` failed." and fails the launch with
-# cudaErrorAssert.
-_ASSERTFAIL = ('extern "C" __device__ void __assertfail(const char *message, const char *file, unsigned int line,\n'
-               '                                        const char *function, size_t char_size);')
-
-
-def _c_string(text):
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-
-
 @lowering("device_assert")
 def device_assert(em, op, layout):
-    if _ASSERTFAIL not in em.device_functions:
-        em.device_functions.append(_ASSERTFAIL)
-    loc = op.loc
-    message = _c_string(op.attrs["msg"] or "tl.device_assert")
-    where = f"{_c_string(os.path.basename(loc.file) if loc else em.kernel.name)}, {loc.line if loc else 0}u"
-    function = _c_string(loc.function if loc and loc.function else em.kernel.name)
-    cond = op.operands[0]
+    """Debug mode only (`options.debug`): every element a thread holds is checked; a failure prints the
+    program id, the index, the Python line and the message, then traps (the launch reports a fault)."""
+    (cond,) = op.operands
+    where = f"{em.kernel.source_file}:{op.loc.line}" if op.loc else em.kernel.name
+    head = _c_text(f"device_assert failed at {where}: {op.attrs['msg']}")
+    pid = "(int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z"
     if not cond.shape:
-        test = em.scalar(cond)
-        em.write(f"if (!({test})) __assertfail({message}, {where}, {function}, 1);")
+        em.write(f'if (!({em.scalar(cond)})) {{ printf("pid (%d, %d, %d) {head}\\n", {pid}); __trap(); }}')
         return
-    lay = em.layouts.layout.get(cond) or default_layout(cond.shape, em.kernel.num_warps)
-    test = em.operand(cond, lay).at("r")
-    em.write(em.macros.reg_loop(lay.num_regs, f"if (!({test})) __assertfail({message}, {where}, {function}, 1)"))
+    lay = em.layouts.layout.get(cond) or __import__(
+        "transpiler.analysis.layout_assignment", fromlist=["default_layout"]).default_layout(cond.shape, em.kernel.num_warps)
+    read = em.operand(cond, lay)
+    idx = [em.coord_expr(lay, d) for d in range(lay.rank)]
+    fmt = f"pid (%d, %d, %d) idx ({', '.join(['%d'] * lay.rank)}) {head}\\n"
+    em.write(em.macros.reg_loop(lay.num_regs, f'if (!({read.at("r")})) {{ printf("{fmt}", {", ".join([pid] + idx)}); '
+                                               f'__trap(); }}'))
