@@ -152,6 +152,7 @@ def test_version(capsys):
 
 def test_cache_info_counts_each_kind_and_clear_removes_only_ours(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("TRANSPILER_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TRANSPILER_CACHE_MAX_MB", "3")
     files = {"a1.json": 300, "b2.json": 200, "a1.sm_90a.cubin": 5000, "x.marshal": 70, "autotune/k.json": 40,
              "notes.txt": 11}
     for name, size in files.items():
@@ -159,7 +160,8 @@ def test_cache_info_counts_each_kind_and_clear_removes_only_ours(tmp_path, capsy
         (tmp_path / name).write_bytes(b"x" * size)
     rc, out, _ = run_cli(capsys, "cache", "info")
     assert rc == 0 and str(tmp_path) in out
-    rows = {line.split("  ")[1].strip(): line for line in out.splitlines()[1:]}
+    assert "size cap: 3.0 MiB (TRANSPILER_CACHE_MAX_MB" in out
+    rows = {line.split("  ")[1].strip(): line for line in out.splitlines()[1:-1]}
     assert "2 files" in rows["generated CUDA sources"] and "500 B" in rows["generated CUDA sources"]
     assert "1 files" in rows["cubins"] and "4.9 KiB" in rows["cubins"]
     assert "1 files" in rows["autotuning choices"] and "1 files" in rows["other files (not ours, left alone)"]

@@ -58,6 +58,10 @@ def cache_info(folder: Path) -> str:
             total += size
             lines.append(f"  {what:<36} {len(files):>6} files {_human(size):>10}")
     lines.append(f"  {'total':<36} {'':>12} {_human(total):>10}")
+    from ..runtime.cache import max_bytes
+    cap = max_bytes()
+    lines.append(f"  size cap: {_human(cap) if cap > 0 else 'none'} (TRANSPILER_CACHE_MAX_MB; least recently used "
+                 "files go first)")
     return "\n".join(lines) + "\n"
 
 
