@@ -196,7 +196,22 @@ _CONSTEXPR = """\
 """
 
 
-def binder_source(names, constexpr_mask, kernel_name) -> str:
+_GENERIC = """\
+    k{i} = generic_part(k{i})   # do_not_specialize
+"""
+
+
+def generic_part(part):
+    """The key part of a `do_not_specialize` parameter: the type only, never ==1, divisibility or alignment."""
+    if part[0] == "ptr":
+        return _by_name(part[1])[0]
+    if len(part) == 3:
+        generic = (part[0], False, False)
+        return _INT_PARTS.setdefault(generic, generic)
+    return part
+
+
+def binder_source(names, constexpr_mask, kernel_name, generic_mask=None) -> str:
     def tuple_of(items):
         return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
     args = [f"a{i}" for i in range(len(names))]
@@ -207,6 +222,8 @@ def binder_source(names, constexpr_mask, kernel_name) -> str:
     for i, (name, is_constexpr) in enumerate(zip(names, constexpr_mask)):
         lines.append((_CONSTEXPR if is_constexpr else _PARAM).format(i=i, name=name, kernel=kernel_name,
                                                                      refusal_args=refusal_args).rstrip())
+        if generic_mask and generic_mask[i]:
+            lines.append(_GENERIC.format(i=i).rstrip())
     keys = [f"k{i}" for i in range(len(names))] + ["num_warps", "num_stages", "device"]
     values = [f"v{i}" for i, c in enumerate(constexpr_mask) if not c]
     lines += ["    if frameworks & HOST and for_launch:", f"        raise refusal(args, {refusal_args})",
@@ -215,11 +232,13 @@ def binder_source(names, constexpr_mask, kernel_name) -> str:
     return "\n".join(lines) + "\n"
 
 
-def make_binder(names, constexpr_mask, kernel_name):
-    """The generated `launch_facts` of a kernel with these parameters (see `binder_source`). Compiling it
-    costs milliseconds, so the code object is kept in the disk cache (marshal) for the next process."""
+def make_binder(names, constexpr_mask, kernel_name, generic_mask=None):
+    """The generated `launch_facts` of a kernel with these parameters (see `binder_source`; `generic_mask`
+    marks the `do_not_specialize` ones). Compiling it costs milliseconds, so the code object is kept in the disk
+    cache (marshal) for the next process."""
     namespace = {}
-    exec(_code_of(binder_source(names, constexpr_mask, kernel_name), kernel_name), globals(), namespace)
+    exec(_code_of(binder_source(names, constexpr_mask, kernel_name, generic_mask), kernel_name), globals(),
+         namespace)
     return namespace["launch_facts"]
 
 

@@ -54,14 +54,16 @@ def _view(kernel, shapes):
 
         def __init__(self):
             super().__init__(kernel.fn)
+            self.options, self.debug = kernel.options, kernel.debug
             self.leaf_of = []          # per leaf parameter: (parameter name, path in its tuple)
-            mask = []
-            for name, shape, c in zip(kernel._names, shapes, kernel._constexpr_mask):
+            mask, generic = [], []
+            for name, shape, c, g in zip(kernel._names, shapes, kernel._constexpr_mask, kernel._generic_mask):
                 for path in paths(shape):
                     self.leaf_of.append((name, path))
                     mask.append(c)
+                    generic.append(g)      # do_not_specialize on a tuple parameter covers its leaves
             self._names = tuple(_leaf_name(n, p) for n, p in self.leaf_of)
-            self._constexpr_mask = tuple(mask)
+            self._constexpr_mask, self._generic_mask = tuple(mask), tuple(generic)
             self._arity = len(self._names)
             self.constexpr_names = kernel.constexpr_names
             self._shapes = shapes

@@ -39,9 +39,9 @@ def _map_runtime_folder():
 _map_runtime_folder()
 
 from . import language  # noqa: E402
-from .errors import (AutotuneError, CompileTimeError, DTypeError, InternalCompilerError,  # noqa: E402
-                     InterpreterError, LaunchError, NameResolutionError, OutOfResources, ShapeError,
-                     TranspilerError, UnsupportedSyntaxError)
+from .errors import (AutotuneError, CompileTimeError, DTypeError, IgnoredOptionWarning,  # noqa: E402
+                     InternalCompilerError, InterpreterError, LaunchError, NameResolutionError, OutOfResources,
+                     ShapeError, TranspilerError, UnsupportedSyntaxError)
 from .runtime import JITFunction, Kernel, KernelInterface, gpu_available, transpile  # noqa: E402
 from .runtime.args import StandIn, TensorWrapper, reinterpret  # noqa: E402
 from . import testing  # noqa: E402,F401  (`transpiler.testing.do_bench`, as `triton.testing` after `import triton`)
@@ -65,4 +65,4 @@ __all__ = ["transpile", "jit", "Kernel", "JITFunction", "KernelInterface", "Stan
            "OutOfResources", "cdiv", "next_power_of_2", "gpu_available", "language",
            "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "AutotuneError", "AutotuneWarning",
            "TranspilerError", "UnsupportedSyntaxError", "NameResolutionError", "CompileTimeError", "ShapeError",
-           "DTypeError", "LaunchError", "InterpreterError", "InternalCompilerError"]
+           "DTypeError", "LaunchError", "IgnoredOptionWarning", "InterpreterError", "InternalCompilerError"]

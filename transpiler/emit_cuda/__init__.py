@@ -108,6 +108,7 @@ def _device_header(with_tiles: bool, with_fp8: bool = False) -> str:
 
 
 OCCUPANCY_MACRO = "TP_MIN_BLOCKS_PER_SM"   # runtime/occupancy.py defines it on a second compile
+MAXNREG_MACRO = "TP_MAXNREG"               # a launch with maxnreg=n compiles with it defined to n
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,7 @@ class EmittedKernel:
     source: str
     shared_bytes: int      # dynamic shared memory per program
     shared_buffers: tuple = ()   # (name, C type, count, bytes, purpose) of each buffer, for reports
+    required_arch: object = None  # analysis.arch_requirements.ArchRequirement, or None
 
 
 def emit_kernel(kernel, analysis) -> EmittedKernel:
@@ -139,13 +141,13 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
         name=kernel.name, specialization=_specialization_text(kernel),
         num_warps=kernel.num_warps, threads=32 * kernel.num_warps, layout_notes=notes,
         # Tensor-core kernels plan their registers (fragments, stages); the others let the runtime tune occupancy.
-        occupancy_macro=None if em.uses_tiles else OCCUPANCY_MACRO,
+        occupancy_macro=None if em.uses_tiles else OCCUPANCY_MACRO, maxnreg_macro=MAXNREG_MACRO,
         device_header=_device_header(em.uses_tiles, uses_fp8), device_functions=em.device_functions,
         params=params, shared_bytes=shared_bytes,
         smem_align=SharedMemoryPool.WGMMA_ALIGN if analysis.uses_wgmma else SharedMemoryPool.ALIGN,
         shared_decls=(smem_constants + em.shared_decls) if shared_bytes else [],
         thread_bases=em.thread_base_lines, body=body)
-    return EmittedKernel(source, shared_bytes, tuple(em.smem.buffers))
+    return EmittedKernel(source, shared_bytes, tuple(em.smem.buffers), analysis.required_arch)
 
 
-__all__ = ["emit_kernel", "EmittedKernel"]
+__all__ = ["emit_kernel", "EmittedKernel", "OCCUPANCY_MACRO", "MAXNREG_MACRO"]

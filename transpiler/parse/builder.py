@@ -28,6 +28,7 @@ from .dead_code import remove_dead_code
 from .ir import Argument, KernelIR, Op, Region, Type, Value
 from .records import Record, Slots
 from .source import parsed_function
+from .suggestions import missing_attribute
 
 _BINOPS = {
     cst.Add: "add", cst.Subtract: "sub", cst.Multiply: "mul", cst.Divide: "truediv", cst.FloorDivide: "floordiv",
@@ -828,7 +829,8 @@ class Builder:
         try:
             return getattr(base, attr)
         except AttributeError:
-            raise self.error(NameResolutionError, f"{_short(base)} has no attribute '{attr}'") from None
+            message, hint = missing_attribute(base, attr, _short(base))
+            raise self.error(NameResolutionError, message, hint=hint) from None
 
     def _expr_Subscript(self, node):
         base = self.eval(node.value)
