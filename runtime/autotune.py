@@ -46,8 +46,8 @@ LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_f
 
 class Config:
     """One candidate: constexpr values (`kwargs`) and launch options, with Triton's fields. `pre_hook(args)` runs
-    before each launch with this config, with the arguments as a dict (config values included). `num_ctas` and
-    `maxnreg` are accepted and change nothing here (see docs/autotune.md)."""
+    before each launch with this config, with the arguments as a dict (config values included). `maxnreg` and
+    `num_ctas` are treated as a plain launch treats them (see docs/autotune.md)."""
 
     def __init__(self, kwargs, num_warps=4, num_stages=3, num_ctas=1, maxnreg=None, pre_hook=None, ir_override=None):
         if ir_override is not None:

@@ -289,10 +289,11 @@ class Kernel(KernelInterface):
     # -- launch ------------------------------------------------------------------------------------------
     def _launch(self, grid, args, num_warps, num_stages, stream, kwargs):
         try:
-            maxnreg_part = ()
+            maxnreg, maxnreg_part = None, ()
             if kwargs or len(args) != self._arity:
                 # Options are checked before arguments.
-                maxnreg_part = self._maxnreg_part(kwargs.pop("maxnreg", None)) if kwargs else ()
+                maxnreg = kwargs.pop("maxnreg", None) if kwargs else None
+                maxnreg_part = self._maxnreg_part(maxnreg)
                 try:
                     args = self._bind_args(args, kwargs)
                 except LaunchError:
@@ -310,7 +311,8 @@ class Kernel(KernelInterface):
                     grid = grid if _interpreting() else self._grid(grid, args, num_warps, num_stages)
                     if _interpreting():
                         return self._interpret(grid, args, {"num_warps": num_warps, "num_stages": num_stages})
-                    return view._launch(grid, leaves, num_warps, num_stages, stream, {})
+                    options = {} if maxnreg is None else {"maxnreg": maxnreg}
+                    return view._launch(grid, leaves, num_warps, num_stages, stream, options)
                 if not _interpreting():
                     self._check_num_warps(num_warps)        # options are checked before arguments
                     raise
