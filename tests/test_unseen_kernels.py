@@ -195,3 +195,10 @@ def test_none_for_a_pointer_is_none_in_the_kernel_and_a_null_slot_at_launch():
     # every runtime parameter keeps its slot (W's is a null pointer); W's load is folded away
     assert variant.slot_kinds == ["ptr", "ptr", "ptr", "ptr", "int32"]
     assert "= W + " not in variant.source and "= B + " in variant.source
+
+
+def test_parameters_named_like_cuda_keywords_or_template_counters_are_renamed():
+    src = _source(_case("lerp_scalar_params_w_r"))
+    assert "float w_," in src and "float r_," in src
+    assert "* r_;" in src            # not `* r`, the register counter of the loop around it
+    assert "do_" in _source(_case("fused_recurrent_bwd"))

@@ -17,6 +17,7 @@ import transpiler.language as tl
 from transpiler.language.extra import libdevice
 from feature_kernels import _poison
 from feature_kernels import check as check_values
+from realworld_kernels import realworld_cases
 
 # ---------------------------------------------------------------------------------------------------------
 # Kernels
@@ -969,4 +970,4 @@ def all_cases(rng):
         ("join_split_fp32", case_join_split(rng)), ("join_split_fp16", case_join_split(rng, np.float16)),
         ("join_split_int8", case_join_split(rng, np.int8)), ("flip_fp32", case_flip(rng)),
         ("flip_fp16", case_flip(rng, np.float16)), ("flip_int32", case_flip(rng, np.int32)),
-    ]
+    ] + realworld_cases(rng)

@@ -30,7 +30,11 @@ _RESERVED = {"lane", "warp", "r", "run", "v", "o", "k", "j", "w", "src", "tp", "
              "and", "or", "xor", "not", "bitand", "bitor", "compl", "and_eq", "or_eq", "xor_eq", "not_eq",
              "blockIdx", "threadIdx", "gridDim", "blockDim", "printf", "memcpy",
              # names the dot and pipeline templates use for their loop counters and fragments
-             "kk", "mt", "nt", "gid", "tig", "a_frag", "b_frag"}
+             "kk", "mt", "nt", "gid", "tig", "a_frag", "b_frag",
+             # names the scan templates and the kernel template declare
+             "chunk", "tp_smem", "tp_smem_stage", "tp_smem_scratch_in_loop"}
+# the C functions elementwise spellings call (`sin(x)` on fp64 would not compile under a local named `sin`)
+_RESERVED |= cspell.called_functions()
 
 LOWERINGS: dict = {}
 
