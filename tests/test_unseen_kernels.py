@@ -202,3 +202,19 @@ def test_parameters_named_like_cuda_keywords_or_template_counters_are_renamed():
     assert "float w_," in src and "float r_," in src
     assert "* r_;" in src            # not `* r`, the register counter of the loop around it
     assert "do_" in _source(_case("fused_recurrent_bwd"))
+
+
+@transpiler.jit
+def _scaled_copy(X, Y, scale, BLOCK: tl.constexpr):
+    tl.static_assert(scale.dtype == tl.float32)
+    o = tl.arange(0, BLOCK)
+    tl.store(Y + o, tl.load(X + o) * scale)
+
+
+def test_a_numpy_float64_scalar_is_fp32_in_the_interpreter_and_the_compiler_as_in_triton():
+    x = np.arange(64, dtype=np.float16)
+    scale = np.float64(1) / np.sqrt(np.float64(3))      # how attention wrappers often compute sm_scale
+    assert "float scale)" in _scaled_copy.cuda_source(x, np.zeros(64, np.float32), scale, BLOCK=64)
+    y = np.zeros(64, np.float32)
+    _scaled_copy.interpret[(1,)](x, y, scale, BLOCK=64)
+    np.testing.assert_allclose(y, x.astype(np.float32) * np.float32(scale), rtol=1e-6)

@@ -193,10 +193,10 @@ def python_scalar_dtype(value) -> dtype:
         if 2**63 <= value < 2**64:
             return uint64
         raise OverflowError(f"integer {value} does not fit in 64 bits")
+    if isinstance(value, float):     # np.float64 too: it is a Python float, and Triton (and our launches) type it fp32
+        return float32
     if isinstance(value, np.generic):
         return from_array_dtype(value.dtype)
-    if isinstance(value, float):
-        return float32
     raise TypeError(f"cannot use a {type(value).__name__} as a scalar")
 
 
