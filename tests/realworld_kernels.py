@@ -117,6 +117,24 @@ def lerp_kernel(x, y, o, w, r, n, BLOCK: tl.constexpr):
     tl.store(o + offs, (a + w * (b - a)) * r, mask=m)
 
 
+@transpiler.jit
+def weighted_rowsum_kernel(X, W, Y, stride, N, HAS_W: tl.constexpr, BLOCK: tl.constexpr):
+    """An optional pointer that is None outside `if HAS_W:` and stepped inside the loop only under it."""
+    row = tl.program_id(0)
+    x_ptrs = X + row * stride + tl.arange(0, BLOCK)
+    w_ptrs = W + tl.arange(0, BLOCK) if HAS_W else None
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in range(0, N, BLOCK):
+        m = start + tl.arange(0, BLOCK) < N
+        x = tl.load(x_ptrs, mask=m, other=0.0)
+        if HAS_W:
+            x *= tl.load(w_ptrs, mask=m, other=0.0)
+            w_ptrs += BLOCK
+        acc += x
+        x_ptrs += BLOCK
+    tl.store(Y + row, tl.sum(acc, axis=0))
+
+
 def _recurrent_ref(q, k, v, h0, scale, reverse):
     q, k, v, h = _f64(q), _f64(k), _f64(v), _f64(h0).copy()
     o = np.zeros(v.shape)
@@ -183,6 +201,16 @@ def case_lerp(rng, n=700, block=256):
                 reference=lambda x, y, *rest: [(_f64(x) + 0.3 * (_f64(y) - _f64(x))) * 1.7], rtol=1e-5, atol=1e-5)
 
 
+def case_weighted_rowsum(rng, has_w, rows=5, n=300, block=128):
+    x = rng.standard_normal((rows, n)).astype(np.float32)
+    w = rng.standard_normal(n).astype(np.float32) if has_w else None
+
+    def ref(x, w, *rest):
+        return [(_f64(x) * (_f64(w) if w is not None else 1.0)).sum(1)]
+    return dict(kernel=weighted_rowsum_kernel, grid=(rows,), args=[x, w, _poison(rows, np.float32), n, n],
+                constexprs=dict(HAS_W=has_w, BLOCK=block), outputs=[2], reference=ref, rtol=1e-5, atol=1e-4)
+
+
 def realworld_cases(rng):
     """Every case of this module, with an id."""
     return [
@@ -190,4 +218,6 @@ def realworld_cases(rng):
         ("fused_recurrent_fwd_reversed", case_fused_recurrent_fwd(rng, True)),
         ("fused_recurrent_bwd", case_fused_recurrent_bwd(rng)),
         ("lerp_scalar_params_w_r", case_lerp(rng)),
+        ("weighted_rowsum", case_weighted_rowsum(rng, True)),
+        ("unweighted_rowsum_none_pointer_in_loop", case_weighted_rowsum(rng, False)),
     ]

@@ -218,3 +218,17 @@ def test_a_numpy_float64_scalar_is_fp32_in_the_interpreter_and_the_compiler_as_i
     y = np.zeros(64, np.float32)
     _scaled_copy.interpret[(1,)](x, y, scale, BLOCK=64)
     np.testing.assert_allclose(y, x.astype(np.float32) * np.float32(scale), rtol=1e-6)
+
+
+@transpiler.jit
+def _none_set_in_loop(X, N, BLOCK: tl.constexpr):
+    acc = None
+    for i in range(N):
+        acc = tl.load(X + tl.arange(0, BLOCK))
+    tl.store(X + tl.arange(0, BLOCK), acc)
+
+
+def test_a_variable_that_is_none_before_a_loop_and_set_in_it_is_reported():
+    from transpiler.errors import CompileTimeError
+    with pytest.raises(CompileTimeError, match="'acc' is None before the loop and changes in it"):
+        _none_set_in_loop.cuda_source(np.zeros(64, np.float32), 3, BLOCK=64)
