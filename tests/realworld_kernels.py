@@ -135,6 +135,88 @@ def weighted_rowsum_kernel(X, W, Y, stride, N, HAS_W: tl.constexpr, BLOCK: tl.co
     tl.store(Y + row, tl.sum(acc, axis=0))
 
 
+@transpiler.jit
+def _tile_coords(tile_id, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    grid_m = tl.cdiv(M, BLOCK_M)
+    grid_n = tl.cdiv(N, BLOCK_N)
+    width = GROUP_M * grid_n
+    group_id = tile_id // width
+    group_size = tl.minimum(grid_m - group_id * GROUP_M, GROUP_M)
+    return group_id * GROUP_M + (tile_id % group_size), (tile_id % width) // group_size
+
+
+@transpiler.jit
+def _streamk_mac_loop(A, B, C, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                      iters_per_tile, start_iter, end_iter, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                      BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    """The k iterations [start_iter, end_iter) of one tile, added into C (other programs add the rest)."""
+    tile_id = start_iter // iters_per_tile
+    remain_iters = start_iter % iters_per_tile
+    pid_m, pid_n = _tile_coords(tile_id, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    A = A + (rm[:, None] * stride_am + rk[None, :] * stride_ak) + BLOCK_K * stride_ak * remain_iters
+    B = B + (rk[:, None] * stride_bk + rn[None, :] * stride_bn) + BLOCK_K * stride_bk * remain_iters
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for current_iter in range(start_iter, end_iter):
+        a = tl.load(A, mask=rm[:, None] < M, other=0.0)
+        b = tl.load(B, mask=rn[None, :] < N, other=0.0)
+        acc += tl.dot(a, b)
+        A += BLOCK_K * stride_ak
+        B += BLOCK_K * stride_bk
+    C_ = C + (rm[:, None] * stride_cm + rn[None, :] * stride_cn)
+    tl.atomic_add(C_, acc, mask=(rm < M)[:, None] & (rn < N)[None, :])
+
+
+@transpiler.jit
+def streamk_gemm_kernel(A, B, C, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                        total_tiles_streamk, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                        GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr):
+    """Persistent stream-K: whole tiles data-parallel first, then the last tiles' k iterations spread evenly
+    over the programs. Two pipelined dot loops, each followed by a layout conversion of the accumulator."""
+    pid = tl.program_id(0)
+    iters_per_tile = tl.cdiv(K, BLOCK_K)
+    total_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+    for tile_id in range(pid, total_tiles - total_tiles_streamk, NUM_SMS):
+        pid_m, pid_n = _tile_coords(tile_id, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        rk = tl.arange(0, BLOCK_K)
+        a_ptrs = A + (rm[:, None] * stride_am + rk[None, :] * stride_ak)
+        b_ptrs = B + (rk[:, None] * stride_bk + rn[None, :] * stride_bn)
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for k in range(0, iters_per_tile):
+            a = tl.load(a_ptrs, mask=rm[:, None] < M, other=0.0)
+            b = tl.load(b_ptrs, mask=rn[None, :] < N, other=0.0)
+            acc += tl.dot(a, b)
+            a_ptrs += BLOCK_K * stride_ak
+            b_ptrs += BLOCK_K * stride_bk
+        tl.store(C + (rm[:, None] * stride_cm + rn[None, :] * stride_cn), acc,
+                 mask=(rm < M)[:, None] & (rn < N)[None, :])
+    streamk_iters = total_tiles_streamk * iters_per_tile
+    per_program = streamk_iters // NUM_SMS
+    extra = streamk_iters % NUM_SMS
+    first = (total_tiles - total_tiles_streamk) * iters_per_tile
+    start_iter = first + pid * per_program + tl.minimum(pid, extra)
+    last_iter = first + (pid + 1) * per_program + tl.minimum(pid + 1, extra)
+    while start_iter < last_iter:
+        end_iter = tl.minimum(start_iter + (iters_per_tile - start_iter % iters_per_tile), last_iter)
+        _streamk_mac_loop(A, B, C, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                          iters_per_tile, start_iter, end_iter, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
+        start_iter = end_iter
+
+
+@transpiler.jit
+def transpose_kernel(X, Y, M, N, stride_xm, stride_ym, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Tiled out-of-place transpose: the tile is read along rows and written along columns."""
+    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    x = tl.load(X + rm[:, None] * stride_xm + rn[None, :], mask=mask, other=0.0)
+    tl.store(Y + rn[:, None] * stride_ym + rm[None, :], tl.trans(x), mask=tl.trans(mask))
+
+
 def _recurrent_ref(q, k, v, h0, scale, reverse):
     q, k, v, h = _f64(q), _f64(k), _f64(v), _f64(h0).copy()
     o = np.zeros(v.shape)
@@ -211,6 +293,24 @@ def case_weighted_rowsum(rng, has_w, rows=5, n=300, block=128):
                 constexprs=dict(HAS_W=has_w, BLOCK=block), outputs=[2], reference=ref, rtol=1e-5, atol=1e-4)
 
 
+def case_streamk(rng, block, m=600, n=528, k=448, programs=4, streamk_tiles=2, stages=2, warps=8):
+    a = (rng.standard_normal((m, k)) * 0.3).astype(np.float16)
+    b = (rng.standard_normal((k, n)) * 0.3).astype(np.float16)
+    c = np.zeros((m, n), np.float32)      # stream-K tiles are summed into C by atomics
+    bm, bn, bk = block
+    return dict(kernel=streamk_gemm_kernel, grid=(programs,), num_warps=warps, num_stages=stages,
+                args=[a, b, c, m, n, k, k, 1, n, 1, n, 1, streamk_tiles],
+                constexprs=dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=4, NUM_SMS=programs), outputs=[2],
+                reference=lambda a, b, *rest: [_f64(a) @ _f64(b)], rtol=2e-3, atol=2e-3)
+
+
+def case_transpose(rng, m=300, n=200, bm=256, bn=128, warps=16):
+    x = rng.standard_normal((m, n)).astype(np.float32)
+    return dict(kernel=transpose_kernel, grid=(_cdiv(m, bm), _cdiv(n, bn)), num_warps=warps,
+                args=[x, _poison((n, m), np.float32), m, n, n, m], constexprs=dict(BLOCK_M=bm, BLOCK_N=bn),
+                outputs=[1], reference=lambda x, *rest: [_f64(x).T], rtol=0, atol=0)
+
+
 def realworld_cases(rng):
     """Every case of this module, with an id."""
     return [
@@ -220,4 +320,6 @@ def realworld_cases(rng):
         ("lerp_scalar_params_w_r", case_lerp(rng)),
         ("weighted_rowsum", case_weighted_rowsum(rng, True)),
         ("unweighted_rowsum_none_pointer_in_loop", case_weighted_rowsum(rng, False)),
+        ("streamk_128x128", case_streamk(rng, block=(128, 128, 32), stages=3, streamk_tiles=5)),
+        ("transpose_256x128_fp32_16_warps", case_transpose(rng)),
     ]

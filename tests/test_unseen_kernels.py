@@ -9,7 +9,7 @@ import transpiler.language as tl
 from transpiler.errors import DTypeError, UnsupportedSyntaxError
 from transpiler.language.extra import libdevice
 from transpiler.runtime.compiler import compile_offline, nvrtc_available
-from unseen_kernels import all_cases, check, libdevice_cases, print_kernel
+from unseen_kernels import all_cases, check, launch_options, libdevice_cases, print_kernel
 
 CASES = all_cases(np.random.default_rng(3))
 LIBDEVICE_CASES = libdevice_cases(np.random.default_rng(4))
@@ -17,12 +17,12 @@ needs_nvrtc = pytest.mark.skipif(not nvrtc_available(), reason="NVRTC and CUDA h
 
 
 def _source(case):
-    return case["kernel"].cuda_source(*case["args"], num_warps=case.get("num_warps", 4), **case["constexprs"])
+    return case["kernel"].cuda_source(*case["args"], **launch_options(case), **case["constexprs"])
 
 
 def _interpret(case):
     args = [a.copy() if isinstance(a, np.ndarray) else a for a in case["args"]]
-    case["kernel"].interpret[case["grid"]](*args, num_warps=case.get("num_warps", 4), **case["constexprs"])
+    case["kernel"].interpret[case["grid"]](*args, **launch_options(case), **case["constexprs"])
     check(case, args)
 
 

@@ -935,6 +935,14 @@ def libdevice_cases(rng):
     return cases
 
 
+def launch_options(case):
+    """The launch options a case asks for (`num_warps`, and `num_stages` where it sets one)."""
+    options = dict(num_warps=case.get("num_warps", 4))
+    if "num_stages" in case:
+        options["num_stages"] = case["num_stages"]
+    return options
+
+
 def check(case, outputs):
     """`feature_kernels.check`, and for cases marked `bitwise` the exact bit patterns (NaN payloads, -0.0)."""
     check_values(case, outputs)

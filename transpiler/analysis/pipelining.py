@@ -9,8 +9,9 @@ Decides, for each `for` loop, from the ops of its body, the vector widths and th
   does not depend on loaded data; the emitter runs it a second time, `num_stages - 1` iterations ahead of
   the body, with its own copy of those carried values;
 - what the body itself no longer computes: slice ops and carried values that only the staged loads needed.
-A loop qualifies only when every such load can be staged and `num_stages >= 2`; otherwise its loads stay in
-registers and the dot writes them to shared memory itself.
+A loop qualifies only when every such load can be staged, `num_stages >= 2` and it holds no loop of its own (as
+in Triton, only innermost loops are pipelined); otherwise its loads stay in registers and the dot writes them to
+shared memory itself.
 """
 from __future__ import annotations
 
@@ -138,6 +139,11 @@ def plan_loop(loop, kernel, vector_width, order_of, decisions):
         return None
     if stages < 2:
         decisions.add("pipeline", loop, "loop not pipelined", f"num_stages={stages}")
+        return None
+    if any(op.name in ("for", "while") for op in walk(region)):
+        # As Triton: only innermost loops. Staging an outer loop's loads keeps its rings alive across the inner
+        # loops, so everything those need in shared memory would come on top of them.
+        decisions.add("pipeline", loop, "loop not pipelined", "it contains a loop (only innermost loops are)")
         return None
     staged = _stage_loads(loop, dot_loads, vector_width, order_of, decisions)
     if staged is None:
