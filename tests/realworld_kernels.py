@@ -217,6 +217,24 @@ def transpose_kernel(X, Y, M, N, stride_xm, stride_ym, BLOCK_M: tl.constexpr, BL
     tl.store(Y + rn[:, None] * stride_ym + rm[None, :], tl.trans(x), mask=tl.trans(mask))
 
 
+@transpiler.jit
+def shared_query_kernel(Q, K1, K2, O, n_blocks, use_first, BM: tl.constexpr, BN: tl.constexpr, D: tl.constexpr):
+    """One query block multiplied with the key blocks of two loops, the first under a runtime branch (`use_first`
+    is never 1, which would fold it): the query
+    is a loop-invariant dot operand of both."""
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rd = tl.arange(0, D)
+    q = tl.load(Q + tl.program_id(0) * BM * D + rm[:, None] * D + rd[None, :])
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    if use_first != 0:
+        for i in range(n_blocks):
+            acc += tl.dot(q, tl.load(K1 + i * D * BN + rd[:, None] * BN + rn[None, :]))
+    for i in range(n_blocks):
+        acc = acc * 0.5 + tl.dot(q, tl.load(K2 + i * D * BN + rd[:, None] * BN + rn[None, :]))
+    tl.store(O + tl.program_id(0) * BM * BN + rm[:, None] * BN + rn[None, :], acc)
+
+
 def _recurrent_ref(q, k, v, h0, scale, reverse):
     q, k, v, h = _f64(q), _f64(k), _f64(v), _f64(h0).copy()
     o = np.zeros(v.shape)
@@ -1288,6 +1306,22 @@ def case_attn(rng, causal=True, Z=2, H=3, N=100, D=64, BM=64, BN=32, even=False,
                 rtol=2e-2, atol=2e-2)
 
 
+def case_shared_query(rng, use_first, programs=3, n_blocks=3, bm=32, bn=32, d=64):
+    q = (rng.standard_normal((programs, bm, d)) * 0.5).astype(np.float16)
+    k1, k2 = ((rng.standard_normal((n_blocks, d, bn)) * 0.5).astype(np.float16) for _ in range(2))
+
+    def ref(q, k1, k2, *rest):
+        acc = np.zeros((programs, bm, bn))
+        if use_first:
+            acc += sum(_f64(q) @ _f64(k1[i]) for i in range(n_blocks))
+        for i in range(n_blocks):
+            acc = acc * 0.5 + _f64(q) @ _f64(k2[i])
+        return [acc]
+    return dict(kernel=shared_query_kernel, grid=(programs,), args=[q, k1, k2, _poison((programs, bm, bn), np.float32),
+                n_blocks, 2 if use_first else 0], constexprs=dict(BM=bm, BN=bn, D=d), outputs=[3], reference=ref,
+                rtol=1e-2, atol=1e-2)
+
+
 def realworld_cases(rng):
     """Every case of this module, with an id."""
     return [
@@ -1308,6 +1342,8 @@ def realworld_cases(rng):
         ("rnn_bwd_reversed", case_rnn_bwd(rng)), ("chunk_fwd_h_block_ptrs", case_fwd_h(rng)),
         ("reshape_and_cache", case_cache(rng)), ("paged_attention_decode", case_paged(rng)),
         ("topk_router", case_topk(rng)), ("layer_norm_bwd_locks", case_ln_bwd(rng)),
+        ("shared_query_both_loops", case_shared_query(rng, True)),
+        ("shared_query_second_loop_only", case_shared_query(rng, False)),
         ("attention_causal", case_attn(rng)), ("attention_alibi", case_attn(rng, alibi=True)),
         ("attention_full_8_warps", case_attn(rng, causal=False, BM=128, BN=64, num_warps=8, N=200)),
     ]

@@ -232,3 +232,14 @@ def test_a_variable_that_is_none_before_a_loop_and_set_in_it_is_reported():
     from transpiler.errors import CompileTimeError
     with pytest.raises(CompileTimeError, match="'acc' is None before the loop and changes in it"):
         _none_set_in_loop.cuda_source(np.zeros(64, np.float32), 3, BLOCK=64)
+
+
+def test_a_loop_invariant_dot_operand_is_written_to_shared_memory_once_before_its_loops():
+    src = _source(_case("attention_causal"))
+    # q is written once, before the first key loop; the second loop (on the diagonal) reads the same tile
+    assert src.count("dot operands the loop does not change") == 1
+    assert src.count("dot operands: registers to shared memory") == 2      # only p, once per loop
+    branchy = _source(_case("shared_query_both_loops"))
+    # the first write is inside a runtime branch, so the second loop writes the tile again
+    assert branchy.count("dot operands the loop does not change") == 2
+    assert "dot operands: registers to shared memory" not in branchy

@@ -107,6 +107,7 @@ class Emitter:
         self.shared_decls: list = []
         self.smem = SharedMemoryPool()
         self.tiles: dict = {}              # value -> SharedTile holding it (staged loads of a pipelined loop)
+        self.invariant_buffers: dict = {}  # value -> (buffer, tile, scope written in): a loop-invariant dot operand
         self.stage_tiles: dict = {}        # staged load op -> its ring of stage tiles
         self.uses_tiles = False            # whether the tile / tensor-core helpers (device_tiles.cuh) are needed
         self.pending_prefetch = None       # a pipelined loop's copies, for its first dot to issue mid-way
