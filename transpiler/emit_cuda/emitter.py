@@ -8,7 +8,6 @@ through a register permutation when one exists, or converted through shared memo
 """
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -135,7 +134,7 @@ class Emitter:
         if text:
             self.lines.append("")
             self.lines.append("  " * self.indent + f"// {text.strip()}")
-            if os.environ.get("TRANSPILER_LINE_DIRECTIVES"):
+            if self.kernel.options.line_directives:
                 self.lines.append(f'#line {line + 1} "{self.kernel.source_file}"')
 
     def run_rule(self, op, layout):
