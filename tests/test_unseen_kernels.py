@@ -243,3 +243,21 @@ def test_a_loop_invariant_dot_operand_is_written_to_shared_memory_once_before_it
     # the first write is inside a runtime branch, so the second loop writes the tile again
     assert branchy.count("dot operands the loop does not change") == 2
     assert "dot operands: registers to shared memory" not in branchy
+
+
+@transpiler.jit
+def _offset_from_end(X, Y, total, N, BLOCK: tl.constexpr):
+    """`total - offs` with total past int32: Triton types the argument int64, so the difference is negative
+    for offs > total and the mask excludes it (a uint32 argument would wrap it to a huge positive value)."""
+    offs = tl.arange(0, BLOCK)
+    dist = total - offs - 2147483600
+    tl.store(Y + offs, dist.to(tl.float32), mask=(dist > 0) & (offs < N))
+
+
+def test_an_int_argument_past_int32_is_int64_in_the_interpreter_and_the_compiler_as_in_triton():
+    y = np.full(64, -1.0, np.float32)
+    total = 2**31 + 5                   # int64 under Triton (its launch typing has no uint32)
+    assert "long long total," in _offset_from_end.cuda_source(np.zeros(64, np.float32), y, total, 64, BLOCK=64)
+    _offset_from_end.interpret[(1,)](np.zeros(64, np.float32), y, total, 64, BLOCK=64)
+    dist = total - np.arange(64) - 2147483600
+    np.testing.assert_array_equal(y, np.where(dist > 0, dist, -1).astype(np.float32))
