@@ -104,3 +104,14 @@ def test_the_chunked_conversion_compiles(arch):
     source = _big_tile_gemm.cuda_source(*_big_tile_args(), BM=256, BN=256, BK=64, num_warps=8, num_stages=2)
     result = compile_offline(source, arch)
     assert not result.warnings, result.log
+
+
+@pytest.mark.parametrize("shape,src_order,dst_order,size", [((32768,), [0], [0], (4, 1)), ((64, 64, 16), [2, 1, 0], [0, 1, 2], (4, 4)),
+                                                            ((128, 256), [1, 0], [0, 1], (8, 1))])
+def test_blocked_to_blocked_conversions_in_chunks_read_every_element(shape, src_order, dst_order, size):
+    src = blocked(shape, size[0], src_order, 8)
+    dst = blocked(shape, size[1], dst_order, 8)
+    plan = conversion_chunks.plan(src, dst, 4)
+    assert plan.count > 1
+    for (r, lane, w), element in _simulate(src, dst, plan).items():
+        assert element == dst.coords(r, lane, w)
