@@ -31,6 +31,7 @@ from pathlib import Path
 from ..errors import InternalCompilerError, LaunchError, SourceLocation, TranspilerError
 from .. import options as options_mod
 from ..language.core import constexpr, current_interpreter
+from ..targets import source_target
 from . import cache, compiler, launch_key
 from .launch_key import HOST, TORCH, binder_source, make_binder
 from .launcher import STICKY_ERRORS, DebugLauncher, Launcher, cupy_stream, fault_error, stream_handle, torch_stream
@@ -166,7 +167,7 @@ class Kernel:
         self.defaults = {p.name: p.default for p in self.params if p.default is not inspect.Parameter.empty}
         self._names = tuple(self.arg_names)
         self._constexpr_mask = tuple(n in self.constexpr_names for n in self.arg_names)
-        self._variant_map = OnceMap()        # (spec key, num_warps, num_stages, CompileOptions) -> CompiledVariant
+        self._variant_map = OnceMap()        # (spec key, num_warps, num_stages, CompileOptions, target) -> variant
         self.variants = self._variant_map.values
         self._launcher_map = OnceMap()       # (*spec key, num_warps, num_stages, device) -> Launcher
         self._launchers = self._launcher_map.values
@@ -322,7 +323,7 @@ class Kernel:
         return binder_source(self._names, self._constexpr_mask, self.__name__)
 
     def _make_launcher(self, key, values, num_warps, num_stages, device):
-        var = self.variant(key[:-3], values, num_warps, num_stages)
+        var = self.variant(key[:-3], values, num_warps, num_stages, compiler.device_arch(device))
         try:
             module, function, context = var.function(device)
         except Exception as e:
@@ -416,19 +417,21 @@ class Kernel:
         """The compile options in force for this kernel now (its own `debug` flag, the environment)."""
         return options_mod.from_env(self.debug)
 
-    def variant(self, key, values, num_warps, num_stages=3):
+    def variant(self, key, values, num_warps, num_stages=3, arch=None):
         """The compiled variant of specialization `key` (built once per compile options; `values` are the
-        arguments in order)."""
+        arguments in order) for a device of architecture `arch` (None: any; the source differs only where the
+        architecture has instructions the others lack, see `targets.source_target`)."""
         opts = self.compile_options()
-        return self._variant_map.get((key, num_warps, num_stages, opts),
-                                     lambda: self._build_variant(key, values, num_warps, num_stages, opts))
+        target = source_target(arch)
+        return self._variant_map.get((key, num_warps, num_stages, opts, target),
+                                     lambda: self._build_variant(key, values, num_warps, num_stages, opts, target))
 
-    def _build_variant(self, key, values, num_warps, num_stages, opts=options_mod.DEFAULT):
+    def _build_variant(self, key, values, num_warps, num_stages, opts=options_mod.DEFAULT, target=None):
         disk_key = cache.entry_key((self.source_hash(), key, num_warps, num_stages, opts,
-                                    cache.toolchain_fingerprint()))
+                                    cache.toolchain_fingerprint(), target))
         entry = cache.load(disk_key)
         if entry is None:
-            emitted = self._generate(key, values, num_warps, num_stages, opts)
+            emitted = self._generate(key, values, num_warps, num_stages, opts, target)
             param_kinds = [None if c else ("ptr" if part[0] in ("ptr", "none") else part[0])
                            for part, c in zip(key, self._constexpr_mask)]
             entry = {"name": self.fn.__name__, "source": emitted.source, "param_kinds": param_kinds,
@@ -447,14 +450,14 @@ class Kernel:
         return [arg_spec(n, part, _unwrap(v), c)
                 for n, part, v, c in zip(self._names, key, values, self._constexpr_mask)]
 
-    def _generate(self, key, values, num_warps, num_stages, opts=options_mod.DEFAULT):
+    def _generate(self, key, values, num_warps, num_stages, opts=options_mod.DEFAULT, target=None):
         """Parse → analysis → emission: the `EmittedKernel` (source and dynamic shared memory) of a variant."""
         from ..analysis import analyze
         from ..emit_cuda import emit_kernel
         from ..parse import build_kernel_ir
         ir = build_kernel_ir(self.fn, self._arg_specs(key, values), num_warps, num_stages, opts)
         try:
-            return emit_kernel(ir, analyze(ir))
+            return emit_kernel(ir, analyze(ir, target))
         except TranspilerError as e:
             raise e.with_context(kernel=self.fn.__name__)
         except Exception as e:   # a typed IR the later passes cannot handle is our bug, not the user's
@@ -466,16 +469,16 @@ class Kernel:
                      "meanwhile") from e
 
     # -- public helpers ----------------------------------------------------------------------------------
-    def cuda_source(self, *args, num_warps=4, num_stages=3, **kwargs):
+    def cuda_source(self, *args, num_warps=4, num_stages=3, arch=None, **kwargs):
         """The `.cu` of the specialization these arguments select (NumPy arrays and `StandIn`s may stand in
-        for device ones)."""
-        return self.compiled_variant(*args, num_warps=num_warps, num_stages=num_stages, **kwargs).source
+        for device ones), for a device of architecture `arch` ('sm_90a': with warpgroup MMA)."""
+        return self.compiled_variant(*args, num_warps=num_warps, num_stages=num_stages, arch=arch, **kwargs).source
 
     @_at_definition
-    def compiled_variant(self, *args, num_warps=4, num_stages=3, **kwargs):
+    def compiled_variant(self, *args, num_warps=4, num_stages=3, arch=None, **kwargs):
         """The specialization these arguments select: its source and launch needs (no GPU needed)."""
         values = self._bind_for_compile(args, kwargs, num_warps)
-        return self.variant(self.spec_key(values), values, num_warps, num_stages)
+        return self.variant(self.spec_key(values), values, num_warps, num_stages, arch)
 
     @_at_definition
     def warmup(self, *args, grid=None, num_warps=4, num_stages=3, **kwargs):
@@ -484,9 +487,12 @@ class Kernel:
         configs in parallel through this. Returns the CUDA source."""
         values = self._bind_for_compile(args, kwargs, num_warps)
         key, _, device, frameworks = (self._binder or self._make_binder())(values, num_warps, num_stages, False)
-        var = self.variant(key[:-3], values, num_warps, num_stages)
-        if not frameworks & HOST and gpu_available():
-            key = key[:-1] + ((device if device >= 0 else launch_key.current_device()),)
+        on_gpu = not frameworks & HOST and gpu_available()
+        device = (device if device >= 0 else launch_key.current_device()) if on_gpu else None
+        var = self.variant(key[:-3], values, num_warps, num_stages,
+                           compiler.device_arch(device) if on_gpu else None)
+        if on_gpu:
+            key = key[:-1] + (device,)
             self._launcher_map.get(key, lambda: self._make_launcher(key, values, num_warps, num_stages, key[-1]))
         return var.source
 

@@ -8,7 +8,10 @@ On from `TRANSPILER_DEBUG=1` or from the kernel's own flag (`@jit(debug=True)`).
 `line_directives`: `#line` directives point compute-sanitizer and cuda-gdb at the Python source
 (`TRANSPILER_LINE_DIRECTIVES`, any non-empty value).
 
-The environment is read here and nowhere else, when a variant is built (the slow step of a launch): set the
+`codegen_switches`: the values of the tensor-core switches (`TRANSPILER_WGMMA` and the A/B switches of
+`transpiler/targets.py`, which reads them where it decides), recorded so the cache keys see them.
+
+The environment is read here (and by `targets.py` for the switches above), when a variant is built (the slow step of a launch): set the
 variables before a kernel's first launch.
 """
 from __future__ import annotations
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 class CompileOptions:
     debug: bool = False
     line_directives: bool = False
+    codegen_switches: tuple = ()
 
 
 def debug_from_env() -> bool:
@@ -29,8 +33,10 @@ def debug_from_env() -> bool:
 
 def from_env(debug: bool = False) -> CompileOptions:
     """The options in force now: the kernel's own `debug` flag or the environment's."""
+    from .targets import switches_key
     return CompileOptions(debug=bool(debug) or debug_from_env(),
-                          line_directives=bool(os.environ.get("TRANSPILER_LINE_DIRECTIVES")))
+                          line_directives=bool(os.environ.get("TRANSPILER_LINE_DIRECTIVES")),
+                          codegen_switches=switches_key())
 
 
 DEFAULT = CompileOptions()
