@@ -558,6 +558,10 @@ class Builder:
         for n in carried:
             if isinstance(before.get(n), _Unbound):
                 raise self.error(CompileTimeError, f"'{n}' is not defined on every path before the loop")
+        # A variable holding what no loop can carry (None, a dtype, a function) is assigned in the body only
+        # under a constexpr condition that is false here (`if USE_BIAS: bias_ptrs += ...`): it stays as it is.
+        pinned = {n: before[n] for n in carried if not _carryable(before[n])}
+        carried = [n for n in carried if n not in pinned]
         slots = Slots(carried, before)
         types = {}
         loc = self.loc
@@ -574,11 +578,18 @@ class Builder:
                 self.scope.locals.update(entry)
                 build(region)
                 exit_env = {n: self.scope.locals[n] for n in carried}
+                changed_pinned = [n for n, v in pinned.items() if self.scope.locals[n] is not v]
             finally:
                 self.runtime_depth -= 1
                 self.region = saved_region
                 self.scope.locals = dict(before)
             self.loc = loc
+            if changed_pinned:
+                n = changed_pinned[0]
+                raise self.error(CompileTimeError, f"'{n}' is {'None' if pinned[n] is None else _short(pinned[n])} before the loop and "
+                                 "changes in it: "
+                                 "a loop can only carry blocks, scalars, numbers and block pointers",
+                                 hint="give it a value of its final type before the loop")
             for n, v in exit_env.items():
                 if isinstance(v, _Unbound):
                     raise self.error(CompileTimeError, f"'{n}' is not defined on every path through the loop")
@@ -1018,6 +1029,13 @@ def _describe(node) -> str:
 
 def _cmp_text(op):
     return {cst.Is: "is", cst.IsNot: "is not", cst.In: "in", cst.NotIn: "not in"}[op]
+
+
+def _carryable(value) -> bool:
+    """Whether a loop can carry `value`: an IR value, a record (block pointer) or a number."""
+    if isinstance(value, constexpr):
+        value = value.value
+    return isinstance(value, (Value, Record, bool, int, float)) or isinstance(value, _Unbound)
 
 
 def _short(obj):
