@@ -9,11 +9,11 @@ from . import rules  # noqa: F401  (registers the lowering rules)
 from .emitter import Emitter, Read, jinja_env, templates_dir
 
 
-def _params(kernel, written):
+def _params(kernel, written, c_names):
     out = []
     for a in kernel.args:
         dt = a.value.dtype
-        name = a.name
+        name = c_names[a.value]
         if dt.is_ptr():
             const = "" if a.name in written else "const "
             out.append(f"{const}{cspell.ctype(dt.element_ty)}* __restrict__ {name}")
@@ -121,9 +121,8 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
     written = written_pointer_args(kernel)
     em.const_pointers = const_pointer_values(kernel, written)
     for a in kernel.args:
-        em.used_names.add(a.name)
-        em.names[a.value] = a.name
-        em.bind(a.value, Read(scalar=a.name, ctype=cspell.ctype(a.value.dtype)), None)
+        name = em.name_of(a.value, a.name)    # a parameter named like a template local (`r`) is renamed
+        em.bind(a.value, Read(scalar=name, ctype=cspell.ctype(a.value.dtype)), None)
     em.emit_region(kernel.body)
     notes = []
     for layout, i in sorted(em.layout_ids.items(), key=lambda kv: kv[1]):
@@ -136,7 +135,7 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
         # Tensor-core kernels plan their registers (fragments, stages); the others let the runtime tune occupancy.
         occupancy_macro=None if em.uses_tiles else OCCUPANCY_MACRO,
         device_header=_device_header(em.uses_tiles), device_functions=em.device_functions,
-        params=_params(kernel, written), shared_bytes=shared_bytes,
+        params=_params(kernel, written, em.names), shared_bytes=shared_bytes,
         shared_decls=(smem_constants + em.shared_decls) if shared_bytes else [],
         thread_bases=em.thread_base_lines, body="\n".join(em.lines))
     return EmittedKernel(source, shared_bytes, tuple(em.smem.buffers))

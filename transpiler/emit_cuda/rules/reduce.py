@@ -68,7 +68,8 @@ def reduce(em, op, layout_unused):
         init = inp.at("r")
         if edt != adt:
             init = f"tp::cast<{ct}>({init})"
-        accs.append(dict(name=f"{base}{i if len(inputs) > 1 else ''}", ctype=ct, init=init))
+        # each operand's accumulator is a name of its own (`base` + `0` could be another reduction's `base`)
+        accs.append(dict(name=em.fresh(f"{base}{i}") if len(inputs) > 1 else base, ctype=ct, init=init))
     acc_refs_o = ", ".join(f"{a['name']}[o]" for a in accs)
 
     def value_of(i, inp, r):
