@@ -698,9 +698,26 @@ def _where(b, condition, x, y):
     return elementwise(b, "select", [c, x, y], dt)
 
 
+def as_tensor(b, x) -> Value:
+    """Triton's `to_tensor`: a Python number becomes a scalar of its own type (int32/uint32/int64/uint64 by
+    value, fp32 or fp64 by magnitude, int1), so it takes part in the promotion that follows like any scalar,
+    not as the weak literal of `+` (`tl.minimum(u8, 3)` is int32, `tl.minimum(fp16, 2.0)` fp32)."""
+    no_record_operand(b, x)
+    return to_value(b, x)
+
+
+def float32_if_bf16(b, v: Value) -> Value:
+    """Triton computes min, max and clamp of bf16 operands in fp32, and the result stays fp32."""
+    return cast(b, v, dtypes.float32) if v.dtype is dtypes.bfloat16 else v
+
+
+def _minmax_operands(b, *operands):
+    return [float32_if_bf16(b, as_tensor(b, x)) for x in operands]
+
+
 def _minmax(fn):
     def apply(b, x, y, propagate_nan=None):
-        x, y, dt = binary_operands(b, x, y)
+        x, y, dt = binary_operands(b, *_minmax_operands(b, x, y))
         nan = const_value(b, propagate_nan, "propagate_nan") or 0
         return elementwise(b, fn, [x, y], dt, propagate_nan=bool(nan))
     return apply
@@ -712,7 +729,15 @@ RULES["maximum"] = _minmax("max")
 
 @rule("clamp")
 def _clamp(b, x, min, max, propagate_nan=None):
-    return RULES["minimum"](b, RULES["maximum"](b, x, min, propagate_nan), max, propagate_nan)
+    x, lo, hi = _minmax_operands(b, x, min, max)
+    # Triton's order: the bounds meet first, then x meets each bound.
+    lo, hi, _ = binary_operands(b, lo, hi)
+    x, lo, _ = binary_operands(b, x, lo)
+    x, hi, dt = binary_operands(b, x, hi)
+    if not dt.is_floating():
+        raise b.error(DTypeError, f"tl.clamp is defined on floating-point values only, not {dt!r} "
+                      "(not Triton's language)", hint="use tl.minimum(tl.maximum(x, lo), hi) for integers")
+    return RULES["minimum"](b, RULES["maximum"](b, x, lo, propagate_nan), hi, propagate_nan)
 
 
 def _float_math(fn, allow_int=False):
@@ -735,11 +760,18 @@ RULES["abs"] = _float_math("abs", allow_int=True)
 
 @rule("fma")
 def _fma(b, x, y, z):
-    x, y, dt = binary_operands(b, x, y)
-    x, z, dt = binary_operands(b, x, z)
-    x, y = broadcast_pair(b, x, cast(b, y, dt))
+    x, y, z = (as_tensor(b, v) for v in (x, y, z))
+    # Triton's order of promotion: x with y, then z with x, then z with y; the result has x's type.
+    x, y, _ = binary_operands(b, x, y)
+    z, x, _ = binary_operands(b, z, x)
+    z, y, dt = binary_operands(b, z, y)
+    if not dt.is_floating():
+        raise b.error(DTypeError, f"tl.fma is defined on floating-point values only, not {dt!r} "
+                      "(not Triton's language)", hint="write x * y + z for integers")
+    x, y = broadcast_pair(b, x, y)
     y, z = broadcast_pair(b, y, z)
-    x, _ = broadcast_pair(b, x, z)
+    x, z = broadcast_pair(b, x, z)
+    x, y = broadcast_pair(b, x, y)
     return elementwise(b, "fma", [x, y, z], dt)
 
 
