@@ -711,6 +711,12 @@ def float32_if_bf16(b, v: Value) -> Value:
     return cast(b, v, dtypes.float32) if v.dtype is dtypes.bfloat16 else v
 
 
+def _floats_only(b, what, dt, hint):
+    if not dt.is_floating():
+        raise b.error(DTypeError, f"{what} is defined on floating-point values only, not {dt!r} "
+                      "(not Triton's language)", hint=hint)
+
+
 def _minmax_operands(b, *operands):
     return [float32_if_bf16(b, as_tensor(b, x)) for x in operands]
 
@@ -734,9 +740,7 @@ def _clamp(b, x, min, max, propagate_nan=None):
     lo, hi, _ = binary_operands(b, lo, hi)
     x, lo, _ = binary_operands(b, x, lo)
     x, hi, dt = binary_operands(b, x, hi)
-    if not dt.is_floating():
-        raise b.error(DTypeError, f"tl.clamp is defined on floating-point values only, not {dt!r} "
-                      "(not Triton's language)", hint="use tl.minimum(tl.maximum(x, lo), hi) for integers")
+    _floats_only(b, "tl.clamp", dt, "use tl.minimum(tl.maximum(x, lo), hi) for integers")
     return RULES["minimum"](b, RULES["maximum"](b, x, lo, propagate_nan), hi, propagate_nan)
 
 
@@ -765,9 +769,7 @@ def _fma(b, x, y, z):
     x, y, _ = binary_operands(b, x, y)
     z, x, _ = binary_operands(b, z, x)
     z, y, dt = binary_operands(b, z, y)
-    if not dt.is_floating():
-        raise b.error(DTypeError, f"tl.fma is defined on floating-point values only, not {dt!r} "
-                      "(not Triton's language)", hint="write x * y + z for integers")
+    _floats_only(b, "tl.fma", dt, "write x * y + z for integers")
     x, y = broadcast_pair(b, x, y)
     y, z = broadcast_pair(b, y, z)
     x, z = broadcast_pair(b, x, z)
