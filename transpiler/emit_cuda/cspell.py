@@ -42,6 +42,8 @@ def literal(value, dt) -> str:
             return f"tp::cast<{dt.c_name}>({core})"
         return core
     if dt.bits == 64:
+        if value == -2**63:       # 9223372036854775808LL does not fit long long: negating it is no literal
+            return "(-9223372036854775807LL - 1)"
         return f"{value}{'ULL' if not dt.signed else 'LL'}"
     if not dt.signed:
         return f"{value}u"
@@ -91,6 +93,9 @@ _INT_FUNCS = {
     "floordiv": "{a} / {b}", "mod": "{a} % {b}",
 }
 
+# Integer operators whose C result (int, for 8- and 16-bit operands) can leave the operands' range.
+_NARROWED = {"add", "sub", "mul", "shl", "neg", "invert"}
+
 # Operators the 16-bit float types support natively (cuda_fp16.hpp / cuda_bf16.hpp).
 _HALF_NATIVE = {"add", "sub", "mul", "neg", "lt", "le", "gt", "ge", "eq", "ne", "select"}
 
@@ -118,6 +123,10 @@ def elementwise_expr(fn: str, operand_dt, result_dt, args, propagate_nan=False) 
         return _OPERATORS[fn].format(a=a, b=b, c=c)
     if fn in _INT_FUNCS:
         return _INT_FUNCS[fn].format(a=a, b=b, c=c)
+    if fn in _NARROWED and dt.kind is not dtypes.Kind.BOOL and dt.bits < 32:
+        # C computes 8- and 16-bit operands as int; the conversion back wraps, as Triton's result does, and
+        # spelled out it draws no truncation warning when both operands are constants.
+        return f"static_cast<{dt.c_name}>({_OPERATORS[fn].format(a=a, b=b, c=c)})"
     if fn in ("and", "or") and dt is dtypes.int1:
         return ("{a} && {b}" if fn == "and" else "{a} || {b}").format(a=a, b=b)
     if fn == "xor" and dt is dtypes.int1:

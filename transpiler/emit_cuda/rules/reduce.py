@@ -5,6 +5,8 @@ is the slice layout (those bits dropped), replicated over the lanes and warps th
 """
 from __future__ import annotations
 
+import re
+
 from .. import cspell
 from ..bits import bit_moves
 from ..emitter import Read, lowering
@@ -81,7 +83,9 @@ def reduce(em, op, layout_unused):
     def shuffled(m):
         return ", ".join(f"tp::shfl_xor({a['name']}[o], {m})" for a in accs)
 
-    ctx = dict(accs=accs, n_out=n_out, first_reg=deposit_o, n_in_thread=1 << len(red_regs), reg_of_ok=reg_of_ok,
+    reads_r = re.compile(r"\br\b")     # an operand equal in every register (a splat) reads no register
+    ctx = dict(init_reads_r=any(reads_r.search(a["init"]) for a in accs),
+               input_reads_r=bool(reads_r.search(input_vals)), accs=accs, n_out=n_out, first_reg=deposit_o, n_in_thread=1 << len(red_regs), reg_of_ok=reg_of_ok,
                combine=fn, acc_refs_o=acc_refs_o, input_vals=input_vals, lane_masks=lane_masks, shuffled=shuffled,
                smem=bool(warp_bits))
     if warp_bits:
