@@ -61,3 +61,22 @@ def test_generator_is_deterministic_and_covers_the_language():
     assert any(c.helpers for c in cases) and any(k.startswith("FLAG") for c in cases for k in c.constexprs)
     assert any(n.attrs.get("keep_dims") for c in cases for n in c.nodes)
     assert all(any(s % b for s, b in zip(c.sizes, c.block)) or c.sizes == c.block for c in cases)
+
+
+def test_gpu_runner_machinery_runs_batches_in_subprocesses_and_summarizes(tmp_path):
+    """bench/fuzz.py's batches, subprocesses and summary, with the GPU paths left out (--cpu)."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, str(root / "bench" / "fuzz.py"), "--count", "6", "--seed", "500",
+                           "--out", str(out), "--budget", "120", "--jobs", "2", "--batch", "3", "--cpu",
+                           "--work", str(tmp_path / "work")], capture_output=True, text=True, timeout=300,
+                          env={**__import__("os").environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["run"] == 6 and summary["equal"] == 6, summary
+    assert sorted(p.name for p in (tmp_path / "work" / "parts").glob("*.jsonl")) == ["seeds_500.jsonl",
+                                                                                      "seeds_503.jsonl"]
