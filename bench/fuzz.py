@@ -105,7 +105,25 @@ def check_one(seed, kernels_dir, gpu=True):
         zeros = _signed_zero_differences(case, ours, theirs)
         if zeros:
             found["signed_zero"] = zeros
-    return {"seed": seed, "results": found, "source": case.source if found else ""}
+    return {"seed": seed, "results": found, "verdict": verdict(found), "source": case.source if found else ""}
+
+
+def verdict(found) -> str:
+    """Who is alone in a disagreement: 'ours' (Triton, the interpreter and NumPy agree), 'triton' (ours, the
+    interpreter and NumPy agree), 'gpu_vs_cpu' (ours agrees with Triton, the interpreter with NumPy: a rounding
+    the generator's tolerance does not cover, or a model of the generator's), or the kind itself."""
+    kinds = set(found)
+    if not kinds:
+        return "equal"
+    if kinds <= {"ours_vs_triton", "ours_vs_interpreter", "signed_zero"} and "ours_vs_interpreter" in kinds \
+            and "ours_vs_triton" in kinds:
+        return "ours"
+    if kinds <= {"ours_vs_triton", "triton_vs_numpy", "signed_zero"} and kinds >= {"ours_vs_triton",
+                                                                                   "triton_vs_numpy"}:
+        return "triton"
+    if kinds == {"ours_vs_interpreter", "triton_vs_numpy"}:
+        return "gpu_vs_cpu"
+    return "+".join(sorted(kinds))
 
 
 def worker(seeds, out_file, kernels_dir, deadline, gpu):
@@ -193,15 +211,18 @@ def _source_of(seed):
 
 
 def summarize(rows, requested, elapsed, out):
-    by_kind = {}
+    by_kind, by_verdict = {}, {}
     mismatches = []
     for r in rows:
         for kind, details in r["results"].items():
             by_kind[kind] = by_kind.get(kind, 0) + 1
         if r["results"]:
             mismatches.append(r)
+            v = r.get("verdict") or verdict(r["results"])
+            by_verdict[v] = by_verdict.get(v, 0) + 1
     summary = {"requested": requested, "run": len(rows), "equal": len(rows) - len(mismatches),
-               "mismatches_by_kind": by_kind, "elapsed_s": round(elapsed, 1),
+               "mismatches_by_kind": by_kind, "mismatches_by_who_is_alone": by_verdict,
+               "elapsed_s": round(elapsed, 1),
                "mismatches": sorted(mismatches, key=lambda r: r["seed"])}
     (Path(out) / "summary.json").write_text(json.dumps(summary, indent=1))
     print(json.dumps({k: v for k, v in summary.items() if k != "mismatches"}))

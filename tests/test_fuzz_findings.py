@@ -137,3 +137,110 @@ def test_the_most_negative_int64_literal_is_spelled_as_a_valid_constant():
     src = int64_min_literal_kernel.cuda_source(x, out, 200, BLOCK=128)
     assert "9223372036854775808" not in src
     compiles_cleanly(src)
+
+
+# ---- found on the H200 (bench/fuzz.py, 2026-12-01): the compiled path disagreed with Triton and the interpreter ---
+
+@transpiler.jit
+def scalar_over_block_kernel(OUT_MOD, OUT_DIV, N, s, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < N
+    d = (offs & 7) + 1                      # varies along the block
+    tl.store(OUT_MOD + offs, s % d, mask=mask)
+    tl.store(OUT_DIV + offs, s // d, mask=mask)
+
+
+def test_a_uniform_value_over_a_varying_divisor_is_not_uniform():
+    """`s % d` and `s // d` vary with d: the axis info said they were constant over runs (computed once per
+    run of registers from the first one), which the compiled kernels got wrong for every element but the first
+    of each run."""
+    from transpiler.analysis.axis_info import AxisInfoAnalysis
+    out_mod, out_div = np.zeros(300, np.int32), np.zeros(300, np.int32)
+    ir = scalar_over_block_kernel.ir(out_mod, out_div, 300, -11, BLOCK=256)
+    info = AxisInfoAnalysis(ir)
+    results = [op.result for op in ir.walk() if op.name == "elementwise" and op.attrs["fn"] in ("mod", "floordiv")]
+    assert len(results) == 2 and all(info[r].constancy == (1,) for r in results)
+    scalar_over_block_kernel.interpret[(2,)](out_mod, out_div, 300, -11, BLOCK=256)
+    d = (np.arange(300) & 7) + 1
+    np.testing.assert_array_equal(out_mod, np.fmod(-11, d))
+    np.testing.assert_array_equal(out_div, np.trunc(-11 / d).astype(np.int32))
+
+
+@transpiler.jit
+def narrow_constant_argmin_kernel(OUT, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    threes = tl.full((BLOCK,), 3, tl.int16)
+    tl.store(OUT + offs, tl.argmin(threes, axis=0) - (-3) + -threes)   # also `-` of the literal -3
+
+
+@needs_nvrtc
+def test_argmin_of_a_narrow_constant_block_and_negated_negative_literals_compile():
+    """NVRTC rejected `combine_argmin(short&, int&, 3, idx)` (template deduction) and `--3`."""
+    out = np.zeros(1024, np.int32)
+    narrow_constant_argmin_kernel.interpret[(1,)](out, BLOCK=1024)      # 8 elements per thread
+    np.testing.assert_array_equal(out, np.zeros(1024, np.int32))
+    compiles_cleanly(narrow_constant_argmin_kernel.cuda_source(out, BLOCK=1024))
+
+
+@transpiler.jit
+def argument_equal_to_one_kernel(X, OUT, N, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < N
+    x = tl.load(X + offs, mask=mask, other=0)
+    small = n.to(tl.uint8)                  # n == 1 is specialized, but stays an int32 scalar
+    tl.static_print((x + n).dtype, small.dtype)
+    tl.store(OUT + offs, (x + n) - small, mask=mask)
+
+
+def test_an_integer_argument_equal_to_one_is_an_int32_scalar(capsys):
+    """Triton specializes an integer argument equal to 1 to the constant 1 but types it as the int32 scalar it
+    is: `n.to(...)` works and `x_int8 + n` is int32 (we refused `.to` and typed `+` as with a literal)."""
+    x = np.full(100, 127, np.int8)
+    out = np.zeros(100, np.int32)
+    argument_equal_to_one_kernel.ir(x, out, 100, 1, BLOCK=128)
+    assert capsys.readouterr().out.strip() == "int32 uint8"
+    argument_equal_to_one_kernel.interpret[(1,)](x, out, 100, 1, BLOCK=128)
+    assert capsys.readouterr().out.strip() == "int32 uint8"
+    np.testing.assert_array_equal(out, np.full(100, 127))      # 127 + 1 - 1 in int32: no int8 wrap-around
+    compiles_cleanly(argument_equal_to_one_kernel.cuda_source(x, out, 100, 1, BLOCK=128))
+
+
+@transpiler.jit
+def argmax_keep_dims_index_only_kernel(X, OUT, BM: tl.constexpr, BN: tl.constexpr):
+    rows = tl.arange(0, BM)[:, None]
+    cols = tl.arange(0, BN)[None, :]
+    x = tl.load(X + rows * BN + cols).to(tl.float16)
+    tl.store(OUT + cols, tl.argmax(x, axis=0, keep_dims=True))      # [1, BN]; the value half goes unused
+
+
+@needs_nvrtc
+def test_an_unused_value_half_of_a_kept_dims_argmax_is_not_emitted():
+    x = np.random.default_rng(5).permutation(8 * 32).astype(np.float32)
+    out = np.zeros(32, np.int32)
+    argmax_keep_dims_index_only_kernel.interpret[(1,)](x, out, BM=8, BN=32)
+    np.testing.assert_array_equal(out, np.argmax(x.reshape(8, 32), axis=0))
+    compiles_cleanly(argmax_keep_dims_index_only_kernel.cuda_source(x, out, BM=8, BN=32))
+
+
+@transpiler.jit
+def negate_kernel(X, H, OUT, OUT_H, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < N
+    tl.store(OUT + offs, -tl.load(X + offs, mask=mask), mask=mask)
+    tl.store(OUT_H + offs, -tl.load(H + offs, mask=mask), mask=mask)
+
+
+def test_negation_is_triton_s_zero_minus_x_so_plus_zero_stays_plus_zero():
+    """Triton spells `-x` as `0 - x`: -(+0.0) is +0.0 there (C's `-x` gave -0.0: the fp16 and fp32 zeros the
+    GPU fuzz run found against Triton)."""
+    x = np.array([0.0, -0.0, 1.5, -2.0] * 25, np.float32)
+    h = x.astype(np.float16)
+    out, out_h = np.full(100, np.nan, np.float32), np.full(100, np.nan, np.float16)
+    negate_kernel.interpret[(1,)](x, h, out, out_h, 100, BLOCK=128)
+    expected = np.float32(0.0) - x
+    np.testing.assert_array_equal(out, expected)
+    assert not np.signbit(out[0]) and not np.signbit(out_h[0]) and not np.signbit(out[1])
+    np.testing.assert_array_equal(np.signbit(out_h), np.signbit(expected))
+    src = negate_kernel.cuda_source(x, h, out, out_h, 100, BLOCK=128)
+    assert "0.0f - " in src
+    compiles_cleanly(src)

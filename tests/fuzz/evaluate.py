@@ -160,12 +160,13 @@ class Evaluation:
                 return np.minimum(np.maximum(x, y), self.arg(a[2], n.shape, None, ct))
             return np.minimum(x, y) if op == "minimum" else np.maximum(x, y)
         if op == "fma":
-            x, y, z = (self.arg(v, n.shape, None, ct).astype(np.float64) for v in a)
+            x, y = (convert(self.arg(v, n.shape, None, n.attrs["ct_xy"]), n.attrs["ct_xy"], ct) for v in a[:2])
+            x, y, z = x.astype(np.float64), y.astype(np.float64), self.arg(a[2], n.shape, None, ct).astype(np.float64)
             return round_to(x * y + z, n.dtype)
         if op == "neg":
             x = self.lift(a[0], n.shape)
             with np.errstate(over="ignore"):
-                return (np.zeros_like(x) - x).astype(x.dtype) if is_int(n.dtype) else -x
+                return (np.zeros_like(x) - x).astype(x.dtype)      # Triton's -x is 0 - x (+0.0 stays +0.0)
         if op == "invert":
             x = self.lift(a[0], n.shape)
             return np.logical_not(x) if n.dtype == BOOL else np.invert(x)

@@ -110,7 +110,8 @@ def _float_result(lo, hi, dtype, operands, exact=None, scale=None):
     if exact is None:
         exact = all(f.exact and f.scale is not None for f in operand_facts)
     peak = max([f.peak for f in operand_facts] + [0.0])
-    return float_facts(lo, hi, dtype, exact, scale if exact else None, peak)
+    noise = max([f.noise for f in operand_facts] + [0.0])
+    return float_facts(lo, hi, dtype, exact, scale if exact else None, peak, noise)
 
 
 class Generator:
@@ -423,7 +424,7 @@ class Generator:
         exact = fx.exact and fy.exact
         scale = max(fx.scale or 0, fy.scale or 0) if fx.scale is not None and fy.scale is not None else None
         return float_facts(lo, hi, ct, exact and scale is not None or (exact and fx.scale is None), scale,
-                           max(fx.peak, fy.peak))
+                           max(fx.peak, fy.peak), max(fx.noise, fy.noise))
 
     def _strict_types(self, *xs):
         """Triton's to_tensor then (for min/max/clamp) bf16 to fp32: the operands' types, none of them weak."""
@@ -449,7 +450,7 @@ class Generator:
         pick = min if fn == "minimum" else max
         lo, hi = pick(fa.lo, fb.lo), pick(fa.hi, fb.hi)
         facts = self.union(ct, fa, fb)
-        facts = facts and Facts(lo, hi, facts.exact, facts.scale, facts.peak)
+        facts = facts and Facts(lo, hi, facts.exact, facts.scale, facts.peak, facts.noise)
         return facts and self.expr_node(fn, [a, b], ct, shape, facts, f"tl.{fn}({{}}, {{}})", ct=ct)
 
     def op_clamp(self):
@@ -463,7 +464,7 @@ class Generator:
         if fx is None:
             return None
         facts = float_facts(max(min(fx.lo, hi), lo), min(max(fx.hi, lo), hi), ct, fx.exact, max(fx.scale or 0, 2)
-                            if fx.scale is not None else None, fx.peak)
+                            if fx.scale is not None else None, fx.peak, fx.noise)
         return facts and self.expr_node("clamp", [x, lo, hi], ct, x.shape, facts, "tl.clamp({}, {}, {})", ct=ct)
 
     def op_fma(self):
@@ -476,13 +477,15 @@ class Generator:
             return None
         dx, dy, dz = self._strict_types(x, y, z)
         try:
-            ct = computation_type(dx, False, dy, False)
-            ct = computation_type(dz, False, ct, False)
+            ct_xy = computation_type(dx, False, dy, False)
+            ct = computation_type(dz, False, ct_xy, False)
         except Untypeable:
             return None
         if not is_float(ct):
             return None
-        fx, fy = convert(x.facts, dx, ct), convert(y.facts, dy, ct)
+        # Triton's order: x and y meet first (y may round there, an int64 into fp16), then z meets them
+        fx, fy = (convert(f, d, ct_xy) for f, d in ((x.facts, dx), (y.facts, dy)))
+        fx, fy = (f and convert(f, ct_xy, ct) for f in (fx, fy))
         fz = convert(z.facts if isinstance(z, Node) else _literal_facts(z), dz, ct)
         shape = self._shape(x, y, z)
         if None in (fx, fy, fz) or shape is None:
@@ -490,7 +493,8 @@ class Generator:
         products = [fx.lo * fy.lo, fx.lo * fy.hi, fx.hi * fy.lo, fx.hi * fy.hi]
         facts = _float_result(min(products) + fz.lo, max(products) + fz.hi, ct, [fx, fy, fz],
                               scale=max((fx.scale or 0) + (fy.scale or 0), fz.scale or 0))
-        return facts and self.expr_node("fma", [x, y, z], ct, shape, facts, "tl.fma({}, {}, {})", ct=ct)
+        return facts and self.expr_node("fma", [x, y, z], ct, shape, facts, "tl.fma({}, {}, {})", ct=ct,
+                                        ct_xy=ct_xy)
 
     def op_unary(self):
         fn = self.rng.choice(["neg", "invert", "abs"])
@@ -520,10 +524,10 @@ class Generator:
                     if is_signed(dt) else f
         else:
             if fn == "neg":
-                facts = Facts(-f.hi, -f.lo, f.exact, f.scale, f.peak)
+                facts = Facts(-f.hi, -f.lo, f.exact, f.scale, f.peak, f.noise)
             else:
                 facts = Facts(0.0 if f.lo <= 0 <= f.hi else min(abs(f.lo), abs(f.hi)), f.magnitude, f.exact,
-                              f.scale, f.peak)
+                              f.scale, f.peak, f.noise)
         return self.expr_node(fn, [a], dt, a.shape, facts, "-{}" if fn == "neg" else "tl.abs({})")
 
     def op_math(self):
@@ -554,7 +558,7 @@ class Generator:
                   "sigmoid": lambda: (0.0, 1.0), "floor": lambda: (math.floor(lo), math.floor(hi)),
                   "ceil": lambda: (math.ceil(lo), math.ceil(hi))}[fn]()
         exact = fn in ("floor", "ceil")
-        facts = float_facts(bounds[0], bounds[1], a.dtype, exact, 0 if exact else None, max(f.peak, 1.0))
+        facts = float_facts(bounds[0], bounds[1], a.dtype, exact, 0 if exact else None, max(f.peak, 1.0), f.noise)
         return facts and self.expr_node(fn, [a], a.dtype, a.shape, facts, f"tl.{fn}({{}})")
 
     def op_cast(self):

@@ -12,6 +12,9 @@ INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64, "uint8": 8, "uint1
             "uint64": 64}
 MANTISSA = {"float16": 11, "bfloat16": 8, "float32": 24, "float64": 53}
 BOOL = "int1"
+# The relative error an inexact value of each float type may carry against the float64 evaluation (rounding
+# order, fast division and math functions, contraction into fma), the basis of the runner's tolerances.
+NOISE = {"float16": 2.0**-7, "bfloat16": 2.0**-4, "float32": 2.0**-14, "float64": 2.0**-30}
 # Magnitudes the generator lets a value of each float type reach (far from overflow, so no inf appears).
 FLOAT_LIMIT = {"float16": 2.0e3, "bfloat16": 1.0e6, "float32": 1.0e8, "float64": 1.0e12}
 
@@ -127,13 +130,15 @@ class Facts:
     exact: bool = True
     scale: int | None = 0
     peak: float = 0.0
+    noise: float = 0.0     # the relative rounding error it may carry: the NOISE of the narrowest float it was
+    #                        rounded in (an fp32 erf converted to fp64 is still only fp32-accurate)
 
     @property
     def magnitude(self):
         return max(abs(self.lo), abs(self.hi))
 
 
-def float_facts(lo, hi, dtype, exact, scale, peak=0.0):
+def float_facts(lo, hi, dtype, exact, scale, peak=0.0, noise=0.0):
     """Facts of a float result, with exactness kept only while the values fit the mantissa, or None when the
     range leaves what the generator allows for `dtype`."""
     magnitude = max(abs(lo), abs(hi))
@@ -143,7 +148,8 @@ def float_facts(lo, hi, dtype, exact, scale, peak=0.0):
         exact, scale = False, None
     if not exact:
         scale = None
-    return Facts(lo, hi, exact, scale, max(peak, magnitude))
+        noise = max(noise, NOISE[dtype])
+    return Facts(lo, hi, exact, scale, max(peak, magnitude), noise)
 
 
 def int_facts(lo, hi, dtype):
@@ -164,7 +170,7 @@ def convert(f: Facts, src, dst):
     if is_float(dst):
         if is_float(src):
             exact = f.exact and (f.scale is not None or MANTISSA[dst] >= MANTISSA[src])
-            return float_facts(f.lo, f.hi, dst, exact, f.scale, f.peak)
+            return float_facts(f.lo, f.hi, dst, exact, f.scale, f.peak, f.noise)
         return float_facts(float(f.lo), float(f.hi), dst, True, 0, f.peak)
     if dst == BOOL:
         return None

@@ -78,6 +78,8 @@ _FLOAT_MATH = {
     "max": ("fmaxf({a}, {b})", "fmax({a}, {b})"),
     "min_nan": ("tp::min_propagate_nan({a}, {b})", "tp::min_propagate_nan({a}, {b})"),
     "max_nan": ("tp::max_propagate_nan({a}, {b})", "tp::max_propagate_nan({a}, {b})"),
+    # Triton's `-x` is `0 - x` (its semantic.minus): +0.0 stays +0.0, where C's `-x` would give -0.0
+    "neg": ("0.0f - {a}", "0.0 - {a}"),
 }
 _FLOAT_MATH.update(LIBDEVICE_SPELLINGS)
 
@@ -97,11 +99,13 @@ _INT_FUNCS = {
 _NARROWED = {"add", "sub", "mul", "shl", "neg", "invert"}
 
 # Operators the 16-bit float types support natively (cuda_fp16.hpp / cuda_bf16.hpp).
-_HALF_NATIVE = {"add", "sub", "mul", "neg", "lt", "le", "gt", "ge", "eq", "ne", "select"}
+_HALF_NATIVE = {"add", "sub", "mul", "lt", "le", "gt", "ge", "eq", "ne", "select"}
 
 
 def elementwise_expr(fn: str, operand_dt, result_dt, args, propagate_nan=False) -> str:
     """The C expression computing `fn` on operand expressions `args`."""
+    if fn in ("neg", "invert") and args and (args[0][:1] in "-~+" or needs_parens(args[0])):
+        args = [f"({args[0]})"]       # `-` of the literal -3 is -(-3), never the decrement --3
     a = args[0] if args else None
     b = args[1] if len(args) > 1 else None
     c = args[2] if len(args) > 2 else None

@@ -96,6 +96,10 @@ def cast(b, v, dt, bitcast=False) -> Value:
             raise b.error(DTypeError, f"a pointer can only be cast to int64 or uint64, not {dt!r}")
     if dt.is_ptr() and not v.dtype.is_ptr() and v.dtype not in (dtypes.int64, dtypes.uint64):
         raise b.error(DTypeError, f"only 64-bit integers can be cast to a pointer, not {v.dtype!r}")
+    owner = v.owner
+    if (getattr(owner, "name", None) == "constant" and not v.shape and v.dtype.kind is Kind.INT
+            and dt.kind in (Kind.INT, Kind.FLOAT)):
+        return constant(b, owner.attrs["value"], dt)     # an integer constant converts at compile time
     return b.emit("cast", [v], v.type.with_dtype(dt))
 
 
@@ -277,9 +281,24 @@ def pointer_offset(b, ptr, offset, negate):
     return b.emit("addptr", [ptr, offset], ptr.type)
 
 
+def _is_integer_one(v) -> bool:
+    """Whether `v` is the integer constant 1 (splat or broadcast to a block or not)."""
+    owner = getattr(v, "owner", None)
+    while getattr(owner, "name", None) in ("splat", "broadcast"):
+        owner = getattr(owner.operands[0], "owner", None)
+    return getattr(owner, "name", None) == "constant" and v.dtype.is_int() and owner.attrs.get("value") == 1
+
+
 def _arith(fn):
     def apply(b, x, y):
         x, y, dt = binary_operands(b, x, y)
+        if fn == "mul" and dt.is_int():
+            # An integer argument equal to 1 is specialized into the constant 1 (Triton's rule): multiplying
+            # by it (a unit stride) is the other operand, so the access stays contiguous and vectorizes.
+            if _is_integer_one(y):
+                return x
+            if _is_integer_one(x):
+                return y
         return elementwise(b, fn, [x, y], dt)
     return apply
 

@@ -106,9 +106,9 @@ def reduce(em, op, layout_unused):
     for i, (res, acc) in enumerate(zip(op.results, accs)):
         rdt = res.dtype
         conv = (lambda x: f"tp::cast<{cspell.ctype(rdt)}>({x})") if acc_dts[i] != rdt else (lambda x: x)
+        if not any(res in user.operands for user in em.kernel.walk()):
+            continue  # e.g. the value half of tl.argmax: an unused copy would draw a compiler warning
         if not res.shape:
-            if not any(res in user.operands for user in em.kernel.walk()):
-                continue  # e.g. the value half of tl.argmax: an unused const would draw a compiler warning
             name = em.name_of(res, "red")
             em.write(f"const {cspell.ctype(rdt)} {name} = {conv(acc['name'] + '[0]')};")
             em.bind(res, Read(scalar=name, ctype=cspell.ctype(rdt)), None)
