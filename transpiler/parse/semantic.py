@@ -241,7 +241,9 @@ def check_int32_overflow(b, result):
     if not isinstance(result, Value) or result.dtype is not dtypes.int32:
         return
     op = result.owner
-    fn = op.attrs.get("fn")
+    fn = op.attrs.get("fn") if getattr(op, "name", None) == "elementwise" else None
+    if fn not in _SYMBOL:
+        return      # folded away (x * 1 is x): nothing was computed that could overflow
     wide = [cast(b, v, dtypes.int64) for v in op.operands]
     r64 = elementwise(b, fn, wide, dtypes.int64)
     lo, hi = (splat(b, constant(b, bound, dtypes.int64), r64.shape) for bound in (-2**31, 2**31 - 1))
