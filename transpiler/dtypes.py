@@ -180,7 +180,8 @@ def from_array_dtype(dt) -> dtype:
 # ---------------------------------------------------------------------------------------------------------
 
 def python_scalar_dtype(value) -> dtype:
-    """How Triton types a Python literal: bool→int1, int→int32/uint32/int64/uint64 by value, float→fp32."""
+    """How Triton types a Python literal: bool→int1, int→int32/uint32/int64/uint64 by value, float→fp32 (fp64
+    outside fp32's normal range)."""
     if isinstance(value, (bool, np.bool_)):
         return int1
     if isinstance(value, (int, np.integer)) and not isinstance(value, np.integer):
@@ -196,7 +197,11 @@ def python_scalar_dtype(value) -> dtype:
     if isinstance(value, np.generic):
         return from_array_dtype(value.dtype)
     if isinstance(value, float):
-        return float32
+        # Triton keeps fp32 for 0, inf, NaN and fp32's normal range; other magnitudes are fp64.
+        magnitude = abs(value)
+        if magnitude in (0.0, float("inf")) or value != value or 2.0**-126 <= magnitude <= (2 - 2**-23) * 2.0**127:
+            return float32
+        return float64
     raise TypeError(f"cannot use a {type(value).__name__} as a scalar")
 
 

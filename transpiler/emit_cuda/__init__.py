@@ -13,7 +13,7 @@ def _params(kernel, written, c_names):
     out = []
     for a in kernel.args:
         dt = a.value.dtype
-        name = c_names[a.name]
+        name = c_names[a.value]
         if dt.is_ptr():
             const = "" if a.name in written else "const "
             out.append(f"{const}{cspell.ctype(dt.element_ty)}* __restrict__ {name}")
@@ -122,12 +122,9 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
     em = Emitter(kernel, analysis)
     written = written_pointer_args(kernel)
     em.const_pointers = const_pointer_values(kernel, written)
-    # a parameter keeps its Python name unless C++ or our templates claim it (`do`, or `r`, the register
-    # counter of every elementwise loop, which a parameter of that name would silently be shadowed by)
-    c_names = {a.name: em.fresh(a.name) for a in kernel.args}
     for a in kernel.args:
-        em.names[a.value] = c_names[a.name]
-        em.bind(a.value, Read(scalar=c_names[a.name], ctype=cspell.ctype(a.value.dtype)), None)
+        name = em.name_of(a.value, a.name)    # a parameter named like a template local (`r`) is renamed
+        em.bind(a.value, Read(scalar=name, ctype=cspell.ctype(a.value.dtype)), None)
     em.emit_region(kernel.body)
     notes = []
     for layout, i in sorted(em.layout_ids.items(), key=lambda kv: kv[1]):
@@ -140,7 +137,7 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
         # Tensor-core kernels plan their registers (fragments, stages); the others let the runtime tune occupancy.
         occupancy_macro=None if em.uses_tiles else OCCUPANCY_MACRO, maxnreg_macro=MAXNREG_MACRO,
         device_header=_device_header(em.uses_tiles), device_functions=em.device_functions,
-        params=_params(kernel, written, c_names), shared_bytes=shared_bytes,
+        params=_params(kernel, written, em.names), shared_bytes=shared_bytes,
         smem_align=SharedMemoryPool.WGMMA_ALIGN if analysis.uses_wgmma else SharedMemoryPool.ALIGN,
         shared_decls=(smem_constants + em.shared_decls) if shared_bytes else [],
         thread_bases=em.thread_base_lines, body="\n".join(em.lines))

@@ -20,21 +20,7 @@ from ..parse.ir import Value
 from . import cspell
 from .banks import conversion_padding
 from .bits import bit_moves
-
-_RESERVED = {"lane", "warp", "r", "run", "v", "o", "k", "j", "w", "src", "tp", "int", "float", "double", "char",
-             "short", "long", "unsigned", "signed", "bool", "true", "false", "if", "else", "for", "while", "do",
-             "return", "switch", "case", "default", "break", "continue", "const", "static", "struct", "class",
-             "union", "auto", "register", "volatile", "extern", "inline", "template", "typename", "namespace", "new",
-             "delete", "this", "operator", "sizeof", "void", "goto", "enum", "private", "public", "protected",
-             "virtual", "friend", "typedef", "using", "asm", "half", "min", "max", "abs", "exp", "log", "sqrt",
-             "and", "or", "xor", "not", "bitand", "bitor", "compl", "and_eq", "or_eq", "xor_eq", "not_eq",
-             "blockIdx", "threadIdx", "gridDim", "blockDim", "printf", "memcpy",
-             # names the dot and pipeline templates use for their loop counters and fragments
-             "kk", "mt", "nt", "gid", "tig", "a_frag", "b_frag",
-             # names the scan templates and the kernel template declare
-             "chunk", "tp_smem", "tp_smem_stage", "tp_smem_scratch_in_loop"}
-# the C functions elementwise spellings call (`sin(x)` on fp64 would not compile under a local named `sin`)
-_RESERVED |= cspell.called_functions()
+from .names import CNames
 
 LOWERINGS: dict = {}
 
@@ -98,7 +84,8 @@ class Emitter:
         self.lines: list = []
         self.indent = 1
         self.names: dict = {}
-        self.used_names: set = set()
+        self.c_names = CNames()
+        self.helper_names: dict = {}
         self.scopes: list = [{}]
         self.layout_ids: dict = {}
         self.thread_base_lines: list = []
@@ -149,18 +136,14 @@ class Emitter:
 
     # -- names ---------------------------------------------------------------------------------------------
     def fresh(self, hint: str) -> str:
-        base = re.sub(r"\W", "_", hint or "t")
-        if base[0].isdigit():
-            base = "_" + base
-        if base in _RESERVED:
-            base += "_"
-        name = base
-        i = 1
-        while name in self.used_names:
-            name = f"{base}_{i}"
-            i += 1
-        self.used_names.add(name)
-        return name
+        """A C name for something the kernel declares: unique in the whole `.cu` (see names.py)."""
+        return self.c_names.fresh(hint)
+
+    def function_name(self, hint: str) -> str:
+        """The C name of a device helper called `hint`, the same for every call (allocated on the first)."""
+        if hint not in self.helper_names:
+            self.helper_names[hint] = self.fresh(hint)
+        return self.helper_names[hint]
 
     def name_of(self, v: Value, hint=None) -> str:
         if v not in self.names:
@@ -188,7 +171,7 @@ class Emitter:
         if not terms:
             self.thread_bases[key] = None
             return None
-        name = f"L{self.layout_id(layout)}_dim{dim}"
+        name = self.fresh(f"L{self.layout_id(layout)}_dim{dim}")
         self.thread_base_lines.append(f"const int {name} = {' | '.join(terms)};")
         self.thread_bases[key] = name
         return name
@@ -205,7 +188,7 @@ class Emitter:
         key = ("tile", layout, tile.shape, tile.col_dim, tile.dtype.itemsize, tile.slabs)
         if key not in self.thread_bases:
             coords = [self.thread_base(layout, d) or "0" for d in range(2)]
-            name = f"L{self.layout_id(layout)}_tile{len([k for k in self.thread_bases if k[0] == 'tile'])}"
+            name = self.fresh(f"L{self.layout_id(layout)}_tile{len([k for k in self.thread_bases if k[0] == 'tile'])}")
             self.thread_base_lines.append(f"const int {name} = {tile.offset(coords)};")
             self.thread_bases[key] = name
         return self.thread_bases[key]

@@ -173,8 +173,9 @@ class Builder:
             value = Value(Type(spec.dtype), name=spec.name)
             args.append(Argument(spec.name, value, index, spec.divisibility, spec.equal_to_one, spec.is_none))
             if spec.equal_to_one:
-                # Triton specializes integer arguments equal to 1 into the constant 1.
-                self.scope.locals[spec.name] = 1
+                # Triton specializes integer arguments equal to 1 into the constant 1, which still behaves as
+                # a scalar of the argument's type (`n.to(tl.uint8)` works, `x_int8 + n` is int32).
+                self.scope.locals[spec.name] = semantic.constant(self, 1, spec.dtype)
             elif spec.is_none:
                 self.scope.locals[spec.name] = None
             else:
