@@ -64,7 +64,10 @@ def _save_failed_source(kernel_name, source):
 def nvrtc_options(arch: str, extra: tuple = ()) -> tuple:
     """NVRTC options for `arch`: CuPy's own set when this CuPy exposes it (its include folders, -ftz=true), else
     the same flags with the CUDA headers found on this machine."""
-    opts = (f"-arch={arch}", "--std=c++17", "-ftz=true", "--device-as-default-execution-space") + tuple(extra)
+    # 186 is "pointless comparison of unsigned integer with zero": a user's `x_uint >= 0` is valid Triton (always
+    # true), and the warning would blame the generated code for the kernel's own comparison.
+    opts = (f"-arch={arch}", "--std=c++17", "-ftz=true", "--device-as-default-execution-space",
+            "--diag-suppress=186") + tuple(extra)
     try:
         from cupy._core.core import assemble_cupy_compiler_options
         return tuple(assemble_cupy_compiler_options(opts))

@@ -1,7 +1,7 @@
 """The specialization key of one launch, computed in one pass over the arguments, cheap enough for every launch.
 
 Decides, per argument, the key part that selects a compiled variant, as Triton does: for pointers the element
-type and whether the address is 16-byte aligned; for integers int32 / uint32 / int64 / uint64 by value,
+type and whether the address is 16-byte aligned; for integers int32 / int64 / uint64 by value,
 whether the value is 1 (then folded to the constant 1) and whether it is divisible by 16; Python floats are
 fp32, bools int1; NumPy scalars keep their type; None is None to the compiler (as in Triton: `if B is not
 None:` folds) and a null pointer in its slot; constexprs by value. The same pass collects what the launch
@@ -53,20 +53,15 @@ _I32_PLAIN, _I32_ONE, _I32_DIV16 = int_part("int32", 3), int_part("int32", 1), i
 
 
 def integer_dtype(value: int):
-    if -2**31 <= value < 2**31:
-        return dtypes.int32
-    if 2**31 <= value < 2**32:
-        return dtypes.uint32
-    if -2**63 <= value < 2**63:
-        return dtypes.int64
-    return dtypes.uint64
+    """As Triton types an int argument: int32 when it fits, uint64 from 2**63, else int64 (`dtypes`)."""
+    return dtypes.argument_scalar_dtype(value)
 
 
 def wide_int_part(value: int, name: str, kernel_name: str):
-    """Key part of an int outside int32 (uint32, int64, uint64); LaunchError for one that no C integer holds."""
+    """Key part of an int outside int32 (int64, uint64); LaunchError for one that no C integer holds."""
     if -2**63 <= value < 2**64:
         return int_part(integer_dtype(value).name, value)
-    raise LaunchError(f"argument '{name}' = {value} does not fit any integer parameter type (int32, uint32, int64, "
+    raise LaunchError(f"argument '{name}' = {value} does not fit any integer parameter type (int32, int64, "
                       "uint64)", kernel=kernel_name, hint="pass a value between -2**63 and 2**64 - 1")
 
 

@@ -262,7 +262,8 @@ def from_array_dtype(dt) -> dtype:
 # ---------------------------------------------------------------------------------------------------------
 
 def python_scalar_dtype(value) -> dtype:
-    """How Triton types a Python literal: bool→int1, int→int32/uint32/int64/uint64 by value, float→fp32."""
+    """How Triton types a Python literal: bool→int1, int→int32/uint32/int64/uint64 by value, float→fp32 (fp64
+    outside fp32's normal range)."""
     if isinstance(value, (bool, np.bool_)):
         return int1
     if isinstance(value, (int, np.integer)) and not isinstance(value, np.integer):
@@ -278,7 +279,32 @@ def python_scalar_dtype(value) -> dtype:
     if isinstance(value, np.generic):
         return from_array_dtype(value.dtype)
     if isinstance(value, float):
+        # Triton keeps fp32 for 0, inf, NaN and fp32's normal range; other magnitudes are fp64.
+        magnitude = abs(value)
+        if magnitude in (0.0, float("inf")) or value != value or 2.0**-126 <= magnitude <= (2 - 2**-23) * 2.0**127:
+            return float32
+        return float64
+    raise TypeError(f"cannot use a {type(value).__name__} as a scalar")
+
+
+def argument_scalar_dtype(value) -> dtype:
+    """How Triton types a number passed to a kernel (its launch specialization, not its literal rule): bool→int1;
+    int→int32 when it fits, uint64 from 2**63, else int64 (no uint32); float, np.float64 included (a Python
+    float)→fp32; other NumPy scalars their own type."""
+    if isinstance(value, (bool, np.bool_)):
+        return int1
+    if isinstance(value, int):
+        if -2**31 <= value < 2**31:
+            return int32
+        if 2**63 <= value < 2**64:
+            return uint64
+        if -2**63 <= value < 2**63:
+            return int64
+        raise OverflowError(f"integer {value} does not fit in 64 bits")
+    if isinstance(value, float):
         return float32
+    if isinstance(value, np.generic):
+        return from_array_dtype(value.dtype)
     raise TypeError(f"cannot use a {type(value).__name__} as a scalar")
 
 

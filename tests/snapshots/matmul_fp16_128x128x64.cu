@@ -26,6 +26,10 @@ namespace tp {
 
 template <typename A, typename B> struct same_type { static constexpr bool value = false; };
 template <typename A> struct same_type<A, A> { static constexpr bool value = true; };
+// The accumulator's type alone decides a combiner's type: the value folded in (a literal `3`, an `int`
+// index) converts to it instead of failing template deduction.
+template <typename T> struct type_identity { using type = T; };
+template <typename T> using same_t = typename type_identity<T>::type;
 template <typename T> struct is_half16 { static constexpr bool value = false; };
 template <> struct is_half16<__half> { static constexpr bool value = true; };
 template <> struct is_half16<__nv_bfloat16> { static constexpr bool value = true; };
@@ -91,23 +95,25 @@ template <typename T> __device__ __forceinline__ T max_propagate_nan(T a, T b) {
 }
 
 // ---- combiners of the built-in reductions: fold x into the accumulator -----------------------------------
-template <typename T> __device__ __forceinline__ void combine_add(T& acc, T x) { acc = acc + x; }
-template <typename T> __device__ __forceinline__ void combine_xor(T& acc, T x) { acc = acc ^ x; }
-template <typename T> __device__ __forceinline__ void combine_max(T& acc, T x) {
+template <typename T> __device__ __forceinline__ void combine_add(T& acc, same_t<T> x) { acc = acc + x; }
+template <typename T> __device__ __forceinline__ void combine_xor(T& acc, same_t<T> x) { acc = acc ^ x; }
+template <typename T> __device__ __forceinline__ void combine_max(T& acc, same_t<T> x) {
   if constexpr (same_type<T, float>::value) acc = fmaxf(acc, x);
   else if constexpr (same_type<T, double>::value) acc = fmax(acc, x);
   else acc = x > acc ? x : acc;
 }
-template <typename T> __device__ __forceinline__ void combine_min(T& acc, T x) {
+template <typename T> __device__ __forceinline__ void combine_min(T& acc, same_t<T> x) {
   if constexpr (same_type<T, float>::value) acc = fminf(acc, x);
   else if constexpr (same_type<T, double>::value) acc = fmin(acc, x);
   else acc = x < acc ? x : acc;
 }
 // (value, index) pairs: the larger value wins; equal values keep the smaller index.
-template <typename T, typename I> __device__ __forceinline__ void combine_argmax(T& v, I& i, T xv, I xi) {
+template <typename T, typename I>
+__device__ __forceinline__ void combine_argmax(T& v, I& i, same_t<T> xv, same_t<I> xi) {
   if (xv > v || (xv == v && xi < i)) { v = xv; i = xi; }
 }
-template <typename T, typename I> __device__ __forceinline__ void combine_argmin(T& v, I& i, T xv, I xi) {
+template <typename T, typename I>
+__device__ __forceinline__ void combine_argmin(T& v, I& i, same_t<T> xv, same_t<I> xi) {
   if (xv < v || (xv == v && xi < i)) { v = xv; i = xi; }
 }
 
@@ -481,12 +487,9 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
   for (int r = 0; r < 8; ++r) offs_k[r] = L1_dim0 + r;
 
   // a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
-  int mul_3[8];
-  #pragma unroll
-  for (int r = 0; r < 8; ++r) mul_3[r] = offs_k[r] * 1;
   int add_4[64];
   #pragma unroll
-  for (int r = 0; r < 64; ++r) add_4[r] = (mul_2[((r >> 3) & 7)]) + (mul_3[(r & 7)]);
+  for (int r = 0; r < 64; ++r) add_4[r] = (mul_2[((r >> 3) & 7)]) + (offs_k[(r & 7)]);
   const __half* a_ptrs_1[64];
   #pragma unroll
   for (int r = 0; r < 64; ++r) a_ptrs_1[r] = a_ptr + add_4[r];
@@ -502,9 +505,9 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
   for (int r = 0; r < 8; ++r) offs_k_L2[r] = L2_dim0 + ((r << 3));
 
   // b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
-  int mul_4[8];
+  int mul_3[8];
   #pragma unroll
-  for (int r = 0; r < 8; ++r) mul_4[r] = offs_k_L2[r] * stride_bk;
+  for (int r = 0; r < 8; ++r) mul_3[r] = offs_k_L2[r] * stride_bk;
 
   // offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
   int idx_1[8];
@@ -518,12 +521,9 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
   for (int r = 0; r < 8; ++r) offs_bn[r] = add_5[r] % N;
 
   // b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
-  int mul_5[8];
-  #pragma unroll
-  for (int r = 0; r < 8; ++r) mul_5[r] = offs_bn[r] * 1;
   int add_6[64];
   #pragma unroll
-  for (int r = 0; r < 64; ++r) add_6[r] = (mul_4[((r >> 3) & 7)]) + (mul_5[(r & 7)]);
+  for (int r = 0; r < 64; ++r) add_6[r] = (mul_3[((r >> 3) & 7)]) + (offs_bn[(r & 7)]);
   const __half* b_ptrs_1[64];
   #pragma unroll
   for (int r = 0; r < 64; ++r) b_ptrs_1[r] = b_ptr + add_6[r];
@@ -539,12 +539,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
     if (k_ahead < floordiv) {
 
       // a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
-      const int mul_6 = k_ahead * 64;
-      const int sub_1 = K - mul_6;
+      const int mul_4 = k_ahead * 64;
+      const int sub_1 = K - mul_4;
 
       // b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
-      const int mul_7 = k_ahead * 64;
-      const int sub_2 = K - mul_7;
+      const int mul_5 = k_ahead * 64;
+      const int sub_2 = K - mul_5;
 
       // a_ptrs += BLOCK_K * stride_ak
       const __half* a_ptrs_2[64];
@@ -552,10 +552,10 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
       for (int r = 0; r < 64; ++r) a_ptrs_2[r] = a_ptrs_ahead[r] + 64;
 
       // b_ptrs += BLOCK_K * stride_bk
-      const int mul_8 = 64 * stride_bk;
+      const int mul_6 = 64 * stride_bk;
       const __half* b_ptrs_2[64];
       #pragma unroll
-      for (int r = 0; r < 64; ++r) b_ptrs_2[r] = b_ptrs_ahead[r] + mul_8;
+      for (int r = 0; r < 64; ++r) b_ptrs_2[r] = b_ptrs_ahead[r] + mul_6;
 
       // a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
       bool lt[8];
@@ -633,12 +633,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
         if (k_ahead < floordiv) {
 
           // a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
-          const int mul_6 = k_ahead * 64;
-          const int sub_1 = K - mul_6;
+          const int mul_4 = k_ahead * 64;
+          const int sub_1 = K - mul_4;
 
           // b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
-          const int mul_7 = k_ahead * 64;
-          const int sub_2 = K - mul_7;
+          const int mul_5 = k_ahead * 64;
+          const int sub_2 = K - mul_5;
 
           // a_ptrs += BLOCK_K * stride_ak
           const __half* a_ptrs_2_L4[64];
@@ -646,10 +646,10 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
           for (int r = 0; r < 64; ++r) a_ptrs_2_L4[r] = a_ptrs_ahead[r] + 64;
 
           // b_ptrs += BLOCK_K * stride_bk
-          const int mul_8 = 64 * stride_bk;
+          const int mul_6 = 64 * stride_bk;
           const __half* b_ptrs_2_L5[64];
           #pragma unroll
-          for (int r = 0; r < 64; ++r) b_ptrs_2_L5[r] = b_ptrs_ahead[r] + mul_8;
+          for (int r = 0; r < 64; ++r) b_ptrs_2_L5[r] = b_ptrs_ahead[r] + mul_6;
 
           // a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
           bool lt_L6[8];
@@ -717,12 +717,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
   bool ge[128];
   #pragma unroll
   for (int r = 0; r < 128; ++r) ge[r] = accumulator[r] >= 0.0f;
-  float mul_9[128];
+  float mul_7[128];
   #pragma unroll
-  for (int r = 0; r < 128; ++r) mul_9[r] = 0.01f * accumulator[r];
+  for (int r = 0; r < 128; ++r) mul_7[r] = 0.01f * accumulator[r];
   float accumulator_2[128];
   #pragma unroll
-  for (int r = 0; r < 128; ++r) accumulator_2[r] = ge[r] ? accumulator[r] : mul_9[r];
+  for (int r = 0; r < 128; ++r) accumulator_2[r] = ge[r] ? accumulator[r] : mul_7[r];
 
   // c = accumulator.to(c_ptr.dtype.element_ty)
   __half c[128];
@@ -730,10 +730,10 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
   for (int r = 0; r < 128; ++r) c[r] = tp::cast<__half>(accumulator_2[r]);
 
   // offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-  const int mul_10 = pid_m * 128;
+  const int mul_8 = pid_m * 128;
 
   // offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-  const int mul_11 = pid_n * 128;
+  const int mul_9 = pid_n * 128;
 
   // offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
   int idx_2[16];
@@ -741,15 +741,15 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
   for (int r = 0; r < 16; ++r) idx_2[r] = L8_dim0 + ((r << 3));
   int offs_cm[16];
   #pragma unroll
-  for (int r = 0; r < 16; ++r) offs_cm[r] = mul_10 + idx_2[r];
+  for (int r = 0; r < 16; ++r) offs_cm[r] = mul_8 + idx_2[r];
 
   // c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
-  int mul_12[16];
+  int mul_10[16];
   #pragma unroll
-  for (int r = 0; r < 16; ++r) mul_12[r] = stride_cm * offs_cm[r];
+  for (int r = 0; r < 16; ++r) mul_10[r] = stride_cm * offs_cm[r];
   __half* ptr[16];
   #pragma unroll
-  for (int r = 0; r < 16; ++r) ptr[r] = c_ptr + mul_12[r];
+  for (int r = 0; r < 16; ++r) ptr[r] = c_ptr + mul_10[r];
 
   // offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
   int idx_3[8];
@@ -757,15 +757,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
   for (int r = 0; r < 8; ++r) idx_3[r] = L3_dim0 + r;
   int offs_cn[8];
   #pragma unroll
-  for (int r = 0; r < 8; ++r) offs_cn[r] = mul_11 + idx_3[r];
+  for (int r = 0; r < 8; ++r) offs_cn[r] = mul_9 + idx_3[r];
 
   // c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
-  int mul_13[8];
-  #pragma unroll
-  for (int r = 0; r < 8; ++r) mul_13[r] = 1 * offs_cn[r];
   __half* c_ptrs[128];
   #pragma unroll
-  for (int r = 0; r < 128; ++r) c_ptrs[r] = (ptr[((r >> 3) & 15)]) + (mul_13[(r & 7)]);
+  for (int r = 0; r < 128; ++r) c_ptrs[r] = (ptr[((r >> 3) & 15)]) + (offs_cn[(r & 7)]);
 
   // tl.store(c_ptrs, c, mask=c_mask)
   // c to layout L9 through shared memory

@@ -16,6 +16,10 @@ namespace tp {
 
 template <typename A, typename B> struct same_type { static constexpr bool value = false; };
 template <typename A> struct same_type<A, A> { static constexpr bool value = true; };
+// The accumulator's type alone decides a combiner's type: the value folded in (a literal `3`, an `int`
+// index) converts to it instead of failing template deduction.
+template <typename T> struct type_identity { using type = T; };
+template <typename T> using same_t = typename type_identity<T>::type;
 template <typename T> struct is_half16 { static constexpr bool value = false; };
 template <> struct is_half16<__half> { static constexpr bool value = true; };
 template <> struct is_half16<__nv_bfloat16> { static constexpr bool value = true; };
@@ -81,23 +85,25 @@ template <typename T> __device__ __forceinline__ T max_propagate_nan(T a, T b) {
 }
 
 // ---- combiners of the built-in reductions: fold x into the accumulator -----------------------------------
-template <typename T> __device__ __forceinline__ void combine_add(T& acc, T x) { acc = acc + x; }
-template <typename T> __device__ __forceinline__ void combine_xor(T& acc, T x) { acc = acc ^ x; }
-template <typename T> __device__ __forceinline__ void combine_max(T& acc, T x) {
+template <typename T> __device__ __forceinline__ void combine_add(T& acc, same_t<T> x) { acc = acc + x; }
+template <typename T> __device__ __forceinline__ void combine_xor(T& acc, same_t<T> x) { acc = acc ^ x; }
+template <typename T> __device__ __forceinline__ void combine_max(T& acc, same_t<T> x) {
   if constexpr (same_type<T, float>::value) acc = fmaxf(acc, x);
   else if constexpr (same_type<T, double>::value) acc = fmax(acc, x);
   else acc = x > acc ? x : acc;
 }
-template <typename T> __device__ __forceinline__ void combine_min(T& acc, T x) {
+template <typename T> __device__ __forceinline__ void combine_min(T& acc, same_t<T> x) {
   if constexpr (same_type<T, float>::value) acc = fminf(acc, x);
   else if constexpr (same_type<T, double>::value) acc = fmin(acc, x);
   else acc = x < acc ? x : acc;
 }
 // (value, index) pairs: the larger value wins; equal values keep the smaller index.
-template <typename T, typename I> __device__ __forceinline__ void combine_argmax(T& v, I& i, T xv, I xi) {
+template <typename T, typename I>
+__device__ __forceinline__ void combine_argmax(T& v, I& i, same_t<T> xv, same_t<I> xi) {
   if (xv > v || (xv == v && xi < i)) { v = xv; i = xi; }
 }
-template <typename T, typename I> __device__ __forceinline__ void combine_argmin(T& v, I& i, T xv, I xi) {
+template <typename T, typename I>
+__device__ __forceinline__ void combine_argmin(T& v, I& i, same_t<T> xv, same_t<I> xi) {
   if (xv < v || (xv == v && xi < i)) { v = xv; i = xi; }
 }
 

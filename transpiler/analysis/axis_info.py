@@ -219,13 +219,16 @@ class AxisInfoAnalysis:
             a, b = infos
             contig = tuple(gcd(a.contiguity[d], b.divisibility[d]) if b.constancy[d] == sizes[d] or b.constant
                            is not None else 1 for d in range(len(sizes)))
+            # a run of equal results needs a run of equal dividends and of equal divisors (a uniform dividend
+            # over a varying divisor varies)
             return AxisInfo(contig, tuple(gcd(x, y) for x, y in zip(a.divisibility, b.divisibility)),
-                            a.constancy, _fold(a, b, lambda x, y: x % y if y else None))
+                            tuple(gcd(x, y) for x, y in zip(a.constancy, b.constancy)),
+                            _fold(a, b, lambda x, y: x % y if y else None))
         if fn == "floordiv":
             a, b = infos
             const = []
             for d in range(len(sizes)):
-                c = a.constancy[d]
+                c = gcd(a.constancy[d], b.constancy[d])
                 if b.constant and b.constant > 0 and a.divisibility[d] % b.constant == 0:
                     c = max(c, gcd(a.contiguity[d], b.constant))
                 const.append(c)

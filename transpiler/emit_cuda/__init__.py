@@ -9,11 +9,11 @@ from . import rules  # noqa: F401  (registers the lowering rules)
 from .emitter import Emitter, Read, SharedMemoryPool, jinja_env, templates_dir
 
 
-def _params(kernel, written):
+def _params(kernel, written, c_names):
     out = []
     for a in kernel.args:
         dt = a.value.dtype
-        name = a.name
+        name = c_names[a.value]
         if dt.is_ptr():
             const = "" if a.name in written else "const "
             out.append(f"{const}{cspell.ctype(dt.element_ty)}* __restrict__ {name}")
@@ -126,15 +126,14 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
     written = written_pointer_args(kernel)
     em.const_pointers = const_pointer_values(kernel, written)
     for a in kernel.args:
-        em.used_names.add(a.name)
-        em.names[a.value] = a.name
-        em.bind(a.value, Read(scalar=a.name, ctype=cspell.ctype(a.value.dtype)), None)
+        name = em.name_of(a.value, a.name)    # a parameter named like a template local (`r`) is renamed
+        em.bind(a.value, Read(scalar=name, ctype=cspell.ctype(a.value.dtype)), None)
     em.emit_region(kernel.body)
     notes = []
     for layout, i in sorted(em.layout_ids.items(), key=lambda kv: kv[1]):
         notes.append(f"layout L{i}: {layout.describe()} ({layout.num_regs} registers per thread)")
     shared_bytes, smem_constants = em.smem.layout()
-    params, body = _params(kernel, written), "\n".join(em.lines)
+    params, body = _params(kernel, written, em.names), "\n".join(em.lines)
     uses_fp8 = any("__nv_fp8" in text for text in params + [body])
     source = jinja_env().get_template("kernel.cu.j2").render(
         source_file=os.path.basename(kernel.source_file),  # no absolute path: stable snapshots

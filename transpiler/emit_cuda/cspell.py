@@ -7,6 +7,7 @@ does the same); `+ - *` and comparisons use the native half operators.
 from __future__ import annotations
 
 import math
+import re
 
 from .. import dtypes
 
@@ -43,6 +44,8 @@ def literal(value, dt) -> str:
             return f"{dt.c_name}({core})"
         return core
     if dt.bits == 64:
+        if value == -2**63:       # 9223372036854775808LL does not fit long long: negating it is no literal
+            return "(-9223372036854775807LL - 1)"
         return f"{value}{'ULL' if not dt.signed else 'LL'}"
     if not dt.signed:
         return f"{value}u"
@@ -77,6 +80,8 @@ _FLOAT_MATH = {
     "max": ("fmaxf({a}, {b})", "fmax({a}, {b})"),
     "min_nan": ("tp::min_propagate_nan({a}, {b})", "tp::min_propagate_nan({a}, {b})"),
     "max_nan": ("tp::max_propagate_nan({a}, {b})", "tp::max_propagate_nan({a}, {b})"),
+    # Triton's `-x` is `0 - x` (its semantic.minus): +0.0 stays +0.0, where C's `-x` would give -0.0
+    "neg": ("0.0f - {a}", "0.0 - {a}"),
 }
 
 _OPERATORS = {
@@ -91,12 +96,23 @@ _INT_FUNCS = {
     "floordiv": "{a} / {b}", "mod": "{a} % {b}",
 }
 
+# Integer operators whose C result (int, for 8- and 16-bit operands) can leave the operands' range.
+_NARROWED = {"add", "sub", "mul", "shl", "neg", "invert"}
+
 # Operators the 16-bit float types support natively (cuda_fp16.hpp / cuda_bf16.hpp).
-_HALF_NATIVE = {"add", "sub", "mul", "neg", "lt", "le", "gt", "ge", "eq", "ne", "select"}
+_HALF_NATIVE = {"add", "sub", "mul", "lt", "le", "gt", "ge", "eq", "ne", "select"}
+
+
+def called_functions() -> set:
+    """Names of the unqualified C functions the elementwise spellings call: generated names must avoid them."""
+    spellings = [s for pair in _FLOAT_MATH.values() for s in pair if s] + list(_INT_FUNCS.values())
+    return {name for s in spellings for name in re.findall(r"(?<![\w:])([A-Za-z_]\w*)\(", s)}
 
 
 def elementwise_expr(fn: str, operand_dt, result_dt, args, propagate_nan=False) -> str:
     """The C expression computing `fn` on operand expressions `args`."""
+    if fn in ("neg", "invert") and args and (args[0][:1] in "-~+" or needs_parens(args[0])):
+        args = [f"({args[0]})"]       # `-` of the literal -3 is -(-3), never the decrement --3
     a = args[0] if args else None
     b = args[1] if len(args) > 1 else None
     c = args[2] if len(args) > 2 else None
@@ -118,6 +134,10 @@ def elementwise_expr(fn: str, operand_dt, result_dt, args, propagate_nan=False) 
         return _OPERATORS[fn].format(a=a, b=b, c=c)
     if fn in _INT_FUNCS:
         return _INT_FUNCS[fn].format(a=a, b=b, c=c)
+    if fn in _NARROWED and dt.kind is not dtypes.Kind.BOOL and dt.bits < 32:
+        # C computes 8- and 16-bit operands as int; the conversion back wraps, as Triton's result does, and
+        # spelled out it draws no truncation warning when both operands are constants.
+        return f"static_cast<{dt.c_name}>({_OPERATORS[fn].format(a=a, b=b, c=c)})"
     if fn in ("and", "or") and dt is dtypes.int1:
         return ("{a} && {b}" if fn == "and" else "{a} || {b}").format(a=a, b=b)
     if fn == "xor" and dt is dtypes.int1:

@@ -14,22 +14,13 @@ from pathlib import Path
 import jinja2
 
 from .. import dtypes
+from ..analysis import conversion_chunks
 from ..analysis.layouts import LinearLayout, register_map
 from ..parse.ir import Value
 from . import cspell
 from .banks import conversion_padding
 from .bits import bit_moves
-
-_RESERVED = {"lane", "warp", "r", "run", "v", "o", "k", "j", "w", "src", "tp", "int", "float", "double", "char",
-             "short", "long", "unsigned", "signed", "bool", "true", "false", "if", "else", "for", "while", "do",
-             "return", "switch", "case", "default", "break", "continue", "const", "static", "struct", "class",
-             "union", "auto", "register", "volatile", "extern", "inline", "template", "typename", "namespace", "new",
-             "delete", "this", "operator", "sizeof", "void", "goto", "enum", "private", "public", "protected",
-             "virtual", "friend", "typedef", "using", "asm", "half", "min", "max", "abs", "exp", "log", "sqrt",
-             "and", "or", "xor", "not", "bitand", "bitor", "compl", "and_eq", "or_eq", "xor_eq", "not_eq",
-             "blockIdx", "threadIdx", "gridDim", "blockDim", "printf", "memcpy",
-             # names the dot and pipeline templates use for their loop counters and fragments
-             "kk", "mt", "nt", "gid", "tig", "a_frag", "b_frag"}
+from .names import CNames
 
 LOWERINGS: dict = {}
 
@@ -93,7 +84,8 @@ class Emitter:
         self.lines: list = []
         self.indent = 1
         self.names: dict = {}
-        self.used_names: set = set()
+        self.c_names = CNames()
+        self.helper_names: dict = {}
         self.scopes: list = [{}]
         self.layout_ids: dict = {}
         self.thread_base_lines: list = []
@@ -101,6 +93,7 @@ class Emitter:
         self.shared_decls: list = []
         self.smem = SharedMemoryPool(SharedMemoryPool.WGMMA_ALIGN if analysis.uses_wgmma else SharedMemoryPool.ALIGN)
         self.tiles: dict = {}              # value -> SharedTile holding it (staged loads of a pipelined loop)
+        self.invariant_buffers: dict = {}  # value -> (buffer, tile, scope written in): a loop-invariant dot operand
         self.stage_tiles: dict = {}        # staged load op -> its ring of stage tiles
         self.uses_tiles = False            # whether the tile / tensor-core helpers (device_tiles.cuh) are needed
         self.pending_prefetch = None       # a pipelined loop's copies, for its first dot to issue mid-way
@@ -143,18 +136,14 @@ class Emitter:
 
     # -- names ---------------------------------------------------------------------------------------------
     def fresh(self, hint: str) -> str:
-        base = re.sub(r"\W", "_", hint or "t")
-        if base[0].isdigit():
-            base = "_" + base
-        if base in _RESERVED:
-            base += "_"
-        name = base
-        i = 1
-        while name in self.used_names:
-            name = f"{base}_{i}"
-            i += 1
-        self.used_names.add(name)
-        return name
+        """A C name for something the kernel declares: unique in the whole `.cu` (see names.py)."""
+        return self.c_names.fresh(hint)
+
+    def function_name(self, hint: str) -> str:
+        """The C name of a device helper called `hint`, the same for every call (allocated on the first)."""
+        if hint not in self.helper_names:
+            self.helper_names[hint] = self.fresh(hint)
+        return self.helper_names[hint]
 
     def name_of(self, v: Value, hint=None) -> str:
         if v not in self.names:
@@ -182,7 +171,7 @@ class Emitter:
         if not terms:
             self.thread_bases[key] = None
             return None
-        name = f"L{self.layout_id(layout)}_dim{dim}"
+        name = self.fresh(f"L{self.layout_id(layout)}_dim{dim}")
         self.thread_base_lines.append(f"const int {name} = {' | '.join(terms)};")
         self.thread_bases[key] = name
         return name
@@ -199,7 +188,7 @@ class Emitter:
         key = ("tile", layout, tile.shape, tile.col_dim, tile.dtype.itemsize, tile.slabs)
         if key not in self.thread_bases:
             coords = [self.thread_base(layout, d) or "0" for d in range(2)]
-            name = f"L{self.layout_id(layout)}_tile{len([k for k in self.thread_bases if k[0] == 'tile'])}"
+            name = self.fresh(f"L{self.layout_id(layout)}_tile{len([k for k in self.thread_bases if k[0] == 'tile'])}")
             self.thread_base_lines.append(f"const int {name} = {tile.offset(coords)};")
             self.thread_bases[key] = name
         return self.thread_bases[key]
@@ -323,17 +312,23 @@ class Emitter:
 
     def convert(self, v, own, layout, src: Read) -> Read:
         dt = v.dtype
-        self.write(f"// {self.name_of(v)} to layout L{self.layout_id(layout)} through shared memory")
-        pad = conversion_padding(own, layout, dt)
-        rows = v.type.numel // v.type.shape[-1]
+        chunks = conversion_chunks.plan(own, layout, dt.itemsize)
+        passes = f" in {chunks.count} chunks" if chunks.count > 1 else ""
+        self.write(f"// {self.name_of(v)} to layout L{self.layout_id(layout)} through shared memory{passes}")
+        own_part, layout_part = chunks.squeeze(own), chunks.squeeze(layout)
+        pad = conversion_padding(own_part, layout_part, dt)
+        numel = v.type.numel // chunks.count
+        rows = numel // own_part.shape[-1]
         ct = self.ctype(v)    # pointer blocks into read-only arguments stay `const T*`
         (buf,), barrier = self.scratch_buffers(
-            [(dt, v.type.numel + rows * pad, f"convert_{self.name_of(v)}", ct)], "layout conversion")
+            [(dt, numel + rows * pad, f"convert_{self.name_of(v)}", ct)], "layout conversion")
         name = self.fresh(f"{self.name_of(v)}_L{self.layout_id(layout)}")
         text = self.macros.convert(dict(
             ctype=ct, name=name, n_src=own.num_regs, n_dst=layout.num_regs, buf=buf,
-            src=src.array, src_index=self.padded_index(own, pad), dst_index=self.padded_index(layout, pad),
-            barrier_before=barrier))
+            src=src.array, src_index=self.padded_index(own_part, pad), dst_index=self.padded_index(layout_part, pad),
+            barrier_before=barrier, chunks=chunks.count,
+            src_chunk=bit_moves("r", chunks.register_bits(own), len(own.reg)),
+            dst_chunk=bit_moves("r", chunks.register_bits(layout), len(layout.reg))))
         self.write(text)
         read = Read(array=name, ctype=ct)
         self.bind(v, read, layout)

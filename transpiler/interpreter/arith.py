@@ -226,6 +226,9 @@ def neg(x) -> Tensor:
         raise error(DTypeError, f"unary - is not defined on pointers ({x.dtype!r})")
     if x.dtype is dt.int1:
         return x  # 1-bit two's complement: -b == b
+    if x.dtype.is_floating():
+        # Triton's `-x` is `0 - x`: the negation of +0.0 is +0.0, not -0.0
+        return Tensor(numeric.finish(np.subtract(np.zeros_like(x.data), x.data), x.dtype), x.dtype)
     return Tensor(numeric.finish(np.negative(x.data), x.dtype), x.dtype)
 
 

@@ -79,8 +79,15 @@ def _propagates_nan(propagate_nan, what: str) -> bool:
     raise error(CompileTimeError, f"{what}: propagate_nan must be tl.PropagateNan.NONE or ALL, got {mode!r}")
 
 
+def _as_tensors(what: str, *operands) -> list:
+    """Triton's `to_tensor` on each operand (a Python number becomes an int32/fp32/... scalar, no longer a
+    weak literal), then bf16 to fp32: min, max and clamp of bf16 run in fp32 and their result stays fp32."""
+    tensors = [to_tensor(x, f"an operand of {what}") for x in operands]
+    return [cast_tensor(t, dt.float32) if t.dtype is dt.bfloat16 else t for t in tensors]
+
+
 def _min_max(x, y, propagate_nan, what: str, nan_losing, nan_winning) -> Tensor:
-    a, b = check_types(x, y, what)
+    a, b = check_types(*_as_tensors(what, x, y), what)
     fn = nan_winning if a.dtype.is_floating() and _propagates_nan(propagate_nan, what) else nan_losing
     return Tensor(numeric.finish(fn(a.data, b.data), a.dtype), a.dtype)
 
@@ -97,6 +104,7 @@ def maximum(x, y, propagate_nan=None):
 
 @rule("clamp")
 def clamp(x, min, max, propagate_nan=None):
+    x, min, max = _as_tensors("tl.clamp", x, min, max)
     lo, hi = check_types(min, max, "tl.clamp")
     v, lo = check_types(x, lo, "tl.clamp")
     v, hi = check_types(v, hi, "tl.clamp")
@@ -159,6 +167,7 @@ def abs_(x):
 
 @rule("fma")
 def fma(x, y, z):
+    x, y, z = (to_tensor(v, "an operand of tl.fma") for v in (x, y, z))
     a, b = check_types(x, y, "tl.fma")
     c, a = check_types(z, a, "tl.fma")
     c, b = check_types(c, b, "tl.fma")

@@ -177,8 +177,10 @@ class Builder:
             else:
                 value = Value(Type(spec.dtype), name=spec.c_name)
                 args.append(Argument(spec.c_name, value, index, spec.divisibility, spec.equal_to_one, spec.is_none))
-                # Triton specializes integer arguments equal to 1 into the constant 1.
-                seen = 1 if spec.equal_to_one else None if spec.is_none else value
+                # Triton specializes integer arguments equal to 1 into the constant 1, which still behaves as
+                # a scalar of the argument's type (`n.to(tl.uint8)` works, `x_int8 + n` is int32).
+                seen = (semantic.constant(self, 1, spec.dtype) if spec.equal_to_one else None if spec.is_none
+                        else value)
             if spec.path:
                 tuples.setdefault(spec.name, {})[spec.path] = seen
             else:
@@ -568,6 +570,10 @@ class Builder:
         for n in carried:
             if isinstance(before.get(n), _Unbound):
                 raise self.error(CompileTimeError, f"'{n}' is not defined on every path before the loop")
+        # A variable holding what no loop can carry (None, a dtype, a function) is assigned in the body only
+        # under a constexpr condition that is false here (`if USE_BIAS: bias_ptrs += ...`): it stays as it is.
+        pinned = {n: before[n] for n in carried if not _carryable(before[n])}
+        carried = [n for n in carried if n not in pinned]
         slots = Slots(carried, before)
         types = {}
         loc = self.loc
@@ -584,11 +590,18 @@ class Builder:
                 self.scope.locals.update(entry)
                 build(region)
                 exit_env = {n: self.scope.locals[n] for n in carried}
+                changed_pinned = [n for n, v in pinned.items() if self.scope.locals[n] is not v]
             finally:
                 self.runtime_depth -= 1
                 self.region = saved_region
                 self.scope.locals = dict(before)
             self.loc = loc
+            if changed_pinned:
+                n = changed_pinned[0]
+                raise self.error(CompileTimeError, f"'{n}' is {'None' if pinned[n] is None else _short(pinned[n])} before the loop and "
+                                 "changes in it: "
+                                 "a loop can only carry blocks, scalars, numbers and block pointers",
+                                 hint="give it a value of its final type before the loop")
             for n, v in exit_env.items():
                 if isinstance(v, _Unbound):
                     raise self.error(CompileTimeError, f"'{n}' is not defined on every path through the loop")
@@ -1094,6 +1107,13 @@ def _unsupported_construct(node) -> str:
 
 def _cmp_text(op):
     return {cst.Is: "is", cst.IsNot: "is not", cst.In: "in", cst.NotIn: "not in"}[op]
+
+
+def _carryable(value) -> bool:
+    """Whether a loop can carry `value`: an IR value, a record (block pointer) or a number."""
+    if isinstance(value, constexpr):
+        value = value.value
+    return isinstance(value, (Value, Record, bool, int, float)) or isinstance(value, _Unbound)
 
 
 def _short(obj):

@@ -5,8 +5,9 @@ of Philox's four words. Blocks are emitted where they are first needed, so unrea
 CUDA, but scalars are emitted in program order and would leave statements nobody reads. This pass removes
 every op in `PURE_OPS` none of whose results has a user. One walk backwards through the kernel suffices:
 structured regions keep every user after its operands' definitions, so an op is visited only after all its
-users, and removing it already frees its operands when their turn comes. Ops with effects (stores, prints,
-barriers, control flow, loads) and ops not listed here always stay.
+users, and removing it already frees its operands when their turn comes. A load nobody reads goes too (Triton
+drops it as well; it only reads memory), unless it is volatile; reductions and scans are pure. Ops with
+effects (stores, atomics, prints, barriers, control flow) and ops not listed here always stay.
 """
 from __future__ import annotations
 
@@ -15,7 +16,12 @@ from collections import Counter
 from .ir import KernelIR, Region, walk
 
 PURE_OPS = frozenset({"constant", "program_id", "num_programs", "arange", "splat", "broadcast", "expand_dims",
-                      "permute", "reshape", "hint", "elementwise", "cast", "bitcast", "addptr"})
+                      "permute", "reshape", "hint", "elementwise", "cast", "bitcast", "addptr", "reduce",
+                      "scan"})
+
+
+def _removable(op) -> bool:
+    return op.name in PURE_OPS or (op.name == "load" and not op.attrs.get("volatile"))
 
 
 def remove_dead_code(kernel: KernelIR) -> None:
@@ -29,7 +35,7 @@ def _sweep(region: Region, uses: Counter) -> None:
     for op in reversed(region.ops):
         for inner in reversed(op.regions):
             _sweep(inner, uses)
-        if op.name in PURE_OPS and not any(uses[r] for r in op.results):
+        if _removable(op) and not any(uses[r] for r in op.results):
             for operand in op.operands:
                 uses[operand] -= 1
             continue

@@ -101,6 +101,10 @@ def cast(b, v, dt, bitcast=False) -> Value:
             raise b.error(DTypeError, f"converting {side!r} values is not supported yet (CUDA has no such type)",
                           hint="load, store or bitcast its bits (x.to(tl.uint8, bitcast=True)); tl.float8e4nv and "
                                "tl.float8e5 convert")
+    owner = v.owner
+    if (getattr(owner, "name", None) == "constant" and not v.shape and v.dtype.kind is Kind.INT
+            and dt.kind in (Kind.INT, Kind.FLOAT)):
+        return constant(b, owner.attrs["value"], dt)     # an integer constant converts at compile time
     return b.emit("cast", [v], v.type.with_dtype(dt))
 
 
@@ -245,7 +249,9 @@ def check_int32_overflow(b, result):
     if not isinstance(result, Value) or result.dtype is not dtypes.int32:
         return
     op = result.owner
-    fn = op.attrs.get("fn")
+    fn = op.attrs.get("fn") if getattr(op, "name", None) == "elementwise" else None
+    if fn not in _SYMBOL:
+        return      # folded away (x * 1 is x): nothing was computed that could overflow
     wide = [cast(b, v, dtypes.int64) for v in op.operands]
     r64 = elementwise(b, fn, wide, dtypes.int64)
     lo, hi = (splat(b, constant(b, bound, dtypes.int64), r64.shape) for bound in (-2**31, 2**31 - 1))
@@ -306,9 +312,24 @@ def pointer_offset(b, ptr, offset, negate):
     return b.emit("addptr", [ptr, offset], ptr.type)
 
 
+def _is_integer_one(v) -> bool:
+    """Whether `v` is the integer constant 1 (splat or broadcast to a block or not)."""
+    owner = getattr(v, "owner", None)
+    while getattr(owner, "name", None) in ("splat", "broadcast"):
+        owner = getattr(owner.operands[0], "owner", None)
+    return getattr(owner, "name", None) == "constant" and v.dtype.is_int() and owner.attrs.get("value") == 1
+
+
 def _arith(fn):
     def apply(b, x, y):
         x, y, dt = binary_operands(b, x, y)
+        if fn == "mul" and dt.is_int():
+            # An integer argument equal to 1 is specialized into the constant 1 (Triton's rule): multiplying
+            # by it (a unit stride) is the other operand, so the access stays contiguous and vectorizes.
+            if _is_integer_one(y):
+                return x
+            if _is_integer_one(x):
+                return y
         return elementwise(b, fn, [x, y], dt)
     return apply
 
@@ -738,9 +759,32 @@ def _where(b, condition, x, y):
     return elementwise(b, "select", [c, x, y], dt)
 
 
+def as_tensor(b, x) -> Value:
+    """Triton's `to_tensor`: a Python number becomes a scalar of its own type (int32/uint32/int64/uint64 by
+    value, fp32 or fp64 by magnitude, int1), so it takes part in the promotion that follows like any scalar,
+    not as the weak literal of `+` (`tl.minimum(u8, 3)` is int32, `tl.minimum(fp16, 2.0)` fp32)."""
+    no_record_operand(b, x)
+    return to_value(b, x)
+
+
+def float32_if_bf16(b, v: Value) -> Value:
+    """Triton computes min, max and clamp of bf16 operands in fp32, and the result stays fp32."""
+    return cast(b, v, dtypes.float32) if v.dtype is dtypes.bfloat16 else v
+
+
+def _floats_only(b, what, dt, hint):
+    if not dt.is_floating():
+        raise b.error(DTypeError, f"{what} is defined on floating-point values only, not {dt!r} "
+                      "(not Triton's language)", hint=hint)
+
+
+def _minmax_operands(b, *operands):
+    return [float32_if_bf16(b, as_tensor(b, x)) for x in operands]
+
+
 def _minmax(fn):
     def apply(b, x, y, propagate_nan=None):
-        x, y, dt = binary_operands(b, x, y)
+        x, y, dt = binary_operands(b, *_minmax_operands(b, x, y))
         nan = const_value(b, propagate_nan, "propagate_nan") or 0
         return elementwise(b, fn, [x, y], dt, propagate_nan=bool(nan))
     return apply
@@ -752,7 +796,13 @@ RULES["maximum"] = _minmax("max")
 
 @rule("clamp")
 def _clamp(b, x, min, max, propagate_nan=None):
-    return RULES["minimum"](b, RULES["maximum"](b, x, min, propagate_nan), max, propagate_nan)
+    x, lo, hi = _minmax_operands(b, x, min, max)
+    # Triton's order: the bounds meet first, then x meets each bound.
+    lo, hi, _ = binary_operands(b, lo, hi)
+    x, lo, _ = binary_operands(b, x, lo)
+    x, hi, dt = binary_operands(b, x, hi)
+    _floats_only(b, "tl.clamp", dt, "use tl.minimum(tl.maximum(x, lo), hi) for integers")
+    return RULES["minimum"](b, RULES["maximum"](b, x, lo, propagate_nan), hi, propagate_nan)
 
 
 def _float_math(fn, allow_int=False):
@@ -775,11 +825,16 @@ RULES["abs"] = _float_math("abs", allow_int=True)
 
 @rule("fma")
 def _fma(b, x, y, z):
-    x, y, dt = binary_operands(b, x, y)
-    x, z, dt = binary_operands(b, x, z)
-    x, y = broadcast_pair(b, x, cast(b, y, dt))
+    x, y, z = (as_tensor(b, v) for v in (x, y, z))
+    # Triton's order of promotion: x with y, then z with x, then z with y; the result has x's type.
+    x, y, _ = binary_operands(b, x, y)
+    z, x, _ = binary_operands(b, z, x)
+    z, y, dt = binary_operands(b, z, y)
+    _floats_only(b, "tl.fma", dt, "write x * y + z for integers")
+    x, y = broadcast_pair(b, x, y)
     y, z = broadcast_pair(b, y, z)
-    x, _ = broadcast_pair(b, x, z)
+    x, z = broadcast_pair(b, x, z)
+    x, y = broadcast_pair(b, x, y)
     return elementwise(b, "fma", [x, y, z], dt)
 
 

@@ -35,11 +35,11 @@ def reduce_values(b, values, axis, combine, keep_dims=False, region=None, result
                       hint="convert them first, e.g. x.to(tl.float32)")
     keep_dims = bool(const_value(b, keep_dims, "keep_dims"))
     if axis is None:
+        rank = len(values[0].shape)         # keep_dims gives back one size-1 axis per axis of the input
         flat = (values[0].type.numel,)
         values = [_reshape(b, v, *flat) for v in values]
         results = reduce_values(b, values, 0, combine, False, region, result_dtypes)
         if keep_dims:
-            rank = len(values[0].shape)
             results = [_expand_all(b, r, rank) for r in results]
         return results
     rank = len(values[0].shape)

@@ -39,15 +39,14 @@ def _same_width_int(dt, signed):
             (64, True): dtypes.int64, (64, False): dtypes.uint64}[(dt.bits, signed)]
 
 
-def _add(em, text, name):
+def _add(em, text):
     if text not in em.device_functions:
         em.device_functions.append(text)
-        em.used_names.add(name)
 
 
 def helper(em, instruction, op, dt, sem, scope) -> str:
     """Name of the device function performing one atomic (emitting it, and what it calls, on first use)."""
-    name = f"{instruction}_{op}_{sem}_{scope}"
+    name = em.function_name(f"{instruction}_{op}_{sem}_{scope}")
     ctype = cspell.ctype(dt)
     returns = instruction == "atom"
     doc = (f"tl.atomic_{op} on {ctype}, {sem} at {scope} scope" + (": returns the old value" if returns else ""))
@@ -73,7 +72,7 @@ def helper(em, instruction, op, dt, sem, scope) -> str:
             raw="unsigned short" if half else ctype, reg=_FLOAT_REG.get(dt) or _INT_REG[dt.bits],
             to_raw="tp::bitcast<unsigned short>({})" if half else "{}",
             from_raw=f"tp::bitcast<{ctype}>({{}})" if half else "{}"))
-    _add(em, text, name)
+    _add(em, text)
     return name
 
 

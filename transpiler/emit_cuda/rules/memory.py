@@ -6,6 +6,8 @@ back to element accesses (the exemplar's "16-byte runs + one ragged run").
 """
 from __future__ import annotations
 
+import re
+
 from .. import cspell
 from ..emitter import Read, lowering
 
@@ -111,7 +113,7 @@ def store(em, op, layout):
         guards.append(f"(warp & {warp_rep}) == 0")
     ctx = dict(ctype=ctype, n=layout.num_regs, vec=vec, ptr=ptr.at("r"), cache=_cache(op),
                value_array=value.array if value.is_identity_array else "", value=value.at("r"),
-               value_per_register=value.array is not None,
+               value_per_register=re.search(r"\br\b", value.at("r")) is not None,   # not a register-0 read
                store_one=f"*({ptr.at('r')}) = {value.at('r')}", mask=mask.at("r") if mask else "",
                mask_j=mask.at("(r + j)") if mask else "",
                mask_all="", mask_first="", guard=" && ".join(guards))

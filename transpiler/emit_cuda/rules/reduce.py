@@ -5,6 +5,8 @@ is the slice layout (those bits dropped), replicated over the lanes and warps th
 """
 from __future__ import annotations
 
+import re
+
 from .. import cspell
 from ..bits import bit_moves
 from ..emitter import Read, lowering
@@ -68,7 +70,8 @@ def reduce(em, op, layout_unused):
         init = inp.at("r")
         if edt != adt:
             init = f"tp::cast<{ct}>({init})"
-        accs.append(dict(name=f"{base}{i if len(inputs) > 1 else ''}", ctype=ct, init=init))
+        # each operand's accumulator is a name of its own (`base` + `0` could be another reduction's `base`)
+        accs.append(dict(name=em.fresh(f"{base}{i}") if len(inputs) > 1 else base, ctype=ct, init=init))
     acc_refs_o = ", ".join(f"{a['name']}[o]" for a in accs)
 
     def value_of(i, inp, r):
@@ -80,7 +83,9 @@ def reduce(em, op, layout_unused):
     def shuffled(m):
         return ", ".join(f"tp::shfl_xor({a['name']}[o], {m})" for a in accs)
 
-    ctx = dict(accs=accs, n_out=n_out, first_reg=deposit_o, n_in_thread=1 << len(red_regs), reg_of_ok=reg_of_ok,
+    reads_r = re.compile(r"\br\b")     # an operand equal in every register (a splat) reads no register
+    ctx = dict(init_reads_r=any(reads_r.search(a["init"]) for a in accs),
+               input_reads_r=bool(reads_r.search(input_vals)), accs=accs, n_out=n_out, first_reg=deposit_o, n_in_thread=1 << len(red_regs), reg_of_ok=reg_of_ok,
                combine=fn, acc_refs_o=acc_refs_o, input_vals=input_vals, lane_masks=lane_masks, shuffled=shuffled,
                smem=bool(warp_bits))
     if warp_bits:
@@ -101,9 +106,9 @@ def reduce(em, op, layout_unused):
     for i, (res, acc) in enumerate(zip(op.results, accs)):
         rdt = res.dtype
         conv = (lambda x: f"tp::cast<{cspell.ctype(rdt)}>({x})") if acc_dts[i] != rdt else (lambda x: x)
+        if not any(res in user.operands for user in em.kernel.walk()):
+            continue  # e.g. the value half of tl.argmax: an unused copy would draw a compiler warning
         if not res.shape:
-            if not any(res in user.operands for user in em.kernel.walk()):
-                continue  # e.g. the value half of tl.argmax: an unused const would draw a compiler warning
             name = em.name_of(res, "red")
             em.write(f"const {cspell.ctype(rdt)} {name} = {conv(acc['name'] + '[0]')};")
             em.bind(res, Read(scalar=name, ctype=cspell.ctype(rdt)), None)

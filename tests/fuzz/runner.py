@@ -1,0 +1,165 @@
+"""Running generated cases: load the source as a module, make inputs, run a path, compare with the evaluation.
+
+Paths: the interpreter (`kernel.interpret`), NVRTC on the generated CUDA (several kernels per translation unit,
+for speed), and on a GPU our compiled kernel and Triton's build of the same file (bench/fuzz.py). Outputs are
+compared exactly where the DAG says a value is exact (every integer, and floats computed without rounding) and
+within a tolerance of the value's dtype elsewhere, scaled by the largest magnitude met on the way.
+"""
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from .evaluate import np_dtype, poison
+from .triton_types import NOISE, is_float, is_int
+
+
+def write_module(case, directory) -> Path:
+    path = Path(directory) / f"{case.kernel_name}.py"
+    path.write_text(case.source)
+    return path
+
+
+def load_ours(path: Path):
+    name = f"_fuzz_ours_{path.stem}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def make_inputs(case, rng):
+    total = int(np.prod(case.sizes))
+    arrays = []
+    for inp in case.inputs:
+        if is_int(inp.dtype):
+            a = rng.integers(inp.lo, inp.hi, total, endpoint=True, dtype=np.int64)
+        elif inp.scale is not None:
+            k = 2.0**inp.scale
+            a = rng.integers(int(inp.lo * k), int(inp.hi * k), total, endpoint=True) / k
+        else:
+            a = rng.uniform(inp.lo, inp.hi, total)
+        arrays.append(np.asarray(a).astype(np_dtype(inp.dtype)).reshape(case.sizes))
+    return arrays
+
+
+def fresh_outputs(case):
+    return [poison(int(np.prod(case.sizes)), dt).reshape(case.sizes) for _, dt in case.outputs]
+
+
+def launch_args(case, inputs, outputs):
+    return list(inputs) + list(outputs) + list(case.sizes) + [value for _, _, value in case.scalars]
+
+
+def run_interpreter(module, case, inputs):
+    outputs = fresh_outputs(case)
+    kernel = getattr(module, case.kernel_name)
+    kernel.interpret[case.grid](*launch_args(case, [a.copy() for a in inputs], outputs),
+                                num_warps=case.num_warps, **case.constexprs)
+    return outputs
+
+
+def cuda_source(module, case, inputs):
+    kernel = getattr(module, case.kernel_name)
+    return kernel.cuda_source(*launch_args(case, inputs, fresh_outputs(case)), num_warps=case.num_warps,
+                              **case.constexprs)
+
+
+def compare(case, got, expected, what="") -> list:
+    """Descriptions of the outputs that differ (empty when all agree)."""
+    problems = []
+    for i, ((node, _), g, e) in enumerate(zip(case.outputs, got, expected)):
+        g, e = np.asarray(g), np.asarray(e)
+        if g.shape != e.shape:
+            problems.append(f"{what}OUT{i} ({node.name}, {node.dtype}): shape {g.shape} != {e.shape}")
+            continue
+        if is_float(node.dtype) and not node.facts.exact:
+            tol = max(NOISE[node.dtype], node.facts.noise)
+            atol = tol * max(1.0, node.facts.peak)
+            ok = np.isclose(g.astype(np.float64), e.astype(np.float64), rtol=tol, atol=atol, equal_nan=True)
+        else:
+            ok = (g == e) | (np.isnan(g.astype(np.float64)) & np.isnan(e.astype(np.float64))) \
+                if is_float(node.dtype) or g.dtype.kind == "f" else (g == e)
+        if not np.all(ok):
+            bad = np.argwhere(~ok)
+            first = tuple(bad[0])
+            problems.append(f"{what}OUT{i} ({node.name}, {node.dtype}, {'exact' if node.facts.exact else 'tol'}): "
+                            f"{len(bad)} of {ok.size} differ, first at {first}: got {g[first]!r}, "
+                            f"expected {e[first]!r}")
+    return problems
+
+
+# ---- NVRTC, several kernels per translation unit -------------------------------------------------------------
+
+def _shared_prefix():
+    from transpiler.emit_cuda import _device_header
+    from transpiler.emit_cuda.emitter import templates_dir
+    header = _device_header(False)
+    scan = (templates_dir() / "device_scan.cuh").read_text().rstrip("\n")
+    return header, scan
+
+
+def batch_source(sources: list) -> tuple:
+    """One translation unit holding every kernel (each in a namespace of its own) and, per kernel, the range of
+    lines it occupies there."""
+    header, scan = _shared_prefix()
+    text = header + "\n" + scan + "\n"
+    ranges = []
+    for i, src in enumerate(sources):
+        body = src.replace(header, "").replace(scan, "")
+        first = text.count("\n") + 1
+        text += f"namespace fz{i} {{\n{body}\n}}  // namespace fz{i}\n"
+        ranges.append((first, text.count("\n")))
+    return text, ranges
+
+
+def nvrtc_compile(source: str, arch: str):
+    """(ok, log) of one NVRTC compile to a cubin."""
+    from cupy.cuda import nvrtc
+    from transpiler.runtime.compiler import nvrtc_options
+    prog = nvrtc.createProgram(source, "fuzz.cu", [], [])
+    try:
+        try:
+            nvrtc.compileProgram(prog, list(nvrtc_options(arch)))
+            return True, nvrtc.getProgramLog(prog)
+        except Exception:
+            return False, nvrtc.getProgramLog(prog)
+    finally:
+        nvrtc.destroyProgram(prog)
+
+
+def _warning_lines(log: str) -> list:
+    return [int(m) for m in re.findall(r"fuzz\.cu\((\d+)\): warning", log or "")]
+
+
+def compile_many(sources: list, arch: str, per_unit: int = 24) -> dict:
+    """{index of a kernel: its NVRTC error or warnings} for the kernels that do not compile cleanly."""
+    if len(sources) > per_unit:
+        problems = {}
+        for start in range(0, len(sources), per_unit):
+            found = compile_many(sources[start:start + per_unit], arch, per_unit)
+            problems.update({start + k: v for k, v in found.items()})
+        return problems
+    if not sources:
+        return {}
+    text, ranges = batch_source(sources)
+    ok, log = nvrtc_compile(text, arch)
+    if ok and not _warning_lines(log):
+        return {}
+    if len(sources) == 1:     # the kernel's own file, as the runtime compiles it (not the batch's wrapping)
+        ok, log = nvrtc_compile(sources[0], arch)
+        return {0: log} if not ok or _warning_lines(log) else {}
+    if ok:   # only warnings: the kernels whose lines they point at, each compiled alone for its own log
+        flagged = sorted({i for line in _warning_lines(log) for i, (lo, hi) in enumerate(ranges) if lo <= line <= hi})
+        problems = {i: nvrtc_compile(sources[i], arch)[1] for i in flagged or range(len(sources))}
+        return {i: text for i, text in problems.items() if text.strip()}
+    half = len(sources) // 2
+    first, second = compile_many(sources[:half], arch), compile_many(sources[half:], arch)
+    return {**first, **{half + k: v for k, v in second.items()}}

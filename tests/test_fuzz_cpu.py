@@ -1,0 +1,82 @@
+"""The differential fuzzer on the CPU: random kernels (tests/fuzz/) on the interpreter against their NumPy
+evaluation, and every kernel's CUDA through NVRTC for sm_90a (a quarter of them for sm_80 too), with no warnings.
+
+Seeds are fixed so a failure reproduces: `python -c "import sys; sys.path.insert(0, 'tests'); from fuzz.generator
+import generate; print(generate(SEED).source)"` prints the kernel. TRANSPILER_FUZZ_SEEDS=start:stop widens the run.
+"""
+import os
+
+import numpy as np
+import pytest
+
+from fuzz import runner
+from fuzz.evaluate import evaluate
+from fuzz.generator import generate
+from transpiler.runtime.compiler import nvrtc_available
+
+START, STOP = (int(x) for x in os.environ.get("TRANSPILER_FUZZ_SEEDS", "0:200").split(":"))
+CHUNK = 25
+CHUNKS = [(s, min(s + CHUNK, STOP)) for s in range(START, STOP, CHUNK)]
+
+
+def _run_chunk(lo, hi, tmp_path):
+    """(problems found, CUDA sources of the chunk's kernels)."""
+    problems, sources = [], []
+    for seed in range(lo, hi):
+        case = generate(seed)
+        module = runner.load_ours(runner.write_module(case, tmp_path))
+        inputs = runner.make_inputs(case, np.random.default_rng(seed))
+        try:
+            got = runner.run_interpreter(module, case, inputs)
+            sources.append(runner.cuda_source(module, case, inputs))
+        except Exception as e:  # a valid kernel refused or crashing is a finding too
+            problems.append(f"seed {seed}: {type(e).__name__}: {str(e).splitlines()[0]}")
+            continue
+        problems += [f"seed {seed}: {p}" for p in runner.compare(case, got, evaluate(case, inputs))]
+    return problems, sources
+
+
+@pytest.mark.parametrize("lo,hi", CHUNKS, ids=[f"seeds{lo}-{hi}" for lo, hi in CHUNKS])
+def test_random_kernels_interpret_as_numpy_evaluates_them_and_compile_cleanly(lo, hi, tmp_path):
+    problems, sources = _run_chunk(lo, hi, tmp_path)
+    if nvrtc_available():
+        for arch, subset in (("sm_90a", sources), ("sm_80", sources[::4])):
+            for index, log in runner.compile_many(subset, arch).items():
+                problems.append(f"NVRTC {arch}, kernel {index} of the chunk: {log[:800]}")
+    assert not problems, "\n".join(problems)
+
+
+def test_generator_is_deterministic_and_covers_the_language():
+    cases = [generate(seed) for seed in range(START, START + 100)]
+    assert generate(START).source == cases[0].source
+    ops = {n.op for c in cases for n in c.nodes}
+    dtypes = {n.dtype for c in cases for n in c.nodes}
+    for op in ("add", "mul", "truediv", "floordiv", "mod", "and", "xor", "shr", "shl", "lt", "where", "minimum",
+               "maximum", "clamp", "fma", "exp", "cast", "reduce", "cumsum", "loop", "expand", "full", "invert"):
+        assert op in ops, op
+    for dt in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "bfloat16",
+               "float32", "float64", "int1"):
+        assert dt in dtypes, dt
+    assert any(c.rank == 2 for c in cases) and any(c.rank == 1 for c in cases)
+    assert any(c.helpers for c in cases) and any(k.startswith("FLAG") for c in cases for k in c.constexprs)
+    assert any(n.attrs.get("keep_dims") for c in cases for n in c.nodes)
+    assert all(any(s % b for s, b in zip(c.sizes, c.block)) or c.sizes == c.block for c in cases)
+
+
+def test_gpu_runner_machinery_runs_batches_in_subprocesses_and_summarizes(tmp_path):
+    """bench/fuzz.py's batches, subprocesses and summary, with the GPU paths left out (--cpu)."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, str(root / "bench" / "fuzz.py"), "--count", "6", "--seed", "500",
+                           "--out", str(out), "--budget", "120", "--jobs", "2", "--batch", "3", "--cpu",
+                           "--work", str(tmp_path / "work")], capture_output=True, text=True, timeout=300,
+                          env={**__import__("os").environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["run"] == 6 and summary["equal"] == 6, summary
+    assert sorted(p.name for p in (tmp_path / "work" / "parts").glob("*.jsonl")) == ["seeds_500.jsonl",
+                                                                                      "seeds_503.jsonl"]

@@ -1,0 +1,51 @@
+"""GPU: the fuzzer's H200 findings (tests/test_fuzz_findings.py) compiled and launched, against NumPy.
+
+The compiled path alone got these wrong: `s % d` / `s // d` with a uniform `s` (computed once per run of
+registers), `-x` of +0.0 (C's -0.0 against Triton's `0 - x`), an integer argument equal to 1 typed as a literal.
+Fresh random inputs, sizes not multiples of the block, outputs poisoned before launch.
+"""
+import numpy as np
+import pytest
+
+import test_fuzz_findings as F
+
+pytestmark = pytest.mark.gpu
+
+
+def _run(kernel, grid, args, **constexprs):
+    import cupy
+    dev = [cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
+    kernel[grid](*dev, **constexprs)
+    cupy.cuda.runtime.deviceSynchronize()
+    return [cupy.asnumpy(a) if isinstance(a, cupy.ndarray) else a for a in dev]
+
+
+@pytest.mark.parametrize("s", [-11, 37, 2**20 + 3])
+def test_uniform_value_over_varying_divisor_on_gpu(s):
+    n = 1000 + int(np.random.default_rng().integers(0, 24))
+    out_mod, out_div, *_ = _run(F.scalar_over_block_kernel, (-(-n // 256),),
+                                [np.full(n, -7, np.int32), np.full(n, -7, np.int32), n, s], BLOCK=256)
+    d = (np.arange(n) & 7) + 1
+    np.testing.assert_array_equal(out_mod, np.fmod(s, d))
+    np.testing.assert_array_equal(out_div, np.trunc(s / d).astype(np.int64))
+
+
+def test_negation_keeps_plus_zero_on_gpu():
+    rng = np.random.default_rng()
+    n = 777
+    x = np.where(rng.random(n) < 0.3, 0.0, rng.standard_normal(n)).astype(np.float32)
+    h = x.astype(np.float16)
+    _, _, out, out_h, _ = _run(F.negate_kernel, (-(-n // 128),), [x, h, np.full(n, np.nan, np.float32),
+                                                                    np.full(n, np.nan, np.float16), n], BLOCK=128)
+    expected = np.float32(0.0) - x
+    np.testing.assert_array_equal(out, expected)
+    np.testing.assert_array_equal(np.signbit(out), np.signbit(expected))
+    np.testing.assert_array_equal(np.signbit(out_h), np.signbit(np.float16(0.0) - h))
+
+
+def test_argument_equal_to_one_is_an_int32_scalar_on_gpu():
+    n = 333
+    x = np.random.default_rng().integers(100, 128, n).astype(np.int8)
+    _, out, *_ = _run(F.argument_equal_to_one_kernel, (-(-n // 128),), [x, np.full(n, -7, np.int32), n, 1],
+                      BLOCK=128)
+    np.testing.assert_array_equal(out, x.astype(np.int32))
