@@ -448,7 +448,9 @@ class Builder:
         name = builtin_name(fn) if fn is not None else None
         if fn is builtins.range or name in ("range", "static_range"):
             args, kwargs = self._call_args(it)
-            if name == "static_range" or (name is None and False):
+            if name is not None:
+                args, kwargs = self._range_arguments(fn, name, args, kwargs)
+            if name == "static_range":
                 return self._static_for(stmt, var, self._range_bounds(args, const=True))
             bounds = self._range_bounds(args, const=False)
             attrs = {}
@@ -462,6 +464,17 @@ class Builder:
             return self._static_for(stmt, var, iterable)
         raise self.error(UnsupportedSyntaxError, "a for loop must iterate over range(...), tl.range(...), "
                          "tl.static_range(...) or a constexpr tuple")
+
+    def _range_arguments(self, fn, name, args, kwargs):
+        """`tl.range` / `tl.static_range` arguments bound to their signature, so bounds given by keyword
+        (`step=2`, `arg2=n`) count like positional ones: (start, end, step) in range() order, and the options."""
+        try:
+            bound = inspect.signature(fn).bind(*args, **kwargs).arguments
+        except TypeError as e:
+            raise self.error(CompileTimeError, f"bad arguments to tl.{name}: {e}") from None
+        arg1, arg2, step = bound.pop("arg1"), bound.pop("arg2", None), bound.pop("step", None)
+        start, end = (0, arg1) if arg2 is None else (arg1, arg2)
+        return [start, end, 1 if step is None else step], bound
 
     def _range_bounds(self, args, const):
         if not 1 <= len(args) <= 3:
