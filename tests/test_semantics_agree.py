@@ -71,6 +71,27 @@ def test_sum_of_booleans_is_uint32_on_both_paths(capsys):
 
 
 @transpiler.jit
+def bool_parity_kernel(X, OUT, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    parity = tl.sum(tl.load(X + offs) > 0, axis=0, dtype=tl.int1)
+    tl.static_print(parity.dtype)
+    tl.store(OUT, parity.to(tl.int32))
+
+
+@pytest.mark.parametrize("positives", [6, 7])
+def test_sum_of_booleans_kept_in_int1_is_their_parity(capsys, positives):
+    # tl.sum(..., dtype=tl.int1) adds in int1, which wraps modulo 2 (Triton's i1 addition), not saturating.
+    x = -np.abs(np.random.default_rng(positives).standard_normal(64)).astype(np.float32) - 0.5
+    x[np.random.default_rng(1).choice(64, positives, replace=False)] *= -1
+    out = np.full(1, -3, np.int32)
+    compiled, interpreted = both_print(capsys, bool_parity_kernel, x, out, BLOCK=64)
+    assert compiled == interpreted == "int1"
+    assert out[0] == positives % 2
+    if nvrtc_available():
+        compile_offline(bool_parity_kernel.cuda_source(x, out, BLOCK=64))
+
+
+@transpiler.jit
 def bf16_argmax_kernel(X, VAL, IDX, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     value, index = tl.max(tl.load(X + offs).to(tl.bfloat16), axis=0, return_indices=True)
@@ -216,6 +237,34 @@ def test_umulhi_is_the_high_half_of_the_unsigned_product(capsys, np_dtype, bits)
 
 
 @transpiler.jit
+def signed_shift_kernel(A, S, OUT, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    shifted = tl.load(A + offs) >> tl.load(S + offs)
+    tl.static_print(shifted.dtype)
+    tl.store(OUT + offs, shifted)
+
+
+def _signed_and_shift_amounts(np_dtype, seed):
+    rng = np.random.default_rng(seed)
+    info = np.iinfo(np_dtype)
+    a = rng.integers(info.min, -1, 16, dtype=np_dtype, endpoint=True)       # negative: the sign bit is set
+    a[::4] = rng.integers(1, info.max, 4, dtype=np_dtype)
+    return a, rng.integers(0, 32, 16, dtype=np.uint32)
+
+
+@pytest.mark.parametrize("np_dtype", [np.int8, np.int16, np.int32])
+def test_right_shift_of_a_signed_block_by_unsigned_amounts_fills_with_the_sign(capsys, np_dtype):
+    # int<N> >> uint32 computes in uint32 (the promotion) but shifts arithmetically, as the left block is signed.
+    a, amounts = _signed_and_shift_amounts(np_dtype, np.dtype(np_dtype).itemsize)
+    out = np.zeros(16, np.uint32)
+    compiled, interpreted = both_print(capsys, signed_shift_kernel, a, amounts, out, BLOCK=16)
+    assert compiled == interpreted == "uint32"
+    assert [int(v) for v in out] == [(int(x) >> int(s)) % (1 << 32) for x, s in zip(a, amounts)]
+    if nvrtc_available():
+        compile_offline(signed_shift_kernel.cuda_source(a, amounts, out, BLOCK=16))
+
+
+@transpiler.jit
 def constexpr_arith_kernel(X, OUT, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK * SCALE // 4)
     tl.store(OUT + offs, tl.load(X + offs) * (SCALE + 1))
@@ -246,6 +295,12 @@ def _probe_launches():
                          dict(BLOCK=8)),
         "umulhi_uint64": (umulhi_kernel, [ints(np.uint64), ints(np.uint64), np.zeros(8, np.uint64)], dict(BLOCK=8)),
         "umulhi_int64": (umulhi_kernel, [ints(np.int64), ints(np.int64), np.zeros(8, np.int64)], dict(BLOCK=8)),
+        "bool_parity": (bool_parity_kernel, [rng.standard_normal(64).astype(np.float32), np.full(1, -3, np.int32)],
+                        dict(BLOCK=64)),
+        "signed_shift_int8": (signed_shift_kernel, [*_signed_and_shift_amounts(np.int8, rng.integers(99)),
+                                                    np.zeros(16, np.uint32)], dict(BLOCK=16)),
+        "signed_shift_int32": (signed_shift_kernel, [*_signed_and_shift_amounts(np.int32, rng.integers(99)),
+                                                     np.zeros(16, np.uint32)], dict(BLOCK=16)),
     }
 
 
