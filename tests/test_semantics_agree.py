@@ -92,6 +92,28 @@ def test_sum_of_booleans_kept_in_int1_is_their_parity(capsys, positives):
 
 
 @transpiler.jit
+def expand_dims_kernel(X, OUT, AXES: tl.constexpr, BLOCK: tl.constexpr):
+    y = tl.expand_dims(tl.load(X + tl.arange(0, BLOCK)), AXES)
+    tl.static_print(y.shape)
+    tl.store(OUT + tl.arange(0, BLOCK), tl.reshape(y, (BLOCK,)))
+
+
+@pytest.mark.parametrize("axes", [-3, 2, (0, 0), (0, -3), (1, -5, 0)])
+def test_expand_dims_axes_out_of_range_or_repeated_raise_on_both_paths(axes):
+    # Checked against the result's rank before normalizing: -3 on a 1-D block is not axis 1 (Triton refuses it).
+    x = np.arange(16, dtype=np.float32)
+    both_raise(ShapeError, expand_dims_kernel, x, np.zeros(16, np.float32), AXES=axes, BLOCK=16)
+
+
+def test_expand_dims_with_negative_axes_in_range_agrees(capsys):
+    x = np.arange(16, dtype=np.float32)
+    out = np.zeros(16, np.float32)
+    compiled, interpreted = both_print(capsys, expand_dims_kernel, x, out, AXES=(-4, 2, -1), BLOCK=16)
+    assert compiled == interpreted == "(1, 16, 1, 1)"
+    np.testing.assert_array_equal(out, x)
+
+
+@transpiler.jit
 def bf16_argmax_kernel(X, VAL, IDX, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     value, index = tl.max(tl.load(X + offs).to(tl.bfloat16), axis=0, return_indices=True)

@@ -651,7 +651,17 @@ def _expand_dims(b, input, axis):
     v = to_value(b, input)
     axes = const_value(b, axis, "axis")
     axes = [axes] if isinstance(axes, int) else list(axes)
-    for a in sorted(a % (len(v.shape) + len(axes)) for a in axes):
+    rank = len(v.shape) + len(axes)
+    # Axes are checked against the result's rank before they are normalized (as Triton does): -3 on a block
+    # of rank 1 is an error, not axis 1; two axes naming one position are an error too.
+    for a in axes:
+        if not -rank <= a < rank:
+            raise b.error(ShapeError, f"tl.expand_dims: axis {a} is out of range for a block of rank {rank} "
+                                      f"(expected {-rank} <= axis < {rank})")
+    normalized = [a % rank for a in axes]
+    if len(set(normalized)) != len(normalized):
+        raise b.error(ShapeError, f"tl.expand_dims: repeated axis in {axes}")
+    for a in sorted(normalized):
         v = expand_dims(b, v, a)
     return v
 
