@@ -22,7 +22,7 @@ from ..language.core import BUILTINS, builtin_name, constexpr
 from . import (semantic, semantic_atomic, semantic_block_ptr, semantic_dot,  # noqa: F401  (they register rules)
                semantic_libdevice, semantic_reduce, semantic_scan, semantic_standard)
 from .dead_code import remove_dead_code
-from .ir import Argument, KernelIR, Op, Region, Type, Value
+from .ir import Argument, KernelIR, Op, Region, Type, Value, walk
 from .records import Record, Slots
 from .source import parsed_function
 
@@ -66,6 +66,10 @@ class BoundMethod:
     def __init__(self, builtin, self_value):
         self.builtin = builtin
         self.self_value = self_value
+
+
+# Ops whose effect is more than their result: a runtime conditional expression must not compute them eagerly.
+EFFECT_OPS = frozenset({"store", "atomic_rmw", "atomic_cas", "device_print", "barrier"})
 
 
 class _Return(Exception):
@@ -766,8 +770,16 @@ class Builder:
         cond = self.eval(node.test)
         if semantic.is_const(cond):
             return self.eval(node.body) if cond else self.eval(node.orelse)
+        emitted = len(self.region.ops)
         body, orelse = self.eval(node.body), self.eval(node.orelse)
         self.loc = self.scope.parsed.loc(node)
+        # Both branches have been computed and `where` picks one result: right for values, wrong for effects.
+        # Triton runs only the taken branch, so a store or an atomic in either branch would run when it must not.
+        effects = sorted({op.name for op in walk(Region(ops=self.region.ops[emitted:])) if op.name in EFFECT_OPS})
+        if effects:
+            raise self.error(UnsupportedSyntaxError, f"a conditional expression on a runtime condition whose "
+                             f"branches have effects ({', '.join(effects)}) is not supported yet",
+                             hint="write it as an if statement")
         return semantic.RULES["where"](self, cond, body, orelse)
 
     def _expr_Attribute(self, node):
