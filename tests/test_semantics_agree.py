@@ -114,6 +114,22 @@ def test_expand_dims_with_negative_axes_in_range_agrees(capsys):
 
 
 @transpiler.jit
+def keep_all_dims_kernel(X, OUT, BM: tl.constexpr, BN: tl.constexpr):
+    offs = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
+    total = tl.sum(tl.load(X + offs), axis=None, keep_dims=True)
+    tl.static_print(total.shape)
+    tl.store(OUT[None, None, :], total)          # a ':' past a scalar's rank changes nothing (as in Triton)
+
+
+def test_reduction_over_all_axes_keeps_every_axis_and_extra_colons_are_ignored(capsys):
+    x = np.random.default_rng(4).standard_normal((4, 8)).astype(np.float32)
+    out = np.full(1, np.nan, np.float32)
+    compiled, interpreted = both_print(capsys, keep_all_dims_kernel, x, out, BM=4, BN=8)
+    assert compiled == interpreted == "(1, 1)"
+    np.testing.assert_allclose(out[0], x.astype(np.float64).sum(), rtol=1e-5)
+
+
+@transpiler.jit
 def bf16_argmax_kernel(X, VAL, IDX, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     value, index = tl.max(tl.load(X + offs).to(tl.bfloat16), axis=0, return_indices=True)
@@ -319,6 +335,8 @@ def _probe_launches():
         "umulhi_int64": (umulhi_kernel, [ints(np.int64), ints(np.int64), np.zeros(8, np.int64)], dict(BLOCK=8)),
         "bool_parity": (bool_parity_kernel, [rng.standard_normal(64).astype(np.float32), np.full(1, -3, np.int32)],
                         dict(BLOCK=64)),
+        "keep_all_dims": (keep_all_dims_kernel, [rng.standard_normal(32).astype(np.float32),
+                                                 np.full(1, np.nan, np.float32)], dict(BM=4, BN=8)),
         "signed_shift_int8": (signed_shift_kernel, [*_signed_and_shift_amounts(np.int8, rng.integers(99)),
                                                     np.zeros(16, np.uint32)], dict(BLOCK=16)),
         "signed_shift_int32": (signed_shift_kernel, [*_signed_and_shift_amounts(np.int32, rng.integers(99)),

@@ -842,8 +842,8 @@ class Builder:
                 dim = len(value.shape) - (len(items) - items.index(Ellipsis) - 1 - items.count(None))
             else:
                 raise self.error(UnsupportedSyntaxError, "blocks can be indexed only with None, ':' and '...'")
-        if dim > len(value.shape):
-            raise self.error(ShapeError, f"too many indices for a block of rank {len(value.shape)}")
+        # A ':' past the block's rank keeps nothing and changes nothing, as in Triton (`Z[None, None, :]` on a
+        # scalar pointer is a [1, 1] block); a None past the rank is refused by expand_dims.
         return value
 
     # -- calls ---------------------------------------------------------------------------------------------

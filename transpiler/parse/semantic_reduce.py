@@ -32,11 +32,11 @@ def reduce_values(b, values, axis, combine, keep_dims=False, region=None, result
         raise b.error(ShapeError, "cannot reduce a scalar", hint="reductions take blocks")
     keep_dims = bool(const_value(b, keep_dims, "keep_dims"))
     if axis is None:
+        rank = len(values[0].shape)          # keep_dims keeps every axis of the input, as size 1
         flat = (values[0].type.numel,)
         values = [_reshape(b, v, *flat) for v in values]
         results = reduce_values(b, values, 0, combine, False, region, result_dtypes)
         if keep_dims:
-            rank = len(values[0].shape)
             results = [_expand_all(b, r, rank) for r in results]
         return results
     rank = len(values[0].shape)
