@@ -308,9 +308,12 @@ def _mod(b, x, y):
 
 
 def _require_int_operands(b, x, y):
-    for d in (_dtype_of(b, x), _dtype_of(b, y)):
+    xd, yd = _dtype_of(b, x), _dtype_of(b, y)
+    for d in (xd, yd):
         if not d.is_int():
-            raise b.error(DTypeError, f"bitwise operator needs integer operands, not {d!r}",
+            # Triton's words ("invalid operands of type"), which tests written for Triton look for.
+            raise b.error(DTypeError, f"invalid operands of type {xd!r} and {yd!r}: a bitwise operator needs "
+                                      f"integer operands, not {d!r}",
                           hint="convert with .to(tl.int32), reinterpret bits with .to(tl.int32, "
                                "bitcast=True), or use comparisons and tl.where on floats")
 
