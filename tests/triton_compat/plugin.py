@@ -3,8 +3,9 @@
 It installs the `triton` shim before the test module is imported, and gives the module what Triton's own
 conftest gives it: the `device` fixture (`--device cpu|cuda`). It also
   - skips the test functions of `skip_list.SKIPS` (Triton-internal checks), with their reason;
-  - turns a read of Triton's internals after a test checked its results (`shim.TritonInternals`) into a skip
-    whose reason says so, so the summary can count "results checked" apart from plain passes;
+  - turns a read of Triton's internals after the test's kernels ran (`shim.TritonInternals`) into a skip whose
+    reason says so, so the summary counts those apart from plain passes (some tests compare results before
+    reading Triton's IR, some only after: see docs/compatibility.md);
   - replaces the module's `patch_kernel` helper by one that makes the same text substitution but registers the
     patched source (our compiler reads kernels' source; `exec` of a string leaves none to read);
   - keeps at most TRITON_COMPAT_MAX_PER_FUNCTION parametrizations of each test function, evenly spread
@@ -137,8 +138,8 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     if call.excinfo is not None and call.excinfo.errisinstance(shim.TritonInternals):
         report.outcome = "skipped"
-        report.longrepr = (str(item.path), item.location[1], f"Skipped: results checked, then read "
-                                                             f"{call.excinfo.value}")
+        report.longrepr = (str(item.path), item.location[1], f"Skipped: the kernels ran, then the test "
+                                                             f"read {call.excinfo.value}")
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
         _record(item, report, call)
 

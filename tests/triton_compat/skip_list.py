@@ -1,7 +1,7 @@
 """Test functions of Triton's language tests (test_core.py) that check Triton's own compiler rather than the
 language: they compile hand-written Triton IR, or their only assertion reads Triton's IR, PTX or launch
 metadata. They are skipped with the reason below; every other test runs, and a test that reads Triton's
-internals after checking its results is reported by the plugin as "results checked, then read <what>".
+internals after its kernels ran is reported by the plugin as "the kernels ran, then the test read <what>".
 """
 
 _HANDWRITTEN_IR = "compiles hand-written Triton GPU IR (TTGIR) with triton.compile(); no Python kernel to run"
