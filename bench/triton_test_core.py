@@ -21,6 +21,7 @@ import argparse
 import collections
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -101,6 +102,16 @@ def summarize(records: dict):
     return per_function, total
 
 
+def in_file_order(per_function, test_file):
+    """The functions in the order the test file defines them (when it is at hand)."""
+    if not os.path.exists(test_file):
+        return per_function
+    with open(test_file) as f:
+        names = [line[4:line.index("(")] for line in f if line.startswith("def test_")]
+    rank = {name: i for i, name in enumerate(names)}
+    return collections.OrderedDict(sorted(per_function.items(), key=lambda kv: rank.get(kv[0], len(rank))))
+
+
 def print_table(per_function, total):
     print("| test function | " + " | ".join(COLUMNS) + " |")
     print("|---|" + "---|" * len(COLUMNS))
@@ -124,6 +135,60 @@ def print_failures(records, limit):
             print(f"  {n:5d}  {text}")
 
 
+# Why a test of test_core.py fails here, by the failure's text (first match wins). Classes:
+#   unsupported  a feature transpiler does not have yet (docs/language.md lists it)
+#   frontend     a front-end gap already filed (fp8 dtypes, tl.tensor, methods on Python numbers)
+#   wording      the kernel is refused as Triton refuses it, but the test matches Triton's exact words or class
+#   naming       a name Triton's own implementation prints (the repr of a dtype)
+#   triton-fails the test expects Triton's compiler to fail where ours compiles the kernel
+FAILURE_CLASSES = [
+    ("unsupported", r"has no attribute '(dot_scaled|gather|histogram|inline_asm_elementwise|const|pi32_t)'",
+     "tl.dot_scaled, tl.gather, tl.histogram, tl.inline_asm_elementwise, tl.const, tl.pi32_t"),
+    ("unsupported", r"tl\.dot needs two 2-D blocks", "batched (3-D) tl.dot in the compiler"),
+    ("unsupported", r"tl\.dot needs M, N and K of at least 16", "tl.dot with M, N or K below 16 (Triton on "
+                                                                "NVIDIA skips those too)"),
+    ("unsupported", r"extra\.cuda' has no attribute", "tl.extra.cuda.num_threads / globaltimer / smid"),
+    ("unsupported", r"Descriptor block shape|make_tensor_descriptor", "tensor descriptors (TMA)"),
+    ("unsupported", r"return inside a runtime if \(with a value\)", "a value-returning return in a runtime if"),
+    ("unsupported", r"conditional expression on a runtime condition whose branches have effects",
+     "a runtime conditional expression whose branches store"),
+    ("unsupported", r"in host memory", "host (CPU or pinned) memory passed to a GPU launch"),
+    ("frontend", r"float8|fp8", "fp8 dtypes (names, arrays, casts)"),
+    ("frontend", r"has no attribute 'tensor'", "tl.tensor"),
+    ("frontend", r"a (int|float) has no attribute", "methods on Python numbers (`(0).to(tl.int64)`, `x.dtype`)"),
+    ("wording", r"Regex pattern did not match|DID NOT RAISE|invalid axis|assert None\b|must be a power of 2|"
+                r"power of two between|does not fit its parameter type",
+     "refused with other words or another exception class than Triton's"),
+    ("naming", r"triton\.language\.", "repr(tl.int8) is 'tl.int8', not 'triton.language.int8'"),
+    ("triton-fails", r"assert '' != ''", "test_call expects Triton to fail on noinline helpers; we inline them"),
+]
+
+
+def classify(record):
+    text = f"{record.get('error')}: {record.get('message', '')} {record.get('cause', '')}"
+    for name, pattern, note in FAILURE_CLASSES:
+        if re.search(pattern, text):
+            return name, note
+    return "unexplained", text[:200]
+
+
+def print_classes(records):
+    counts = collections.Counter()
+    unexplained = collections.Counter()
+    for record in records.values():
+        if record["outcome"] != "failed":
+            continue
+        name, note = classify(record)
+        counts[(name, note)] += 1
+        if name == "unexplained":
+            unexplained[(record["function"], note)] += 1
+    print("\n| class | failures | what |\n|---|---|---|")
+    for (name, note), n in sorted(counts.items(), key=lambda kv: (kv[0][0], -kv[1])):
+        print(f"| {name} | {n} | {note if name != 'unexplained' else 'see below'} |")
+    for (function, text), n in unexplained.most_common():
+        print(f"  unexplained {n:4d}  {function}: {text}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tests", default="/work/triton_tests", help="folder holding test_core.py and "
@@ -140,6 +205,7 @@ def main():
     parser.add_argument("--summary-only", action="store_true", help="only summarize an existing --report")
     parser.add_argument("--failures", type=int, default=0, help="print up to N distinct failure messages "
                                                                 "per function")
+    parser.add_argument("--classify", action="store_true", help="count the failures by why they fail")
     parser.add_argument("pytest_args", nargs="*", help="more pytest arguments (after --)")
     args = parser.parse_args()
     if not args.summary_only:
@@ -149,7 +215,10 @@ def main():
         run_pytest(args)
     records = load_records(args.report)
     per_function, total = summarize(records)
+    per_function = in_file_order(per_function, os.path.join(args.tests, "test_core.py"))
     print_table(per_function, total)
+    if args.classify:
+        print_classes(records)
     if args.failures:
         print_failures(records, args.failures)
 
