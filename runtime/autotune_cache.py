@@ -2,9 +2,10 @@
 
 One JSON file per (kernel source, toolchain, device, key value, candidate configs) under
 `<cache dir>/autotune/`, holding the index of the chosen config among the candidates and every candidate's
-time. Writes are atomic (`cache.write_json`): two processes tuning the same kernel at once each write a whole
-entry and the last one wins. An entry that does not parse or does not match the candidates is ignored (and
-replaced by the next tuning).
+time. Each entry is sealed and checked like every cache entry (`cache.write_entry` / `cache.read`: a digest
+and the versions it was made with); writes are atomic: two processes tuning the same kernel at once each write
+a whole entry and the last one wins. An entry that is damaged, does not parse or does not match the candidates
+is ignored (and replaced by the next tuning).
 """
 from __future__ import annotations
 
@@ -23,12 +24,8 @@ def entry_path(source_hash: str, device: str, key: tuple, configs: list) -> Path
 
 def load(path: Path, configs: list):
     """The index of the cached best config among `configs` (their descriptions), or None."""
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or data.get("version") != VERSION or data.get("configs") != configs:
+    data = cache.read_json(path)
+    if data is None or data.get("version") != VERSION or data.get("configs") != configs:
         return None
     best = data.get("best")
     if not isinstance(best, int) or isinstance(best, bool) or not 0 <= best < len(configs):
@@ -38,5 +35,5 @@ def load(path: Path, configs: list):
 
 def store(path: Path, configs: list, best: int, timings_ms: list, key: tuple, kernel: str):
     """`timings_ms[i]` is the time of `configs[i]`, None when it failed."""
-    cache.write_json(path, {"version": VERSION, "kernel": kernel, "key": repr(key), "configs": configs,
-                            "best": best, "timings_ms": timings_ms})
+    cache.write_entry(path, json.dumps({"version": VERSION, "kernel": kernel, "key": repr(key), "configs": configs,
+                                        "best": best, "timings_ms": timings_ms}).encode())

@@ -38,16 +38,26 @@ _ATTR_CC_MAJOR, _ATTR_CC_MINOR = 75, 76   # cudaDevAttrComputeCapabilityMajor / 
 def _internal_error(kernel_name, source, log, dump_path=None):
     first = next((ln for ln in log.splitlines() if "error" in ln), log.strip().splitlines()[0] if log.strip() else "")
     if dump_path is None:
-        dump_dir = os.environ.get("TRANSPILER_DUMP_DIR") or os.path.join(os.path.expanduser("~"), ".cache",
-                                                                            "transpiler", "failed")
-        os.makedirs(dump_dir, exist_ok=True)
-        dump_path = os.path.join(dump_dir, f"{kernel_name}.cu")
-        with open(dump_path, "w") as f:
-            f.write(source)
+        dump_path = _save_failed_source(kernel_name, source)
     return InternalCompilerError(
         f"the generated CUDA for '{kernel_name}' did not compile (a bug in transpiler, not in your kernel).\n"
         f"  source: {dump_path}\n  first message: {first}", kernel=kernel_name,
         hint="please report it with the dumped .cu file")
+
+
+def _save_failed_source(kernel_name, source):
+    """Where the source that did not compile was saved: `TRANSPILER_DUMP_DIR`, else the cache folder's
+    `failed/` (so it follows TRANSPILER_CACHE_DIR); a folder that cannot be written is said, not raised."""
+    from . import cache
+    folder = os.environ.get("TRANSPILER_DUMP_DIR") or str(cache.cache_dir() / "failed")
+    path = os.path.join(folder, f"{kernel_name}.cu")
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with open(path, "w") as f:
+            f.write(source)
+    except OSError as e:
+        return f"(not saved: {folder} cannot be written: {e.strerror or e}; kernel.cuda_source(...) gives it)"
+    return path
 
 
 @functools.lru_cache(maxsize=None)
@@ -112,7 +122,9 @@ def load_function(cubin: bytes, kernel_name: str, device_id: int):
     if previous != context:
         driver.ctxSetCurrent(context)
     try:
-        module = driver.moduleLoadData(cubin)   # kept loaded for the life of the process
+        # Kept loaded for the life of the process, not unloaded with its Kernel object: a captured CUDA graph or
+        # a launch still queued on a stream may use the function, and cuModuleUnload cannot wait for those.
+        module = driver.moduleLoadData(cubin)
         return module, driver.moduleGetFunction(module, kernel_name), context
     finally:
         if previous != context:

@@ -3,7 +3,8 @@
 Why not CuPy's bindings (`cupy_backends.cuda.api`): in a process that only uses torch, their first calls
 imported all of `cupy` (~100 ms, traced on the H200), which such a process must not pay before its first launch. The functions keep that binding's names
 and argument order (`launchKernel(func, gx, gy, gz, bx, by, bz, shared, stream, params, extra)`), so the
-launcher does not care which one it holds; errors raise `CudaDriverError` with the driver's name for the code.
+launcher does not care which one it holds; errors raise `CudaDriverError` with the driver's name for the code
+and its number (`status`: `launcher.STICKY_ERRORS` lists the faults that leave the context unusable).
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ def _library():
             "cuFuncSetAttribute": [p, i, i],
             "cuLaunchKernel": [p, u, u, u, u, u, u, u, p, p, p],
             "cuGetErrorName": [i, ctypes.POINTER(ctypes.c_char_p)],
+            "cuStreamSynchronize": [p],
         }
         for name, args in signatures.items():
             fn = getattr(lib, name)
@@ -67,6 +69,9 @@ class Driver:
     def launchKernel(self, func, gx, gy, gz, bx, by, bz, shared, stream, params, extra):  # noqa: N802
         _check((_lib or _library()).cuLaunchKernel(func, gx, gy, gz, bx, by, bz, shared, stream or None, params,
                                                    extra or None), "cuLaunchKernel")
+
+    def streamSynchronize(self, stream):  # noqa: N802 (debug mode: after each launch)
+        _check((_lib or _library()).cuStreamSynchronize(stream or None), "cuStreamSynchronize")
 
     def funcSetAttribute(self, func, attribute, value):  # noqa: N802
         _check((_lib or _library()).cuFuncSetAttribute(func, attribute, value), "cuFuncSetAttribute")

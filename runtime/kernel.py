@@ -25,15 +25,19 @@ import hashlib
 import inspect
 import linecache
 import os
+import sys
+from pathlib import Path
 
 from ..errors import InternalCompilerError, LaunchError, SourceLocation, TranspilerError
+from .. import options as options_mod
 from ..language.core import constexpr, current_interpreter
+from ..targets import source_target
 from . import cache, compiler, launch_key
 from .launch_key import HOST, TORCH, binder_source, make_binder
-from .launcher import Launcher, cupy_stream, stream_handle, torch_stream
+from .launcher import STICKY_ERRORS, DebugLauncher, Launcher, cupy_stream, fault_error, stream_handle, torch_stream
 from .once import OnceMap
 
-MAX_GRID = (2**31 - 1, 65535, 65535)
+MAX_GRID = (2**31 - 1, 65535, 65535)    # every CUDA device since compute capability 3.0 (cudaDevAttrMaxGridDimX..Z)
 _IGNORED_OPTIONS = ("num_ctas", "enable_fp_fusion", "maxnreg", "debug")
 
 
@@ -50,13 +54,14 @@ class CompiledVariant:
     """One specialization: its source, the dynamic shared memory a launch gives each program, its cubin per
     architecture and its loaded function per device."""
 
-    def __init__(self, name, source, param_kinds, shared_bytes=0, disk_key=None):
+    def __init__(self, name, source, param_kinds, shared_bytes=0, disk_key=None, options=options_mod.DEFAULT):
         self.name = name
         self.source = source
         self.param_kinds = param_kinds       # per kernel parameter: "ptr", a dtype name, or None (constexpr)
         self.slot_kinds = [k for k in param_kinds if k is not None]
         self.shared_bytes = shared_bytes     # dynamic shared memory per program
         self.disk_key = disk_key
+        self.options = options               # transpiler.options.CompileOptions it was made under
         self._cubins = OnceMap()             # arch -> cubin bytes
         self._functions = OnceMap()          # device -> (module, function, context)
         self._from_disk = set()              # architectures whose cubin came from the disk cache
@@ -90,8 +95,8 @@ class CompiledVariant:
         arch = compiler.device_arch(device)
         try:
             return compiler.load_function(self.cubin(arch), self.name, device)
-        except Exception:
-            if arch not in self._from_disk:
+        except Exception as e:
+            if arch not in self._from_disk or getattr(e, "status", None) in STICKY_ERRORS:
                 raise
             # A cubin from disk that the driver refuses (made by another NVRTC, or damaged): make it again.
             self._from_disk.discard(arch)
@@ -100,21 +105,57 @@ class CompiledVariant:
 
 
 def _at_definition(method):
-    """Launch errors raised inside `method` point at the kernel's `def` line."""
+    """Launch errors raised inside `method` point at the kernel's `def` line and at the user's call."""
     @functools.wraps(method)
-    def located(self, *args, **kwargs):
+    def at_definition(self, *args, **kwargs):
         try:
             return method(self, *args, **kwargs)
         except LaunchError as e:
-            raise e.at(self.definition())
-    return located
+            raise located(e, self.definition())
+    return at_definition
+
+
+# This package's code: the `runtime/` folder and the `transpiler/` package (the same folder in a wheel).
+_OWN_FOLDERS = tuple({os.path.realpath(p) + os.sep for p in (Path(__file__).parent,
+                                                             Path(__import__("transpiler").__file__).parent)})
+
+
+def located(error, definition):
+    """`error` pointing at the kernel's `def` line and, once, at the user's line that made the call (the first
+    frame outside this package). Only errors pay for the stack walk."""
+    error.at(definition)
+    if not getattr(error, "call_site_added", False):
+        error.call_site_added = True
+        site = user_call_site()
+        if site is not None:
+            error.with_context(call_site=site)
+    return error
+
+
+def user_call_site():
+    """SourceLocation of the innermost frame that is not this package's code (None if there is none)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        ours = filename.startswith("<launch binder") or (not filename.startswith("<") and
+                                                        os.path.realpath(filename).startswith(_OWN_FOLDERS))
+        if not ours:
+            return SourceLocation(filename, frame.f_lineno, _column(filename, frame.f_lineno), frame.f_code.co_name)
+        frame = frame.f_back
+    return None
+
+
+def _column(filename, line):
+    text = linecache.getline(filename, line)
+    return len(text) - len(text.lstrip())
 
 
 class Kernel:
     __transpiler_kernel__ = True
 
-    def __init__(self, fn):
+    def __init__(self, fn, debug=False):
         self.fn = fn
+        self.debug = debug                   # compile option: `@jit(debug=True)` (TRANSPILER_DEBUG=1 for all)
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
         self.__module__ = fn.__module__
@@ -126,7 +167,7 @@ class Kernel:
         self.defaults = {p.name: p.default for p in self.params if p.default is not inspect.Parameter.empty}
         self._names = tuple(self.arg_names)
         self._constexpr_mask = tuple(n in self.constexpr_names for n in self.arg_names)
-        self._variant_map = OnceMap()        # (spec key, num_warps, num_stages) -> CompiledVariant
+        self._variant_map = OnceMap()        # (spec key, num_warps, num_stages, CompileOptions, target) -> variant
         self.variants = self._variant_map.values
         self._launcher_map = OnceMap()       # (*spec key, num_warps, num_stages, device) -> Launcher
         self._launchers = self._launcher_map.values
@@ -245,6 +286,8 @@ class Kernel:
                 stream = stream_handle(stream, self.__name__)
             try:
                 if gx > 0 and gy > 0 and gz > 0:
+                    # Past MAX_GRID the driver refuses the launch (nothing runs) and `_grid` below says why:
+                    # checking here would cost each launch ~70 ns (chained comparisons, measured).
                     launcher.launch(gx, gy, gz, values, stream)
                     return None
             except LaunchError:
@@ -253,7 +296,7 @@ class Kernel:
                 pass                 # not plain positive ints (floats, NumPy ints, too large): the general path
             except Exception as e:
                 self._grid(grid, args, num_warps, num_stages)     # a grid past the hardware limits says so
-                raise LaunchError(f"the launch failed: {e}", kernel=self.__name__) from e
+                raise self._driver_error(e) from e
             grid = self._grid(grid, args, num_warps, num_stages)
             if 0 in grid:
                 return None
@@ -262,10 +305,14 @@ class Kernel:
             except LaunchError:
                 raise
             except Exception as e:
-                raise LaunchError(f"the launch failed: {e}", kernel=self.__name__) from e
+                raise self._driver_error(e) from e
             return None
         except LaunchError as e:
-            raise e.at(self.definition())
+            raise located(e, self.definition())
+
+    def _driver_error(self, error):
+        """The LaunchError for a driver error met by a launch: a fault of an earlier kernel says which ran."""
+        return fault_error(error, self.__name__) or LaunchError(f"the launch failed: {error}", kernel=self.__name__)
 
     def _make_binder(self):
         self._binder = make_binder(self._names, self._constexpr_mask, self.__name__)
@@ -276,10 +323,18 @@ class Kernel:
         return binder_source(self._names, self._constexpr_mask, self.__name__)
 
     def _make_launcher(self, key, values, num_warps, num_stages, device):
-        var = self.variant(key[:-3], values, num_warps, num_stages)
-        module, function, context = var.function(device)
-        return Launcher(module, function, context, var.slot_kinds, num_warps, name=self.__name__,
-                        shared_bytes=var.shared_bytes)
+        var = self.variant(key[:-3], values, num_warps, num_stages, compiler.device_arch(device))
+        try:
+            module, function, context = var.function(device)
+        except Exception as e:
+            fault = fault_error(e, self.__name__)       # the context died in an earlier kernel: say which
+            if fault is None:
+                raise
+            raise fault from e
+        cls = DebugLauncher if var.options.debug else Launcher
+        return cls(module, function, context, var.slot_kinds, num_warps, name=self.__name__,
+                   shared_bytes=var.shared_bytes,
+                   slot_names=[n for n, c in zip(self._names, self._constexpr_mask) if not c])
 
     # -- binding -----------------------------------------------------------------------------------------
     def _bind_args(self, args, kwargs):
@@ -358,16 +413,25 @@ class Kernel:
             self._source_hash = _dependencies_hash(self.fn)
         return self._source_hash
 
-    def variant(self, key, values, num_warps, num_stages=3):
-        """The compiled variant of specialization `key` (built once; `values` are the arguments in order)."""
-        return self._variant_map.get((key, num_warps, num_stages),
-                                     lambda: self._build_variant(key, values, num_warps, num_stages))
+    def compile_options(self):
+        """The compile options in force for this kernel now (its own `debug` flag, the environment)."""
+        return options_mod.from_env(self.debug)
 
-    def _build_variant(self, key, values, num_warps, num_stages):
-        disk_key = cache.entry_key((self.source_hash(), key, num_warps, num_stages, cache.toolchain_fingerprint()))
+    def variant(self, key, values, num_warps, num_stages=3, arch=None):
+        """The compiled variant of specialization `key` (built once per compile options; `values` are the
+        arguments in order) for a device of architecture `arch` (None: any; the source differs only where the
+        architecture has instructions the others lack, see `targets.source_target`)."""
+        opts = self.compile_options()
+        target = source_target(arch)
+        return self._variant_map.get((key, num_warps, num_stages, opts, target),
+                                     lambda: self._build_variant(key, values, num_warps, num_stages, opts, target))
+
+    def _build_variant(self, key, values, num_warps, num_stages, opts=options_mod.DEFAULT, target=None):
+        disk_key = cache.entry_key((self.source_hash(), key, num_warps, num_stages, opts,
+                                    cache.toolchain_fingerprint(), target))
         entry = cache.load(disk_key)
         if entry is None:
-            emitted = self._generate(key, values, num_warps, num_stages)
+            emitted = self._generate(key, values, num_warps, num_stages, opts, target)
             param_kinds = [None if c else ("ptr" if part[0] in ("ptr", "none") else part[0])
                            for part, c in zip(key, self._constexpr_mask)]
             entry = {"name": self.fn.__name__, "source": emitted.source, "param_kinds": param_kinds,
@@ -379,21 +443,21 @@ class Kernel:
             with open(os.path.join(dump, f"{self.fn.__name__}_{disk_key[:8]}.cu"), "w") as f:
                 f.write(entry["source"])
         return CompiledVariant(entry["name"], entry["source"], entry["param_kinds"], entry.get("shared_bytes", 0),
-                               disk_key)
+                               disk_key, opts)
 
     def _arg_specs(self, key, values):
         from ..analysis.specialization import arg_spec
         return [arg_spec(n, part, _unwrap(v), c)
                 for n, part, v, c in zip(self._names, key, values, self._constexpr_mask)]
 
-    def _generate(self, key, values, num_warps, num_stages):
+    def _generate(self, key, values, num_warps, num_stages, opts=options_mod.DEFAULT, target=None):
         """Parse → analysis → emission: the `EmittedKernel` (source and dynamic shared memory) of a variant."""
         from ..analysis import analyze
         from ..emit_cuda import emit_kernel
         from ..parse import build_kernel_ir
-        ir = build_kernel_ir(self.fn, self._arg_specs(key, values), num_warps, num_stages)
+        ir = build_kernel_ir(self.fn, self._arg_specs(key, values), num_warps, num_stages, opts)
         try:
-            return emit_kernel(ir, analyze(ir))
+            return emit_kernel(ir, analyze(ir, target))
         except TranspilerError as e:
             raise e.with_context(kernel=self.fn.__name__)
         except Exception as e:   # a typed IR the later passes cannot handle is our bug, not the user's
@@ -405,16 +469,16 @@ class Kernel:
                      "meanwhile") from e
 
     # -- public helpers ----------------------------------------------------------------------------------
-    def cuda_source(self, *args, num_warps=4, num_stages=3, **kwargs):
+    def cuda_source(self, *args, num_warps=4, num_stages=3, arch=None, **kwargs):
         """The `.cu` of the specialization these arguments select (NumPy arrays and `StandIn`s may stand in
-        for device ones)."""
-        return self.compiled_variant(*args, num_warps=num_warps, num_stages=num_stages, **kwargs).source
+        for device ones), for a device of architecture `arch` ('sm_90a': with warpgroup MMA)."""
+        return self.compiled_variant(*args, num_warps=num_warps, num_stages=num_stages, arch=arch, **kwargs).source
 
     @_at_definition
-    def compiled_variant(self, *args, num_warps=4, num_stages=3, **kwargs):
+    def compiled_variant(self, *args, num_warps=4, num_stages=3, arch=None, **kwargs):
         """The specialization these arguments select: its source and launch needs (no GPU needed)."""
         values = self._bind_for_compile(args, kwargs, num_warps)
-        return self.variant(self.spec_key(values), values, num_warps, num_stages)
+        return self.variant(self.spec_key(values), values, num_warps, num_stages, arch)
 
     @_at_definition
     def warmup(self, *args, grid=None, num_warps=4, num_stages=3, **kwargs):
@@ -423,9 +487,12 @@ class Kernel:
         configs in parallel through this. Returns the CUDA source."""
         values = self._bind_for_compile(args, kwargs, num_warps)
         key, _, device, frameworks = (self._binder or self._make_binder())(values, num_warps, num_stages, False)
-        var = self.variant(key[:-3], values, num_warps, num_stages)
-        if not frameworks & HOST and gpu_available():
-            key = key[:-1] + ((device if device >= 0 else launch_key.current_device()),)
+        on_gpu = not frameworks & HOST and gpu_available()
+        device = (device if device >= 0 else launch_key.current_device()) if on_gpu else None
+        var = self.variant(key[:-3], values, num_warps, num_stages,
+                           compiler.device_arch(device) if on_gpu else None)
+        if on_gpu:
+            key = key[:-1] + (device,)
             self._launcher_map.get(key, lambda: self._make_launcher(key, values, num_warps, num_stages, key[-1]))
         return var.source
 
@@ -434,7 +501,8 @@ class Kernel:
         """The typed IR of a specialization (for tests and for reading)."""
         from ..parse import build_kernel_ir
         values = self._bind_for_compile(args, kwargs, num_warps)
-        return build_kernel_ir(self.fn, self._arg_specs(self.spec_key(values), values), num_warps, num_stages)
+        return build_kernel_ir(self.fn, self._arg_specs(self.spec_key(values), values), num_warps, num_stages,
+                               self.compile_options())
 
     def explain(self, *args, num_warps=4, num_stages=3, arch=None, **kwargs):
         """A readable report of this specialization's decisions: layouts, vector widths, reductions, shared

@@ -62,6 +62,14 @@ def integer_dtype(value: int):
     return dtypes.uint64
 
 
+def wide_int_part(value: int, name: str, kernel_name: str):
+    """Key part of an int outside int32 (uint32, int64, uint64); LaunchError for one that no C integer holds."""
+    if -2**63 <= value < 2**64:
+        return int_part(integer_dtype(value).name, value)
+    raise LaunchError(f"argument '{name}' = {value} does not fit any integer parameter type (int32, uint32, int64, "
+                      "uint64)", kernel=kernel_name, hint="pass a value between -2**63 and 2**64 - 1")
+
+
 def scalar_key(value):
     """Key part of a non-array argument (TypeError for anything that is not a scalar)."""
     if isinstance(value, (bool, np.bool_)):
@@ -160,7 +168,7 @@ _PARAM = """\
         if -2147483648 <= a{i} <= 2147483647:
             k{i} = _I32_ONE if a{i} == 1 else (_I32_DIV16 if a{i} & 15 == 0 else _I32_PLAIN)
         else:
-            k{i} = scalar_key(a{i})
+            k{i} = wide_int_part(a{i}, {name!r}, {kernel!r})
     elif t is _torch_tensor:
         v{i} = a{i}.data_ptr()
         d = a{i}.get_device()
@@ -217,12 +225,15 @@ def make_binder(names, constexpr_mask, kernel_name):
 
 def _code_of(source, kernel_name):
     name = f"binder-{sys.implementation.cache_tag}-{hashlib.sha256(source.encode()).hexdigest()[:24]}.marshal"
-    try:
-        return marshal.loads((cache.cache_dir() / name).read_bytes())
-    except (OSError, ValueError, EOFError, TypeError):
-        code = compile(source, f"<launch binder of {kernel_name}>", "exec")
-        cache.write(name, marshal.dumps(code))
-        return code
+    payload = cache.load_named(name)       # checked against its digest: marshal must never see a damaged file
+    if payload is not None:
+        try:
+            return marshal.loads(payload)
+        except (ValueError, EOFError, TypeError):
+            pass
+    code = compile(source, f"<launch binder of {kernel_name}>", "exec")
+    cache.write(name, marshal.dumps(code))
+    return code
 
 
 _binders = {}

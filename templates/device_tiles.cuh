@@ -20,6 +20,13 @@ template <int ROW_BYTES, int ES> __device__ __forceinline__ int swizzle(int row,
   }
 }
 
+// A tile whose rows are longer than 128 bytes, cut into 128-byte slabs stored one after the other (ROWS rows
+// each), every slab swizzled as above: the layout warpgroup MMA reads with its 128-byte swizzle mode.
+template <int ROW_BYTES, int ES, int ROWS> __device__ __forceinline__ int swizzle_slabs(int row, int col) {
+  constexpr int SLAB = 128 / ES;                             // elements per slab row
+  return (col / SLAB) * (ROWS * SLAB) + swizzle<128, ES>(row, col % SLAB);
+}
+
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
@@ -33,6 +40,19 @@ template <int BYTES> __device__ __forceinline__ void cp_async(void* dst, const v
   } else {
     asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" :: "r"(smem_addr(dst)), "l"(src), "n"(BYTES)
                  : "memory");
+  }
+}
+// The same copy, of BYTES bytes when `valid` and of none otherwise: the hardware fills what it did not copy with
+// zeros (a masked-off run of a load whose `other` is 0), and reads nothing from `src`.
+template <int BYTES> __device__ __forceinline__ void cp_async_zfill(void* dst, const void* src, bool valid) {
+  static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
+  const int size = valid ? BYTES : 0;
+  if constexpr (BYTES == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(smem_addr(dst)), "l"(src), "r"(size)
+                 : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;" :: "r"(smem_addr(dst)), "l"(src), "n"(BYTES),
+                 "r"(size) : "memory");
   }
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
@@ -106,6 +126,32 @@ __device__ __forceinline__ void mma_m16n8k32_s8(int* d, const unsigned* a, const
                : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+
+// ---- warpgroup MMA (sm_90a) ----
+// Shared-memory matrix descriptor (PTX "Matrix Descriptor Format"): start address, leading- and stride-
+// dimension byte offsets (16-byte units), swizzle mode (1: 128-byte, 2: 64-byte, 3: 32-byte). The start must
+// sit on the origin of a swizzle atom row (tiles are 1024-byte aligned, so the base-offset field stays 0).
+template <int MODE, int LBO, int SBO> __device__ __forceinline__ unsigned long long wgmma_desc(const void* p) {
+  constexpr unsigned long long fixed = (static_cast<unsigned long long>((LBO & 0x3FFFF) >> 4) << 16) |
+                                       (static_cast<unsigned long long>((SBO & 0x3FFFF) >> 4) << 32) |
+                                       (static_cast<unsigned long long>(MODE) << 62);
+  return fixed | static_cast<unsigned long long>((smem_addr(p) & 0x3FFFF) >> 4);
+}
+// Registers written by ordinary instructions become visible to the next wgmma (accumulators, A fragments).
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+// Wait until at most N of this warpgroup's wgmma groups are in flight.
+template <int N> __device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory");
+}
+// Keeps the compiler from moving reads or writes of the accumulator registers across a fence or a wait
+// (the hardware writes them asynchronously between the wgmma and its wait).
+template <int N> __device__ __forceinline__ void wgmma_pin(float* d) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i]) :: "memory");
+}
+// Shared memory written by ordinary stores and cp.async becomes visible to the async proxy (wgmma reads).
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 
 // acc += a * b on CUDA cores (exact fp32/fp64 products; int8 products summed in int32).
 template <typename Acc, typename T> __device__ __forceinline__ void madd(Acc& acc, T a, T b) {

@@ -43,6 +43,29 @@ def dot_kernel(A, B, C, M, N, K, s_am, s_ak, s_bk, s_bn, s_cm, s_cn,
 
 
 @transpiler.jit
+def dot_at_kernel(AT, B, C, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """C = A @ B with A given as A^T ([K, M], M contiguous): `tl.trans` of the staged tile makes A M-major
+    (wgmma reads it with the transpose bit)."""
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        at = tl.load(AT + (k + rk)[:, None] * M + rm[None, :], mask=((k + rk)[:, None] < K) & (rm[None, :] < M),
+                     other=0.0)
+        b = tl.load(B + (k + rk)[:, None] * N + rn[None, :], mask=((k + rk)[:, None] < K) & (rn[None, :] < N),
+                    other=0.0)
+        acc = tl.dot(tl.trans(at), b, acc)
+    tl.store(C + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+# (BM, BN, BK, num_warps, num_stages, (M, N, K)) of dot_at_kernel: one 128-byte slab of M, two, two warpgroups.
+# M and N multiples of 16 (rows provably 16-byte aligned, so the loads are staged) but not of the blocks.
+AT_CASES = [(64, 64, 32, 4, 3, (208, 144, 264)), (128, 128, 64, 4, 3, (304, 272, 296)),
+            (128, 64, 32, 8, 3, (272, 208, 328))]
+
+
+@transpiler.jit
 def dot_epilogue_kernel(A, B, Bias, Out, RowMax, M, N, K,
                         BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     """One dot over the whole K (no loop), then bias, ReLU, a row max and an fp16 store: the product feeds
@@ -113,6 +136,15 @@ CASES = [
     DotCase("int8", (32, 32, 64), num_warps=2, b_transposed=True, shape=(100, 72, 256)),
     DotCase("int8", (32, 32, 16), num_warps=4),
     DotCase("float64", (32, 32, 16), num_warps=4),
+    # warpgroup MMA on sm_90a (both tiles through descriptors): the example's 128x128x64 block (two m64
+    # instructions per warpgroup), one m64n128 per warpgroup, two warpgroups along M and along N, K-major B
+    # with 256-byte rows (128-byte slabs of K), bf16
+    DotCase("float16", (128, 128, 64), num_warps=4, num_stages=3, shape=(300, 260, 296)),
+    DotCase("float16", (64, 128, 64), num_warps=4, num_stages=3, shape=(130, 300, 200)),
+    DotCase("float16", (128, 128, 128), num_warps=8, num_stages=2, shape=(260, 257, 392), b_transposed=True),
+    DotCase("float16", (64, 256, 32), num_warps=8, num_stages=4, shape=(200, 520, 264)),
+    DotCase("bfloat16", (128, 256, 64), num_warps=8, num_stages=3, shape=(300, 520, 264)),
+    DotCase("bfloat16", (128, 128, 64), num_warps=4, num_stages=3, shape=(300, 260, 296), b_transposed=True),
 ]
 
 # Relative Frobenius error allowed against a float64 product of the (rounded) inputs.

@@ -36,6 +36,8 @@ class Spec:
     constexprs: dict = field(default_factory=dict)
     num_warps: int = 4
     dtype_override: dict = field(default_factory=dict)   # argument name -> dtype name ("bf16")
+    num_stages: int = 3
+    arch: str | None = None  # the source written for this architecture ("sm_90a": warpgroup MMA), else any
 
     @property
     def module(self):
@@ -69,6 +71,13 @@ def _giou(dtype, n_boxes):
                     n_boxes, 1e-7]
 
 
+def _matmul(m=4096, n=4096, k=4096):
+    return lambda: [aligned(64, np.float16), aligned(64, np.float16), aligned(64, np.float16), m, n, k, k, 1, n, 1,
+                    n, 1]
+
+
+MATMUL_128 = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, ACTIVATION="leaky_relu")
+
 SPECS = [
     # vector_add's GPU case: fp32, n = 1_000_003 (not a multiple of the block), BLOCK 1024, 4 warps.
     Spec("vector_add_fp32", "vector_add", "add_kernel", _vector_add(), dict(BLOCK=1024), 4),
@@ -85,6 +94,9 @@ SPECS = [
     # giou_loss 64 x 10007 boxes, fp32 and fp16, BLOCK 512.
     Spec("giou_loss_fp32", "giou_loss", "giou_loss_kernel", _giou(np.float32, 64 * 10007), dict(BLOCK=512), 4),
     Spec("giou_loss_fp16", "giou_loss", "giou_loss_kernel", _giou(np.float16, 64 * 10007), dict(BLOCK=512), 4),
+    # matmul 4096^3 fp16, 128x128x64 blocks, 4 warps, 3 stages: mma.sync for any device, wgmma for sm_90a.
+    Spec("matmul_fp16_128x128x64", "matmul", "matmul_kernel", _matmul(), MATMUL_128, 4),
+    Spec("matmul_fp16_128x128x64_sm90a", "matmul", "matmul_kernel", _matmul(), MATMUL_128, 4, arch="sm_90a"),
 ]
 BY_NAME = {s.name: s for s in SPECS}
 
@@ -99,24 +111,27 @@ def specialization_key(kernel, args, constexprs, num_warps, dtype_override=None)
     return key, values
 
 
-def source_for(kernel, args, constexprs, num_warps=4, dtype_override=None):
+def source_for(kernel, args, constexprs, num_warps=4, dtype_override=None, num_stages=3, arch=None):
     """The `.cu` of one specialization (what `kernel.cuda_source` returns, plus bf16 by override)."""
     key, values = specialization_key(kernel, args, constexprs, num_warps, dtype_override)
-    return kernel.variant(key, values, num_warps).source
+    return kernel.variant(key, values, num_warps, num_stages, arch).source
 
 
 def source_of(spec: Spec) -> str:
-    return source_for(spec.kernel_obj, spec.make_args(), spec.constexprs, spec.num_warps, spec.dtype_override)
+    return source_for(spec.kernel_obj, spec.make_args(), spec.constexprs, spec.num_warps, spec.dtype_override,
+                      spec.num_stages, spec.arch)
 
 
-def analysis_for(kernel, args, constexprs, num_warps=4, dtype_override=None):
+def analysis_for(kernel, args, constexprs, num_warps=4, dtype_override=None, num_stages=3, arch=None):
     """(ir, analysis) of one specialization: the IR the emitter sees and the decisions made about it."""
     from transpiler.analysis import analyze
     from transpiler.parse import build_kernel_ir
+    from transpiler.targets import source_target
     key, values = specialization_key(kernel, args, constexprs, num_warps, dtype_override)
-    ir = build_kernel_ir(kernel.fn, kernel._arg_specs(key, values), num_warps)
-    return ir, analyze(ir)
+    ir = build_kernel_ir(kernel.fn, kernel._arg_specs(key, values), num_warps, num_stages)
+    return ir, analyze(ir, source_target(arch))
 
 
 def analysis_of(spec: Spec):
-    return analysis_for(spec.kernel_obj, spec.make_args(), spec.constexprs, spec.num_warps, spec.dtype_override)
+    return analysis_for(spec.kernel_obj, spec.make_args(), spec.constexprs, spec.num_warps, spec.dtype_override,
+                        spec.num_stages, spec.arch)

@@ -13,6 +13,7 @@ import transpiler.language as tl
 from autotune_fakes import CONFIGS, FakeBench, FakeKernel, tuned_fake
 from transpiler import AutotuneError, AutotuneWarning, Config, LaunchError
 from transpiler.runtime import autotune as autotune_module
+from transpiler.runtime import cache
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIMES = {32: 3.0, 64: 1.0, 128: 2.0}
@@ -24,6 +25,11 @@ def fresh_cache_dir(tmp_path, monkeypatch):
     monkeypatch.delenv("TRANSPILER_INTERPRET", raising=False)
     monkeypatch.delenv("TRANSPILER_PRINT_AUTOTUNING", raising=False)
     return tmp_path / "cache"
+
+
+def _read(entry):
+    """The JSON payload of a sealed autotune entry (`cache.read` checks its digest)."""
+    return json.loads(cache.read(entry))
 
 
 def _entries(cache):
@@ -322,7 +328,7 @@ def test_results_are_stored_on_disk_and_reused_by_a_fresh_autotuner(fresh_cache_
     tuned[(1,)](None, None, 100)
     entries = _entries(fresh_cache_dir)
     assert len(entries) == 1
-    data = json.loads(entries[0].read_text())
+    data = _read(entries[0])
     assert data["best"] == 1 and data["timings_ms"] == [3.0, 1.0, 2.0]
 
     again, kernel, bench2 = tuned_fake({32: 1.0, 64: 3.0, 128: 2.0})
@@ -349,14 +355,14 @@ def test_cache_results_false_writes_nothing(fresh_cache_dir):
 def test_a_corrupt_disk_entry_is_ignored_and_overwritten(fresh_cache_dir, garbage):
     tuned_fake(TIMES)[0][(1,)](None, None, 100)
     (entry,) = _entries(fresh_cache_dir)
-    if garbage is None:     # right configs, impossible index
-        data = json.loads(entry.read_text())
-        garbage = json.dumps(dict(data, best=7))
-    entry.write_text(garbage)
+    if garbage is None:     # right configs, impossible index, in a well-sealed entry
+        cache.write_entry(entry, json.dumps(dict(_read(entry), best=7)).encode())
+    else:
+        entry.write_text(garbage)
     tuned, kernel, bench = tuned_fake(TIMES)
     tuned[(1,)](None, None, 100)
     assert len(bench.calls) == 3 and kernel.launches[-1]["BLOCK"] == 64
-    assert json.loads(entry.read_text())["best"] == 1
+    assert _read(entry)["best"] == 1
 
 
 def _tune_in_subprocess(times, delay, n, cache):
@@ -387,7 +393,7 @@ def test_two_processes_tuning_at_once_leave_one_whole_entry(fresh_cache_dir):
     assert sorted(p.name for p in (fresh_cache_dir / "autotune").iterdir()) == [e.name for e in
                                                                                   _entries(fresh_cache_dir)]
     (entry,) = _entries(fresh_cache_dir)
-    assert json.loads(entry.read_text())["best"] == 1
+    assert _read(entry)["best"] == 1
     assert _result(_tune_in_subprocess(TIMES, 0.0, 100, fresh_cache_dir)) == {"best": 64, "benched": 0}
 
 

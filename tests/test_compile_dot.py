@@ -22,10 +22,10 @@ import matmul as matmul_example  # noqa: E402
 needs_nvrtc = pytest.mark.skipif(not nvrtc_available(), reason="NVRTC not installed (pip install '.[nvrtc]')")
 
 
-def dot_source(case):
+def dot_source(case, arch=None):
     a, b, c, sa, sb, sc = host_stand_ins(case)
     _, args, options = launch_args(case, a, b, c, sa, sb, sc)
-    return dot_kernel.compiled_variant(*args, **options)
+    return dot_kernel.compiled_variant(*args, arch=arch, **options)
 
 
 def matmul_variant(dtype=tl.float16, config=None):
@@ -41,7 +41,7 @@ def matmul_variant(dtype=tl.float16, config=None):
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_dot_case_compiles_without_spills(case, arch):
-    result = compile_offline(dot_source(case).source, arch)
+    result = compile_offline(dot_source(case, arch).source, arch)
     assert result.spill_bytes == 0, result.log
     assert not result.warnings, result.warnings
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dot_kernels import CASES, REL_ERROR, dot_epilogue_kernel, dot_kernel, launch_args, make_inputs, reference
+from dot_kernels import (AT_CASES, CASES, REL_ERROR, dot_at_kernel, dot_epilogue_kernel, dot_kernel, launch_args,
+                         make_inputs, reference)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 
@@ -84,6 +85,25 @@ def test_dot_epilogue_bias_relu_rowmax_cast():
     c = np.maximum(a.astype(np.float64) @ b.astype(np.float64) + bias, 0.0)
     np.testing.assert_allclose(out.get().astype(np.float64), c, rtol=2e-3, atol=2e-3)
     np.testing.assert_allclose(row_max.get(), c.max(axis=1), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("bm, bn, bk, warps, stages, shape", AT_CASES)
+def test_dot_with_a_given_transposed(bm, bn, bk, warps, stages, shape):
+    """A stored [K, M] and transposed in the kernel: on sm_90a wgmma reads it M-major (transpose bit)."""
+    import cupy
+    rng = np.random.default_rng()
+    m, n, k = shape
+    at = rng.standard_normal((k, m)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    c = cupy.full((m, n), np.nan, np.float32)
+    dot_at_kernel[(transpiler_cdiv(m, bm), transpiler_cdiv(n, bn))](cupy.asarray(at), cupy.asarray(b), c, m, n, k,
+                                                                    BM=bm, BN=bn, BK=bk, num_warps=warps,
+                                                                    num_stages=stages)
+    got = c.get().astype(np.float64)
+    expected = at.astype(np.float64).T @ b.astype(np.float64)
+    assert not np.isnan(got).any(), f"{int(np.isnan(got).sum())} elements never written"
+    rel = np.linalg.norm(got - expected) / np.linalg.norm(expected)
+    assert rel < REL_ERROR["float16"], f"relative error {rel:.2e}"
 
 
 def transpiler_cdiv(a, b):

@@ -86,7 +86,7 @@ class FakeDriver:
         for g in (gx, gy, gz):
             if type(g) is not int or g < 0:
                 raise TypeError("unsigned int expected")
-        if gy > 65535 or gz > 65535:
+        if gx > 2**31 - 1 or gy > 65535 or gz > 65535:
             raise RuntimeError("CUDA_ERROR_INVALID_VALUE")       # what the driver answers
         slots = (ctypes.c_void_p * self.nslots).from_address(params)
         raw = [ctypes.string_at(slots[i], 8) for i in range(self.nslots)]
@@ -205,7 +205,7 @@ def test_num_stages_selects_its_own_variant_and_launcher(gpu):
     k[(1,)](FakeCupy(4096), FakeCupy(8192), 100, 1.0, BLOCK=128, num_stages=4)
     k[(1,)](FakeCupy(4096), FakeCupy(8192), 100, 1.0, BLOCK=128, num_stages=4)
     assert len(k._launchers) == 2 and len(k.variants) == 2 and len(gpu.compiles) == 2
-    assert sorted(num_stages for _, _, num_stages in k.variants) == [2, 4]
+    assert sorted(num_stages for _, _, num_stages, *_ in k.variants) == [2, 4]   # (key, warps, stages, options, target)
 
 
 def test_torch_tensors_launch_on_torchs_current_stream(gpu):
@@ -472,7 +472,7 @@ def test_a_new_process_finds_the_cubin_on_disk_without_parsing_or_nvrtc(gpu, tmp
         compiler.compile_tuned = compiler.compile_cubin = no_nvrtc
         k = transpiler.jit(_scale)
         values = (np.zeros(4, np.float32), np.zeros(4, np.float32), 100, 1.0, 128)
-        var = k.variant(k.spec_key(values), values, 4)
+        var = k.variant(k.spec_key(values), values, 4, 3, "sm_90a")
         assert var.cubin("sm_90a").startswith(b"\\x7fELF")
         heavy = [m for m in ("libcst", "jinja2", "transpiler.parse", "transpiler.analysis", "transpiler.emit_cuda")
                  if m in sys.modules]

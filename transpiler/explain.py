@@ -177,9 +177,11 @@ def _occupancy_text(ir, emitted, arch) -> str:
 
 def explain_kernel(kernel, *args, num_warps=4, num_stages=3, arch=None, **constexprs) -> str:
     """The report for the specialization these launch arguments select (NumPy arrays may stand in); with
-    `arch` ('sm_90a', ...), also the registers and programs per SM NVRTC's compile for it gives."""
+    `arch` ('sm_90a', ...), the source written for that architecture (warpgroup MMA on sm_90a) and the
+    registers and programs per SM NVRTC's compile for it gives."""
     from .analysis import analyze
     from .emit_cuda import emit_kernel
+    from .targets import source_target
     ir = kernel.ir(*args, num_warps=num_warps, num_stages=num_stages, **constexprs)
-    analysis = analyze(ir)
+    analysis = analyze(ir, source_target(arch))
     return explain_ir(ir, analysis, emit_kernel(ir, analysis), arch)

@@ -24,19 +24,25 @@ class KernelAnalysis:
     pipelines: dict     # for op -> PipelinePlan (pipelining.py)
     combined_loads: dict  # load op -> CombinedLoad (load_combining.py)
     atomics: dict       # atomic op -> AtomicPlan (atomics.py)
+    target: str | None = None   # the architecture the source is emitted for, where that matters
+
+    @property
+    def uses_wgmma(self):
+        return any(p.kind == "wgmma" for p in self.dots.values())
 
 
-def analyze(kernel) -> KernelAnalysis:
+def analyze(kernel, target=None) -> KernelAnalysis:
+    """`target`: the architecture the source is for when it matters ("sm_90a": warpgroup MMA), else None."""
     decisions = DecisionLog()
     axis = AxisInfoAnalysis(kernel)
-    dots = plan_dots(kernel, decisions)
+    dots = plan_dots(kernel, decisions, target)
     layouts = LayoutAssignment(kernel, axis, decisions, dots)
     widths, uniform = vectorize(kernel, axis, layouts, decisions)
 
     def fastest_dim(load):
         ptr = load.operands[0]
         return coalesced_order(axis[ptr], len(ptr.shape))[0]
-    pipelines = plan_pipelines(kernel, widths, fastest_dim, decisions)
+    pipelines = plan_pipelines(kernel, widths, fastest_dim, decisions, dots)
     combined = combine_loads(kernel, axis, layouts, widths, decisions)
     atomics = plan_atomics(kernel, layouts, decisions)
-    return KernelAnalysis(axis, layouts, widths, uniform, decisions, dots, pipelines, combined, atomics)
+    return KernelAnalysis(axis, layouts, widths, uniform, decisions, dots, pipelines, combined, atomics, target)

@@ -8,15 +8,27 @@ Decides, for each `for` loop, from the ops of its body, the vector widths and th
   the loop-carried values they advance (`a_ptrs += BLOCK_K * stride`). The slice must be pure arithmetic that
   does not depend on loaded data; the emitter runs it a second time, `num_stages - 1` iterations ahead of
   the body, with its own copy of those carried values;
-- what the body itself no longer computes: slice ops and carried values that only the staged loads needed.
+- what the body itself no longer computes: slice ops and carried values that only the staged loads needed;
+- per staged load, whether its `other` is +0 (`zero_fill`): then a run whose mask is uniform is one cp.async
+  whose source size is 0 when masked off (the hardware writes zeros), with no branch and no register path.
 A loop qualifies only when every such load can be staged and `num_stages >= 2`; otherwise its loads stay in
 registers and the dot writes them to shared memory itself.
+
+It also decides whether the loop's warpgroup MMA (sm_90a) stays *in flight* across iterations (`async_dot`):
+when the body has one wgmma dot, both its operands are staged here, its product only becomes the carried
+accumulator it was given, and `num_stages >= 3`, the body does not wait for its group; it waits until only
+that group is pending (the previous iteration's is done), so the next iteration's wgmmas queue behind it.
+Then the stage of iteration i-1 may still be read during iteration i, so the copies run `num_stages - 2`
+iterations ahead into the stage of iteration i-2, which every warp finished with before the barrier at the
+top of iteration i. The loop waits for the last group after it ends.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from ..parse.ir import walk
+from ..targets import switch
 
 # Ops with no side effects and no dependence on memory: what an address slice may contain.
 ADDRESS_OPS = {"constant", "splat", "broadcast", "expand_dims", "reshape", "permute", "elementwise", "cast",
@@ -31,6 +43,18 @@ class StagedLoad:
     op: object
     vec: int            # elements per cp.async
     col_dim: int        # the dimension laid out contiguously in shared memory (the load's fastest)
+    zero_fill: bool = False   # masked with `other` +0: a masked-off run is a cp.async that reads 0 bytes
+
+
+def _is_positive_zero(v):
+    """Whether `v` is the constant +0 (through splats, broadcasts and casts)."""
+    op = v.owner
+    while getattr(op, "name", None) in ("splat", "broadcast", "cast"):
+        op = op.operands[0].owner
+    if getattr(op, "name", None) != "constant":
+        return False
+    value = op.attrs.get("value")
+    return isinstance(value, (int, float)) and value == 0 and math.copysign(1.0, value) > 0
 
 
 @dataclass
@@ -42,6 +66,13 @@ class PipelinePlan:
     prefetch_carried: list                        # carried-value indices the prefetch advances itself
     main_dead_ops: set = field(default_factory=set)
     main_dead_carried: set = field(default_factory=set)
+    async_dot: object = None                      # the wgmma dot left in flight across iterations, if any
+    async_carried: int | None = None              # the carried index of its accumulator
+
+    @property
+    def distance(self):
+        """How many iterations ahead the copies run: one stage fewer while a wgmma group is in flight."""
+        return self.stages - 1 - (self.async_dot is not None)
 
     def is_staged(self, op):
         return any(s.op is op for s in self.loads)
@@ -124,11 +155,33 @@ def _stage_loads(loop, dot_loads, vector_width, order_of, decisions):
                           f"the load on line {op.loc.line if op.loc else '?'} moves {vec * elem} bytes per access; "
                           "cp.async copies 4, 8 or 16")
             return None
-        staged.append(StagedLoad(op, vec, order_of(op)))
+        staged.append(StagedLoad(op, vec, order_of(op), len(op.operands) == 3 and _is_positive_zero(op.operands[2])))
     return staged
 
 
-def plan_loop(loop, kernel, vector_width, order_of, decisions):
+def _async_dot(loop, staged, dots, users):
+    """(dot, carried index) of the one wgmma dot of the loop that may stay in flight, or (None, None)."""
+    region = loop.regions[0]
+    wgmma = [op for op in walk(region) if op.name == "dot" and getattr(dots.get(op), "kind", None) == "wgmma"]
+    if len(wgmma) != 1 or wgmma[0] not in region.ops:
+        return None, None
+    dot = wgmma[0]
+    staged_values = {s.op.result for s in staged}
+
+    def is_staged(v):
+        owner = v.owner
+        return v in staged_values or (getattr(owner, "name", None) == "permute" and owner.operands[0] in staged_values)
+    acc, carried, yields = dot.operands[2], region.args[1:], region.ops[-1].operands
+    if not (is_staged(dot.operands[0]) and is_staged(dot.operands[1])) or acc not in carried:
+        return None, None
+    j = carried.index(acc)
+    readers = users.get(dot.result, [])
+    if readers != [region.ops[-1]] or [i for i, v in enumerate(yields) if v is dot.result] != [j]:
+        return None, None
+    return dot, j
+
+
+def plan_loop(loop, kernel, vector_width, order_of, decisions, dots=None):
     region = loop.regions[0]
     stages = loop.attrs.get("num_stages") or kernel.num_stages
     users = _users(region)
@@ -174,15 +227,21 @@ def plan_loop(loop, kernel, vector_width, order_of, decisions):
     live_ids, live_carried = body.walk_back(roots, lambda op: [] if id(op) in staged_ids else _inputs(op))
     live_ids |= {id(op) for op in roots_ops}
     live_carried = set(live_carried) | set(roots_carried)
+    async_dot, async_carried = (_async_dot(loop, staged, dots or {}, users)
+                                if switch("TRANSPILER_WGMMA_IN_FLIGHT") and stages >= 3 else (None, None))
     plan = PipelinePlan(loop, stages, staged, slice_ops, sorted(prefetch_carried),
                         {op for op in region.ops[:-1] if id(op) not in live_ids},
-                        {i for i in prefetch_carried if i not in live_carried})
+                        {i for i in prefetch_carried if i not in live_carried}, async_dot, async_carried)
     lines = ", ".join(f"line {s.op.loc.line if s.op.loc else '?'} ({s.vec * s.op.result.dtype.itemsize} B cp.async)"
                       for s in staged)
     decisions.add("pipeline", loop, f"{stages}-stage cp.async pipeline for the loads on {lines}",
                   f"they feed only tl.dot; their addresses come from {len(slice_ops)} ops and "
                   f"{len(prefetch_carried)} carried value(s) the prefetch advances "
-                  f"{stages - 1} iteration(s) ahead")
+                  f"{plan.distance} iteration(s) ahead")
+    if async_dot is not None:
+        decisions.add("pipeline", async_dot, "wgmma left in flight across iterations (wait_group 1)",
+                      f"the product only becomes the carried accumulator; the copies run {plan.distance} "
+                      "iteration(s) ahead, into the stage the group before the previous one read")
     return plan
 
 
@@ -195,11 +254,11 @@ def _values_used_outside(kernel, loop):
     return used
 
 
-def plan_pipelines(kernel, vector_width, order_of, decisions):
+def plan_pipelines(kernel, vector_width, order_of, decisions, dots=None):
     plans = {}
     for op in kernel.walk():
         if op.name == "for":
-            plan = plan_loop(op, kernel, vector_width, order_of, decisions)
+            plan = plan_loop(op, kernel, vector_width, order_of, decisions, dots)
             if plan is not None:
                 plans[op] = plan
     return plans

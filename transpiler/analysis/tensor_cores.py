@@ -8,12 +8,19 @@ Decides from the operand dtypes, the precision attribute, the block shape and `n
   instruction tile per warp (warps left over hold copies);
 - the accumulator layout as a `LinearLayout`: the mma C fragment (lane = 4 rows of 8 x 4 column pairs),
   then n-tiles and m-tiles in registers, then warps. Every later pass treats it like any other layout.
+
+On the sm_90a target (`target="sm_90a"`, unless TRANSPILER_WGMMA=0) an fp16/bf16 dot with an fp32 product
+whose block suits warpgroup MMA takes `wgmma.mma_async` m64nNk16 instead (see `plan_wgmma`): warpgroups
+(4 warps) split the output along M first, each issues one m64 x N instruction per 64 rows per k16 step with
+both operands read from shared memory through matrix descriptors. Its accumulator is the m16n8 C fragment
+per warp for 16 rows, repeated over N/8 in registers, the warps of a warpgroup stacked along M.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from .. import dtypes
+from ..targets import WGMMA_TARGETS, wgmma_enabled
 from .layouts import LANE_BITS, LinearLayout, blocked, log2
 
 
@@ -59,7 +66,7 @@ MMA_S8 = MmaInstruction("tp::mma_m16n8k32_s8", 16, 8, 32, 4, 2, 4)
 
 @dataclass(frozen=True)
 class DotPlan:
-    kind: str                      # "mma" or "fma"
+    kind: str                      # "mma", "wgmma" or "fma"
     layout: LinearLayout           # the product's layout
     instruction: MmaInstruction | None = None
     warps_m: int = 1
@@ -67,6 +74,7 @@ class DotPlan:
     tiles_m: int = 1               # instruction tiles per warp along M
     tiles_n: int = 1
     tf32: bool = False             # round fp32 operands to tf32 first
+    wgmma: "WgmmaShape | None" = None
 
     @property
     def warp_rows(self):
@@ -117,9 +125,71 @@ def mma_layout(m, n, wm, wn, num_warps):
     return LinearLayout((m, n), tuple(reg), tuple(lane), tuple(warp)), tiles_m, tiles_n
 
 
-def plan_dot(op, num_warps) -> DotPlan:
+@dataclass(frozen=True)
+class WgmmaShape:
+    """How the warpgroups of a program cover a dot's output with `wgmma.mma_async.m64nNk16`."""
+
+    ptx_type: str        # "f16" or "bf16"
+    groups_m: int        # warpgroups along M
+    groups_n: int        # warpgroups along N
+    tiles_m: int         # m64 instructions per warpgroup per k16 step
+    n: int               # the instruction's N (the warpgroup's columns)
+    k: int = 16
+
+    @property
+    def helper(self):
+        return f"tp::wgmma_m64n{self.n}k{self.k}_{self.ptx_type}"
+
+
+WGMMA_TYPES = {dtypes.float16: "f16", dtypes.bfloat16: "bf16"}
+
+
+def plan_wgmma(m, n, k, a_dtype, acc_dtype, num_warps):
+    """`(WgmmaShape, None)` when warpgroup MMA can compute an m x n x k dot, else `(None, why not)`."""
+    if a_dtype not in WGMMA_TYPES:
+        return None, f"wgmma is wired for fp16/bf16 operands only, not {a_dtype} (not supported yet)"
+    if acc_dtype is not dtypes.float32:
+        return None, "wgmma is wired for an fp32 product only (not supported yet)"
+    if num_warps % 4:
+        return None, f"num_warps={num_warps} is not a whole number of warpgroups (4 warps)"
+    if m % 64 or k % 16:
+        return None, f"the block ({m}x{n}x{k}) needs M a multiple of 64 and K of 16"
+    es = a_dtype.itemsize
+    if (n * k * es) % 1024:
+        return None, f"the B tile ({k}x{n}) is smaller than the 1024-byte swizzle atoms wgmma reads"
+    groups = num_warps // 4
+    gm = min(groups, m // 64)
+    gn = groups // gm
+    inst_n = n // gn
+    # Columns split over warpgroups must start on a whole 128-byte swizzle span (an N-major B tile).
+    if gm * gn != groups or inst_n % 8 or (gn > 1 and (inst_n * es) % 128):
+        return None, f"{groups} warpgroups do not split a {m}x{n} block into m64 x N tiles"
+    if inst_n > 256:
+        return None, f"each warpgroup would need N={inst_n} columns; wgmma takes at most 256 (not supported yet)"
+    return WgmmaShape(WGMMA_TYPES[a_dtype], gm, gn, m // (64 * gm), inst_n), None
+
+
+def wgmma_layout(m, n, shape: WgmmaShape, num_warps):
+    """The accumulator of `shape`: per warp the m16n8 C fragment, N/8 of them along N in registers, then the
+    warpgroup's m64 tiles; the 4 warps of a warpgroup stacked along M (16 rows each), then the warpgroups."""
+    reg = [(0, 1), (8, 0)]
+    reg += [(0, 8 << j) for j in range(log2(shape.n // 8))]
+    reg += [(64 << i, 0) for i in range(log2(shape.tiles_m))]
+    lane = [(0, 2), (0, 4), (1, 0), (2, 0), (4, 0)]
+    warp = [(16, 0), (32, 0)]
+    warp += [(64 * shape.tiles_m << i, 0) for i in range(log2(shape.groups_m))]
+    warp += [(0, shape.n << j) for j in range(log2(shape.groups_n))]
+    warp += [(0, 0)] * (log2(num_warps) - len(warp))
+    return LinearLayout((m, n), tuple(reg), tuple(lane), tuple(warp))
+
+
+def plan_dot(op, num_warps, target=None) -> DotPlan:
     a, b = op.operands[0], op.operands[1]
     (m, k), n = a.shape, b.shape[1]
+    if wgmma_enabled(target):
+        shape, _ = plan_wgmma(m, n, k, a.dtype, op.result.dtype, num_warps)
+        if shape is not None:
+            return DotPlan("wgmma", wgmma_layout(m, n, shape, num_warps), wgmma=shape)
     instr = choose_instruction(a.dtype, op.attrs["precision"], k)
     if instr is None:
         return DotPlan("fma", blocked((m, n), 1, [1, 0], num_warps))
@@ -128,15 +198,27 @@ def plan_dot(op, num_warps) -> DotPlan:
     return DotPlan("mma", layout, instr, wm, wn, tiles_m, tiles_n, tf32=instr is MMA_TF32)
 
 
-def plan_dots(kernel, decisions):
+def plan_dots(kernel, decisions, target=None):
     plans = {}
     for op in kernel.walk():
         if op.name != "dot":
             continue
-        plan = plan_dot(op, kernel.num_warps)
+        plan = plan_dot(op, kernel.num_warps, target)
         plans[op] = plan
         a, b = op.operands[0], op.operands[1]
         shape = f"{a.shape[0]}x{b.shape[1]}x{a.shape[1]}"
+        if plan.kind == "wgmma":
+            w = plan.wgmma
+            decisions.add("tensor_cores", op,
+                          f"dot {shape}: wgmma.mma_async m64n{w.n}k16 ({a.dtype}), warpgroups {w.groups_m}x{w.groups_n},"
+                          f" each {64 * w.tiles_m}x{w.n} = {w.tiles_m} instruction(s) per k step",
+                          f"{target}: warpgroup MMA reads both operands from shared memory through descriptors")
+            continue
+        if plan.kind == "mma" and target in WGMMA_TARGETS:
+            _, why = plan_wgmma(a.shape[0], b.shape[1], a.shape[1], a.dtype, op.result.dtype, kernel.num_warps)
+            why = why or "TRANSPILER_WGMMA=0"
+            i = plan.instruction
+            decisions.add("tensor_cores", op, f"dot {shape}: mma.sync m{i.m}n{i.n}k{i.k} rather than wgmma", why)
         if plan.kind == "mma":
             i = plan.instruction
             decisions.add("tensor_cores", op,
@@ -150,4 +232,5 @@ def plan_dots(kernel, decisions):
     return plans
 
 
-__all__ = ["DotPlan", "MmaInstruction", "plan_dots", "plan_dot", "warp_grid", "mma_layout"]
+__all__ = ["DotPlan", "MmaInstruction", "WgmmaShape", "plan_dots", "plan_dot", "plan_wgmma", "warp_grid",
+           "mma_layout", "wgmma_layout", "wgmma_enabled"]

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from . import cspell
 from . import rules  # noqa: F401  (registers the lowering rules)
-from .emitter import Emitter, Read, jinja_env, templates_dir
+from .emitter import Emitter, Read, SharedMemoryPool, jinja_env, templates_dir
 
 
 def _params(kernel, written):
@@ -137,6 +137,7 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
         occupancy_macro=None if em.uses_tiles else OCCUPANCY_MACRO,
         device_header=_device_header(em.uses_tiles), device_functions=em.device_functions,
         params=_params(kernel, written), shared_bytes=shared_bytes,
+        smem_align=SharedMemoryPool.WGMMA_ALIGN if analysis.uses_wgmma else SharedMemoryPool.ALIGN,
         shared_decls=(smem_constants + em.shared_decls) if shared_bytes else [],
         thread_bases=em.thread_base_lines, body="\n".join(em.lines))
     return EmittedKernel(source, shared_bytes, tuple(em.smem.buffers))

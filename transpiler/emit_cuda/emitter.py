@@ -8,7 +8,6 @@ through a register permutation when one exists, or converted through shared memo
 """
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -100,13 +99,15 @@ class Emitter:
         self.thread_base_lines: list = []
         self.thread_bases: dict = {}
         self.shared_decls: list = []
-        self.smem = SharedMemoryPool()
+        self.smem = SharedMemoryPool(SharedMemoryPool.WGMMA_ALIGN if analysis.uses_wgmma else SharedMemoryPool.ALIGN)
         self.tiles: dict = {}              # value -> SharedTile holding it (staged loads of a pipelined loop)
         self.stage_tiles: dict = {}        # staged load op -> its ring of stage tiles
         self.uses_tiles = False            # whether the tile / tensor-core helpers (device_tiles.cuh) are needed
         self.pending_prefetch = None       # a pipelined loop's copies, for its first dot to issue mid-way
         self.prefetch_host = None          # ... that dot
         self.device_functions: list = []
+        self.async_dot = None                # the wgmma dot a pipelined loop leaves in flight (pipelining.py)
+        self.async_dot_issued = False
         self.last_line = None
         self.line_stack: list = []
         self.loop_depth = 0
@@ -129,7 +130,7 @@ class Emitter:
         if text:
             self.lines.append("")
             self.lines.append("  " * self.indent + f"// {text.strip()}")
-            if os.environ.get("TRANSPILER_LINE_DIRECTIVES"):
+            if self.kernel.options.line_directives:
                 self.lines.append(f'#line {line + 1} "{self.kernel.source_file}"')
 
     def run_rule(self, op, layout):
@@ -195,7 +196,7 @@ class Emitter:
         """Name of this thread's part of the swizzled offset of `layout`'s elements in tiles shaped like
         `tile` (declared once per kernel with the thread bases)."""
         self.uses_tiles = True
-        key = ("tile", layout, tile.shape, tile.col_dim, tile.dtype.itemsize)
+        key = ("tile", layout, tile.shape, tile.col_dim, tile.dtype.itemsize, tile.slabs)
         if key not in self.thread_bases:
             coords = [self.thread_base(layout, d) or "0" for d in range(2)]
             name = f"L{self.layout_id(layout)}_tile{len([k for k in self.thread_bases if k[0] == 'tile'])}"
@@ -411,8 +412,10 @@ class SharedMemoryPool:
     emitted."""
 
     ALIGN = 128
+    WGMMA_ALIGN = 1024      # warpgroup MMA reads tiles whose swizzle atoms start on 1024-byte boundaries
 
-    def __init__(self):
+    def __init__(self, align=ALIGN):
+        self.align = align
         self.persistent_bytes = 0
         self.stage_bytes = 0          # the current pipelined loop's rings
         self.max_stage_bytes = 0
@@ -426,9 +429,8 @@ class SharedMemoryPool:
     def record(self, name, ctype, count, itemsize, purpose):
         self.buffers.append((name, ctype, count, count * itemsize, purpose))
 
-    @staticmethod
-    def _align(n):
-        return (n + SharedMemoryPool.ALIGN - 1) // SharedMemoryPool.ALIGN * SharedMemoryPool.ALIGN
+    def _align(self, n):
+        return (n + self.align - 1) // self.align * self.align
 
     def persistent(self, nbytes) -> str:
         offset = self.persistent_bytes

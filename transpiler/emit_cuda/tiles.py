@@ -7,6 +7,11 @@ bytes per thread are both free of bank conflicts. `OperandView` is a tile seen t
 `tl.trans` of the staged value costs nothing: the dot reads the same bytes with the roles of rows and
 columns swapped).
 
+For warpgroup MMA (`slabs=True`) a row longer than 128 bytes is cut into 128-byte *slabs*, each stored as a
+tile of its own one after the other (`tp::swizzle_slabs`): then every 8 rows x 128 bytes of a slab is the
+1024-byte atom of the hardware's 128-byte swizzle, which is the same XOR as above (chunk ^= row % 8). Rows of
+32, 64 and 128 bytes are already the 32/64/128-byte swizzle atoms, so those tiles do not change.
+
 The swizzled offset is linear over GF(2) in the bits of (row, col): an element's coordinates are the XOR of a
 per-thread part (lane and warp bits) and a per-register part (compile-time constants once loops unroll), so
 its offset is the XOR of the two parts' offsets. `split_offset` spells it that way: the thread part is
@@ -26,25 +31,39 @@ class SharedTile:
     shape: tuple           # the block's shape
     col_dim: int           # the dimension that runs along a row
     dtype: object
+    slabs: bool = False    # rows over 128 bytes cut into 128-byte slabs (the layout wgmma descriptors read)
 
     @property
     def row_bytes(self):
         return self.shape[self.col_dim] * self.dtype.itemsize
 
+    @property
+    def rows(self):
+        return self.shape[1 - self.col_dim]
+
+    @property
+    def sliced(self):
+        return self.slabs and self.row_bytes > 128
+
+    @property
+    def span_bytes(self):
+        """Bytes of one (slab) row: the swizzle mode wgmma reads the tile with."""
+        return min(self.row_bytes, 128) if self.slabs else self.row_bytes
+
     def offset(self, coords) -> str:
         row, col = coords[1 - self.col_dim], coords[self.col_dim]
+        if self.sliced:
+            return f"tp::swizzle_slabs<{self.row_bytes}, {self.dtype.itemsize}, {self.rows}>({row}, {col})"
         return f"tp::swizzle<{self.row_bytes}, {self.dtype.itemsize}>({row}, {col})"
 
     def offset_value(self, coords) -> int:
-        """The offset of integer coordinates (Python mirror of `tp::swizzle`)."""
+        """The offset of integer coordinates (Python mirror of `tp::swizzle` and `tp::swizzle_slabs`)."""
         es = self.dtype.itemsize
         row, col = coords[1 - self.col_dim], coords[self.col_dim]
-        row_elems, chunk, chunks = self.row_bytes // es, 16 // es, self.row_bytes // 16
-        if chunks <= 1:
-            return row * row_elems + col
-        rows_per_line = 1 if self.row_bytes >= 128 else 128 // self.row_bytes
-        phases = min(chunks, 8)
-        return row * row_elems + (((col // chunk) ^ ((row // rows_per_line) % phases)) * chunk) + col % chunk
+        if self.sliced:
+            slab_elems = 128 // es
+            return (col // slab_elems) * self.rows * slab_elems + _swizzled(128, es, row, col % slab_elems)
+        return _swizzled(self.row_bytes, es, row, col)
 
     def image_bits(self, bases) -> int:
         """Every offset bit that coordinates spanned by `bases` (XOR combinations) can set."""
@@ -65,6 +84,15 @@ class SharedTile:
 
     def address(self, coords) -> str:
         return f"&{self.base}[{self.offset(coords)}]"
+
+
+def _swizzled(row_bytes, es, row, col):
+    row_elems, chunk, chunks = row_bytes // es, 16 // es, row_bytes // 16
+    if chunks <= 1:
+        return row * row_elems + col
+    rows_per_line = 1 if row_bytes >= 128 else 128 // row_bytes
+    phases = min(chunks, 8)
+    return row * row_elems + (((col // chunk) ^ ((row // rows_per_line) % phases)) * chunk) + col % chunk
 
 
 @dataclass(frozen=True)
@@ -118,7 +146,7 @@ def write_to_tile(em, value, buffer, k_dim) -> OperandView:
     read = em.operand(value, layout)
     reg_dims = [d for d in range(2) if layout.contiguous_regs(d) > 1]
     col_dim = reg_dims[0] if reg_dims else k_dim
-    tile = SharedTile(buffer, value.shape, col_dim, value.dtype)
+    tile = SharedTile(buffer, value.shape, col_dim, value.dtype, em.analysis.uses_wgmma)
     vec = min(layout.contiguous_regs(col_dim), max(1, 16 // value.dtype.itemsize)) if read.is_identity_array else 1
     element = f"{buffer}[{em.tile_offset(layout, tile, 'r')}]"
     if vec > 1:

@@ -340,9 +340,12 @@ def device_print(prefix, *args, hex=False):
 
 
 @rule("device_assert")
-def device_assert(cond, msg=""):
-    cond = unwrap(cond)
+def device_assert(cond, msg="", mask=None):
+    cond, mask = unwrap(cond), unwrap(mask)
     ok = cond.data != 0 if isinstance(cond, Tensor) else np.asarray(bool(cond))
+    if mask is not None:             # elements outside the mask are not checked
+        checked = mask.data != 0 if isinstance(mask, Tensor) else np.asarray(bool(mask))
+        ok = ok | ~checked
     if ok.all():
         return
     lanes = [tuple(int(i) for i in lane) for lane in np.argwhere(~ok)[:5]] if ok.shape else []

@@ -327,8 +327,9 @@ def device_print(prefix, *args, hex=False):
 
 
 @builtin
-def device_assert(cond, msg=""):
-    """Trap when `cond` is false somewhere (checked only with TRANSPILER_DEBUG=1, as in Triton)."""
+def device_assert(cond, msg="", mask=None):
+    """Trap when `cond` is false somewhere `mask` holds (checked only in debug mode, TRANSPILER_DEBUG=1, as in
+    Triton)."""
 
 
 @builtin

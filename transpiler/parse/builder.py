@@ -21,6 +21,7 @@ from ..language import TENSOR_METHODS, TENSOR_PROPERTIES
 from ..language.core import BUILTINS, builtin_name, constexpr
 from . import (semantic, semantic_atomic, semantic_block_ptr, semantic_dot,  # noqa: F401  (they register rules)
                semantic_libdevice, semantic_reduce, semantic_scan, semantic_standard)
+from ..options import DEFAULT as DEFAULT_OPTIONS
 from .dead_code import remove_dead_code
 from .ir import Argument, KernelIR, Op, Region, Type, Value, walk
 from .records import Record, Slots
@@ -142,6 +143,7 @@ class Builder:
         self.loop_depth = 0           # > 0 inside any loop body (runtime or tl.static_range)
         self.return_depth = 0         # the runtime_depth at which a bare `return` may end a branch (see _stmt_If)
         self.call_sites: list = []
+        self.options = DEFAULT_OPTIONS    # compile options (debug: device_assert compiled in)
 
     # -- emitting ------------------------------------------------------------------------------------------
     def emit(self, name, operands, result_type, regions=(), **attrs):
@@ -1046,13 +1048,15 @@ def _short(obj):
     return f"'{name}'" if name else f"a {type(obj).__name__}"
 
 
-def build_kernel_ir(fn, arg_specs, num_warps, num_stages=3) -> KernelIR:
-    """Parse (cached) and build the IR of `fn` for one specialization."""
+def build_kernel_ir(fn, arg_specs, num_warps, num_stages=3, options=DEFAULT_OPTIONS) -> KernelIR:
+    """Parse (cached) and build the IR of `fn` for one specialization, under compile options `options`."""
     builder = Builder(fn, arg_specs, num_warps)
+    builder.options = options
     try:
         kernel = builder.build()
     except TranspilerError as e:
         raise e.with_context(kernel=fn.__name__)
     remove_dead_code(kernel)
     kernel.num_stages = num_stages
+    kernel.options = options
     return kernel

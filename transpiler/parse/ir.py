@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from .. import dtypes
 from ..errors import SourceLocation
+from ..options import DEFAULT as DEFAULT_OPTIONS, CompileOptions
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,7 @@ class KernelIR:
     source_lines: dict        # line number -> text, for comments in the emitted code
     constexprs: dict = field(default_factory=dict)
     num_stages: int = 3       # software-pipelining depth of loops that feed tl.dot (a launch option)
+    options: CompileOptions = DEFAULT_OPTIONS     # debug, #line directives (transpiler/options.py)
 
     def walk(self):
         """Every op, depth first, in program order."""

@@ -222,7 +222,28 @@ def binary_op(b, op, x, y):
     no_record_operand(b, x, y)
     if is_const(x) and is_const(y):
         return python_binary(b, op, x, y)
-    return BINARY_RULES[op](b, x, y)
+    result = BINARY_RULES[op](b, x, y)
+    if op in ARITH and b.options.debug:
+        check_int32_overflow(b, result)
+    return result
+
+
+_SYMBOL = {"add": "+", "sub": "-", "mul": "*"}
+
+
+def check_int32_overflow(b, result):
+    """Debug mode, as Triton's: an int32 `+`, `-` or `*` is recomputed in int64 and asserted to fit int32
+    (index arithmetic that wraps is the usual cause of an out-of-bounds access)."""
+    if not isinstance(result, Value) or result.dtype is not dtypes.int32:
+        return
+    op = result.owner
+    fn = op.attrs.get("fn")
+    wide = [cast(b, v, dtypes.int64) for v in op.operands]
+    r64 = elementwise(b, fn, wide, dtypes.int64)
+    lo, hi = (splat(b, constant(b, bound, dtypes.int64), r64.shape) for bound in (-2**31, 2**31 - 1))
+    fits = logical(b, "and", elementwise(b, "ge", [r64, lo], dtypes.int1),
+                   elementwise(b, "le", [r64, hi], dtypes.int1))
+    RULES["device_assert"](b, fits, f"int32 overflow in {_SYMBOL[fn]}")
 
 
 def python_binary(b, op, x, y):
@@ -839,9 +860,15 @@ def _device_print(b, prefix, *args, hex=False):
 
 
 @rule("device_assert")
-def _device_assert(b, cond, msg=""):
-    # Like Triton, assertions are compiled only in debug mode; see docs/language.md.
-    return None
+def _device_assert(b, cond, msg="", mask=None):
+    # Like Triton, assertions are compiled only in debug mode (transpiler/options.py); see docs/language.md.
+    # Elements outside `mask` are not checked: the condition becomes `not mask or cond`.
+    if not b.options.debug or mask is False or (is_const(cond) and bool(cond)):
+        return None
+    msg = const_value(b, msg, "device_assert's message")
+    if mask is not None and mask is not True:
+        cond = logical(b, "or", unary_op(b, "not", to_value(b, mask)), to_value(b, cond))
+    b.emit("device_assert", [to_value(b, cond)], None, msg=str(msg))
 
 
 @rule("debug_barrier")

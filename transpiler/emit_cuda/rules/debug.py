@@ -17,6 +17,11 @@ def _fmt(dt, hex_):
     return ("%x" if hex_ else ("%d" if dt.signed or dt.kind is dtypes.Kind.BOOL else "%u")), lambda x: f"(int)({x})"
 
 
+def _c_text(text):
+    """`text` inside a C string literal used as a printf format."""
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%").replace("\n", " ")
+
+
 @lowering("device_print")
 def device_print(em, op, layout):
     prefix = op.attrs["prefix"].replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
@@ -43,3 +48,23 @@ def device_print(em, op, layout):
         args.append(conv(rd.at("r") if rd is not None else em.scalar(v)))
     fmt = f"pid (%d, %d, %d) idx ({', '.join(['%d'] * lay.rank)}) {prefix}" + " ".join(parts) + "\\n"
     em.write(em.macros.reg_loop(lay.num_regs, f'printf("{fmt}", {", ".join([pid] + idx + args)})'))
+
+
+@lowering("device_assert")
+def device_assert(em, op, layout):
+    """Debug mode only (`options.debug`): every element a thread holds is checked; a failure prints the
+    program id, the index, the Python line and the message, then traps (the launch reports a fault)."""
+    (cond,) = op.operands
+    where = f"{em.kernel.source_file}:{op.loc.line}" if op.loc else em.kernel.name
+    head = _c_text(f"device_assert failed at {where}: {op.attrs['msg']}")
+    pid = "(int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z"
+    if not cond.shape:
+        em.write(f'if (!({em.scalar(cond)})) {{ printf("pid (%d, %d, %d) {head}\\n", {pid}); __trap(); }}')
+        return
+    lay = em.layouts.layout.get(cond) or __import__(
+        "transpiler.analysis.layout_assignment", fromlist=["default_layout"]).default_layout(cond.shape, em.kernel.num_warps)
+    read = em.operand(cond, lay)
+    idx = [em.coord_expr(lay, d) for d in range(lay.rank)]
+    fmt = f"pid (%d, %d, %d) idx ({', '.join(['%d'] * lay.rank)}) {head}\\n"
+    em.write(em.macros.reg_loop(lay.num_regs, f'if (!({read.at("r")})) {{ printf("{fmt}", {", ".join([pid] + idx)}); '
+                                               f'__trap(); }}'))

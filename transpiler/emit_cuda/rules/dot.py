@@ -5,11 +5,14 @@ here, between two barriers. Fragment loads, per operand:
 - `ldmatrix` when the operand's K runs along the tile's rows (any 8- or 16-bit type);
 - `ldmatrix.trans` when the rows run along M (for A) or N (for B), for 16-bit types;
 - otherwise (tf32; 8-bit transposed) one shared-memory read per element, packed into registers.
+With warpgroup MMA (sm_90a) there are no fragment loads: each wgmma reads both tiles through descriptors
+(emit_cuda/wgmma.py), the tiles cut into the 128-byte slabs those describe.
 The tensor-core pass chose the instruction, the warp grid and the product's layout.
 """
 from __future__ import annotations
 
 from .. import cspell
+from .. import wgmma as wg
 from ..emitter import Read, lowering
 from ..tiles import staged_view, write_to_tile
 from ...analysis.layouts import log2
@@ -28,6 +31,8 @@ def _operand_views(em, op):
             em.write("__syncthreads();  // earlier readers of this scratch space are done")
         for (v, k_dim), buf in zip(pending, names):
             views[v] = write_to_tile(em, v, buf, k_dim)
+        if em.analysis.dots[op].kind == "wgmma":
+            em.write("tp::fence_proxy_async();  // the stores above, seen by the tensor cores' reads")
         em.write("__syncthreads();")
     return views[a], views[b]
 
@@ -135,6 +140,10 @@ def _pack(elems, es, tf32):
 def _describe(op, plan):
     a, b = op.operands[0], op.operands[1]
     m, k, n = a.shape[0], a.shape[1], b.shape[1]
+    if plan.kind == "wgmma":
+        w = plan.wgmma
+        return (f"{m}x{n}x{k} product on tensor cores: wgmma.mma_async m64n{w.n}k16, warpgroups "
+                f"{w.groups_m}x{w.groups_n}, each {64 * w.tiles_m}x{w.n} ({w.tiles_m} instruction(s) per k16 step)")
     if plan.kind == "fma":
         return f"{m}x{n}x{k} product on CUDA cores (FMA)"
     i = plan.instruction
@@ -153,7 +162,9 @@ def dot(em, op, layout):
     name = em.array_name(res, plan.layout)
     em.write(f"// {_describe(op, plan)}")
     k = op.operands[0].shape[1]
-    if plan.kind == "fma":
+    if plan.kind == "wgmma":
+        _wgmma(em, op, plan, a_view, b_view, name, ctype, acc, k)
+    elif plan.kind == "fma":
         m_r, n_r = em.coord_expr(plan.layout, 0, "r"), em.coord_expr(plan.layout, 1, "r")
         em.write(em.dot_macros.fma(dict(ctype=ctype, name=name, n=plan.layout.num_regs, acc=acc.at("r"), k=k,
                                         a=a_view.at(m_r, "kk"), b=b_view.at("kk", n_r))))
@@ -173,3 +184,33 @@ def dot(em, op, layout):
             tiles_n=plan.tiles_n, a_regs=plan.instruction.a_regs, b_regs=plan.instruction.b_regs,
             load_a=load_a, load_b=load_b, b_step=b_step, mma=plan.instruction.ptx)))
     em.bind(res, Read(array=name, ctype=ctype), plan.layout)
+
+
+def _group_origin(em, w, dim):
+    """C expression of this warpgroup's first row (dim 0) or column (dim 1)."""
+    count, size = (w.groups_m, 64 * w.tiles_m) if dim == 0 else (w.groups_n, w.n)
+    if count == 1:
+        return "0"
+    group = "(warp >> 2)" if dim == 0 else f"(warp >> {2 + log2(w.groups_m)})"
+    return f"({group} & {count - 1}) * {size}"
+
+
+def _wgmma(em, op, plan, a_view, b_view, name, ctype, acc, k):
+    w = plan.wgmma
+    helper = wg.instruction_helper(w)
+    if helper not in em.device_functions:
+        em.device_functions.append(helper)
+    m0, n0 = em.fresh("group_m0"), em.fresh("group_n0")
+    da, db = wg.descriptor(a_view, 1), wg.descriptor(b_view, 0)
+    prefetch = None
+    if em.prefetch_host is op:
+        prefetch, em.pending_prefetch = em.pending_prefetch, None
+    in_flight = prefetch is not None and em.async_dot is op
+    if in_flight:
+        em.async_dot_issued = True
+    em.write(em.dot_macros.wgmma(dict(in_flight=in_flight,
+        ctype=ctype, name=name, n=plan.layout.num_regs, acc=acc.at("r"), m0=m0, n0=n0,
+        group_m=_group_origin(em, w, 0), group_n=_group_origin(em, w, 1), k=k, tiles_m=w.tiles_m,
+        instruction=w.helper, trans_a=da.transposed, trans_b=db.transposed, regs_per_tile=w.n // 2,
+        desc_a=da.spell(a_view.address(f"{m0} + 64 * mt", "kk")), desc_b=db.spell(b_view.address("kk", n0)),
+        prefetch=prefetch or "")))

@@ -1,7 +1,8 @@
 """Lowering of a software-pipelined `for` (the plan comes from analysis/pipelining.py).
 
 The loop's staged loads become `cp.async` copies into a ring of `num_stages` shared-memory tiles, issued
-`num_stages - 1` iterations ahead:
+`num_stages - 1` iterations ahead (`num_stages - 2` when a wgmma stays in flight: its stage is still being
+read while the next iteration runs):
 
     prologue:   for s < S-1: run the address slice for iteration s, copy into stage s, commit
     iteration:  wait until the current stage has landed; barrier (also: everyone is done with the stage
@@ -11,13 +12,15 @@ The loop's staged loads become `cp.async` copies into a ring of `num_stages` sha
 
 The address slice runs with its own copy of the carried values it advances (`a_ptrs_ahead`), so the body
 keeps only what it still uses. Copies run 16 bytes at a time where the mask is whole over a run; a ragged or
-masked-off run is loaded through registers and stored to the tile (masked elements get `other`).
+masked-off run is loaded through registers and stored to the tile (masked elements get `other`), except that
+a load whose `other` is +0 copies a masked-off uniform run as 0 bytes (cp.async zero-fills the rest).
 """
 from __future__ import annotations
 
 from .. import cspell
 from ..emitter import Read
 from ..tiles import SharedTile, staged_view
+from ...targets import switch
 from .control import assign_yield, bind_args, declare_carried, loop_condition, unroll_pragma
 
 
@@ -34,10 +37,15 @@ def _issue_copies(em, staged, tile):
     other = em.operand(op.operands[2], layout)
     uniform = mask.array is None or em.analysis.mask_uniform.get(op, False)
     whole = mask.at("r") if uniform else " && ".join(mask.at(f"r + {j}" if j else "r") for j in range(vec))
+    if uniform and staged.zero_fill and switch("TRANSPILER_CP_ZFILL"):   # masked off: a copy of 0 bytes, which zero-fills the chunk
+        offset = em.tile_offset(layout, tile, "r")
+        em.write(em.macros.run_loop(layout.num_regs // vec, vec, f"tp::cp_async_zfill<{vec * elem.itemsize}>("
+                                    f"&{tile.base}[{offset}], {ptr.at('r')}, {whole});"))
+        return
     em.write(em.macros.async_copy(dict(
         n_runs=layout.num_regs // vec, vec=vec, whole=whole, cp=cp,
         element=f"{tile.base}[{em.tile_offset(layout, tile, '(r + j)')}]", ptr=ptr.at("r"),
-        mask_j=mask.at("(r + j)"), other_j=other.at("(r + j)"))))
+        mask_j=mask.at("(r + j)"), other_j=other.at("(r + j)"), fence=em.analysis.uses_wgmma)))
 
 
 def _prefetch(em, plan, iv, iv_name, ct, carried, ahead_targets, yields, stage):
@@ -61,13 +69,13 @@ def _prefetch(em, plan, iv, iv_name, ct, carried, ahead_targets, yields, stage):
 class StageRing:
     """The `num_stages` tiles of one staged load, back to back in one buffer."""
 
-    def __init__(self, buffer, shape, col_dim, dtype):
-        self.buffer, self.shape, self.col_dim, self.dtype = buffer, shape, col_dim, dtype
+    def __init__(self, buffer, shape, col_dim, dtype, slabs=False):
+        self.buffer, self.shape, self.col_dim, self.dtype, self.slabs = buffer, shape, col_dim, dtype, slabs
         self.numel = shape[0] * shape[1]
 
     def at_stage(self, stage) -> SharedTile:
         base = self.buffer if stage == "0" else f"({self.buffer} + ({stage}) * {self.numel})"
-        return SharedTile(base, self.shape, self.col_dim, self.dtype)
+        return SharedTile(base, self.shape, self.col_dim, self.dtype, self.slabs)
 
 
 def pipelined_for(em, op, plan):
@@ -75,12 +83,12 @@ def pipelined_for(em, op, plan):
     region = op.regions[0]
     iv, carried, yields = region.args[0], region.args[1:], region.ops[-1].operands
     lo, hi, step = (em.scalar(x) for x in op.operands[:3])
-    stages = plan.stages
+    stages, distance = plan.stages, plan.distance
     sign = op.attrs.get("step_sign", 1)
     ct = cspell.ctype(iv.dtype)
     lines = ", ".join(str(s.op.loc.line) for s in plan.loads if s.op.loc)
     em.write(f"// software pipeline, {stages} stages: the loads on line(s) {lines} are copied to shared memory "
-             f"{stages - 1} iteration(s) ahead (cp.async)")
+             f"{distance} iteration(s) ahead (cp.async)")
 
     main = [i for i in range(len(carried)) if i not in plan.main_dead_carried]
     targets = declare_carried(em, [op.results[i] for i in main], [op.operands[3 + i] for i in main])
@@ -93,13 +101,13 @@ def pipelined_for(em, op, plan):
     for staged in plan.loads:
         v = staged.op.result
         buf = em.stage_buffer(v.dtype, v.type.numel * stages, f"{em.name_of(v)}_stages")
-        em.stage_tiles[staged.op] = StageRing(buf, v.shape, staged.col_dim, v.dtype)
+        em.stage_tiles[staged.op] = StageRing(buf, v.shape, staged.col_dim, v.dtype, em.analysis.uses_wgmma)
 
     # Prologue: the first S-1 iterations' copies.
     s = em.fresh("stage")
     iv_ahead = em.fresh(f"{iv.name or 'i'}_ahead")
     em.loop_depth += 1
-    em.write(f"for (int {s} = 0; {s} < {stages - 1}; ++{s}) {{")
+    em.write(f"for (int {s} = 0; {s} < {distance}; ++{s}) {{")
     em.indent += 1
     em.write(f"const {ct} {iv_ahead} = {lo} + {s} * {step};")
     em.write(f"if ({loop_condition(iv_ahead, hi, step, sign)}) {{")
@@ -121,7 +129,9 @@ def pipelined_for(em, op, plan):
     em.indent += 1
     em.loop_depth += 1
     em.bind(iv, Read(scalar=ivname, ctype=ct), None)
-    em.write(f"tp::cp_async_wait<{stages - 2}>();  // this iteration's stage has landed (for this thread)")
+    em.write(f"tp::cp_async_wait<{distance - 1}>();  // this iteration's stage has landed (for this thread)")
+    if em.analysis.uses_wgmma and switch("TRANSPILER_WGMMA_CP_FENCE"):
+        em.write("tp::fence_proxy_async();         // ... and is visible to the tensor cores' reads (wgmma)")
     em.write("__syncthreads();                 // ... for every thread; and the stage refilled next is free")
     # The copies for iteration i+S-1 go to the stage read in iteration i-1, which the barrier above freed;
     # they may be issued anywhere in the body: the first dot issues them after its first k step.
@@ -129,10 +139,10 @@ def pipelined_for(em, op, plan):
     em.lines, em.indent = [], 0
     em.write("{")
     em.indent += 1
-    em.write(f"const {ct} {iv_ahead} = {ivname} + {stages - 1} * {step};")
+    em.write(f"const {ct} {iv_ahead} = {ivname} + {distance} * {step};")
     em.write(f"if ({loop_condition(iv_ahead, hi, step, sign)}) {{")
     em.indent += 1
-    _prefetch(em, plan, iv, iv_ahead, ct, carried, ahead, yields, f"({s} + {stages - 1}) % {stages}")
+    _prefetch(em, plan, iv, iv_ahead, ct, carried, ahead, yields, f"({s} + {distance}) % {stages}")
     em.indent -= 1
     em.write("}")
     em.indent -= 1
@@ -149,14 +159,16 @@ def pipelined_for(em, op, plan):
     skip = {o for o in region.ops if o in plan.main_dead_ops or plan.is_staged(o)
             or (o.name == "permute" and o.operands[0] in staged_values)}
     em.pending_prefetch = prefetch
-    em.prefetch_host = next((o for o in region.ops if o.name == "dot"
-                             and any(staged_view(em, x) for x in o.operands[:2])), None)
+    em.async_dot, em.async_dot_issued = plan.async_dot, False
+    em.prefetch_host = plan.async_dot or next((o for o in region.ops if o.name == "dot"
+                                               and any(staged_view(em, x) for x in o.operands[:2])), None)
     em.last_line = None
     em.emit_region(region, skip)
     if em.pending_prefetch is not None:   # no dot took it
         em.write(em.pending_prefetch)
         em.pending_prefetch = None
     em.prefetch_host = None
+    in_flight, em.async_dot = em.async_dot_issued, None
     em.last_line = None
     assign_yield(em, targets, [yields[i] for i in main], [carried[i] for i in main])
     em.write(f"{s} = {s} + 1 == {stages} ? 0 : {s} + 1;")
@@ -166,6 +178,10 @@ def pipelined_for(em, op, plan):
     em.indent -= 1
     em.pop_scope()
     em.write("}")
+    if in_flight:
+        acc, layout = targets[main.index(plan.async_carried)]
+        em.write("tp::wgmma_wait<0>();  // the last iteration's wgmma group")
+        em.write(f"tp::wgmma_pin<{layout.num_regs}>({acc.array});")
     em.write("tp::cp_async_wait<0>();")
     em.write("__syncthreads();  // the stage buffers may be reused from here on")
     em.smem.end_pipeline()

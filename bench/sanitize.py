@@ -1,0 +1,312 @@
+#!/usr/bin/env python
+"""The sanitizer sweep: compute-sanitizer's memcheck, racecheck, synccheck and initcheck over every example and
+every GPU feature / unseen / scan / atomic / block-pointer / dtype / dot kernel case, at the small sizes the
+cases use (so racecheck finishes), with a table of errors per tool and kernel.
+
+    OUT=folder python bench/sanitize.py [--tools memcheck,racecheck] [--groups features,dot] [--jobs 8]
+    (bench/sanitize.sh is the one command for the H200)
+
+How: the cases are split in units (a group's cases, a few at a time). A first pass runs every unit once without
+a sanitizer (it fills the kernel cache, so the sanitized runs do not time NVRTC, and says which cases give
+wrong results on their own). Then each (tool, unit) runs in its own process under compute-sanitizer with a
+time limit (`--timeout`), several at once (`--jobs`); the sanitizer's log goes to a file per run, and each error
+record in it is attributed to the kernel named in its `at <kernel>+0x...` line. A run that times out or crashes
+is reported as such for every kernel of its unit (never as 0 errors). Kernels that ran come from the
+launcher's record of launches (`runtime/launcher.recent_launches`, unbounded in the worker).
+
+Writes `$OUT/sanitize/summary.md` (per kernel: errors per tool; per run: status, errors, time), `summary.json`
+and the logs. Exit status 0 only when every run finished with 0 errors and every result was right.
+Run it after every change to the emission of barriers, shared memory or pipelines.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import concurrent.futures
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+TOOL_OPTIONS = {
+    "memcheck": ["--leak-check", "no"],
+    "racecheck": ["--racecheck-report", "hazard"],
+    "synccheck": [],
+    "initcheck": [],
+}
+# The case groups: each runs a case through the GPU test's own per-case function (its inputs, poisoning and
+# check against NumPy), named by (test module, test function, the module's list of case names, extra args).
+CASE_TESTS = {
+    "features": ("test_gpu_features", "test_feature_matches_numpy_on_gpu", "NAMES", {}),
+    "unseen": ("test_gpu_unseen_kernels", "test_unseen_kernel_matches_numpy_on_gpu", "NAMES", {}),
+    "libdevice": ("test_gpu_unseen_kernels", "test_libdevice_function_matches_numpy_on_gpu", "LIBDEVICE_NAMES", {}),
+    "scans": ("test_gpu_scans", "test_scan_matches_numpy_on_gpu", "NAMES", {}),
+    "atomics": ("test_gpu_atomics", "test_atomic_kernel_matches_numpy_on_gpu", "NAMES", {"repeat": 0}),
+    "block_ptr": ("test_gpu_block_pointers", "test_block_pointer_kernel_matches_numpy_on_gpu", "NAMES", {}),
+    "dtypes": ("test_gpu_dtypes", "test_dtype_case_matches_numpy_on_gpu", "IDS", {}),
+}
+# Planted faults, each run only under the tool that must find it: a sweep whose tool misses its control is not
+# trusted (the table says MISSED and the exit status is 1). Racecheck has none: the language has no way to
+# write a shared-memory race.
+CONTROLS = {"planted_oob_store": "memcheck", "planted_uninit_read": "initcheck"}
+GROUPS = ("examples", "features", "unseen", "dot", "scans", "atomics", "block_ptr", "libdevice", "dtypes")
+ERROR_AT = re.compile(r"\bat (?:0x[0-9a-f]+ in )?([A-Za-z_]\w*)(?:\(|\+0x)")
+SUMMARY = re.compile(r"(?:ERROR SUMMARY|RACECHECK SUMMARY): (\d+) (?:errors?|hazards? displayed \((\d+) errors?)")
+
+
+# ---- the worker: runs cases of one group on the GPU, one after another -------------------------------------
+
+def _paths():
+    for p in (ROOT, ROOT / "tests", ROOT / "examples"):
+        if str(p) not in sys.path:
+            sys.path.insert(0, str(p))
+
+
+def case_names(group):
+    _paths()
+    if group == "controls":
+        return list(CONTROLS)
+    if group in CASE_TESTS:
+        module, _, names, _ = CASE_TESTS[group]
+        return list(getattr(__import__(module), names))
+    if group == "dot":
+        from dot_kernels import CASES
+        return [c.id for c in CASES]
+    return [f"{ex}:{i}" for ex, cases in _example_cases().items() for i in range(len(cases))]
+
+
+def _example_cases():
+    """Each example's small cases (its CPU_CASES, run on the GPU) and one tensor-core matmul with the default
+    configuration (pipelined cp.async stages), small enough for racecheck."""
+    import importlib
+    out = {}
+    for path in sorted((ROOT / "examples").glob("*.py")):
+        if path.stem.startswith("_"):
+            continue
+        mod = importlib.import_module(path.stem)
+        out[path.stem] = list(getattr(mod, "CPU_CASES", []))
+    if "matmul" in out:
+        out["matmul"].append(dict(dtype="float16", shape=(130, 140, 96)))
+    return out
+
+
+def _run_case(group, name):
+    if group == "controls":
+        _run_control(name)
+    elif group in CASE_TESTS:
+        module, test, _, extra = CASE_TESTS[group]
+        getattr(__import__(module), test)(name, **extra)
+    elif group == "dot":
+        import test_gpu_dot
+        from dot_kernels import CASES
+        test_gpu_dot.test_dot_case(next(c for c in CASES if c.id == name))
+    else:
+        import importlib
+        import _harness as H
+        example, index = name.split(":")
+        case = _example_cases()[example][int(index)]
+        lib = H.pick_library(case["dtype"], True)
+        if lib is None:
+            raise RuntimeError("skipped: bf16 needs torch")
+        importlib.import_module(example).run_case(lib, **case)
+
+
+def _run_control(name):
+    import cupy
+    import controls_kernels as C
+    if name == "planted_oob_store":
+        x = cupy.zeros(1024, cupy.float32)
+        C.planted_oob_store[(1,)](x, 1 << 36, BLOCK=128)        # 256 GiB past x: no allocation there
+    else:
+        cupy.cuda.set_allocator(None)                           # a fresh cudaMalloc, never written
+        x, y = cupy.empty(1000, cupy.float32), cupy.zeros(1000, cupy.float32)
+        C.planted_uninit_read[(1,)](x, y, 1000, BLOCK=1024)
+    cupy.cuda.runtime.deviceSynchronize()
+
+
+def worker(group, names):
+    """Run the cases; print one `CASE name status` line each and the kernels launched."""
+    _paths()
+    from transpiler.runtime import launcher
+    launcher.recent_launches = collections.deque()          # every launch, not the last 16
+    for name in names:
+        try:
+            _run_case(group, name)
+            status = "ok"
+        except AssertionError as e:
+            status = "wrong " + (str(e).splitlines()[0][:200] if str(e) else "")
+        except Exception as e:                               # noqa: BLE001 (reported, not hidden)
+            status = f"error {type(e).__name__}: " + (str(e).splitlines()[0][:200] if str(e) else "")
+        except BaseException as e:                           # pytest.skip / importorskip inside a test
+            if type(e).__name__ != "Skipped":
+                raise
+            status = "skipped"
+        print(f"CASE {name} {status}", flush=True)
+    print("KERNELS " + json.dumps(sorted({entry[0] for entry in launcher.recent_launches})), flush=True)
+    return 0
+
+
+# ---- the driver ------------------------------------------------------------------------------------------
+
+def units(groups, chunk):
+    out = []
+    for group in groups:
+        if group == "controls":
+            continue                          # run apart, each under its own tool (`main`)
+        names = case_names(group)
+        for i in range(0, len(names), chunk):
+            out.append((group, names[i:i + chunk]))
+    return out
+
+
+def run_unit(tool, group, names, logdir: Path, timeout, sanitizer, deadline=float("inf")):
+    if time.monotonic() > deadline:
+        return dict(tool=tool or "plain", group=group, names=names, status="not run (budget)", seconds=0,
+                    cases={}, kernels=[], errors={}, total_errors=0, log="")
+    timeout = max(10.0, min(timeout, deadline + timeout / 4 - time.monotonic()))
+    tag = f"{tool or 'plain'}-{group}-{names[0].replace(':', '_').replace('/', '_')}"
+    log = logdir / f"{tag}.log"
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", group, *names]
+    if tool:
+        cmd = [sanitizer, "--tool", tool, "--log-file", str(log), "--print-limit", "10000",
+               "--report-api-errors", "no", *TOOL_OPTIONS[tool], *cmd]
+    start = time.monotonic()
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+                              env=dict(os.environ, PYTHONPATH=f"{ROOT}:{os.environ.get('PYTHONPATH', '')}"))
+        stdout, rc, status = done.stdout, done.returncode, "finished"
+        (logdir / f"{tag}.out").write_text(stdout + "\n--- stderr ---\n" + done.stderr)
+    except subprocess.TimeoutExpired as e:
+        stdout = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        rc, status = None, "timeout"
+    seconds = time.monotonic() - start
+    cases = dict(re.findall(r"^CASE (\S+) (.*)$", stdout, re.M))
+    kernels = json.loads(re.search(r"^KERNELS (.*)$", stdout, re.M).group(1)) if "KERNELS " in stdout else []
+    if status == "finished" and rc != 0:
+        status = f"exit {rc}"
+    errors, total = _parse_log(log) if tool else ({}, 0)
+    return dict(tool=tool or "plain", group=group, names=names, status=status, seconds=round(seconds, 1),
+                cases=cases, kernels=kernels, errors=errors, total_errors=total, log=str(log))
+
+
+def _parse_log(log: Path):
+    """({kernel: errors}, total) from a compute-sanitizer log."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return {}, 0
+    per_kernel = collections.Counter()
+    record = []
+    for line in text.splitlines() + ["========= "]:
+        if not line.startswith("========="):
+            continue
+        body = line[len("========="):]
+        if body.startswith("     ") and record:
+            record.append(body)
+            continue
+        if record and _is_error(record[0]):
+            m = next((ERROR_AT.search(r) for r in record if ERROR_AT.search(r)), None)
+            per_kernel[m.group(1) if m else "(unattributed)"] += 1
+        record = [body.strip()]
+    totals = [int(m.group(2) if m.group(2) is not None else m.group(1)) for m in SUMMARY.finditer(text)]
+    return dict(per_kernel), sum(totals)
+
+
+def _is_error(head: str) -> bool:
+    if not head or head.startswith(("COMPUTE-SANITIZER", "ERROR SUMMARY", "RACECHECK SUMMARY", "Target application",
+                                    "Saved host backtrace", "Host Frame", "Program hit")):
+        return False
+    return not head.startswith("WARN") or "hazard" in head.lower()
+
+
+def summarize(results, tools, out: Path):
+    per_kernel = collections.defaultdict(dict)
+    controls = {n: ("caught (%d)" % r["errors"].get(n, 0) if r["errors"].get(n) else f"MISSED ({r['status']})")
+                for r in results if r["group"] == "controls" for n in r["names"]}
+    for r in results:
+        if r["tool"] == "plain" or r["group"] == "controls":
+            continue
+        for k in r["kernels"] or ["(unit " + r["group"] + ":" + r["names"][0] + ")"]:
+            cell = per_kernel[k].get(r["tool"], 0)
+            if r["status"] != "finished":
+                per_kernel[k][r["tool"]] = r["status"]
+            elif not isinstance(cell, str):
+                per_kernel[k][r["tool"]] = cell + r["errors"].get(k, 0)
+        for k, n in r["errors"].items():
+            if k not in r["kernels"]:
+                per_kernel[k][r["tool"]] = per_kernel[k].get(r["tool"], 0) + n if not isinstance(
+                    per_kernel[k].get(r["tool"], 0), str) else per_kernel[k][r["tool"]]
+    wrong = [(r["group"], name, status) for r in results if r["tool"] == "plain"
+             for name, status in r["cases"].items() if status not in ("ok", "skipped")]
+    lines = ["# Sanitizer sweep", "", f"{len(per_kernel)} kernels, tools: {', '.join(tools)}", "",
+             "| kernel | " + " | ".join(tools) + " |", "|---|" + "---|" * len(tools)]
+    for k in sorted(per_kernel):
+        lines.append(f"| {k} | " + " | ".join(str(per_kernel[k].get(t, "-")) for t in tools) + " |")
+    lines += ["", "## Controls (planted faults; each must be caught by its tool)", ""]
+    lines += [f"- {n} under {CONTROLS[n]}: {s}" for n, s in controls.items()] or ["- not run"]
+    lines += ["", "## Runs", "", "| tool | group | first case | cases | status | errors (summary line) | s |",
+              "|---|---|---|---|---|---|---|"]
+    for r in results:
+        lines.append(f"| {r['tool']} | {r['group']} | {r['names'][0]} | {len(r['names'])} | {r['status']} | "
+                     f"{r['total_errors']} | {r['seconds']} |")
+    lines += ["", "## Cases not right without a sanitizer", ""] + [f"- {g} {n}: {s}" for g, n, s in wrong] + \
+        (["- none"] if not wrong else [])
+    (out / "summary.md").write_text("\n".join(lines) + "\n")
+    (out / "summary.json").write_text(json.dumps(results, indent=1))
+    clean = all(r["status"] == "finished" and r["total_errors"] == 0 and not r["errors"] for r in results
+                if r["tool"] != "plain" and r["group"] != "controls") and not wrong
+    clean = clean and all(s.startswith("caught") for s in controls.values())
+    return clean, "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
+    parser.add_argument("--tools", default=",".join(TOOLS))
+    parser.add_argument("--groups", default=",".join(GROUPS + ("controls",)))
+    parser.add_argument("--chunk", type=int, default=24, help="cases per sanitized process")
+    parser.add_argument("--budget", type=float, default=float("inf"),
+                        help="seconds from the start after which no run starts (those left are reported 'not run')")
+    parser.add_argument("--jobs", type=int, default=min(12, os.cpu_count() or 4))
+    parser.add_argument("--timeout", type=float, default=150.0, help="seconds per sanitized process")
+    parser.add_argument("--out", default=os.environ.get("OUT", "sanitize_out"))
+    parser.add_argument("--list", action="store_true", help="print the units and exit")
+    args = parser.parse_args(argv)
+    if args.worker:
+        return worker(args.worker[0], args.worker[1:])
+    tools = [t for t in args.tools.split(",") if t]
+    todo = units([g for g in args.groups.split(",") if g], args.chunk)
+    if args.list:
+        for group, names in todo:
+            print(group, " ".join(names))
+        return 0
+    import glob
+    sanitizer = shutil.which("compute-sanitizer") or next(iter(sorted(
+        glob.glob("/usr/local/cuda*/bin/compute-sanitizer") + glob.glob("/opt/nvidia/*/compute-sanitizer*/compute-sanitizer")
+    )), None)
+    if sanitizer is None and tools:
+        print("compute-sanitizer not found (PATH, /usr/local/cuda/bin)", file=sys.stderr)
+        return 2
+    out = Path(args.out) / "sanitize"
+    (out / "logs").mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + args.budget
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        results = list(pool.map(lambda u: run_unit(None, u[0], u[1], out / "logs", args.timeout * 2, None,
+                                                   deadline), todo))
+        runs = [(t, "controls", [n]) for n, t in CONTROLS.items() if t in tools and "controls" in args.groups]
+        runs += [(t, g, n) for g, n in todo for t in tools]         # unit by unit: whole rows first
+        results += list(pool.map(lambda r: run_unit(r[0], r[1], r[2], out / "logs", args.timeout, sanitizer,
+                                                     deadline), runs))
+    clean, table = summarize(results, tools, out)
+    print(table)
+    return 0 if clean else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

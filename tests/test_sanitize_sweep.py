@@ -1,0 +1,103 @@
+"""The sanitizer sweep's driver (bench/sanitize.py) on the CPU: which cases it covers, how it reads
+compute-sanitizer's logs, and that a run that did not finish is never counted as clean."""
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+import sanitize  # noqa: E402
+
+MEMCHECK_LOG = """\
+========= COMPUTE-SANITIZER
+========= Invalid __global__ write of size 4 bytes
+=========     at add_kernel+0x1b0
+=========     by thread (5,0,0) in block (2,0,0)
+=========     Address 0x7f00 is out of bounds
+=========
+========= Invalid __global__ read of size 16 bytes
+=========     at softmax_kernel(float *, float *, int)+0x70 in /tmp/softmax_kernel.cu:41
+=========     by thread (0,0,0) in block (0,0,0)
+=========
+========= Invalid __global__ write of size 4 bytes
+=========     at add_kernel+0x1c0
+=========
+========= ERROR SUMMARY: 3 errors
+"""
+
+RACECHECK_LOG = """\
+========= COMPUTE-SANITIZER
+========= Error: Race reported between Write access at reduce_cols_kernel+0x2d0 in /tmp/k.cu:80
+=========     and Read access at reduce_cols_kernel+0x310 in /tmp/k.cu:84 [512 hazards]
+=========
+========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)
+"""
+
+
+def test_errors_are_counted_per_kernel_from_the_at_line(tmp_path):
+    log = tmp_path / "m.log"
+    log.write_text(MEMCHECK_LOG)
+    assert sanitize._parse_log(log) == ({"add_kernel": 2, "softmax_kernel": 1}, 3)
+    log.write_text(RACECHECK_LOG)
+    assert sanitize._parse_log(log) == ({"reduce_cols_kernel": 1}, 1)
+    log.write_text("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n")
+    assert sanitize._parse_log(log) == ({}, 0)
+
+
+def _result(tool, status, kernels, errors=None, total=0, cases=None):
+    return dict(tool=tool, group="features", names=["add_fp32"], status=status, seconds=1.0,
+                cases=cases or {}, kernels=kernels, errors=errors or {}, total_errors=total, log="")
+
+
+def test_the_table_shows_errors_per_tool_and_kernel_and_a_timeout_is_not_clean(tmp_path):
+    results = [_result("plain", "finished", ["add_kernel"], cases={"add_fp32": "ok"}),
+               _result("memcheck", "finished", ["add_kernel", "cast_kernel"], {"add_kernel": 2}, 2),
+               _result("racecheck", "timeout", ["add_kernel"])]
+    clean, table = sanitize.summarize(results, ["memcheck", "racecheck"], tmp_path)
+    assert not clean
+    assert "| add_kernel | 2 | timeout |" in table and "| cast_kernel | 0 | - |" in table
+    assert (tmp_path / "summary.md").read_text().startswith("# Sanitizer sweep")
+    clean, _ = sanitize.summarize([_result("memcheck", "finished", ["add_kernel"])], ["memcheck"], tmp_path)
+    assert clean
+    clean, _ = sanitize.summarize([_result("memcheck", "not run (budget)", [])], ["memcheck"], tmp_path)
+    assert not clean
+
+
+def test_a_wrong_result_without_a_sanitizer_makes_the_sweep_fail(tmp_path):
+    results = [_result("plain", "finished", ["add_kernel"], cases={"add_fp32": "wrong output 2"}),
+               _result("memcheck", "finished", ["add_kernel"])]
+    clean, table = sanitize.summarize(results, ["memcheck"], tmp_path)
+    assert not clean and "features add_fp32: wrong output 2" in table
+
+
+@pytest.mark.parametrize("group", sanitize.GROUPS)
+def test_every_group_has_cases(group):
+    names = sanitize.case_names(group)
+    assert names and len(set(names)) == len(names)
+
+
+def test_the_examples_group_covers_every_example():
+    examples = {p.stem for p in (Path(sanitize.ROOT) / "examples").glob("*.py") if not p.stem.startswith("_")}
+    assert {n.split(":")[0] for n in sanitize.case_names("examples")} == examples
+
+
+def _control(name, tool, errors, status="finished"):
+    return dict(tool=tool, group="controls", names=[name], status=status, seconds=1.0, cases={},
+                kernels=[name], errors=errors, total_errors=sum(errors.values()), log="")
+
+
+def test_a_sweep_is_trusted_only_when_every_planted_fault_is_caught(tmp_path):
+    sound = [_result("memcheck", "finished", ["add_kernel"])]
+    caught = [_control("planted_oob_store", "memcheck", {"planted_oob_store": 3}),
+              _control("planted_uninit_read", "initcheck", {"planted_uninit_read": 1})]
+    clean, table = sanitize.summarize(sound + caught, ["memcheck", "initcheck"], tmp_path)
+    assert clean and "planted_oob_store under memcheck: caught (3)" in table
+    assert "\n| planted_oob_store |" not in table        # controls stay out of the per-kernel table
+    missed = [caught[0], _control("planted_uninit_read", "initcheck", {})]
+    clean, table = sanitize.summarize(sound + missed, ["memcheck", "initcheck"], tmp_path)
+    assert not clean and "planted_uninit_read under initcheck: MISSED (finished)" in table
+
+
+def test_controls_are_not_run_as_ordinary_units():
+    assert all(group != "controls" for group, _ in sanitize.units(["controls", "examples"], 24))
+    assert sanitize.case_names("controls") == list(sanitize.CONTROLS)

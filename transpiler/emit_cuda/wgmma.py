@@ -1,0 +1,62 @@
+"""Warpgroup MMA spelling: the `tp::wgmma_m64nNk16_<type>` helper of one instruction shape, and the matrix
+descriptor of an operand tile.
+
+A descriptor says how the tensor cores walk a tile in shared memory (PTX "Shared Memory Matrix Layout"):
+the swizzle mode is the tile's row length in bytes (32, 64 or 128; longer rows are 128-byte slabs, see
+tiles.py); a tile whose rows run along K is *K-major* (the stride-dimension offset SBO steps over 8 rows,
+a k16 step moves the start 32 bytes along the row); one whose rows run along M (for A) or N (for B) is
+*M/N-major*, read with the instruction's transpose bit (16-bit types only): SBO steps over 8 rows of K and the
+leading-dimension offset LBO from one 128-byte slab of M/N to the next.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SWIZZLE_MODES = {128: 1, 64: 2, 32: 3}   # span bytes -> descriptor mode field
+
+
+@dataclass(frozen=True)
+class Descriptor:
+    mode: int
+    lbo: int
+    sbo: int
+    transposed: int      # the instruction's imm-trans bit for this operand
+
+    def spell(self, address: str) -> str:
+        return f"tp::wgmma_desc<{self.mode}, {self.lbo}, {self.sbo}>({address})"
+
+
+def descriptor(view, k_dim) -> Descriptor:
+    """The descriptor fields of operand `view` (A: k_dim 1, B: k_dim 0)."""
+    tile = view.tile
+    span = tile.span_bytes
+    if view.contiguous(k_dim):
+        return Descriptor(SWIZZLE_MODES[span], 16, 8 * span, 0)
+    return Descriptor(SWIZZLE_MODES[span], tile.rows * span, 8 * span, 1)
+
+
+def instruction_helper(shape) -> str:
+    """C++ of `shape.helper`: D (m64 x N fp32, N/2 registers per thread) += A * B, both from descriptors."""
+    regs = shape.n // 2
+    rows = [", ".join(f"%{i}" for i in range(j, min(j + 16, regs))) for j in range(0, regs, 16)]
+    d_list = ',"\n      "'.join(f'{r}' for r in rows)
+    outs = [f'"+f"(d[{i}])' for i in range(regs)]
+    out_lines = ",\n        ".join(", ".join(outs[i:i + 8]) for i in range(0, regs, 8))
+    name = shape.helper.split("::")[1]
+    t = shape.ptx_type
+    return (f"""namespace tp {{
+// D (64 x {shape.n}, fp32) += A (64 x 16) * B (16 x {shape.n}), both read from shared memory through descriptors;
+// TRANS_A / TRANS_B are 1 for an M-major A / N-major B. Issued by all 128 threads of a warpgroup.
+template <int TRANS_A, int TRANS_B>
+__device__ __forceinline__ void {name}(float* d, unsigned long long a, unsigned long long b) {{
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n{shape.n}k16.f32.{t}.{t} "
+      "{{{d_list}}}, "
+      "%{regs}, %{regs + 1}, 1, 1, 1, %{regs + 2}, %{regs + 3};"
+      : {out_lines}
+      : "l"(a), "l"(b), "n"(TRANS_A), "n"(TRANS_B));
+}}
+}}  // namespace tp""")
+
+
+__all__ = ["Descriptor", "descriptor", "instruction_helper"]

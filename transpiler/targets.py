@@ -1,0 +1,40 @@
+"""Which architectures get a source of their own: where the hardware has instructions the others lack and the
+compiler uses them. Light on purpose (the launch path reads it on a warm start)."""
+from __future__ import annotations
+
+import os
+
+WGMMA_TARGETS = ("sm_90a",)   # warpgroup MMA (wgmma.mma_async) exists only under the arch-specific target
+
+
+def wgmma_enabled(target) -> bool:
+    """Whether `target` gets warpgroup MMA (TRANSPILER_WGMMA=0 turns it off, for comparisons)."""
+    return target in WGMMA_TARGETS and os.environ.get("TRANSPILER_WGMMA", "1") != "0"
+
+
+# Switches of the tensor-core pipeline for A/B comparisons (defaults: what measured fastest and is correct);
+# their values are part of every cache key through options.CompileOptions.
+SWITCHES = {
+    "TRANSPILER_WGMMA_IN_FLIGHT": "0",   # 1: a wgmma group stays in flight into the next iteration (measured slower)
+    "TRANSPILER_WGMMA_CP_FENCE": "0",    # 1: fence.proxy.async after every cp.async wait, not only after stores
+    "TRANSPILER_CP_ZFILL": "1",          # 0: masked-off runs of an other=0 load go through registers, as before
+}
+
+
+def switch(name) -> bool:
+    return os.environ.get(name, SWITCHES[name]) != "0"
+
+
+def switches_key() -> tuple:
+    """The switches' values now, TRANSPILER_WGMMA included (options.py records them in every cache key)."""
+    return (os.environ.get("TRANSPILER_WGMMA", "1"),) + tuple(os.environ.get(name, default)
+                                                             for name, default in SWITCHES.items())
+
+
+def source_target(arch):
+    """The architecture a variant's source is written for: `arch` where it has instructions of its own that
+    the compiler uses (see analysis/tensor_cores.py), else None (one source for every device)."""
+    return arch if wgmma_enabled(arch) else None
+
+
+__all__ = ["WGMMA_TARGETS", "wgmma_enabled", "source_target", "switch", "switches_key"]
