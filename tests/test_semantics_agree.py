@@ -355,3 +355,18 @@ def test_probe_compiled_on_gpu_equals_interpreted(name):
     kernel[(1,)](*device, **constexprs)
     for i, (d, h) in enumerate(zip(device, host)):
         np.testing.assert_array_equal(cupy.asnumpy(d), h, err_msg=f"{name}: argument {i}")
+
+
+@transpiler.jit
+def shape_list_kernel(XBLOCK: tl.constexpr):
+    row = tl.arange(0, XBLOCK)[None, :]
+    tl.static_assert(row.shape == [1, XBLOCK])           # Triton's shapes compare equal to lists
+    tl.static_assert(row.shape != [XBLOCK, 1])
+
+
+def test_shapes_compare_equal_to_lists_and_a_launch_without_arrays_interprets(monkeypatch):
+    shape_list_kernel.ir(XBLOCK=16)
+    monkeypatch.setenv("TRANSPILER_INTERPRET", "1")
+    shape_list_kernel[(2,)](XBLOCK=16)                   # no array to tell the device: still the interpreter
+    with pytest.raises(transpiler.CompileTimeError):
+        shape_list_kernel[(1,)](XBLOCK=1)                # [1, 1] == [1, 1]: the != assertion fails

@@ -20,6 +20,19 @@ from . import numeric
 from .location import error
 
 
+class BlockShape(tuple):
+    """A block's shape: a tuple that also equals the list of the same sizes, as Triton's shape lists compare
+    (`tl.static_assert(x.shape == [1, N])`); the compiler folds list literals to tuples the same way."""
+
+    def __eq__(self, other):
+        return tuple.__eq__(self, tuple(other) if isinstance(other, list) else other)
+
+    def __ne__(self, other):
+        return not self == other
+
+    __hash__ = tuple.__hash__
+
+
 class Tensor:
     """A block (or 0-d scalar) value of the language."""
 
@@ -33,7 +46,7 @@ class Tensor:
 
     @property
     def shape(self) -> tuple:
-        return tuple(self.data.shape)
+        return BlockShape(self.data.shape)
 
     def _with_data(self, data) -> "Tensor":
         """Same dtype (and, for pointers, same buffer), new elements: used by the shape operations."""
