@@ -1,14 +1,19 @@
 #!/usr/bin/env python
 """Compile time, ours vs Triton: cold (fresh process, empty caches) and warm (fresh process, filled caches).
 
-For each kernel (softmax fp32 8192x4096; matmul fp16 4096^3) and each compiler, in new processes:
+For each kernel (softmax fp32 8192x4096; matmul fp16 4096^3; `attention`: the causal flash-attention forward
+of `bench/attention_kernels.py`, about 250 lines with two inlined copies of its key loop, fp16 [4, 16, 2048, 128])
+and each compiler, in new processes:
   cold  TRANSPILER_CACHE_DIR, TRITON_CACHE_DIR and CUPY_CACHE_DIR point at new empty folders; the time of the
         first call (for ours: parse, analysis, emission, NVRTC, load; for Triton: its whole pipeline) plus
         its launch, then of the second call (launch only, for scale);
   warm  another new process on the caches the cold one filled: time to first launch.
 Each process's start-up (imports, CUDA context, inputs) is measured apart and left out of those figures.
+`--offline` needs no GPU: for our compiler only, the attention kernel's time of parse + analysis + emission and
+of NVRTC (sm_90a) in a fresh process on an empty cache, with the source's line count and ptxas' spills.
 
-    python bench/compile_time.py [--out DIR]
+    python bench/compile_time.py [--out DIR] [--kernels softmax,matmul,attention]
+    python bench/compile_time.py --offline [--kernels attention]
     python bench/compile_time.py --child KERNEL FLAVOR    (one measurement; prints one JSON line)
 """
 from __future__ import annotations
@@ -23,9 +28,10 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-KERNELS = ("softmax", "matmul")
+KERNELS = ("softmax", "matmul", "attention")
 FLAVORS = ("ours", "triton")
-CHILD_TIMEOUT_S = 90  # a cold Triton matmul compile takes seconds; more means something hangs
+CHILD_TIMEOUT_S = 150  # a cold Triton compile takes seconds; more means something hangs
+ATTENTION_SHAPE = (4, 16, 2048, 128)   # batch, heads, sequence, head dim
 
 
 def child(kernel: str, flavor: str) -> dict:
@@ -41,6 +47,11 @@ def child(kernel: str, flavor: str) -> dict:
         x = torch.randn(8192, 4096, device="cuda")
         y = torch.empty_like(x)
         call = lambda: module.softmax(x, out=y)  # noqa: E731
+    elif kernel == "attention":
+        module = load(BENCH / "attention_kernels.py", flavor)
+        q, k, v = (torch.randn(*ATTENTION_SHAPE, device="cuda", dtype=torch.float16) for _ in range(3))
+        o = torch.empty_like(q)
+        call = lambda: module.attention(q, k, v, out=o)  # noqa: E731
     else:
         module = load(BENCH / "kernels.py", flavor)
         a = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
@@ -74,10 +85,55 @@ def run_child(kernel: str, flavor: str, cache_root: Path) -> dict:
     return json.loads(lines[-1])
 
 
-def measure_all(out: Path | None) -> dict:
+def offline_child(kernel: str) -> dict:
+    """Runs in the fresh process (no GPU needed): our emission of `kernel`, then NVRTC on it."""
+    import numpy as np
+
+    sys.path.insert(0, str(HERE))
+    from twins import BENCH, EXAMPLES  # noqa: F401  (puts examples/ on sys.path)
+    import attention_kernels as attention_module
+
+    from transpiler.runtime.compiler import compile_offline
+    if kernel != "attention":
+        raise SystemExit(f"--offline measures the attention kernel only, not {kernel!r}")
+    z, h, n, d = ATTENTION_SHAPE
+    q = np.zeros((z, h, n, d), np.float16)
+    lse = np.zeros((z, h, n), np.float32)
+    st = lambda a: [x // a.itemsize for x in a.strides]  # noqa: E731
+    config = attention_module.ATTENTION_CONFIG
+    args = [q, q, q, None, 1.0 / d ** 0.5, lse, q, *st(q), *st(q), *st(q), *st(q), *[0] * 10, *st(lse), None, None,
+            0.0, 0, 0, None, None]
+    started = time.perf_counter()
+    source = attention_module.attn_fwd.cuda_source(
+        *args, HQ=h, HK=h, ACTUAL_BLOCK_DMODEL=d, MAX_SEQLENS_Q=n, MAX_SEQLENS_K=n, IS_VARLEN=False, IS_CAUSAL=True,
+        BLOCK_DMODEL=d, PRE_LOAD_V=False, USE_BIAS=False, ENABLE_DROPOUT=False, RETURN_SCORES=False,
+        USE_ALIBI=False, USE_EXP2=True, **config)
+    emitted = time.perf_counter()
+    compiled = compile_offline(source, "sm_90a")
+    return {"emit_s": emitted - started, "cuda_lines": len(source.splitlines()),
+            "nvrtc_s": time.perf_counter() - emitted, "spill_bytes": compiled.spill_bytes}
+
+
+def measure_offline(kernels) -> dict:
+    results = {}
+    for kernel in kernels:
+        with tempfile.TemporaryDirectory(prefix=f"compile-offline-{kernel}-") as cache:
+            env = dict(os.environ, TRANSPILER_CACHE_DIR=cache)
+            done = subprocess.run([sys.executable, __file__, "--offline-child", kernel], env=env,
+                                  capture_output=True, text=True, timeout=CHILD_TIMEOUT_S * 4)
+        if done.returncode != 0:
+            tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            results[kernel] = {"error": f"exit {done.returncode}: {tail[:300]}"}
+        else:
+            results[kernel] = json.loads(done.stdout.strip().splitlines()[-1])
+        print(f"  {kernel:10} {results[kernel]}", flush=True)
+    return results
+
+
+def measure_all(out: Path | None, kernels=KERNELS) -> dict:
     """Every kernel x compiler, cold then warm; the JSON is rewritten after each so a cut-short run keeps some."""
     results = {}
-    for kernel in KERNELS:
+    for kernel in kernels:
         for flavor in FLAVORS:
             with tempfile.TemporaryDirectory(prefix=f"compile-{kernel}-{flavor}-") as cache:
                 cold = run_child(kernel, flavor, Path(cache))
@@ -103,13 +159,27 @@ def describe(cold: dict, warm: dict) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=None, help="write compile_time.json here")
+    parser.add_argument("--kernels", default=None, help="comma-separated subset of " + ",".join(KERNELS))
+    parser.add_argument("--offline", action="store_true", help="ours only, no GPU: emission and NVRTC times")
     parser.add_argument("--child", nargs=2, metavar=("KERNEL", "FLAVOR"), help=argparse.SUPPRESS)
+    parser.add_argument("--offline-child", metavar="KERNEL", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         print(json.dumps(child(*args.child)))
         return 0
+    if args.offline_child:
+        print(json.dumps(offline_child(args.offline_child)))
+        return 0
+    kernels = tuple(args.kernels.split(",")) if args.kernels else KERNELS
+    if args.offline:
+        print("our compile of each kernel without a GPU (fresh process, empty cache): emission, then NVRTC sm_90a")
+        results = measure_offline([k for k in kernels if k == "attention"] or ["attention"])
+        if args.out:
+            args.out.mkdir(parents=True, exist_ok=True)
+            (args.out / "compile_time_offline.json").write_text(json.dumps(results, indent=1))
+        return 0
     print("compile time in fresh processes (cold: empty caches; warm: the caches the cold run filled):")
-    measure_all(args.out)
+    measure_all(args.out, kernels)
     return 0
 
 

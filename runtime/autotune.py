@@ -28,6 +28,7 @@ import numpy as np
 from ..dtypes import from_array_dtype
 from ..errors import AutotuneError, LaunchError, TranspilerError
 from ..language.core import constexpr
+from ..tracebacks import at_api_boundary
 from . import autotune_cache, bench
 
 PROGRESS_AFTER_S = 1.0
@@ -81,10 +82,16 @@ class _Wrapper:
         self.__doc__ = getattr(self.kernel, "__doc__", None)
 
     def __getitem__(self, grid):
-        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
+        # A partial, not a lambda: no frame of ours between the user's line and the error (tracebacks.py).
+        return functools.partial(self.run, grid=grid)
 
+    @at_api_boundary
     def run(self, *args, grid, **kwargs):
         return self._launch(args, kwargs, grid, _interpreting())
+
+    @at_api_boundary
+    def _run_interpreted(self, *args, grid, **kwargs):
+        return self._launch(args, kwargs, grid, True)
 
     @property
     def interpret(self):
@@ -93,7 +100,7 @@ class _Wrapper:
 
         class _Interpret:
             def __getitem__(self, grid):
-                return lambda *args, **kwargs: wrapper._launch(args, kwargs, grid, True)
+                return functools.partial(wrapper._run_interpreted, grid=grid)
         return _Interpret()
 
     def _call_fn(self, args, kwargs, grid, interpret):
@@ -130,21 +137,31 @@ class Heuristics(_Wrapper):
     def _launch(self, args, kwargs, grid, interpret):
         return self._call_fn(args, self._with_values(args, kwargs), grid, interpret)
 
+    @at_api_boundary
     def warmup(self, *args, grid=None, **kwargs):
         return self.fn.warmup(*args, grid=grid, **self._with_values(args, kwargs))
 
     # The looks at one specialization see the constexprs the rules give, as a launch would.
+    @at_api_boundary
     def cuda_source(self, *args, **kwargs):
         return self.fn.cuda_source(*args, **self._with_values(args, kwargs))
 
+    @at_api_boundary
     def compiled_variant(self, *args, **kwargs):
         return self.fn.compiled_variant(*args, **self._with_values(args, kwargs))
 
+    @at_api_boundary
     def explain(self, *args, **kwargs):
         return self.fn.explain(*args, **self._with_values(args, kwargs))
 
+    @at_api_boundary
     def ir(self, *args, **kwargs):
         return self.fn.ir(*args, **self._with_values(args, kwargs))
+
+    def check_launch_arguments(self, args, kwargs):
+        check = getattr(self.fn, "check_launch_arguments", None)
+        if check is not None:
+            check(args, self._with_values(args, kwargs))
 
     def _with_values(self, args, kwargs):
         kwargs = dict(kwargs)
@@ -211,6 +228,7 @@ class Autotuner(_Wrapper):
                 config = self.cache.get(key) or self._choose(key, args, grid, kwargs, interpret)
         return config
 
+    @at_api_boundary
     def warmup(self, *args, grid=None, **kwargs):
         """Compile every candidate config for these arguments (in parallel), launching nothing."""
         candidates = self.prune_configs(kwargs, dict(zip(self.arg_names, args)))
@@ -279,6 +297,11 @@ class Autotuner(_Wrapper):
             if best is not None:
                 self._remember(key, candidates[best], None, start, "from the disk cache")
                 return candidates[best]
+        check = None if interpret else getattr(self.fn, "check_launch_arguments", None)
+        if check is not None:
+            # Arguments no config can launch with (arrays in host memory, on two devices) get the plain launch's
+            # error, not "every config failed" with each config's symptom of it.
+            check(args, {**kwargs, **candidates[0].all_kwargs()})
         progress = _Progress(self.__name__, start)
         failures = {} if interpret else self._compile(candidates, args, grid, kwargs)
         progress.show(f"compiled {len(candidates) - len(failures)} of {len(candidates)} configs")

@@ -35,10 +35,11 @@ from ..targets import source_target
 from . import cache, compiler, launch_key
 from .launch_key import HOST, TORCH, binder_source, make_binder
 from .launcher import STICKY_ERRORS, DebugLauncher, Launcher, cupy_stream, fault_error, stream_handle, torch_stream
+from ..tracebacks import user_facing
 from .once import OnceMap
+from .triton_options import check_launch_options, jit_options
 
 MAX_GRID = (2**31 - 1, 65535, 65535)    # every CUDA device since compute capability 3.0 (cudaDevAttrMaxGridDimX..Z)
-_IGNORED_OPTIONS = ("num_ctas", "enable_fp_fusion", "maxnreg", "debug")
 
 
 def _is_constexpr_param(param):
@@ -54,7 +55,8 @@ class CompiledVariant:
     """One specialization: its source, the dynamic shared memory a launch gives each program, its cubin per
     architecture and its loaded function per device."""
 
-    def __init__(self, name, source, param_kinds, shared_bytes=0, disk_key=None, options=options_mod.DEFAULT):
+    def __init__(self, name, source, param_kinds, shared_bytes=0, disk_key=None, options=options_mod.DEFAULT,
+                 required_arch=None, maxnreg=None):
         self.name = name
         self.source = source
         self.param_kinds = param_kinds       # per kernel parameter: "ptr", a dtype name, or None (constexpr)
@@ -62,6 +64,8 @@ class CompiledVariant:
         self.shared_bytes = shared_bytes     # dynamic shared memory per program
         self.disk_key = disk_key
         self.options = options               # transpiler.options.CompileOptions it was made under
+        self.required_arch = required_arch   # ArchRequirement: the oldest GPU the source runs on, or None
+        self.maxnreg = maxnreg               # registers per thread a launch asked for (maxnreg=), or None
         self._cubins = OnceMap()             # arch -> cubin bytes
         self._functions = OnceMap()          # device -> (module, function, context)
         self._from_disk = set()              # architectures whose cubin came from the disk cache
@@ -70,7 +74,20 @@ class CompiledVariant:
     def cubin(self, arch):
         return self._cubins.get(arch, lambda: self._build_cubin(arch))
 
+    def check_arch(self, arch):
+        """LaunchError at the op that needs a newer GPU than `arch` (before NVRTC would fail on it)."""
+        need = self.required_arch
+        if need is None:
+            return
+        from ..analysis.arch_requirements import capability_of   # here: a warm start imports no analysis
+        if capability_of(arch) < need.capability:
+            raise LaunchError(f"{need.what} needs a GPU of compute capability {need.capability // 10}."
+                              f"{need.capability % 10} ({need.arch}) or newer; this one is {arch}", need.loc,
+                              kernel=self.name, hint="run it on an Ampere (sm_80) or newer GPU, or on the CPU "
+                                                     "with kernel.interpret[grid](...)")
+
     def _build_cubin(self, arch):
+        self.check_arch(arch)
         cubin = cache.load_cubin(self.disk_key, arch) if self.disk_key else None
         if cubin is not None:
             self._from_disk.add(arch)
@@ -78,7 +95,12 @@ class CompiledVariant:
         return self._compile(arch)
 
     def _compile(self, arch):
-        cubin, occupancy = compiler.compile_tuned(self.source, self.name, arch, self.shared_bytes)
+        if self.maxnreg is not None:         # the user's register budget replaces the occupancy tuning
+            from ..emit_cuda import MAXNREG_MACRO
+            cubin, occupancy = compiler.compile_cubin(self.source, self.name, arch,
+                                                      (f"-D{MAXNREG_MACRO}={self.maxnreg}",)), None
+        else:
+            cubin, occupancy = compiler.compile_tuned(self.source, self.name, arch, self.shared_bytes)
         if occupancy is not None:
             self.occupancy[arch] = occupancy
         if self.disk_key:
@@ -105,13 +127,15 @@ class CompiledVariant:
 
 
 def _at_definition(method):
-    """Launch errors raised inside `method` point at the kernel's `def` line and at the user's call."""
+    """An entry point users call: launch errors raised inside `method` point at the kernel's `def` line and at
+    the user's call, and every error of ours leaves with the user's frames only (`tracebacks.py`)."""
     @functools.wraps(method)
     def at_definition(self, *args, **kwargs):
         try:
             return method(self, *args, **kwargs)
-        except LaunchError as e:
-            raise located(e, self.definition())
+        except TranspilerError as e:
+            e = located(e, self.definition()) if isinstance(e, LaunchError) else e
+            raise user_facing(e)  # (transpiler's own frames are hidden: TRANSPILER_DEBUG=1 shows them)
     return at_definition
 
 
@@ -153,9 +177,8 @@ def _column(filename, line):
 class Kernel:
     __transpiler_kernel__ = True
 
-    def __init__(self, fn, debug=False):
+    def __init__(self, fn, **options):
         self.fn = fn
-        self.debug = debug                   # compile option: `@jit(debug=True)` (TRANSPILER_DEBUG=1 for all)
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
         self.__module__ = fn.__module__
@@ -175,6 +198,11 @@ class Kernel:
         self._grid_launches = {}             # tuple grid -> its `kernel[grid]` function
         self._source_hash = None
         self._arity = len(self._names)       # launches with exactly this many positional arguments bind fast
+        self._warned_options = set()         # launch options warned about once (triton_options.py)
+        # The location is looked up only for an error: finding the `def` line tokenizes the file (milliseconds).
+        self.options = jit_options(self.__name__, self.arg_names, self.constexpr_names, self.definition, options)
+        self.debug = self.options.debug      # compile option: `@jit(debug=True)` (TRANSPILER_DEBUG=1 for all)
+        self._generic_mask = tuple(n in self.options.do_not_specialize for n in self._names)
 
     # -- errors --------------------------------------------------------------------------------------------
     def definition(self) -> SourceLocation:
@@ -203,7 +231,10 @@ class Kernel:
         launch = self._launch
 
         def launch_on_grid(*args, num_warps=4, num_stages=3, stream=None, **kwargs):
-            return launch(grid, args, num_warps, num_stages, stream, kwargs)
+            try:
+                return launch(grid, args, num_warps, num_stages, stream, kwargs)
+            except TranspilerError as e:    # a try costs nothing until it catches
+                raise user_facing(e)  # (transpiler's own frames are hidden: TRANSPILER_DEBUG=1 shows them)
         if type(grid) is tuple and len(self._grid_launches) < 256:
             try:
                 self._grid_launches[grid] = launch_on_grid
@@ -211,6 +242,7 @@ class Kernel:
                 pass
         return launch_on_grid
 
+    @_at_definition
     def run(self, *args, grid, num_warps=4, num_stages=3, stream=None, **kwargs):
         return self._launch(grid, args, num_warps, num_stages, stream, kwargs)
 
@@ -228,8 +260,12 @@ class Kernel:
 
         class _Interpret:
             def __getitem__(self, grid):
-                return lambda *args, **kwargs: kernel._interpret(grid, args, kwargs)
+                return functools.partial(kernel._interpret_call, grid)   # no frame of ours above the boundary
         return _Interpret()
+
+    @_at_definition
+    def _interpret_call(self, grid, *args, **kwargs):
+        return self._interpret(grid, args, kwargs)
 
     @_at_definition
     def _interpret(self, grid, args, kwargs):
@@ -247,7 +283,10 @@ class Kernel:
     # -- launch ------------------------------------------------------------------------------------------
     def _launch(self, grid, args, num_warps, num_stages, stream, kwargs):
         try:
+            maxnreg_part = ()
             if kwargs or len(args) != self._arity:
+                # Options are checked before arguments.
+                maxnreg_part = self._maxnreg_part(kwargs.pop("maxnreg", None)) if kwargs else ()
                 try:
                     args = self._bind_args(args, kwargs)
                 except LaunchError:
@@ -255,6 +294,8 @@ class Kernel:
                     raise
             try:
                 key, values, device, frameworks = (self._binder or self._make_binder())(args, num_warps, num_stages)
+                if maxnreg_part:
+                    key = key[:-3] + maxnreg_part + key[-3:]
                 launcher = self._launchers.get(key)
             except Exception as e:          # host arrays, two devices, an unsupported argument, no CUDA at all
                 if not _interpreting():
@@ -316,12 +357,12 @@ class Kernel:
         return fault_error(error, self.__name__) or LaunchError(f"the launch failed: {error}", kernel=self.__name__)
 
     def _make_binder(self):
-        self._binder = make_binder(self._names, self._constexpr_mask, self.__name__)
+        self._binder = make_binder(self._names, self._constexpr_mask, self.__name__, self._generic_mask)
         return self._binder
 
     def launch_binder_source(self) -> str:
         """The Python function generated for this kernel's launches (the per-launch specialization pass)."""
-        return binder_source(self._names, self._constexpr_mask, self.__name__)
+        return binder_source(self._names, self._constexpr_mask, self.__name__, self._generic_mask)
 
     def _make_launcher(self, key, values, num_warps, num_stages, device):
         var = self.variant(key[:-3], values, num_warps, num_stages, compiler.device_arch(device))
@@ -340,8 +381,7 @@ class Kernel:
     # -- binding -----------------------------------------------------------------------------------------
     def _bind_args(self, args, kwargs):
         """The general path: keyword arguments and defaults to one value per parameter, in order."""
-        for k in _IGNORED_OPTIONS:
-            kwargs.pop(k, None)
+        check_launch_options(self, kwargs)
         if len(args) > len(self._names):
             raise self._launch_error(f"{self.__name__} takes {len(self._names)} arguments but {len(args)} were "
                                      "given", hint=f"parameters are: {', '.join(self.arg_names)}")
@@ -427,6 +467,15 @@ class Kernel:
         return self._variant_map.get((key, num_warps, num_stages, opts, target),
                                      lambda: self._build_variant(key, values, num_warps, num_stages, opts, target))
 
+    def _maxnreg_part(self, maxnreg):
+        """The key part a launch's `maxnreg` adds after the parameters' parts (none for the default)."""
+        if maxnreg is None:
+            return ()
+        if type(maxnreg) is not int or not 1 <= maxnreg <= 255:
+            raise self._launch_error(f"maxnreg must be an int between 1 and 255 registers per thread, not "
+                                     f"{maxnreg!r}", hint="ptxas raises values below its lower bound (24 on sm_90)")
+        return (("maxnreg", maxnreg),)
+
     def _build_variant(self, key, values, num_warps, num_stages, opts=options_mod.DEFAULT, target=None):
         disk_key = cache.entry_key((self.source_hash(), key, num_warps, num_stages, opts,
                                     cache.toolchain_fingerprint(), target))
@@ -436,15 +485,18 @@ class Kernel:
             param_kinds = [None if c else ("ptr" if part[0] in ("ptr", "none") else part[0])
                            for part, c in zip(key, self._constexpr_mask)]
             entry = {"name": self.fn.__name__, "source": emitted.source, "param_kinds": param_kinds,
-                     "shared_bytes": emitted.shared_bytes}
+                     "shared_bytes": emitted.shared_bytes,
+                     "required_arch": requirement_to_json(emitted.required_arch, self.fn)}
             cache.store(disk_key, entry)
         dump = os.environ.get("TRANSPILER_DUMP_DIR")
         if dump:
             os.makedirs(dump, exist_ok=True)
             with open(os.path.join(dump, f"{self.fn.__name__}_{disk_key[:8]}.cu"), "w") as f:
                 f.write(entry["source"])
+        extra = dict(key[len(self._names):])        # launch options after the parameters' parts (maxnreg)
         return CompiledVariant(entry["name"], entry["source"], entry["param_kinds"], entry.get("shared_bytes", 0),
-                               disk_key, opts)
+                               disk_key, opts, requirement_from_json(entry.get("required_arch"), self.fn),
+                               extra.get("maxnreg"))
 
     def _arg_specs(self, key, values):
         from ..analysis.specialization import arg_spec
@@ -470,24 +522,27 @@ class Kernel:
                      "meanwhile") from e
 
     # -- public helpers ----------------------------------------------------------------------------------
+    @_at_definition
     def cuda_source(self, *args, num_warps=4, num_stages=3, arch=None, **kwargs):
         """The `.cu` of the specialization these arguments select (NumPy arrays and `StandIn`s may stand in
         for device ones), for a device of architecture `arch` ('sm_90a': with warpgroup MMA)."""
         return self.compiled_variant(*args, num_warps=num_warps, num_stages=num_stages, arch=arch, **kwargs).source
 
     @_at_definition
-    def compiled_variant(self, *args, num_warps=4, num_stages=3, arch=None, **kwargs):
+    def compiled_variant(self, *args, num_warps=4, num_stages=3, arch=None, maxnreg=None, **kwargs):
         """The specialization these arguments select: its source and launch needs (no GPU needed)."""
         values = self._bind_for_compile(args, kwargs, num_warps)
-        return self.variant(self.spec_key(values), values, num_warps, num_stages, arch)
+        return self.variant(self.spec_key(values) + self._maxnreg_part(maxnreg), values, num_warps, num_stages,
+                            arch)
 
     @_at_definition
-    def warmup(self, *args, grid=None, num_warps=4, num_stages=3, **kwargs):
+    def warmup(self, *args, grid=None, num_warps=4, num_stages=3, maxnreg=None, **kwargs):
         """Build the variant a launch with these arguments would use and, when they are on a GPU, its launcher
         (cubin loaded on their device, shared memory opted in), without launching; the autotuner compiles its
         configs in parallel through this. Returns the CUDA source."""
         values = self._bind_for_compile(args, kwargs, num_warps)
         key, _, device, frameworks = (self._binder or self._make_binder())(values, num_warps, num_stages, False)
+        key = key[:-3] + self._maxnreg_part(maxnreg) + key[-3:]
         on_gpu = not frameworks & HOST and gpu_available()
         device = (device if device >= 0 else launch_key.current_device()) if on_gpu else None
         var = self.variant(key[:-3], values, num_warps, num_stages,
@@ -498,6 +553,16 @@ class Kernel:
         return var.source
 
     @_at_definition
+    def check_launch_arguments(self, args, kwargs):
+        """Raise the LaunchError a launch with these arguments would raise before any compile: arrays in host
+        memory or on two devices, unknown or missing arguments (the autotuner asks before timing configs)."""
+        kwargs = dict(kwargs)
+        num_warps, num_stages = kwargs.pop("num_warps", 4), kwargs.pop("num_stages", 3)
+        kwargs.pop("stream", None)
+        values = self._bind_args(args, kwargs)
+        (self._binder or self._make_binder())(values, num_warps, num_stages, True)
+
+    @_at_definition
     def ir(self, *args, num_warps=4, num_stages=3, **kwargs):
         """The typed IR of a specialization (for tests and for reading)."""
         from ..parse import build_kernel_ir
@@ -505,11 +570,39 @@ class Kernel:
         return build_kernel_ir(self.fn, self._arg_specs(self.spec_key(values), values), num_warps, num_stages,
                                self.compile_options())
 
+    @_at_definition
     def explain(self, *args, num_warps=4, num_stages=3, arch=None, **kwargs):
         """A readable report of this specialization's decisions: layouts, vector widths, reductions, shared
         memory, per Python line (see `transpiler/explain.py`); with `arch`, also registers and occupancy."""
         from ..explain import explain_kernel
         return explain_kernel(self, *args, num_warps=num_warps, num_stages=num_stages, arch=arch, **kwargs)
+
+
+def requirement_to_json(need, fn):
+    """An ArchRequirement for the disk cache. Entries are shared by every copy of a kernel's source, wherever
+    it is: a location in the kernel's own file is kept relative to its first line (None for the file)."""
+    if need is None:
+        return None
+    loc = need.loc
+    if loc is None:
+        return [need.capability, need.what]
+    code = fn.__code__
+    if loc.file == code.co_filename:
+        return [need.capability, need.what, None, loc.line - code.co_firstlineno, loc.col, loc.function]
+    return [need.capability, need.what, loc.file, loc.line, loc.col, loc.function]
+
+
+def requirement_from_json(data, fn):
+    if not data:
+        return None
+    from ..analysis.arch_requirements import ArchRequirement
+    loc = None
+    if len(data) >= 6:
+        file, line, col, function = data[2:6]
+        if file is None:
+            file, line = fn.__code__.co_filename, line + fn.__code__.co_firstlineno
+        loc = SourceLocation(file, line, col, function)
+    return ArchRequirement(data[0], data[1], loc)
 
 
 def _unwrap(v):
@@ -544,8 +637,8 @@ def _source_text(fn):
 def transpile(fn=None, **options):
     """Decorator: turn a Triton-style Python kernel into a transpiler kernel (`transpiler.jit` is the same)."""
     if fn is None:
-        return lambda f: Kernel(f)
-    return Kernel(fn)
+        return lambda f: Kernel(f, **options)
+    return Kernel(fn, **options)
 
 
 def gpu_available() -> bool:

@@ -1,7 +1,7 @@
 """The specialization key of one launch, computed in one pass over the arguments, cheap enough for every launch.
 
 Decides, per argument, the key part that selects a compiled variant, as Triton does: for pointers the element
-type and whether the address is 16-byte aligned; for integers int32 / uint32 / int64 / uint64 by value,
+type and whether the address is 16-byte aligned; for integers int32 / int64 / uint64 by value,
 whether the value is 1 (then folded to the constant 1) and whether it is divisible by 16; Python floats are
 fp32, bools int1; NumPy scalars keep their type; None is None to the compiler (as in Triton: `if B is not
 None:` folds) and a null pointer in its slot; constexprs by value. The same pass collects what the launch
@@ -53,20 +53,15 @@ _I32_PLAIN, _I32_ONE, _I32_DIV16 = int_part("int32", 3), int_part("int32", 1), i
 
 
 def integer_dtype(value: int):
-    if -2**31 <= value < 2**31:
-        return dtypes.int32
-    if 2**31 <= value < 2**32:
-        return dtypes.uint32
-    if -2**63 <= value < 2**63:
-        return dtypes.int64
-    return dtypes.uint64
+    """As Triton types an int argument: int32 when it fits, uint64 from 2**63, else int64 (`dtypes`)."""
+    return dtypes.argument_scalar_dtype(value)
 
 
 def wide_int_part(value: int, name: str, kernel_name: str):
-    """Key part of an int outside int32 (uint32, int64, uint64); LaunchError for one that no C integer holds."""
+    """Key part of an int outside int32 (int64, uint64); LaunchError for one that no C integer holds."""
     if -2**63 <= value < 2**64:
         return int_part(integer_dtype(value).name, value)
-    raise LaunchError(f"argument '{name}' = {value} does not fit any integer parameter type (int32, uint32, int64, "
+    raise LaunchError(f"argument '{name}' = {value} does not fit any integer parameter type (int32, int64, "
                       "uint64)", kernel=kernel_name, hint="pass a value between -2**63 and 2**64 - 1")
 
 
@@ -196,7 +191,22 @@ _CONSTEXPR = """\
 """
 
 
-def binder_source(names, constexpr_mask, kernel_name) -> str:
+_GENERIC = """\
+    k{i} = generic_part(k{i})   # do_not_specialize
+"""
+
+
+def generic_part(part):
+    """The key part of a `do_not_specialize` parameter: the type only, never ==1, divisibility or alignment."""
+    if part[0] == "ptr":
+        return _by_name(part[1])[0]
+    if len(part) == 3:
+        generic = (part[0], False, False)
+        return _INT_PARTS.setdefault(generic, generic)
+    return part
+
+
+def binder_source(names, constexpr_mask, kernel_name, generic_mask=None) -> str:
     def tuple_of(items):
         return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
     args = [f"a{i}" for i in range(len(names))]
@@ -207,6 +217,8 @@ def binder_source(names, constexpr_mask, kernel_name) -> str:
     for i, (name, is_constexpr) in enumerate(zip(names, constexpr_mask)):
         lines.append((_CONSTEXPR if is_constexpr else _PARAM).format(i=i, name=name, kernel=kernel_name,
                                                                      refusal_args=refusal_args).rstrip())
+        if generic_mask and generic_mask[i]:
+            lines.append(_GENERIC.format(i=i).rstrip())
     keys = [f"k{i}" for i in range(len(names))] + ["num_warps", "num_stages", "device"]
     values = [f"v{i}" for i, c in enumerate(constexpr_mask) if not c]
     lines += ["    if frameworks & HOST and for_launch:", f"        raise refusal(args, {refusal_args})",
@@ -215,11 +227,13 @@ def binder_source(names, constexpr_mask, kernel_name) -> str:
     return "\n".join(lines) + "\n"
 
 
-def make_binder(names, constexpr_mask, kernel_name):
-    """The generated `launch_facts` of a kernel with these parameters (see `binder_source`). Compiling it
-    costs milliseconds, so the code object is kept in the disk cache (marshal) for the next process."""
+def make_binder(names, constexpr_mask, kernel_name, generic_mask=None):
+    """The generated `launch_facts` of a kernel with these parameters (see `binder_source`; `generic_mask`
+    marks the `do_not_specialize` ones). Compiling it costs milliseconds, so the code object is kept in the disk
+    cache (marshal) for the next process."""
     namespace = {}
-    exec(_code_of(binder_source(names, constexpr_mask, kernel_name), kernel_name), globals(), namespace)
+    exec(_code_of(binder_source(names, constexpr_mask, kernel_name, generic_mask), kernel_name), globals(),
+         namespace)
     return namespace["launch_facts"]
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from transpiler.__main__ import _load
+from transpiler.cli.demo import _load
 
 
 def aligned(shape, dtype, offset_elems=0):

@@ -3,7 +3,7 @@ reference, on fresh random inputs, outputs poisoned before launch."""
 import numpy as np
 import pytest
 
-from unseen_kernels import all_cases, check, libdevice_cases, print_kernel
+from unseen_kernels import all_cases, check, launch_options, libdevice_cases, print_kernel
 
 pytestmark = pytest.mark.gpu
 
@@ -14,7 +14,7 @@ LIBDEVICE_NAMES = [c[0] for c in libdevice_cases(np.random.default_rng(0))]
 def _run(case):
     import cupy
     dev_args = [cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in case["args"]]
-    case["kernel"][case["grid"]](*dev_args, num_warps=case.get("num_warps", 4), **case["constexprs"])
+    case["kernel"][case["grid"]](*dev_args, **launch_options(case), **case["constexprs"])
     cupy.cuda.runtime.deviceSynchronize()
     check(case, [cupy.asnumpy(a) if isinstance(a, cupy.ndarray) else a for a in dev_args])
 

@@ -9,7 +9,7 @@ import transpiler.language as tl
 from transpiler.errors import DTypeError, UnsupportedSyntaxError
 from transpiler.language.extra import libdevice
 from transpiler.runtime.compiler import compile_offline, nvrtc_available
-from unseen_kernels import all_cases, check, libdevice_cases, print_kernel
+from unseen_kernels import all_cases, check, launch_options, libdevice_cases, print_kernel
 
 CASES = all_cases(np.random.default_rng(3))
 LIBDEVICE_CASES = libdevice_cases(np.random.default_rng(4))
@@ -17,12 +17,12 @@ needs_nvrtc = pytest.mark.skipif(not nvrtc_available(), reason="NVRTC and CUDA h
 
 
 def _source(case):
-    return case["kernel"].cuda_source(*case["args"], num_warps=case.get("num_warps", 4), **case["constexprs"])
+    return case["kernel"].cuda_source(*case["args"], **launch_options(case), **case["constexprs"])
 
 
 def _interpret(case):
     args = [a.copy() if isinstance(a, np.ndarray) else a for a in case["args"]]
-    case["kernel"].interpret[case["grid"]](*args, num_warps=case.get("num_warps", 4), **case["constexprs"])
+    case["kernel"].interpret[case["grid"]](*args, **launch_options(case), **case["constexprs"])
     check(case, args)
 
 
@@ -195,3 +195,69 @@ def test_none_for_a_pointer_is_none_in_the_kernel_and_a_null_slot_at_launch():
     # every runtime parameter keeps its slot (W's is a null pointer); W's load is folded away
     assert variant.slot_kinds == ["ptr", "ptr", "ptr", "ptr", "int32"]
     assert "= W + " not in variant.source and "= B + " in variant.source
+
+
+def test_parameters_named_like_cuda_keywords_or_template_counters_are_renamed():
+    src = _source(_case("lerp_scalar_params_w_r"))
+    assert "float w_," in src and "float r_," in src
+    assert "* r_;" in src            # not `* r`, the register counter of the loop around it
+    assert "do_" in _source(_case("fused_recurrent_bwd"))
+
+
+@transpiler.jit
+def _scaled_copy(X, Y, scale, BLOCK: tl.constexpr):
+    tl.static_assert(scale.dtype == tl.float32)
+    o = tl.arange(0, BLOCK)
+    tl.store(Y + o, tl.load(X + o) * scale)
+
+
+def test_a_numpy_float64_scalar_is_fp32_in_the_interpreter_and_the_compiler_as_in_triton():
+    x = np.arange(64, dtype=np.float16)
+    scale = np.float64(1) / np.sqrt(np.float64(3))      # how attention wrappers often compute sm_scale
+    assert "float scale)" in _scaled_copy.cuda_source(x, np.zeros(64, np.float32), scale, BLOCK=64)
+    y = np.zeros(64, np.float32)
+    _scaled_copy.interpret[(1,)](x, y, scale, BLOCK=64)
+    np.testing.assert_allclose(y, x.astype(np.float32) * np.float32(scale), rtol=1e-6)
+
+
+@transpiler.jit
+def _none_set_in_loop(X, N, BLOCK: tl.constexpr):
+    acc = None
+    for i in range(N):
+        acc = tl.load(X + tl.arange(0, BLOCK))
+    tl.store(X + tl.arange(0, BLOCK), acc)
+
+
+def test_a_variable_that_is_none_before_a_loop_and_set_in_it_is_reported():
+    from transpiler.errors import CompileTimeError
+    with pytest.raises(CompileTimeError, match="'acc' is None before the loop and changes in it"):
+        _none_set_in_loop.cuda_source(np.zeros(64, np.float32), 3, BLOCK=64)
+
+
+def test_a_loop_invariant_dot_operand_is_written_to_shared_memory_once_before_its_loops():
+    src = _source(_case("attention_causal"))
+    # q is written once, before the first key loop; the second loop (on the diagonal) reads the same tile
+    assert src.count("dot operands the loop does not change") == 1
+    assert src.count("dot operands: registers to shared memory") == 2      # only p, once per loop
+    branchy = _source(_case("shared_query_both_loops"))
+    # the first write is inside a runtime branch, so the second loop writes the tile again
+    assert branchy.count("dot operands the loop does not change") == 2
+    assert "dot operands: registers to shared memory" not in branchy
+
+
+@transpiler.jit
+def _offset_from_end(X, Y, total, N, BLOCK: tl.constexpr):
+    """`total - offs` with total past int32: Triton types the argument int64, so the difference is negative
+    for offs > total and the mask excludes it (a uint32 argument would wrap it to a huge positive value)."""
+    offs = tl.arange(0, BLOCK)
+    dist = total - offs - 2147483600
+    tl.store(Y + offs, dist.to(tl.float32), mask=(dist > 0) & (offs < N))
+
+
+def test_an_int_argument_past_int32_is_int64_in_the_interpreter_and_the_compiler_as_in_triton():
+    y = np.full(64, -1.0, np.float32)
+    total = 2**31 + 5                   # int64 under Triton (its launch typing has no uint32)
+    assert "long long total," in _offset_from_end.cuda_source(np.zeros(64, np.float32), y, total, 64, BLOCK=64)
+    _offset_from_end.interpret[(1,)](np.zeros(64, np.float32), y, total, 64, BLOCK=64)
+    dist = total - np.arange(64) - 2147483600
+    np.testing.assert_array_equal(y, np.where(dist > 0, dist, -1).astype(np.float32))

@@ -17,6 +17,7 @@ import transpiler.language as tl
 from transpiler.language.extra import libdevice
 from feature_kernels import _poison
 from feature_kernels import check as check_values
+from realworld_kernels import realworld_cases
 
 # ---------------------------------------------------------------------------------------------------------
 # Kernels
@@ -934,6 +935,14 @@ def libdevice_cases(rng):
     return cases
 
 
+def launch_options(case):
+    """The launch options a case asks for (`num_warps`, and `num_stages` where it sets one)."""
+    options = dict(num_warps=case.get("num_warps", 4))
+    if "num_stages" in case:
+        options["num_stages"] = case["num_stages"]
+    return options
+
+
 def check(case, outputs):
     """`feature_kernels.check`, and for cases marked `bitwise` the exact bit patterns (NaN payloads, -0.0)."""
     check_values(case, outputs)
@@ -969,4 +978,4 @@ def all_cases(rng):
         ("join_split_fp32", case_join_split(rng)), ("join_split_fp16", case_join_split(rng, np.float16)),
         ("join_split_int8", case_join_split(rng, np.int8)), ("flip_fp32", case_flip(rng)),
         ("flip_fp16", case_flip(rng, np.float16)), ("flip_int32", case_flip(rng, np.int32)),
-    ]
+    ] + realworld_cases(rng)

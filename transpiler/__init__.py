@@ -39,9 +39,9 @@ def _map_runtime_folder():
 _map_runtime_folder()
 
 from . import language  # noqa: E402
-from .errors import (AutotuneError, CompileTimeError, DTypeError, InternalCompilerError,  # noqa: E402
-                     InterpreterError, LaunchError, NameResolutionError, ShapeError, TranspilerError,
-                     UnsupportedSyntaxError)
+from .errors import (AutotuneError, CompileTimeError, DTypeError, IgnoredOptionWarning,  # noqa: E402
+                     InternalCompilerError, InterpreterError, LaunchError, NameResolutionError, ShapeError,
+                     TranspilerError, UnsupportedSyntaxError)
 from .runtime import Kernel, gpu_available, transpile  # noqa: E402
 from .runtime.args import StandIn  # noqa: E402
 from .runtime.autotune import AutotuneWarning, Autotuner, Config, Heuristics, autotune, heuristics  # noqa: E402
@@ -63,4 +63,4 @@ def next_power_of_2(n: int) -> int:
 __all__ = ["transpile", "jit", "Kernel", "StandIn", "cdiv", "next_power_of_2", "gpu_available", "language",
            "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "AutotuneError", "AutotuneWarning",
            "TranspilerError", "UnsupportedSyntaxError", "NameResolutionError", "CompileTimeError", "ShapeError",
-           "DTypeError", "LaunchError", "InterpreterError", "InternalCompilerError"]
+           "DTypeError", "LaunchError", "IgnoredOptionWarning", "InterpreterError", "InternalCompilerError"]

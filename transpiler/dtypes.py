@@ -213,6 +213,27 @@ def python_scalar_dtype(value) -> dtype:
     raise TypeError(f"cannot use a {type(value).__name__} as a scalar")
 
 
+def argument_scalar_dtype(value) -> dtype:
+    """How Triton types a number passed to a kernel (its launch specialization, not its literal rule): bool→int1;
+    int→int32 when it fits, uint64 from 2**63, else int64 (no uint32); float, np.float64 included (a Python
+    float)→fp32; other NumPy scalars their own type."""
+    if isinstance(value, (bool, np.bool_)):
+        return int1
+    if isinstance(value, int):
+        if -2**31 <= value < 2**31:
+            return int32
+        if 2**63 <= value < 2**64:
+            return uint64
+        if -2**63 <= value < 2**63:
+            return int64
+        raise OverflowError(f"integer {value} does not fit in 64 bits")
+    if isinstance(value, float):
+        return float32
+    if isinstance(value, np.generic):
+        return from_array_dtype(value.dtype)
+    raise TypeError(f"cannot use a {type(value).__name__} as a scalar")
+
+
 def integer_promote(a: dtype, b: dtype) -> dtype:
     """C's usual arithmetic conversions on integer widths and signedness."""
     if a.signed == b.signed or a.kind is Kind.BOOL or b.kind is Kind.BOOL:

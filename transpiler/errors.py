@@ -115,3 +115,7 @@ class AutotuneError(TranspilerError):
 
 class InternalCompilerError(TranspilerError):
     """Our generated C++ did not compile: a bug in this project, not in the kernel."""
+
+
+class IgnoredOptionWarning(UserWarning):
+    """A Triton option this package accepts but does not honour yet (the message says which and why)."""

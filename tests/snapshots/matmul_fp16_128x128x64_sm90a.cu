@@ -396,7 +396,13 @@ __device__ __forceinline__ void wgmma_m64n128k16_f16(float* d, unsigned long lon
 }
 }  // namespace tp
 
+// A launch with maxnreg=n compiles with TP_MAXNREG=n: at most n registers per thread (__maxnreg__ excludes
+// __launch_bounds__, and NVRTC ignores -maxrregcount under it).
+#if defined(TP_MAXNREG)
+extern "C" __global__ void __maxnreg__(TP_MAXNREG) matmul_kernel(
+#else
 extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
+#endif
     const __half* __restrict__ a_ptr,
     const __half* __restrict__ b_ptr,
     __half* __restrict__ c_ptr,

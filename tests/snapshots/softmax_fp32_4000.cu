@@ -197,9 +197,13 @@ template <int N, int CACHE, typename T> __device__ __forceinline__ void store(T*
 // ---- end of device helpers ---------------------------------------------------------------------------------
 
 
+// A launch with maxnreg=n compiles with TP_MAXNREG=n: at most n registers per thread (__maxnreg__ excludes
+// __launch_bounds__, and NVRTC ignores -maxrregcount under it).
 // The runtime may define TP_MIN_BLOCKS_PER_SM=n on a second compile, asking ptxas to fit n programs per SM,
 // when its register report on the first shows that step is within reach without spills (runtime/occupancy.py).
-#ifdef TP_MIN_BLOCKS_PER_SM
+#if defined(TP_MAXNREG)
+extern "C" __global__ void __maxnreg__(TP_MAXNREG) softmax_kernel(
+#elif defined(TP_MIN_BLOCKS_PER_SM)
 extern "C" __global__ void __launch_bounds__(512, TP_MIN_BLOCKS_PER_SM) softmax_kernel(
 #else
 extern "C" __global__ void __launch_bounds__(512) softmax_kernel(

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .arch_requirements import ArchRequirement, required_arch
 from .atomics import plan_atomics
 from .axis_info import AxisInfoAnalysis
 from .decisions import DecisionLog
@@ -25,6 +26,7 @@ class KernelAnalysis:
     combined_loads: dict  # load op -> CombinedLoad (load_combining.py)
     atomics: dict       # atomic op -> AtomicPlan (atomics.py)
     target: str | None = None   # the architecture the source is emitted for, where that matters
+    required_arch: ArchRequirement | None = None   # the oldest GPU it runs on (arch_requirements.py)
 
     @property
     def uses_wgmma(self):
@@ -45,4 +47,5 @@ def analyze(kernel, target=None) -> KernelAnalysis:
     pipelines = plan_pipelines(kernel, widths, fastest_dim, decisions, dots)
     combined = combine_loads(kernel, axis, layouts, widths, decisions)
     atomics = plan_atomics(kernel, layouts, decisions)
-    return KernelAnalysis(axis, layouts, widths, uniform, decisions, dots, pipelines, combined, atomics, target)
+    return KernelAnalysis(axis, layouts, widths, uniform, decisions, dots, pipelines, combined, atomics, target,
+                          required_arch(kernel))

@@ -11,8 +11,9 @@ Decides, for each `for` loop, from the ops of its body, the vector widths and th
 - what the body itself no longer computes: slice ops and carried values that only the staged loads needed;
 - per staged load, whether its `other` is +0 (`zero_fill`): then a run whose mask is uniform is one cp.async
   whose source size is 0 when masked off (the hardware writes zeros), with no branch and no register path.
-A loop qualifies only when every such load can be staged and `num_stages >= 2`; otherwise its loads stay in
-registers and the dot writes them to shared memory itself.
+A loop qualifies only when every such load can be staged, `num_stages >= 2` and it holds no loop of its own (as
+in Triton, only innermost loops are pipelined); otherwise its loads stay in registers and the dot writes them to
+shared memory itself.
 
 It also decides whether the loop's warpgroup MMA (sm_90a) stays *in flight* across iterations (`async_dot`):
 when the body has one wgmma dot, both its operands are staged here, its product only becomes the carried
@@ -191,6 +192,11 @@ def plan_loop(loop, kernel, vector_width, order_of, decisions, dots=None):
         return None
     if stages < 2:
         decisions.add("pipeline", loop, "loop not pipelined", f"num_stages={stages}")
+        return None
+    if any(op.name in ("for", "while") for op in walk(region)):
+        # As Triton: only innermost loops. Staging an outer loop's loads keeps its rings alive across the inner
+        # loops, so everything those need in shared memory would come on top of them.
+        decisions.add("pipeline", loop, "loop not pipelined", "it contains a loop (only innermost loops are)")
         return None
     staged = _stage_loads(loop, dot_loads, vector_width, order_of, decisions)
     if staged is None:

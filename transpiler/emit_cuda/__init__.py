@@ -9,11 +9,11 @@ from . import rules  # noqa: F401  (registers the lowering rules)
 from .emitter import Emitter, Read, SharedMemoryPool, jinja_env, templates_dir
 
 
-def _params(kernel, written):
+def _params(kernel, written, c_names):
     out = []
     for a in kernel.args:
         dt = a.value.dtype
-        name = a.name
+        name = c_names[a.name]
         if dt.is_ptr():
             const = "" if a.name in written else "const "
             out.append(f"{const}{cspell.ctype(dt.element_ty)}* __restrict__ {name}")
@@ -105,6 +105,7 @@ def _device_header(with_tiles: bool) -> str:
 
 
 OCCUPANCY_MACRO = "TP_MIN_BLOCKS_PER_SM"   # runtime/occupancy.py defines it on a second compile
+MAXNREG_MACRO = "TP_MAXNREG"               # a launch with maxnreg=n compiles with it defined to n
 
 
 @dataclass(frozen=True)
@@ -114,16 +115,19 @@ class EmittedKernel:
     source: str
     shared_bytes: int      # dynamic shared memory per program
     shared_buffers: tuple = ()   # (name, C type, count, bytes, purpose) of each buffer, for reports
+    required_arch: object = None  # analysis.arch_requirements.ArchRequirement, or None
 
 
 def emit_kernel(kernel, analysis) -> EmittedKernel:
     em = Emitter(kernel, analysis)
     written = written_pointer_args(kernel)
     em.const_pointers = const_pointer_values(kernel, written)
+    # a parameter keeps its Python name unless C++ or our templates claim it (`do`, or `r`, the register
+    # counter of every elementwise loop, which a parameter of that name would silently be shadowed by)
+    c_names = {a.name: em.fresh(a.name) for a in kernel.args}
     for a in kernel.args:
-        em.used_names.add(a.name)
-        em.names[a.value] = a.name
-        em.bind(a.value, Read(scalar=a.name, ctype=cspell.ctype(a.value.dtype)), None)
+        em.names[a.value] = c_names[a.name]
+        em.bind(a.value, Read(scalar=c_names[a.name], ctype=cspell.ctype(a.value.dtype)), None)
     em.emit_region(kernel.body)
     notes = []
     for layout, i in sorted(em.layout_ids.items(), key=lambda kv: kv[1]):
@@ -134,13 +138,13 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
         name=kernel.name, specialization=_specialization_text(kernel),
         num_warps=kernel.num_warps, threads=32 * kernel.num_warps, layout_notes=notes,
         # Tensor-core kernels plan their registers (fragments, stages); the others let the runtime tune occupancy.
-        occupancy_macro=None if em.uses_tiles else OCCUPANCY_MACRO,
+        occupancy_macro=None if em.uses_tiles else OCCUPANCY_MACRO, maxnreg_macro=MAXNREG_MACRO,
         device_header=_device_header(em.uses_tiles), device_functions=em.device_functions,
-        params=_params(kernel, written), shared_bytes=shared_bytes,
+        params=_params(kernel, written, c_names), shared_bytes=shared_bytes,
         smem_align=SharedMemoryPool.WGMMA_ALIGN if analysis.uses_wgmma else SharedMemoryPool.ALIGN,
         shared_decls=(smem_constants + em.shared_decls) if shared_bytes else [],
         thread_bases=em.thread_base_lines, body="\n".join(em.lines))
-    return EmittedKernel(source, shared_bytes, tuple(em.smem.buffers))
+    return EmittedKernel(source, shared_bytes, tuple(em.smem.buffers), analysis.required_arch)
 
 
-__all__ = ["emit_kernel", "EmittedKernel"]
+__all__ = ["emit_kernel", "EmittedKernel", "OCCUPANCY_MACRO", "MAXNREG_MACRO"]

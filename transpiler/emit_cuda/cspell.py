@@ -7,6 +7,7 @@ does the same); `+ - *` and comparisons use the native half operators.
 from __future__ import annotations
 
 import math
+import re
 
 from .. import dtypes
 from .libdevice import LIBDEVICE_SPELLINGS
@@ -93,6 +94,12 @@ _INT_FUNCS = {
 
 # Operators the 16-bit float types support natively (cuda_fp16.hpp / cuda_bf16.hpp).
 _HALF_NATIVE = {"add", "sub", "mul", "neg", "lt", "le", "gt", "ge", "eq", "ne", "select"}
+
+
+def called_functions() -> set:
+    """Names of the unqualified C functions the elementwise spellings call: generated names must avoid them."""
+    spellings = [s for pair in _FLOAT_MATH.values() for s in pair if s] + list(_INT_FUNCS.values())
+    return {name for s in spellings for name in re.findall(r"(?<![\w:])([A-Za-z_]\w*)\(", s)}
 
 
 def elementwise_expr(fn: str, operand_dt, result_dt, args, propagate_nan=False) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 import jinja2
 
 from .. import dtypes
+from ..analysis import conversion_chunks
 from ..analysis.layouts import LinearLayout, register_map
 from ..parse.ir import Value
 from . import cspell
@@ -29,7 +30,11 @@ _RESERVED = {"lane", "warp", "r", "run", "v", "o", "k", "j", "w", "src", "tp", "
              "and", "or", "xor", "not", "bitand", "bitor", "compl", "and_eq", "or_eq", "xor_eq", "not_eq",
              "blockIdx", "threadIdx", "gridDim", "blockDim", "printf", "memcpy",
              # names the dot and pipeline templates use for their loop counters and fragments
-             "kk", "mt", "nt", "gid", "tig", "a_frag", "b_frag"}
+             "kk", "mt", "nt", "gid", "tig", "a_frag", "b_frag",
+             # names the scan templates and the kernel template declare
+             "chunk", "tp_smem", "tp_smem_stage", "tp_smem_scratch_in_loop"}
+# the C functions elementwise spellings call (`sin(x)` on fp64 would not compile under a local named `sin`)
+_RESERVED |= cspell.called_functions()
 
 LOWERINGS: dict = {}
 
@@ -101,6 +106,7 @@ class Emitter:
         self.shared_decls: list = []
         self.smem = SharedMemoryPool(SharedMemoryPool.WGMMA_ALIGN if analysis.uses_wgmma else SharedMemoryPool.ALIGN)
         self.tiles: dict = {}              # value -> SharedTile holding it (staged loads of a pipelined loop)
+        self.invariant_buffers: dict = {}  # value -> (buffer, tile, scope written in): a loop-invariant dot operand
         self.stage_tiles: dict = {}        # staged load op -> its ring of stage tiles
         self.uses_tiles = False            # whether the tile / tensor-core helpers (device_tiles.cuh) are needed
         self.pending_prefetch = None       # a pipelined loop's copies, for its first dot to issue mid-way
@@ -323,17 +329,23 @@ class Emitter:
 
     def convert(self, v, own, layout, src: Read) -> Read:
         dt = v.dtype
-        self.write(f"// {self.name_of(v)} to layout L{self.layout_id(layout)} through shared memory")
-        pad = conversion_padding(own, layout, dt)
-        rows = v.type.numel // v.type.shape[-1]
+        chunks = conversion_chunks.plan(own, layout, dt.itemsize)
+        passes = f" in {chunks.count} chunks" if chunks.count > 1 else ""
+        self.write(f"// {self.name_of(v)} to layout L{self.layout_id(layout)} through shared memory{passes}")
+        own_part, layout_part = chunks.squeeze(own), chunks.squeeze(layout)
+        pad = conversion_padding(own_part, layout_part, dt)
+        numel = v.type.numel // chunks.count
+        rows = numel // own_part.shape[-1]
         ct = self.ctype(v)    # pointer blocks into read-only arguments stay `const T*`
         (buf,), barrier = self.scratch_buffers(
-            [(dt, v.type.numel + rows * pad, f"convert_{self.name_of(v)}", ct)], "layout conversion")
+            [(dt, numel + rows * pad, f"convert_{self.name_of(v)}", ct)], "layout conversion")
         name = self.fresh(f"{self.name_of(v)}_L{self.layout_id(layout)}")
         text = self.macros.convert(dict(
             ctype=ct, name=name, n_src=own.num_regs, n_dst=layout.num_regs, buf=buf,
-            src=src.array, src_index=self.padded_index(own, pad), dst_index=self.padded_index(layout, pad),
-            barrier_before=barrier))
+            src=src.array, src_index=self.padded_index(own_part, pad), dst_index=self.padded_index(layout_part, pad),
+            barrier_before=barrier, chunks=chunks.count,
+            src_chunk=bit_moves("r", chunks.register_bits(own), len(own.reg)),
+            dst_chunk=bit_moves("r", chunks.register_bits(layout), len(layout.reg))))
         self.write(text)
         read = Read(array=name, ctype=ct)
         self.bind(v, read, layout)

@@ -197,8 +197,8 @@ class Launch:
         if value is None or isinstance(value, (Tensor, str, dt.dtype)):
             return value
         if is_python_number(value):
-            try:
-                return scalar_tensor(value)
+            try:   # typed as Triton types a launch argument (not as a literal: no uint32, np.float64 is fp32)
+                return scalar_tensor(value, dt.argument_scalar_dtype(value))
             except Exception as exc:  # an int that fits no 64-bit type
                 raise LaunchError(f"argument '{name}': {exc}") from None
         if isinstance(value, tuple):

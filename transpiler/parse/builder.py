@@ -26,6 +26,7 @@ from .dead_code import remove_dead_code
 from .ir import Argument, KernelIR, Op, Region, Type, Value, walk
 from .records import Record, Slots
 from .source import parsed_function
+from .suggestions import missing_attribute
 
 _BINOPS = {
     cst.Add: "add", cst.Subtract: "sub", cst.Multiply: "mul", cst.Divide: "truediv", cst.FloorDivide: "floordiv",
@@ -574,6 +575,10 @@ class Builder:
         for n in carried:
             if isinstance(before.get(n), _Unbound):
                 raise self.error(CompileTimeError, f"'{n}' is not defined on every path before the loop")
+        # A variable holding what no loop can carry (None, a dtype, a function) is assigned in the body only
+        # under a constexpr condition that is false here (`if USE_BIAS: bias_ptrs += ...`): it stays as it is.
+        pinned = {n: before[n] for n in carried if not _carryable(before[n])}
+        carried = [n for n in carried if n not in pinned]
         slots = Slots(carried, before)
         types = {}
         loc = self.loc
@@ -590,11 +595,18 @@ class Builder:
                 self.scope.locals.update(entry)
                 build(region)
                 exit_env = {n: self.scope.locals[n] for n in carried}
+                changed_pinned = [n for n, v in pinned.items() if self.scope.locals[n] is not v]
             finally:
                 self.runtime_depth -= 1
                 self.region = saved_region
                 self.scope.locals = dict(before)
             self.loc = loc
+            if changed_pinned:
+                n = changed_pinned[0]
+                raise self.error(CompileTimeError, f"'{n}' is {'None' if pinned[n] is None else _short(pinned[n])} before the loop and "
+                                 "changes in it: "
+                                 "a loop can only carry blocks, scalars, numbers and block pointers",
+                                 hint="give it a value of its final type before the loop")
             for n, v in exit_env.items():
                 if isinstance(v, _Unbound):
                     raise self.error(CompileTimeError, f"'{n}' is not defined on every path through the loop")
@@ -807,7 +819,8 @@ class Builder:
         try:
             return getattr(base, attr)
         except AttributeError:
-            raise self.error(NameResolutionError, f"{_short(base)} has no attribute '{attr}'") from None
+            message, hint = missing_attribute(base, attr, _short(base))
+            raise self.error(NameResolutionError, message, hint=hint) from None
 
     def _expr_Subscript(self, node):
         base = self.eval(node.value)
@@ -1041,6 +1054,13 @@ def _describe(node) -> str:
 
 def _cmp_text(op):
     return {cst.Is: "is", cst.IsNot: "is not", cst.In: "in", cst.NotIn: "not in"}[op]
+
+
+def _carryable(value) -> bool:
+    """Whether a loop can carry `value`: an IR value, a record (block pointer) or a number."""
+    if isinstance(value, constexpr):
+        value = value.value
+    return isinstance(value, (Value, Record, bool, int, float)) or isinstance(value, _Unbound)
 
 
 def _short(obj):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from .. import cspell
 from ...parse.ir import walk
 from ..emitter import Read, lowering
+from .dot import forget_hoisted, hoist_invariant_operands
 
 
 def declare_carried(em, values, inits, suffix=""):
@@ -81,10 +82,17 @@ def terminator(em, op, layout):
 
 @lowering("for")
 def for_loop(em, op, layout):
+    hoisted = hoist_invariant_operands(em, op)
     plan = em.analysis.pipelines.get(op)
     if plan is not None:
         from .pipeline import pipelined_for
-        return pipelined_for(em, op, plan)
+        pipelined_for(em, op, plan)
+    else:
+        _plain_for(em, op)
+    forget_hoisted(em, hoisted)
+
+
+def _plain_for(em, op):
     lo, hi, step = (em.scalar(x) for x in op.operands[:3])
     region = op.regions[0]
     iv = region.args[0]
@@ -126,6 +134,12 @@ def loop_condition(ivname, hi, step, sign):
 
 @lowering("while")
 def while_loop(em, op, layout):
+    hoisted = hoist_invariant_operands(em, op)
+    _while(em, op)
+    forget_hoisted(em, hoisted)
+
+
+def _while(em, op):
     cond_region, body = op.regions
     targets = declare_carried(em, op.results, op.operands)
     for res, (rd, lay) in zip(op.results, targets):

@@ -15,6 +15,7 @@ from .. import cspell
 from .. import wgmma as wg
 from ..emitter import Read, lowering
 from ..tiles import staged_view, write_to_tile
+from ...analysis.invariant_operands import invariant_dot_operands
 from ...analysis.layouts import log2
 
 
@@ -35,6 +36,39 @@ def _operand_views(em, op):
             em.write("tp::fence_proxy_async();  // the stores above, seen by the tensor cores' reads")
         em.write("__syncthreads();")
     return views[a], views[b]
+
+
+def hoist_invariant_operands(em, loop) -> list:
+    """Write the loop-invariant dot operands of `loop` (analysis/invariant_operands.py) to shared-memory tiles of
+    their own before it; the dots inside read them there. A tile written earlier on every path to this loop (in
+    a scope still open) is read as it is: nothing else writes it. Returns the values to forget after the loop."""
+    hoisted, written = [], []
+    if em.analysis.uses_wgmma:
+        return hoisted     # wgmma tiles need 1024-byte aligned buffers; the persistent ones are 16-byte aligned
+    for value, k_dim in invariant_dot_operands(loop):
+        if value in em.tiles or staged_view(em, value) is not None:
+            continue
+        buffer, tile, scope = em.invariant_buffers.get(value, (None, None, None))
+        if tile is None or not any(s is scope for s in em.scopes):
+            if buffer is None:
+                buffer = em.shared_buffer(value.dtype, value.type.numel, f"{em.name_of(value)}_tile",
+                                          "loop-invariant dot operand")
+            if not written:
+                em.write("// dot operands the loop does not change: written to shared memory once, before it")
+                em.write("__syncthreads();  // earlier readers of these tiles are done")
+            tile = write_to_tile(em, value, buffer, k_dim).tile
+            em.invariant_buffers[value] = (buffer, tile, em.scopes[-1])
+            written.append(value)
+        em.tiles[value] = tile
+        hoisted.append(value)
+    if written:
+        em.write("__syncthreads();")
+    return hoisted
+
+
+def forget_hoisted(em, hoisted):
+    for value in hoisted:
+        del em.tiles[value]
 
 
 def _warp_index(plan, dim):
