@@ -297,9 +297,10 @@ class Kernel:
                 if maxnreg_part:
                     key = key[:-3] + maxnreg_part + key[-3:]
                 launcher = self._launchers.get(key)
-            except LaunchError:                             # host arrays, two devices, an unsupported argument
+            except Exception as e:          # host arrays, two devices, an unsupported argument, no CUDA at all
                 if not _interpreting():
-                    self._check_num_warps(num_warps)        # options are checked before arguments
+                    if isinstance(e, LaunchError):
+                        self._check_num_warps(num_warps)    # options are checked before arguments
                     raise
                 launcher = None
             if launcher is None:
