@@ -304,8 +304,8 @@ class Kernel(KernelInterface):
                 if maxnreg_part:
                     key = key[:-3] + maxnreg_part + key[-3:]
                 launcher = self._launchers.get(key)
-            except LaunchError:                             # host arrays, two devices, an unsupported argument
-                flat = tuple_args.flattened(self, args)
+            except Exception as e:          # host arrays, two devices, an unsupported argument, no CUDA at all
+                flat = tuple_args.flattened(self, args) if isinstance(e, LaunchError) else None
                 if flat is not None:                        # tuple arguments: one parameter per leaf
                     view, leaves = flat
                     grid = grid if _interpreting() else self._grid(grid, args, num_warps, num_stages)
@@ -314,7 +314,8 @@ class Kernel(KernelInterface):
                     options = {} if maxnreg is None else {"maxnreg": maxnreg}
                     return view._launch(grid, leaves, num_warps, num_stages, stream, options)
                 if not _interpreting():
-                    self._check_num_warps(num_warps)        # options are checked before arguments
+                    if isinstance(e, LaunchError):
+                        self._check_num_warps(num_warps)    # options are checked before arguments
                     raise
                 launcher = None
             if launcher is None:

@@ -139,6 +139,22 @@ def custom_reduce_kernel(X, OUT, N, BLOCK: tl.constexpr):
 
 
 @transpiler.jit
+def range_keywords_kernel(X, OUT, N, LO: tl.constexpr, HI: tl.constexpr, STEP: tl.constexpr,
+                          BLOCK: tl.constexpr):
+    """Loop bounds given by keyword, as Triton allows: `tl.static_range(..., step=)`, `tl.range(arg1=, arg2=,
+    step=)` with a runtime end."""
+    unrolled = 0
+    for i in tl.static_range(LO, HI, step=STEP):
+        unrolled += i
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in tl.range(arg1=0, arg2=N, step=2 * BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        acc += tl.load(X + offs, mask=offs < N, other=0.0)
+    tl.store(OUT, tl.sum(acc, axis=0))
+    tl.store(OUT + 1, unrolled)
+
+
+@transpiler.jit
 def loop_kernel(X, OUT, N, BLOCK: tl.constexpr):
     """Running sum over chunks (loop-carried block), a while loop and a runtime if."""
     acc = tl.zeros([BLOCK], dtype=tl.float32)
@@ -317,6 +333,18 @@ def case_loop(rng, n=1000, block=128):
                 reference=ref, rtol=1e-5, atol=1e-4)
 
 
+def case_range_keywords(rng, n=1000, block=64, lo=3, hi=100, step=7):
+    x = rng.standard_normal(n).astype(np.float32)
+    out = _poison(2, np.float32)
+
+    def ref(x, o, n):
+        every_other_block = [x[s:s + block] for s in range(0, n, 2 * block)]
+        return [np.array([np.concatenate(every_other_block).astype(np.float64).sum(), sum(range(lo, hi, step))])]
+    return dict(kernel=range_keywords_kernel, grid=(1,), args=[x, out, n],
+                constexprs=dict(LO=lo, HI=hi, STEP=step, BLOCK=block), outputs=[1], reference=ref, rtol=1e-5,
+                atol=1e-4)
+
+
 def case_shape(rng, m=13, n=27, bm=16, bn=32):
     x = rng.standard_normal((m, n)).astype(np.float32)
     ot, oh = _poison((n, m), np.float32), _poison((m, n), np.float32)
@@ -365,6 +393,7 @@ def all_cases(rng):
     cases += [("math_exp_fp16", case_math(rng, "exp", np.float16)), ("math_sigmoid_fp16",
                                                                       case_math(rng, "sigmoid", np.float16))]
     cases += random_cases(rng)
+    cases.append(("range_keywords", case_range_keywords(rng)))
     return cases
 
 

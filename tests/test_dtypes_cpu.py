@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import dtype_kernels as D
+import transpiler.language as tl
 from example_specs import analysis_for, source_for
 from transpiler.runtime.compiler import compile_offline, nvrtc_available
 
@@ -56,3 +57,23 @@ def test_dtype_case_on_interpreter_matches_numpy(name):
     args = [a.copy() if isinstance(a, np.ndarray) else a for a in case["args"]]
     case["kernel"].interpret[case["grid"]](*args, num_warps=case.get("num_warps", 4), **case["constexprs"])
     D.check(case, args)
+
+
+@pytest.mark.parametrize("dt,np_float,np_bits", [(tl.float16, np.float16, np.uint16),
+                                                 (tl.float32, np.float32, np.uint32),
+                                                 (tl.float64, np.float64, np.uint64)])
+def test_float_layout_attributes_decode_the_bits_numpy_reads(dt, np_float, np_bits):
+    # Triton's dtype.primitive_bitwidth / fp_mantissa_width / exponent_bias, as user code decodes floats with them.
+    rng = np.random.default_rng(dt.bits)
+    values = (rng.standard_normal(64) * 10.0 ** rng.integers(-4, 4, 64)).astype(np_float)
+    bits = values.view(np_bits).astype(object)
+    mant, width = dt.fp_mantissa_width, dt.primitive_bitwidth
+    exp_bits = width - mant - 1
+    sign = [(-1) ** int(b >> (width - 1)) for b in bits]
+    exponent = [int((b >> mant) & ((1 << exp_bits) - 1)) for b in bits]
+    fraction = [int(b & ((1 << mant) - 1)) for b in bits]
+    decoded = [s * 2.0 ** (e - dt.exponent_bias) * (1 + f / 2 ** mant) if e else s * 2.0 ** (1 - dt.exponent_bias)
+               * (f / 2 ** mant) for s, e, f in zip(sign, exponent, fraction)]
+    np.testing.assert_array_equal(np.array(decoded), values.astype(np.float64))
+    with pytest.raises(AttributeError):
+        tl.int32.fp_mantissa_width

@@ -71,6 +71,65 @@ def test_sum_of_booleans_is_uint32_on_both_paths(capsys):
 
 
 @transpiler.jit
+def bool_parity_kernel(X, OUT, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    parity = tl.sum(tl.load(X + offs) > 0, axis=0, dtype=tl.int1)
+    tl.static_print(parity.dtype)
+    tl.store(OUT, parity.to(tl.int32))
+
+
+@pytest.mark.parametrize("positives", [6, 7])
+def test_sum_of_booleans_kept_in_int1_is_their_parity(capsys, positives):
+    # tl.sum(..., dtype=tl.int1) adds in int1, which wraps modulo 2 (Triton's i1 addition), not saturating.
+    x = -np.abs(np.random.default_rng(positives).standard_normal(64)).astype(np.float32) - 0.5
+    x[np.random.default_rng(1).choice(64, positives, replace=False)] *= -1
+    out = np.full(1, -3, np.int32)
+    compiled, interpreted = both_print(capsys, bool_parity_kernel, x, out, BLOCK=64)
+    assert compiled == interpreted == "int1"
+    assert out[0] == positives % 2
+    if nvrtc_available():
+        compile_offline(bool_parity_kernel.cuda_source(x, out, BLOCK=64))
+
+
+@transpiler.jit
+def expand_dims_kernel(X, OUT, AXES: tl.constexpr, BLOCK: tl.constexpr):
+    y = tl.expand_dims(tl.load(X + tl.arange(0, BLOCK)), AXES)
+    tl.static_print(y.shape)
+    tl.store(OUT + tl.arange(0, BLOCK), tl.reshape(y, (BLOCK,)))
+
+
+@pytest.mark.parametrize("axes", [-3, 2, (0, 0), (0, -3), (1, -5, 0)])
+def test_expand_dims_axes_out_of_range_or_repeated_raise_on_both_paths(axes):
+    # Checked against the result's rank before normalizing: -3 on a 1-D block is not axis 1 (Triton refuses it).
+    x = np.arange(16, dtype=np.float32)
+    both_raise(ShapeError, expand_dims_kernel, x, np.zeros(16, np.float32), AXES=axes, BLOCK=16)
+
+
+def test_expand_dims_with_negative_axes_in_range_agrees(capsys):
+    x = np.arange(16, dtype=np.float32)
+    out = np.zeros(16, np.float32)
+    compiled, interpreted = both_print(capsys, expand_dims_kernel, x, out, AXES=(-4, 2, -1), BLOCK=16)
+    assert compiled == interpreted == "(1, 16, 1, 1)"
+    np.testing.assert_array_equal(out, x)
+
+
+@transpiler.jit
+def keep_all_dims_kernel(X, OUT, BM: tl.constexpr, BN: tl.constexpr):
+    offs = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
+    total = tl.sum(tl.load(X + offs), axis=None, keep_dims=True)
+    tl.static_print(total.shape)
+    tl.store(OUT[None, None, :], total)          # a ':' past a scalar's rank changes nothing (as in Triton)
+
+
+def test_reduction_over_all_axes_keeps_every_axis_and_extra_colons_are_ignored(capsys):
+    x = np.random.default_rng(4).standard_normal((4, 8)).astype(np.float32)
+    out = np.full(1, np.nan, np.float32)
+    compiled, interpreted = both_print(capsys, keep_all_dims_kernel, x, out, BM=4, BN=8)
+    assert compiled == interpreted == "(1, 1)"
+    np.testing.assert_allclose(out[0], x.astype(np.float64).sum(), rtol=1e-5)
+
+
+@transpiler.jit
 def bf16_argmax_kernel(X, VAL, IDX, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     value, index = tl.max(tl.load(X + offs).to(tl.bfloat16), axis=0, return_indices=True)
@@ -216,6 +275,34 @@ def test_umulhi_is_the_high_half_of_the_unsigned_product(capsys, np_dtype, bits)
 
 
 @transpiler.jit
+def signed_shift_kernel(A, S, OUT, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    shifted = tl.load(A + offs) >> tl.load(S + offs)
+    tl.static_print(shifted.dtype)
+    tl.store(OUT + offs, shifted)
+
+
+def _signed_and_shift_amounts(np_dtype, seed):
+    rng = np.random.default_rng(seed)
+    info = np.iinfo(np_dtype)
+    a = rng.integers(info.min, -1, 16, dtype=np_dtype, endpoint=True)       # negative: the sign bit is set
+    a[::4] = rng.integers(1, info.max, 4, dtype=np_dtype)
+    return a, rng.integers(0, 32, 16, dtype=np.uint32)
+
+
+@pytest.mark.parametrize("np_dtype", [np.int8, np.int16, np.int32])
+def test_right_shift_of_a_signed_block_by_unsigned_amounts_fills_with_the_sign(capsys, np_dtype):
+    # int<N> >> uint32 computes in uint32 (the promotion) but shifts arithmetically, as the left block is signed.
+    a, amounts = _signed_and_shift_amounts(np_dtype, np.dtype(np_dtype).itemsize)
+    out = np.zeros(16, np.uint32)
+    compiled, interpreted = both_print(capsys, signed_shift_kernel, a, amounts, out, BLOCK=16)
+    assert compiled == interpreted == "uint32"
+    assert [int(v) for v in out] == [(int(x) >> int(s)) % (1 << 32) for x, s in zip(a, amounts)]
+    if nvrtc_available():
+        compile_offline(signed_shift_kernel.cuda_source(a, amounts, out, BLOCK=16))
+
+
+@transpiler.jit
 def constexpr_arith_kernel(X, OUT, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK * SCALE // 4)
     tl.store(OUT + offs, tl.load(X + offs) * (SCALE + 1))
@@ -246,6 +333,14 @@ def _probe_launches():
                          dict(BLOCK=8)),
         "umulhi_uint64": (umulhi_kernel, [ints(np.uint64), ints(np.uint64), np.zeros(8, np.uint64)], dict(BLOCK=8)),
         "umulhi_int64": (umulhi_kernel, [ints(np.int64), ints(np.int64), np.zeros(8, np.int64)], dict(BLOCK=8)),
+        "bool_parity": (bool_parity_kernel, [rng.standard_normal(64).astype(np.float32), np.full(1, -3, np.int32)],
+                        dict(BLOCK=64)),
+        "keep_all_dims": (keep_all_dims_kernel, [rng.standard_normal(32).astype(np.float32),
+                                                 np.full(1, np.nan, np.float32)], dict(BM=4, BN=8)),
+        "signed_shift_int8": (signed_shift_kernel, [*_signed_and_shift_amounts(np.int8, rng.integers(99)),
+                                                    np.zeros(16, np.uint32)], dict(BLOCK=16)),
+        "signed_shift_int32": (signed_shift_kernel, [*_signed_and_shift_amounts(np.int32, rng.integers(99)),
+                                                     np.zeros(16, np.uint32)], dict(BLOCK=16)),
     }
 
 
@@ -260,3 +355,18 @@ def test_probe_compiled_on_gpu_equals_interpreted(name):
     kernel[(1,)](*device, **constexprs)
     for i, (d, h) in enumerate(zip(device, host)):
         np.testing.assert_array_equal(cupy.asnumpy(d), h, err_msg=f"{name}: argument {i}")
+
+
+@transpiler.jit
+def shape_list_kernel(XBLOCK: tl.constexpr):
+    row = tl.arange(0, XBLOCK)[None, :]
+    tl.static_assert(row.shape == [1, XBLOCK])           # Triton's shapes compare equal to lists
+    tl.static_assert(row.shape != [XBLOCK, 1])
+
+
+def test_shapes_compare_equal_to_lists_and_a_launch_without_arrays_interprets(monkeypatch):
+    shape_list_kernel.ir(XBLOCK=16)
+    monkeypatch.setenv("TRANSPILER_INTERPRET", "1")
+    shape_list_kernel[(2,)](XBLOCK=16)                   # no array to tell the device: still the interpreter
+    with pytest.raises(transpiler.CompileTimeError):
+        shape_list_kernel[(1,)](XBLOCK=1)                # [1, 1] == [1, 1]: the != assertion fails

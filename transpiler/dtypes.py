@@ -82,6 +82,19 @@ class dtype:
     def int_bitwidth(self):
         return self.bits
 
+    # Triton's float layout attributes, read by user code that decodes bits (fp16 / fp8 conversions).
+    @property
+    def fp_mantissa_width(self):
+        if not self.is_floating():
+            raise AttributeError(f"{self!r} is not a floating-point type: it has no fp_mantissa_width")
+        return self.mantissa_bits
+
+    @property
+    def exponent_bias(self):
+        if not self.is_floating():
+            raise AttributeError(f"{self!r} is not a floating-point type: it has no exponent_bias")
+        return (1 << (self.bits - self.mantissa_bits - 2)) - 1
+
     @property
     def itemsize(self):
         return max(1, self.bits // 8)

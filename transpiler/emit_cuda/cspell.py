@@ -146,6 +146,10 @@ def elementwise_expr(fn: str, operand_dt, result_dt, args, propagate_nan=False) 
         return f"!{a}"
     if fn == "fma":
         return f"{a} * {b} + {c}"
+    if fn == "ashr":
+        # `>>` of a signed block promoted to an unsigned type: shift the bits as the signed type of that width.
+        signed = dtypes.by_name(f"int{dt.bits}")
+        return f"({dt.c_name})(({signed.c_name})({a}) >> {b})"
     return _OPERATORS[fn].format(a=a, b=b, c=c)
 
 

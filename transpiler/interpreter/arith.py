@@ -162,7 +162,8 @@ def _bitwise_operands(lhs, rhs, op: str) -> tuple[Tensor, Tensor]:
     int8), then integers only."""
     a, b = check_types(lhs, rhs, op)
     if not a.dtype.is_int() or not b.dtype.is_int():
-        raise error(DTypeError, f"operator {op} needs integer operands, got {a.dtype!r} and {b.dtype!r}")
+        raise error(DTypeError, f"invalid operands of type {a.dtype!r} and {b.dtype!r}: operator {op} needs "
+                                "integer operands")
     target = dt.integer_promote(a.dtype, b.dtype)
     return cast_tensor(a, target), cast_tensor(b, target)
 

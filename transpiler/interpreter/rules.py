@@ -200,7 +200,7 @@ def expand_dims(input, axis):
     rank = len(x.shape) + len(axes)
     normalized = [normalize_axis(a, rank, "tl.expand_dims") for a in axes]
     if len(set(normalized)) != len(normalized):
-        raise error(ShapeError, f"tl.expand_dims: duplicate axes in {axes}")
+        raise error(ShapeError, f"tl.expand_dims: repeated axis in {axes}")
     return x._with_data(np.expand_dims(x.data, tuple(sorted(normalized))))
 
 

@@ -20,6 +20,19 @@ from . import numeric
 from .location import error
 
 
+class BlockShape(tuple):
+    """A block's shape: a tuple that also equals the list of the same sizes, as Triton's shape lists compare
+    (`tl.static_assert(x.shape == [1, N])`); the compiler folds list literals to tuples the same way."""
+
+    def __eq__(self, other):
+        return tuple.__eq__(self, tuple(other) if isinstance(other, list) else other)
+
+    def __ne__(self, other):
+        return not self == other
+
+    __hash__ = tuple.__hash__
+
+
 class Tensor:
     """A block (or 0-d scalar) value of the language."""
 
@@ -33,7 +46,7 @@ class Tensor:
 
     @property
     def shape(self) -> tuple:
-        return tuple(self.data.shape)
+        return BlockShape(self.data.shape)
 
     @property
     def type(self):
@@ -166,10 +179,21 @@ class Tensor:
             if item is not None and item != slice(None):
                 raise error(UnsupportedSyntaxError, f"unsupported block index {item!r}: only None (new axis) "
                             "and ':' (keep axis) are allowed, as in x[:, None]")
-        kept = sum(1 for item in index if item is not None)
-        if kept > len(self.shape):
-            raise error(ShapeError, f"too many ':' in index {index!r} for a block of shape {self.shape}")
-        return self._with_data(self.data[index])
+        # As Triton indexes, left to right: None inserts an axis at the current position, ':' steps over one; a
+        # ':' past the rank changes nothing (`Z[None, None, :]` on a scalar is [1, 1]), a None past it is refused.
+        kept, rank, position = [], len(self.shape), 0
+        for item in index:
+            if item is None:
+                if position > rank:
+                    raise error(ShapeError, f"index {index!r} inserts an axis past the rank of a block of shape "
+                                f"{self.shape}")
+                rank += 1
+            elif position >= rank:
+                position += 1
+                continue
+            kept.append(item)
+            position += 1
+        return self._with_data(self.data[tuple(kept)])
 
     def __iter__(self):
         raise error(UnsupportedSyntaxError, "cannot iterate over a block; use tl.range and indexing arithmetic")

@@ -25,7 +25,7 @@ from . import (semantic, semantic_atomic, semantic_block_ptr, semantic_dot,  # n
                semantic_libdevice, semantic_reduce, semantic_scan, semantic_standard)
 from ..options import DEFAULT as DEFAULT_OPTIONS
 from .dead_code import remove_dead_code
-from .ir import Argument, KernelIR, Op, Region, Type, Value
+from .ir import Argument, KernelIR, Op, Region, Type, Value, walk
 from .records import Record, Slots
 from .source import parsed_function
 from .suggestions import missing_attribute
@@ -72,6 +72,10 @@ class BoundMethod:
     def __init__(self, builtin, self_value):
         self.builtin = builtin
         self.self_value = self_value
+
+
+# Ops whose effect is more than their result: a runtime conditional expression must not compute them eagerly.
+EFFECT_OPS = frozenset({"store", "atomic_rmw", "atomic_cas", "device_print", "barrier"})
 
 
 class _Return(Exception):
@@ -463,7 +467,9 @@ class Builder:
         name = builtin_name(fn) if fn is not None else None
         if fn is builtins.range or name in ("range", "static_range"):
             args, kwargs = self._call_args(it)
-            if name == "static_range" or (name is None and False):
+            if name is not None:
+                args, kwargs = self._range_arguments(fn, name, args, kwargs)
+            if name == "static_range":
                 return self._static_for(stmt, var, self._range_bounds(args, const=True))
             bounds = self._range_bounds(args, const=False)
             attrs = {}
@@ -477,6 +483,17 @@ class Builder:
             return self._static_for(stmt, var, iterable)
         raise self.error(UnsupportedSyntaxError, "a for loop must iterate over range(...), tl.range(...), "
                          "tl.static_range(...) or a constexpr tuple")
+
+    def _range_arguments(self, fn, name, args, kwargs):
+        """`tl.range` / `tl.static_range` arguments bound to their signature, so bounds given by keyword
+        (`step=2`, `arg2=n`) count like positional ones: (start, end, step) in range() order, and the options."""
+        try:
+            bound = inspect.signature(fn).bind(*args, **kwargs).arguments
+        except TypeError as e:
+            raise self.error(CompileTimeError, f"bad arguments to tl.{name}: {e}") from None
+        arg1, arg2, step = bound.pop("arg1"), bound.pop("arg2", None), bound.pop("step", None)
+        start, end = (0, arg1) if arg2 is None else (arg1, arg2)
+        return [start, end, 1 if step is None else step], bound
 
     def _range_bounds(self, args, const):
         if not 1 <= len(args) <= 3:
@@ -809,8 +826,16 @@ class Builder:
         cond = self.eval(node.test)
         if semantic.is_const(cond):
             return self.eval(node.body) if cond else self.eval(node.orelse)
+        emitted = len(self.region.ops)
         body, orelse = self.eval(node.body), self.eval(node.orelse)
         self.loc = self.scope.parsed.loc(node)
+        # Both branches have been computed and `where` picks one result: right for values, wrong for effects.
+        # Triton runs only the taken branch, so a store or an atomic in either branch would run when it must not.
+        effects = sorted({op.name for op in walk(Region(ops=self.region.ops[emitted:])) if op.name in EFFECT_OPS})
+        if effects:
+            raise self.error(UnsupportedSyntaxError, f"a conditional expression on a runtime condition whose "
+                             f"branches have effects ({', '.join(effects)}) is not supported yet",
+                             hint="write it as an if statement")
         return semantic.RULES["where"](self, cond, body, orelse)
 
     def _expr_Attribute(self, node):
@@ -882,8 +907,8 @@ class Builder:
             else:
                 raise self.error(UnsupportedSyntaxError, "blocks can be indexed only with None, ':' and '...' "
                                  "(other indices are not Triton's language)")
-        if dim > len(value.shape):
-            raise self.error(ShapeError, f"too many indices for a block of rank {len(value.shape)}")
+        # A ':' past the block's rank keeps nothing and changes nothing, as in Triton (`Z[None, None, :]` on a
+        # scalar pointer is a [1, 1] block); a None past the rank is refused by expand_dims.
         return value
 
     # -- calls ---------------------------------------------------------------------------------------------

@@ -357,17 +357,33 @@ def _mod(b, x, y):
     return elementwise(b, "mod", [x, y], dt)
 
 
+def _require_int_operands(b, x, y):
+    xd, yd = _dtype_of(b, x), _dtype_of(b, y)
+    for d in (xd, yd):
+        if not d.is_int():
+            # Triton's words ("invalid operands of type"), which tests written for Triton look for.
+            raise b.error(DTypeError, f"invalid operands of type {xd!r} and {yd!r}: a bitwise operator needs "
+                                      f"integer operands, not {d!r}",
+                          hint="convert with .to(tl.int32), reinterpret bits with .to(tl.int32, "
+                               "bitcast=True), or use comparisons and tl.where on floats")
+
+
 def _bitwise(fn):
     def apply(b, x, y):
-        xd, yd = _dtype_of(b, x), _dtype_of(b, y)
-        for d in (xd, yd):
-            if not d.is_int():
-                raise b.error(DTypeError, f"bitwise operator needs integer operands, not {d!r}",
-                              hint="convert with .to(tl.int32), reinterpret bits with .to(tl.int32, "
-                                   "bitcast=True), or use comparisons and tl.where on floats")
+        _require_int_operands(b, x, y)
         x, y, dt = binary_operands(b, x, y)
         return elementwise(b, fn, [x, y], dt)
     return apply
+
+
+def _shift_right(b, x, y):
+    """`>>` as Triton's `tensor.__rshift__` / `__rrshift__`: sign-filling when the block operand (the left one,
+    or the right one under a Python number) is signed, whatever type the two promote to. An int8 block shifted
+    by a uint32 one is computed in uint32 and still fills with its sign ("ashr")."""
+    _require_int_operands(b, x, y)
+    signed = _dtype_of(b, x if isinstance(x, Value) else y).is_int_signed()
+    x, y, dt = binary_operands(b, x, y)
+    return elementwise(b, "ashr" if signed and not dt.signed else "shr", [x, y], dt)
 
 
 def _compare(fn):
@@ -392,7 +408,7 @@ def _matmul(b, x, y):
 BINARY_RULES = {
     "add": _add, "sub": _sub, "mul": _arith("mul"), "truediv": _truediv, "floordiv": _floordiv, "mod": _mod,
     "pow": _pow, "matmul": _matmul,
-    "lshift": _bitwise("shl"), "rshift": _bitwise("shr"), "and_": _bitwise("and"), "or_": _bitwise("or"),
+    "lshift": _bitwise("shl"), "rshift": _shift_right, "and_": _bitwise("and"), "or_": _bitwise("or"),
     "xor": _bitwise("xor"),
     "lt": _compare("lt"), "le": _compare("le"), "gt": _compare("gt"), "ge": _compare("ge"),
     "eq": _compare("eq"), "ne": _compare("ne"),
@@ -693,12 +709,15 @@ def _expand_dims(b, input, axis):
     axes = const_value(b, axis, "axis")
     axes = [axes] if isinstance(axes, int) else list(axes)
     rank = len(v.shape) + len(axes)
-    for a in axes:      # as Triton: each axis within the result's rank (negative ones from the end), no repeats
+    # Axes are checked against the result's rank before they are normalized (as Triton does): -3 on a block
+    # of rank 1 is an error, not axis 1; two axes naming one position are an error too.
+    for a in axes:
         if not -rank <= a < rank:
-            raise b.error(ShapeError, f"tl.expand_dims: axis {a} is out of range for a result of rank {rank}")
+            raise b.error(ShapeError, f"tl.expand_dims: axis {a} is out of range for a block of rank {rank} "
+                                      f"(expected {-rank} <= axis < {rank})")
     normalized = [a % rank for a in axes]
     if len(set(normalized)) != len(normalized):
-        raise b.error(ShapeError, f"tl.expand_dims: duplicate axes in {axes}")
+        raise b.error(ShapeError, f"tl.expand_dims: repeated axis in {axes}")
     for a in sorted(normalized):
         v = expand_dims(b, v, a)
     return v

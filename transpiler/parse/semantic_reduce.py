@@ -72,7 +72,10 @@ def _sum(b, input, axis=None, keep_dims=False, dtype=None):
         v = cast(b, v, dt)
     if v.dtype.is_ptr():
         raise b.error(DTypeError, "cannot sum pointers")
-    return _single(reduce_values(b, [v], axis, "add", keep_dims))
+    # A sum kept in int1 (`dtype=tl.int1`) wraps modulo 2 as Triton's i1 addition does: it is the parity (xor);
+    # C++ `bool + bool` would saturate to true.
+    combine = "xor" if v.dtype is dtypes.int1 else "add"
+    return _single(reduce_values(b, [v], axis, combine, keep_dims))
 
 
 @rule("xor_sum")

@@ -1,0 +1,87 @@
+"""The `triton` shim of tests/triton_compat (bench/triton_test_core.py runs Triton's language tests through it).
+
+Each check runs in a subprocess: installing the shim puts a `triton` module into sys.modules, which must never
+leak into this process (other tests compare against the real Triton where it is importable)."""
+import os
+import subprocess
+import sys
+import textwrap
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_with_shim(body: str) -> str:
+    prelude = textwrap.dedent("""
+        import sys
+        sys.path[:0] = [%r, %r]
+        from triton_compat import shim
+        shim.install()
+        import numpy as np
+        import triton
+        import triton.language as tl
+    """ % (os.path.join(ROOT, "tests"), ROOT))
+    script = prelude + textwrap.dedent(body)
+    env = dict(os.environ, TRANSPILER_INTERPRET="1")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_triton_names_resolve_to_transpiler_objects():
+    out = run_with_shim("""
+        import transpiler, transpiler.language as ours
+        from triton.language.extra import libdevice
+        assert tl.load is ours.load and tl.float16 is ours.float16 and tl.sum is ours.sum
+        assert libdevice is ours.extra.libdevice
+        assert triton.TritonError is transpiler.TranspilerError
+        assert isinstance(tl.int8, tl.dtype) and tl.dtype("fp16") is ours.float16
+        assert tl.str_to_ty("*int32").element_ty is ours.int32
+        print("ok")
+    """)
+    assert out.strip() == "ok"
+
+
+def test_jit_kernel_with_triton_options_runs_on_interpreter():
+    out = run_with_shim("""
+        @triton.jit(noinline=True, do_not_specialize=["n"])
+        def scale(X, Y, n, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(Y + offs, tl.load(X + offs, mask=offs < n) * 3, mask=offs < n)
+
+        x = np.random.default_rng(5).standard_normal(45).astype(np.float32)
+        y = np.full(45, np.nan, np.float32)
+        handle = scale[(1,)](x, y, 45, BLOCK=64, num_ctas=1, launch_cooperative_grid=False)
+        np.testing.assert_allclose(y, x * 3, rtol=1e-6)
+        try:
+            handle.asm["ptx"]
+        except shim.TritonInternals as e:
+            print("internals:", e)
+    """)
+    assert "internals: the launch's asm['ptx']" in out
+
+
+def test_patched_source_kernel_compiles_to_cuda():
+    # A kernel defined from text (as Triton's tests patch kernels) keeps its source for the compiler.
+    out = run_with_shim("""
+        source = "\\n".join(["@triton.jit",
+                             "def neg(X, Y, BLOCK: tl.constexpr):",
+                             "    offs = tl.arange(0, BLOCK)",
+                             "    tl.store(Y + offs, -tl.load(X + offs))", ""])
+        kernel = shim.function_from_source(source, {"triton": triton, "tl": tl}, "neg")
+        x = np.arange(32, dtype=np.int16) - 7
+        y = np.zeros(32, np.int16)
+        kernel[(1,)](x, y, BLOCK=32)
+        assert (y == -x).all()
+        print("tl.store(Y + offs" in kernel.cuda_source(x, y, BLOCK=32))
+    """)
+    assert out.strip() == "True"
+
+
+def test_missing_names_are_located_only_for_collection_placeholders():
+    out = run_with_shim("""
+        try:
+            tl.no_such_builtin
+        except AttributeError as e:
+            print("missing:", e)
+    """)
+    assert "has no attribute 'no_such_builtin'" in out
