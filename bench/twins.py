@@ -4,10 +4,10 @@ The benchmark must time our kernel and Triton's from the same source text. The k
 (`examples/*.py`, `bench/kernels.py`) are written for us: `import transpiler`, `import transpiler.language
 as tl`, `@transpiler.transpile`, `transpiler.cdiv` in their host wrappers. For Triton's twin we execute the
 same file again, under another module name, while `sys.modules["transpiler"]` is a stand-in whose
-`transpile` is `triton.jit`, whose `language` is `triton.language` and whose `cdiv`/`next_power_of_2` are
-Triton's. Each twin's functions then see their own `tl` in their globals, which is where both compilers
-resolve names, and `inspect.getsource` (which both use) reads the one real file. The swap lasts only while
-the twin's top level runs.
+`transpile` is `triton.jit`, whose `language` is `triton.language` and whose `cdiv`/`next_power_of_2` (and
+`heuristics`, `autotune`, `Config`, `reinterpret`) are Triton's. Each twin's functions then see their own `tl`
+in their globals, which is where both compilers resolve names, and `inspect.getsource` (which both use) reads
+the one real file. The swap lasts only while the twin's top level runs.
 """
 from __future__ import annotations
 
@@ -40,6 +40,8 @@ def transpiler_means_triton():
     stand_in.language = triton.language
     stand_in.cdiv = triton.cdiv
     stand_in.next_power_of_2 = triton.next_power_of_2
+    for name in ("heuristics", "autotune", "Config", "reinterpret"):      # host names kernel modules use
+        setattr(stand_in, name, getattr(triton, name))
     names = ("transpiler", "transpiler.language")
     saved = {name: sys.modules.get(name) for name in names}
     sys.modules["transpiler"], sys.modules["transpiler.language"] = stand_in, triton.language

@@ -42,6 +42,51 @@ class StandIn:
         return f"StandIn({self.dtype!r})"
 
 
+class TensorWrapper:
+    """Triton's `TensorWrapper`: the memory of array `base` seen by a kernel as elements of `dtype` (a tl dtype
+    of the same width, such as `tl.float8e4nv` over a uint8 tensor). Made by `reinterpret`."""
+
+    def __init__(self, base, dtype):
+        self.base = base
+        self.dtype = dtype
+        self.shape = tuple(base.shape)
+
+    def data_ptr(self):
+        return array_info(self.base).ptr
+
+    def stride(self, *dim):
+        return self.base.stride(*dim)
+
+    @property
+    def device(self):
+        return self.base.device
+
+    def numel(self):
+        return int(np.prod(self.shape))
+
+    def element_size(self):
+        return self.dtype.itemsize
+
+    def __repr__(self):
+        return f"TensorWrapper[{self.dtype!r}]({self.base!r})"
+
+
+def reinterpret(tensor, dtype):
+    """Triton's `triton.reinterpret`: `tensor` as elements of `dtype` (same width), or the base array back when
+    `dtype` is its own element type."""
+    if isinstance(tensor, TensorWrapper):
+        if dtype == from_array_dtype(tensor.base.dtype):
+            return tensor.base
+        tensor = tensor.base
+    info = array_info(tensor)
+    if info is None:
+        raise TypeError(f"cannot reinterpret a {type(tensor).__name__}: it is not an array")
+    if dtype.bits != info.dtype.bits:
+        raise TypeError(f"reinterpret needs an element type of the array's width ({info.dtype.bits} bits), "
+                        f"not {dtype!r}")
+    return TensorWrapper(tensor, dtype)
+
+
 def _torch_info(t):
     if t.device.type != "cuda":
         return ArrayInfo(t.data_ptr(), from_array_dtype(t.dtype), None, "torch-cpu", t)
@@ -50,6 +95,9 @@ def _torch_info(t):
 
 def array_info(x):
     """ArrayInfo for an array-like argument, or None for scalars."""
+    if isinstance(x, TensorWrapper):
+        info = array_info(x.base)
+        return ArrayInfo(info.ptr, x.dtype, info.device, info.framework, info.obj)
     mod = type(x).__module__
     if mod.startswith("cupy"):
         if hasattr(x, "data") and hasattr(x, "device"):

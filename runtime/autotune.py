@@ -30,6 +30,7 @@ from ..errors import AutotuneError, LaunchError, TranspilerError
 from ..language.core import constexpr
 from ..tracebacks import at_api_boundary
 from . import autotune_cache, bench
+from .kernel import KernelInterface
 
 PROGRESS_AFTER_S = 1.0
 COMPILE_THREADS = 8
@@ -39,35 +40,58 @@ class AutotuneWarning(UserWarning):
     """A config was skipped because it failed to compile or to launch."""
 
 
-class Config:
-    """One candidate: constexpr values (`kwargs`) and launch options. `pre_hook(args)` runs before each launch
-    with this config, with the arguments as a dict (config values included)."""
+# Launch options a config or a heuristic may set besides constexprs (what `kernel.run` takes, as in Triton).
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug")
 
-    def __init__(self, kwargs, num_warps=4, num_stages=3, num_ctas=1, maxnreg=None, pre_hook=None):
+
+class Config:
+    """One candidate: constexpr values (`kwargs`) and launch options, with Triton's fields. `pre_hook(args)` runs
+    before each launch with this config, with the arguments as a dict (config values included). `maxnreg` and
+    `num_ctas` are treated as a plain launch treats them (see docs/autotune.md)."""
+
+    def __init__(self, kwargs, num_warps=4, num_stages=3, num_ctas=1, maxnreg=None, pre_hook=None, ir_override=None):
+        if ir_override is not None:
+            raise AutotuneError("Config(ir_override=...) is not supported yet: there is no Triton IR here to "
+                                "replace", hint="drop ir_override; the generated CUDA is kernel.cuda_source(...)")
         self.kwargs = dict(kwargs)
         self.num_warps = num_warps
         self.num_stages = num_stages
         self.num_ctas = num_ctas
         self.maxnreg = maxnreg
         self.pre_hook = pre_hook
+        self.ir_override = None
 
     def all_kwargs(self):
-        """What a launch with this config receives as keyword arguments."""
-        options = {"num_warps": self.num_warps, "num_stages": self.num_stages}
-        if self.num_ctas != 1:
-            options["num_ctas"] = self.num_ctas
-        if self.maxnreg is not None:
-            options["maxnreg"] = self.maxnreg
-        return {**self.kwargs, **options}
+        """What a launch with this config receives as keyword arguments (Triton's: options that are None are
+        left out)."""
+        options = {"num_warps": self.num_warps, "num_ctas": self.num_ctas, "num_stages": self.num_stages,
+                   "maxnreg": self.maxnreg}
+        return {**self.kwargs, **{k: v for k, v in options.items() if v is not None}}
+
+    def __setstate__(self, state):
+        self.__init__(state.get("kwargs", {}), state.get("num_warps", 4), state.get("num_stages", 3),
+                      state.get("num_ctas", 1), state.get("maxnreg"), state.get("pre_hook"))
+
+    def _identity(self):
+        return (*self.all_kwargs().items(), self.pre_hook)
+
+    def __hash__(self):
+        return hash(self._identity())
+
+    def __eq__(self, other):
+        return isinstance(other, Config) and self._identity() == other._identity()
 
     def __str__(self):
-        return ", ".join(f"{k}: {v}" for k, v in self.all_kwargs().items())
+        parts = [f"{k}: {v}" for k, v in self.kwargs.items()]
+        parts += [f"num_warps: {self.num_warps}", f"num_ctas: {self.num_ctas}", f"num_stages: {self.num_stages}",
+                  f"maxnreg: {self.maxnreg}"]
+        return ", ".join(parts)
 
     def __repr__(self):
         return f"Config({self})"
 
 
-class _Wrapper:
+class _Wrapper(KernelInterface):
     """What `Autotuner` and `Heuristics` share: the wrapped kernel, its argument names, `[grid]`."""
 
     def __init__(self, fn, decorator):
@@ -132,7 +156,8 @@ class Heuristics(_Wrapper):
     def __init__(self, fn, values):
         super().__init__(fn, "heuristics")
         self.values = dict(values)
-        self._check_names("heuristics", self.values)
+        # As in Triton, a rule may also give a launch option (`num_warps`), not only a constexpr.
+        self._check_names("heuristics", [n for n in self.values if n not in LAUNCH_OPTIONS])
 
     def _launch(self, args, kwargs, grid, interpret):
         return self._call_fn(args, self._with_values(args, kwargs), grid, interpret)

@@ -18,7 +18,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from ..errors import InternalCompilerError, LaunchError
+from ..errors import InternalCompilerError, OutOfResources
 
 
 def arch_for_capability(major: int, minor: int) -> str:
@@ -147,14 +147,15 @@ def shared_memory_limit(device_id: int) -> int:
 
 
 def check_shared_memory(kernel_name: str, device_id: int, shared_bytes: int):
-    """LaunchError when a variant needs more shared memory per program than `device_id` can give."""
+    """OutOfResources (a LaunchError) when a variant needs more shared memory per program than `device_id` can give."""
     if shared_bytes <= DEFAULT_SHARED_BYTES:
         return
     limit = shared_memory_limit(device_id)
     if shared_bytes > limit:
-        raise LaunchError(f"{kernel_name} needs {shared_bytes} bytes of shared memory per program; "
-                          f"device {device_id} allows {limit}", kernel=kernel_name,
-                          hint="lower num_stages or the block sizes of the tl.dot operands")
+        raise OutOfResources(shared_bytes, limit, "shared memory", kernel=kernel_name,
+                             detail=f"{kernel_name} needs {shared_bytes} bytes of shared memory per program; "
+                                    f"device {device_id} allows {limit}",
+                             hint="lower num_stages or the block sizes of the tl.dot operands")
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -103,3 +103,12 @@ class Driver:
 
 
 driver = Driver()
+
+
+def __getattr__(name):
+    # `transpiler.runtime.driver.active`, where Triton kernels' wrappers find the current target and device
+    # properties (`triton.runtime.driver.active`); see host_api.py.
+    if name == "active":
+        from .host_api import active
+        return active
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -32,7 +32,7 @@ from ..errors import InternalCompilerError, LaunchError, SourceLocation, Transpi
 from .. import options as options_mod
 from ..language.core import constexpr, current_interpreter
 from ..targets import source_target
-from . import cache, compiler, launch_key
+from . import cache, compiler, launch_key, tuple_args
 from .launch_key import HOST, TORCH, binder_source, make_binder
 from .launcher import STICKY_ERRORS, DebugLauncher, Launcher, cupy_stream, fault_error, stream_handle, torch_stream
 from ..tracebacks import user_facing
@@ -174,7 +174,12 @@ def _column(filename, line):
     return len(text) - len(text.lstrip())
 
 
-class Kernel:
+class KernelInterface:
+    """Triton's `KernelInterface`: what `kernel[grid](...)` objects are (kernels, autotuners, heuristics), for
+    `isinstance` checks in user code."""
+
+
+class Kernel(KernelInterface):
     __transpiler_kernel__ = True
 
     def __init__(self, fn, **options):
@@ -203,6 +208,7 @@ class Kernel:
         self.options = jit_options(self.__name__, self.arg_names, self.constexpr_names, self.definition, options)
         self.debug = self.options.debug      # compile option: `@jit(debug=True)` (TRANSPILER_DEBUG=1 for all)
         self._generic_mask = tuple(n in self.options.do_not_specialize for n in self._names)
+        self._tuple_views = {}               # tuple-argument structure -> flattened view (tuple_args.py)
 
     # -- errors --------------------------------------------------------------------------------------------
     def definition(self) -> SourceLocation:
@@ -283,10 +289,11 @@ class Kernel:
     # -- launch ------------------------------------------------------------------------------------------
     def _launch(self, grid, args, num_warps, num_stages, stream, kwargs):
         try:
-            maxnreg_part = ()
+            maxnreg, maxnreg_part = None, ()
             if kwargs or len(args) != self._arity:
                 # Options are checked before arguments.
-                maxnreg_part = self._maxnreg_part(kwargs.pop("maxnreg", None)) if kwargs else ()
+                maxnreg = kwargs.pop("maxnreg", None) if kwargs else None
+                maxnreg_part = self._maxnreg_part(maxnreg)
                 try:
                     args = self._bind_args(args, kwargs)
                 except LaunchError:
@@ -298,6 +305,14 @@ class Kernel:
                     key = key[:-3] + maxnreg_part + key[-3:]
                 launcher = self._launchers.get(key)
             except Exception as e:          # host arrays, two devices, an unsupported argument, no CUDA at all
+                flat = tuple_args.flattened(self, args) if isinstance(e, LaunchError) else None
+                if flat is not None:                        # tuple arguments: one parameter per leaf
+                    view, leaves = flat
+                    grid = grid if _interpreting() else self._grid(grid, args, num_warps, num_stages)
+                    if _interpreting():
+                        return self._interpret(grid, args, {"num_warps": num_warps, "num_stages": num_stages})
+                    options = {} if maxnreg is None else {"maxnreg": maxnreg}
+                    return view._launch(grid, leaves, num_warps, num_stages, stream, options)
                 if not _interpreting():
                     if isinstance(e, LaunchError):
                         self._check_num_warps(num_warps)    # options are checked before arguments
@@ -532,6 +547,10 @@ class Kernel:
     def compiled_variant(self, *args, num_warps=4, num_stages=3, arch=None, maxnreg=None, **kwargs):
         """The specialization these arguments select: its source and launch needs (no GPU needed)."""
         values = self._bind_for_compile(args, kwargs, num_warps)
+        flat = tuple_args.flattened(self, values)
+        if flat is not None:
+            return flat[0].compiled_variant(*flat[1], num_warps=num_warps, num_stages=num_stages, arch=arch,
+                                            maxnreg=maxnreg)
         return self.variant(self.spec_key(values) + self._maxnreg_part(maxnreg), values, num_warps, num_stages,
                             arch)
 
@@ -541,6 +560,9 @@ class Kernel:
         (cubin loaded on their device, shared memory opted in), without launching; the autotuner compiles its
         configs in parallel through this. Returns the CUDA source."""
         values = self._bind_for_compile(args, kwargs, num_warps)
+        flat = tuple_args.flattened(self, values)
+        if flat is not None:
+            return flat[0].warmup(*flat[1], grid=grid, num_warps=num_warps, num_stages=num_stages)
         key, _, device, frameworks = (self._binder or self._make_binder())(values, num_warps, num_stages, False)
         key = key[:-3] + self._maxnreg_part(maxnreg) + key[-3:]
         on_gpu = not frameworks & HOST and gpu_available()
@@ -567,6 +589,9 @@ class Kernel:
         """The typed IR of a specialization (for tests and for reading)."""
         from ..parse import build_kernel_ir
         values = self._bind_for_compile(args, kwargs, num_warps)
+        flat = tuple_args.flattened(self, values)
+        if flat is not None:
+            return flat[0].ir(*flat[1], num_warps=num_warps, num_stages=num_stages)
         return build_kernel_ir(self.fn, self._arg_specs(self.spec_key(values), values), num_warps, num_stages,
                                self.compile_options())
 

@@ -25,3 +25,4 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU"))
         if "multigpu" in item.keywords and n < 2:
             item.add_marker(pytest.mark.skip(reason="needs two CUDA GPUs"))
+

@@ -159,16 +159,8 @@ def test_a_million_draws_have_the_right_moments_and_no_correlation(kind, mean, v
 @pytest.fixture(scope="module")
 def triton_twin():
     """This test file's kernels as Triton compiles them, or a skip when Triton or torch with CUDA is missing."""
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("triton")
-    if not torch.cuda.is_available():
-        pytest.skip("torch has no CUDA")
-    import sys
-    root = Path(__file__).resolve().parents[1]
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    from bench.twins import load
-    return load(RANDOM_KERNELS, "triton")
+    from triton_twin import triton_twin_of
+    return triton_twin_of(RANDOM_KERNELS)
 
 
 def _both(twin, name, grid, make_args, constexprs):

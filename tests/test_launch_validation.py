@@ -51,11 +51,19 @@ def test_the_call_site_is_the_users_line(gpu):
     assert text.count("called from") == 1
 
 
-@pytest.mark.parametrize("bad", [[1.0, 2.0], "X", {"ptr": 4096}, object(), (4096,)],
-                         ids=["list", "str", "dict", "object", "tuple"])
+@pytest.mark.parametrize("bad", [[1.0, 2.0], "X", {"ptr": 4096}, object()], ids=["list", "str", "dict", "object"])
 def test_non_array_objects_for_pointers_are_refused_by_name(gpu, bad):
     _refused(lambda: gpu.kernel[(1,)](bad, FakeCupy(8192), 100, 1.0, BLOCK=128),
              rf"argument 'X' has unsupported type {type(bad).__name__}")
+    assert gpu.driver.launches == [] and gpu.compiles == []
+
+
+def test_a_tuple_for_a_pointer_is_a_tuple_argument_and_fails_where_the_kernel_uses_it(gpu):
+    # Tuples are kernel arguments, as in Triton 3.x (runtime/tuple_args.py): the kernel sees a tuple, and
+    # `tl.load(X + offs)` on it is a typing error at that line, before NVRTC or any launch.
+    with pytest.raises(transpiler.DTypeError, match="tuple") as info:
+        gpu.kernel[(1,)]((4096,), FakeCupy(8192), 100, 1.0, BLOCK=128)
+    assert "X + offs" in str(info.value)
     assert gpu.driver.launches == [] and gpu.compiles == []
 
 

@@ -344,6 +344,10 @@ def test_a_variant_past_the_devices_shared_memory_limit_is_refused_before_nvrtc(
     a, c = FakeCupy(4096, dtype=np.float16), FakeCupy(8192)
     with pytest.raises(LaunchError, match="lower num_stages") as info:
         transpiler.jit(_tile_dot)[(1,)](a, a, c, 256, BM=128, BN=128, BK=64, num_stages=4)
+    # Triton's OutOfResources (a LaunchError here), with its fields and its words
+    assert isinstance(info.value, transpiler.OutOfResources) and info.value.limit == 101376
+    assert info.value.required > 101376 and info.value.name == "shared memory"
+    assert "out of resource: shared memory, Required:" in str(info.value)
     assert "bytes of shared memory per program; device 0 allows 101376" in str(info.value)
     assert info.value.line == _tile_dot.__code__.co_firstlineno
     assert gpu.compiles == [] and gpu.driver.launches == []

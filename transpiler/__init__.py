@@ -40,10 +40,11 @@ _map_runtime_folder()
 
 from . import language  # noqa: E402
 from .errors import (AutotuneError, CompileTimeError, DTypeError, IgnoredOptionWarning,  # noqa: E402
-                     InternalCompilerError, InterpreterError, LaunchError, NameResolutionError, ShapeError,
-                     TranspilerError, UnsupportedSyntaxError)
-from .runtime import Kernel, gpu_available, transpile  # noqa: E402
-from .runtime.args import StandIn  # noqa: E402
+                     InternalCompilerError, InterpreterError, LaunchError, NameResolutionError, OutOfResources,
+                     ShapeError, TranspilerError, UnsupportedSyntaxError)
+from .runtime import JITFunction, Kernel, KernelInterface, gpu_available, transpile  # noqa: E402
+from .runtime.args import StandIn, TensorWrapper, reinterpret  # noqa: E402
+from . import testing  # noqa: E402,F401  (`transpiler.testing.do_bench`, as `triton.testing` after `import triton`)
 from .runtime.autotune import AutotuneWarning, Autotuner, Config, Heuristics, autotune, heuristics  # noqa: E402
 
 jit = transpile
@@ -60,7 +61,8 @@ def next_power_of_2(n: int) -> int:
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
-__all__ = ["transpile", "jit", "Kernel", "StandIn", "cdiv", "next_power_of_2", "gpu_available", "language",
+__all__ = ["transpile", "jit", "Kernel", "JITFunction", "KernelInterface", "StandIn", "TensorWrapper", "reinterpret",
+           "OutOfResources", "cdiv", "next_power_of_2", "gpu_available", "language",
            "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "AutotuneError", "AutotuneWarning",
            "TranspilerError", "UnsupportedSyntaxError", "NameResolutionError", "CompileTimeError", "ShapeError",
            "DTypeError", "LaunchError", "IgnoredOptionWarning", "InterpreterError", "InternalCompilerError"]

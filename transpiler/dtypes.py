@@ -53,6 +53,15 @@ class dtype:
     def is_ptr(self):
         return False
 
+    def is_block(self):
+        return False
+
+    def is_void(self):
+        return self.name == "void"
+
+    def is_standard_floating(self):
+        return self.name in ("fp16", "bf16", "fp32", "fp64")
+
     def is_fp16(self):
         return self.name == "fp16"
 
@@ -135,6 +144,66 @@ class pointer_type(dtype):
         return (pointer_type, (self.element_ty,))
 
 
+class block_type:
+    """Triton's type of a block: an element type and a shape (what `x.type` is for a block, and what a block
+    pointer points to). Only a description for kernels to inspect: values carry (dtype, shape) themselves."""
+
+    __slots__ = ("element_ty", "shape")
+
+    def __init__(self, element_ty, shape):
+        self.element_ty = element_ty
+        self.shape = tuple(int(s) for s in shape)
+
+    @property
+    def scalar(self):
+        return self.element_ty
+
+    @property
+    def numel(self):
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def name(self):
+        return f"<{list(self.shape)}, {self.element_ty}>"
+
+    c_name = ""
+
+    def is_block(self):
+        return True
+
+    def is_ptr(self):
+        return False
+
+    def get_block_shapes(self):
+        return self.shape
+
+    def __eq__(self, other):
+        return isinstance(other, block_type) and other.element_ty == self.element_ty and other.shape == self.shape
+
+    def __hash__(self):
+        return hash((self.element_ty.name, self.shape))
+
+    def __str__(self):
+        return self.name
+
+    __repr__ = __str__
+
+
+# Triton's one-name predicates (`x.dtype.is_int8()`, `P.dtype.element_ty.is_fp8e4nv()`).
+for _name in ("int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "fp8e4nv", "fp8e5",
+              "fp8e4b15", "fp8e4b8", "fp8e5b16"):
+    setattr(dtype, f"is_{_name}", lambda self, _name=_name: self.name == _name)
+dtype.is_fp8 = lambda self: self.name.startswith("fp8")
+
+
+def value_type(element_ty, shape):
+    """What Triton's `x.type` is: the element type for a scalar, a `block_type` for a block."""
+    return block_type(element_ty, shape) if shape else element_ty
+
+
 int1 = dtype("int1", 1, Kind.BOOL, False, c_name="bool", numpy_dtype=np.dtype(np.bool_))
 int8 = dtype("int8", 8, Kind.INT, True, c_name="signed char", numpy_dtype=np.dtype(np.int8))
 int16 = dtype("int16", 16, Kind.INT, True, c_name="short", numpy_dtype=np.dtype(np.int16))
@@ -150,10 +219,21 @@ bfloat16 = dtype("bf16", 16, Kind.FLOAT, True, 7, c_name="__nv_bfloat16", numpy_
 float32 = dtype("fp32", 32, Kind.FLOAT, True, 23, c_name="float", numpy_dtype=np.dtype(np.float32))
 float64 = dtype("fp64", 64, Kind.FLOAT, True, 52, c_name="double", numpy_dtype=np.dtype(np.float64))
 void = dtype("void", 0, Kind.INT, False, c_name="void")
+# fp8: nameable in signatures and casts. e4nv (E4M3, no infinities) and e5 (E5M2) are CUDA's __nv_fp8_e4m3 and
+# __nv_fp8_e5m2 (cuda_fp8.h); the other three have no CUDA type, so they are bytes that only loads, stores and
+# bitcasts may move (converting them is refused). The interpreter holds fp8 values as float32, as it does bf16.
+float8e4nv = dtype("fp8e4nv", 8, Kind.FLOAT, True, 3, c_name="__nv_fp8_e4m3")
+float8e5 = dtype("fp8e5", 8, Kind.FLOAT, True, 2, c_name="__nv_fp8_e5m2")
+float8e4b15 = dtype("fp8e4b15", 8, Kind.FLOAT, True, 3, c_name="unsigned char")
+float8e4b8 = dtype("fp8e4b8", 8, Kind.FLOAT, True, 3, c_name="unsigned char")
+float8e5b16 = dtype("fp8e5b16", 8, Kind.FLOAT, True, 2, c_name="unsigned char")
+FP8 = (float8e4nv, float8e5, float8e4b15, float8e4b8, float8e5b16)
+FP8_CONVERTIBLE = (float8e4nv, float8e5)
 
 ALL = (int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32, float64)
-_BY_NAME = {d.name: d for d in ALL}
-_PUBLIC_NAME = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64"}
+_BY_NAME = {d.name: d for d in ALL + FP8}
+_PUBLIC_NAME = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64",
+                **{d.name: "float8" + d.name[3:] for d in FP8}}
 # Aliases Triton also accepts.
 float8 = None
 bool_ = int1
@@ -170,6 +250,8 @@ _FROM_STRING = {
     "float16": float16, "half": float16, "bfloat16": bfloat16, "float32": float32, "float": float32,
     "float64": float64, "double": float64, "bool": int1, "int8": int8, "int16": int16, "int32": int32,
     "int64": int64, "uint8": uint8, "uint16": uint16, "uint32": uint32, "uint64": uint64,
+    # torch's (and ml_dtypes') fp8 names
+    "float8_e4m3fn": float8e4nv, "float8_e5m2": float8e5, "float8_e4m3fnuz": float8e4b8, "float8_e5m2fnuz": float8e5b16,
 }
 
 
@@ -255,6 +337,9 @@ def integer_promote(a: dtype, b: dtype) -> dtype:
 def computation_type(a: dtype, a_is_python_scalar: bool, b: dtype, b_is_python_scalar: bool,
                      div_or_mod: bool = False) -> dtype:
     """The type in which a binary arithmetic op is computed (Triton's `computation_type_impl`)."""
+    if a.is_fp8() or b.is_fp8():
+        raise TypeError(f"arithmetic on fp8 values ({a!r}, {b!r}) is not supported yet; convert them first, "
+                        "e.g. x.to(tl.float32)")
     if a_is_python_scalar != b_is_python_scalar:
         scalar, block = (a, b) if a_is_python_scalar else (b, a)
         if scalar.kind <= block.kind:

@@ -105,6 +105,17 @@ class LaunchError(TranspilerError):
     """A problem with the arguments, grid or options of a launch."""
 
 
+class OutOfResources(LaunchError):
+    """A specialization needs more of a per-program resource (shared memory) than the device has: Triton's
+    `triton.runtime.errors.OutOfResources`, with its fields, so wrappers that catch it to try a smaller config
+    keep working."""
+
+    def __init__(self, required, limit, name, kernel=None, hint=None, detail=None):
+        self.required, self.limit, self.name = required, limit, name
+        triton_words = f"out of resource: {name}, Required: {required}, Hardware limit: {limit}"
+        super().__init__(f"{detail} ({triton_words})" if detail else triton_words, kernel=kernel, hint=hint)
+
+
 class InterpreterError(TranspilerError):
     """A fault found by the CPU interpreter (out-of-bounds access)."""
 

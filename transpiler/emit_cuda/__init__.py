@@ -96,9 +96,12 @@ def _specialization_text(kernel):
     return ", ".join(parts)
 
 
-def _device_header(with_tiles: bool) -> str:
-    """Our device helpers, inlined so the `.cu` stands alone; the tile and tensor-core ones only where used."""
+def _device_header(with_tiles: bool, with_fp8: bool = False) -> str:
+    """Our device helpers, inlined so the `.cu` stands alone; the tile and tensor-core ones only where used, and
+    CUDA's fp8 types only in kernels that name them."""
     text = (templates_dir() / "device.cuh").read_text()
+    if with_fp8:
+        text = "#include <cuda_fp8.h>\n" + text
     if with_tiles:
         text += "\n" + (templates_dir() / "device_tiles.cuh").read_text()
     return text
@@ -130,17 +133,19 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
     for layout, i in sorted(em.layout_ids.items(), key=lambda kv: kv[1]):
         notes.append(f"layout L{i}: {layout.describe()} ({layout.num_regs} registers per thread)")
     shared_bytes, smem_constants = em.smem.layout()
+    params, body = _params(kernel, written, em.names), "\n".join(em.lines)
+    uses_fp8 = any("__nv_fp8" in text for text in params + [body])
     source = jinja_env().get_template("kernel.cu.j2").render(
         source_file=os.path.basename(kernel.source_file),  # no absolute path: stable snapshots
         name=kernel.name, specialization=_specialization_text(kernel),
         num_warps=kernel.num_warps, threads=32 * kernel.num_warps, layout_notes=notes,
         # Tensor-core kernels plan their registers (fragments, stages); the others let the runtime tune occupancy.
         occupancy_macro=None if em.uses_tiles else OCCUPANCY_MACRO, maxnreg_macro=MAXNREG_MACRO,
-        device_header=_device_header(em.uses_tiles), device_functions=em.device_functions,
-        params=_params(kernel, written, em.names), shared_bytes=shared_bytes,
+        device_header=_device_header(em.uses_tiles, uses_fp8), device_functions=em.device_functions,
+        params=params, shared_bytes=shared_bytes,
         smem_align=SharedMemoryPool.WGMMA_ALIGN if analysis.uses_wgmma else SharedMemoryPool.ALIGN,
         shared_decls=(smem_constants + em.shared_decls) if shared_bytes else [],
-        thread_bases=em.thread_base_lines, body="\n".join(em.lines))
+        thread_bases=em.thread_base_lines, body=body)
     return EmittedKernel(source, shared_bytes, tuple(em.smem.buffers), analysis.required_arch)
 
 

@@ -10,7 +10,6 @@ import math
 import re
 
 from .. import dtypes
-from .libdevice import LIBDEVICE_SPELLINGS
 
 HALF_TYPES = (dtypes.float16, dtypes.bfloat16)
 
@@ -41,6 +40,8 @@ def literal(value, dt) -> str:
             core = text + ("f" if ("." in text or "e" in text) else ".0f")
         if dt in HALF_TYPES:
             return f"tp::cast<{dt.c_name}>({core})"
+        if dt.is_fp8():
+            return f"{dt.c_name}({core})"
         return core
     if dt.bits == 64:
         if value == -2**63:       # 9223372036854775808LL does not fit long long: negating it is no literal
@@ -82,7 +83,6 @@ _FLOAT_MATH = {
     # Triton's `-x` is `0 - x` (its semantic.minus): +0.0 stays +0.0, where C's `-x` would give -0.0
     "neg": ("0.0f - {a}", "0.0 - {a}"),
 }
-_FLOAT_MATH.update(LIBDEVICE_SPELLINGS)
 
 _OPERATORS = {
     "add": "{a} + {b}", "sub": "{a} - {b}", "mul": "{a} * {b}", "floordiv": "{a} / {b}", "mod": "{a} % {b}",
@@ -178,3 +178,16 @@ COMBINERS = {
     "add": "tp::combine_add", "max": "tp::combine_max", "min": "tp::combine_min", "xor": "tp::combine_xor",
     "argmax": "tp::combine_argmax", "argmin": "tp::combine_argmin",
 }
+
+
+def fp8_conversion(src, dst) -> str:
+    """The C conversion between fp8 (cuda_fp8.h's __nv_fp8_e4m3 / __nv_fp8_e5m2) and another type, over `{a}`:
+    from fp8 exactly through float; to fp8 by the type's constructor, which rounds to nearest even and saturates
+    (Triton's cvt.rn.satfinite), from double directly (through float would round twice), else from float (exact
+    for the 16-bit floats; integers saturate long before float loses precision)."""
+    if src.is_fp8():
+        inner = "static_cast<float>({a})"
+        return f"{dst.c_name}({inner})" if dst.is_fp8() else f"tp::cast<{dst.c_name}>({inner})"
+    if src is dtypes.float64:
+        return f"{dst.c_name}({{a}})"
+    return f"{dst.c_name}(tp::cast<float>({{a}}))"

@@ -18,8 +18,9 @@ from .. import dtypes as dt
 from ..errors import LaunchError
 from ..language import core
 from . import numeric
+from ..runtime.args import TensorWrapper
 from .pointers import Buffer, Pointer
-from .tensor import Tensor, is_python_number, scalar_tensor
+from .tensor import Tensor, constexpr_number, is_python_number, scalar_tensor
 
 
 # ---- one array argument -----------------------------------------------------------------------------------
@@ -51,9 +52,16 @@ class _ArrayArgument:
         self.buffer = Buffer(name, element_ty, self._to_storage(raw))
 
     def _to_storage(self, raw: np.ndarray) -> np.ndarray:
-        if self.element_ty is dt.bfloat16:
-            return numeric.from_bits(raw.view(np.uint16), dt.bfloat16)  # a float32 copy
+        if self.element_ty.numpy is None:   # bf16, fp8: NumPy has no such type; a float32 copy of the values
+            return numeric.from_bits(raw.view(numeric.unsigned_storage(self.element_ty.bits)), self.element_ty)
         return raw  # same memory: stores land in the argument directly
+
+    def reinterpreted(self, name: str, element_ty: dt.dtype) -> "_ArrayArgument":
+        """The same memory seen as `element_ty` elements (Triton's `reinterpret`); written back through this one."""
+        view = self.raw.view(element_ty.numpy if element_ty.numpy is not None
+                             else numeric.unsigned_storage(element_ty.bits))
+        push = self._push and (lambda _view: self._push(self.raw))
+        return _ArrayArgument(name, element_ty, view, push=push)
 
     def write_back(self):
         if not self.buffer.written:
@@ -76,8 +84,8 @@ def _numpy_argument(name: str, array: np.ndarray) -> _ArrayArgument:
     if not flat.flags.writeable:
         # A read-only array (e.g. a broadcast view) may be read; a store to it is an error at the end.
         flat, push = flat.copy(), _cannot_write_back(name, "it is a read-only NumPy array")
-    if element_ty is dt.bfloat16:
-        flat = flat.view(np.uint16)  # e.g. ml_dtypes.bfloat16: keep the bits
+    if element_ty.numpy is None:
+        flat = flat.view(numeric.unsigned_storage(element_ty.bits))  # e.g. ml_dtypes.bfloat16: keep the bits
     return _ArrayArgument(name, element_ty, flat, push=push)
 
 
@@ -86,8 +94,8 @@ def _torch_argument(name: str, tensor) -> _ArrayArgument:
 
     element_ty = _element_type(name, tensor.dtype)
     base = tensor.detach()
-    if element_ty is dt.bfloat16:
-        base = base.view(torch.int16)  # NumPy has no bf16: move the bits
+    if element_ty.numpy is None:
+        base = base.view({16: torch.int16, 8: torch.uint8}[element_ty.bits])  # NumPy has no bf16, fp8: the bits
     if base.is_contiguous():
         flat = base.reshape(-1)
     else:
@@ -122,8 +130,8 @@ def _device_argument(name: str, array) -> _ArrayArgument:
             if hasattr(array, "copy_to_device") else None
     else:
         raise LaunchError(f"argument '{name}': cannot copy this device array to the host (install cupy)")
-    if element_ty is dt.bfloat16:
-        host = host.view(np.uint16)
+    if element_ty.numpy is None:
+        host = host.view(numeric.unsigned_storage(element_ty.bits))
     return _ArrayArgument(name, element_ty, host, push=push or _cannot_write_back(name, "install cupy"))
 
 
@@ -184,7 +192,8 @@ class Launch:
         for name, value in bound.arguments.items():
             param = signature.parameters[name]
             if _is_constexpr(param):
-                bound.arguments[name] = value.value if isinstance(value, core.constexpr) else value
+                value = value.value if isinstance(value, core.constexpr) else value
+                bound.arguments[name] = constexpr_number(value)
             elif param.kind is inspect.Parameter.VAR_POSITIONAL:
                 bound.arguments[name] = tuple(self._convert(f"{name}[{i}]", v) for i, v in enumerate(value))
             else:
@@ -203,6 +212,8 @@ class Launch:
                 raise LaunchError(f"argument '{name}': {exc}") from None
         if isinstance(value, tuple):
             return tuple(self._convert(f"{name}[{i}]", v) for i, v in enumerate(value))
+        if isinstance(value, TensorWrapper):
+            return Pointer.to_start_of(self._reinterpreted(name, value).buffer)
         if isinstance(value, np.ndarray) or _is_torch_tensor(value) or hasattr(value, "__cuda_array_interface__"):
             return Pointer.to_start_of(self._array(name, value).buffer)
         return value  # functions (combine_fn), other Python objects: passed through
@@ -217,6 +228,12 @@ class Launch:
                 self.arrays[key] = _torch_argument(name, value)
             else:
                 self.arrays[key] = _device_argument(name, value)
+        return self.arrays[key]
+
+    def _reinterpreted(self, name: str, wrapper) -> _ArrayArgument:
+        key = (id(wrapper.base), wrapper.dtype.name)
+        if key not in self.arrays:
+            self.arrays[key] = self._array(name, wrapper.base).reinterpreted(name, wrapper.dtype)
         return self.arrays[key]
 
     def write_back(self):

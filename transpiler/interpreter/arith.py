@@ -213,8 +213,16 @@ def shr(lhs, rhs, arithmetic: bool) -> Tensor:
 
 # ---- unary ------------------------------------------------------------------------------------------------
 
+def computable(t: Tensor, what: str) -> Tensor:
+    """`t`, unless it holds fp8 values, which nothing but loads, stores and conversions takes yet."""
+    if t.dtype.is_fp8():
+        raise error(DTypeError, f"{what} of fp8 values is not supported yet",
+                    hint="convert them first, e.g. x.to(tl.float32)")
+    return t
+
+
 def neg(x) -> Tensor:
-    x = to_tensor(x)
+    x = computable(to_tensor(x), "unary -")
     if x.dtype.is_ptr():
         raise error(DTypeError, f"unary - is not defined on pointers ({x.dtype!r})")
     if x.dtype is dt.int1:

@@ -44,6 +44,8 @@ class BlockPointer:
     def __getattr__(self, name):
         if name == "advance":   # `p.advance(offsets)`, as on Triton's tensors
             return functools.partial(core.BUILTINS["advance"], self)
+        if name in ("dtype", "type"):   # as in Triton: a pointer to a block
+            return dt.pointer_type(dt.block_type(self._base.buffer.element_ty, self._block_shape))
         if name.startswith("__"):
             raise AttributeError(name)
         raise error(NameResolutionError, f"a block pointer has no attribute '{name}'", hint=_HINT)
@@ -57,6 +59,9 @@ class BlockPointer:
     def __repr__(self):
         return (f"block_pointer(buffer='{self._base.buffer.name}', shape={self._shape}, strides={self._strides}, "
                 f"offsets={self._offsets}, block_shape={self._block_shape}, order={self._order})")
+
+
+core.TENSOR_CLASSES.append(BlockPointer)
 
 
 def _sequence(value) -> tuple:

@@ -56,6 +56,9 @@ def _result_type(in_dtype: dt.dtype, out_dtype) -> dt.dtype:
         if in_dtype is not dt.int8:
             raise error(DTypeError, f"tl.dot supports int8 integer inputs only, got {in_dtype!r}")
         return dt.int32
+    if in_dtype.is_fp8():
+        raise error(DTypeError, f"tl.dot on fp8 inputs ({in_dtype!r}) is not supported yet",
+                    hint="convert the operands to tl.float16 or tl.bfloat16 first")
     if in_dtype not in _FLOAT_INPUTS:
         raise error(DTypeError, f"tl.dot does not support {in_dtype!r} inputs")
     if in_dtype is dt.float64:

@@ -16,7 +16,7 @@ from .. import dtypes as dt
 from ..errors import CompileTimeError, DTypeError
 from ..language import PropagateNan
 from . import arith, numeric
-from .arith import cast_tensor, check_types
+from .arith import cast_tensor, check_types, computable
 from .location import error
 from .pointers import Pointer, same_buffer
 from .registry import rule
@@ -33,6 +33,9 @@ def round_from_wide(values, dtype: dt.dtype) -> np.ndarray:
 
 
 def _require_float(t: Tensor, what: str) -> Tensor:
+    if t.dtype.is_fp8():
+        raise error(DTypeError, f"computing on fp8 values ({what}) is not supported yet",
+                    hint="convert them first, e.g. x.to(tl.float32); fp8 values can be loaded, stored and converted")
     if not t.dtype.is_floating():
         raise error(DTypeError, f"{what} expects a floating-point block, got {t.dtype!r}",
                     hint="convert it first, e.g. x.to(tl.float32)")
@@ -151,7 +154,7 @@ for _name, _fn in _FLOAT_FUNCTIONS.items():
 
 @rule("abs")
 def abs_(x):
-    t = to_tensor(x, "the input of tl.abs")
+    t = computable(to_tensor(x, "the input of tl.abs"), "tl.abs")
     if t.dtype.is_ptr():
         raise error(DTypeError, "tl.abs is not defined on pointers")
     if t.dtype.is_floating() or t.dtype.is_int_signed():

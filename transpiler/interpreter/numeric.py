@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
+from . import fp8
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
@@ -17,7 +18,7 @@ _F64 = np.dtype(np.float64)
 
 def storage_dtype(dtype: dt.dtype) -> np.dtype:
     """The NumPy type that holds values of `dtype` in the interpreter."""
-    if dtype is dt.bfloat16:
+    if dtype is dt.bfloat16 or dtype.is_fp8():
         return _F32
     if dtype.numpy is None:
         raise TypeError(f"{dtype!r} has no array representation")
@@ -54,7 +55,18 @@ def finish(values, dtype: dt.dtype) -> np.ndarray:
     """Convert computed `values` to the storage of `dtype`, rounding floats once (bf16 from float32)."""
     if dtype is dt.bfloat16:
         return round_to_bf16(np.asarray(values).astype(_F32))
+    if dtype.is_fp8():
+        return _fp8_round(values, dtype)
     return np.asarray(np.asarray(values).astype(storage_dtype(dtype), copy=False))
+
+
+def _fp8_round(values, dtype):
+    from .location import error   # noqa: PLC0415  (location imports this module's users)
+    from ..errors import DTypeError
+    try:
+        return fp8.round_to(values, dtype)
+    except TypeError as exc:
+        raise error(DTypeError, str(exc)) from None
 
 
 def int_range(dtype: dt.dtype) -> tuple[int, int]:
@@ -102,6 +114,10 @@ def _float_to_int(values: np.ndarray, dst: dt.dtype) -> np.ndarray:
 
 
 def _float_to_float(values: np.ndarray, src: dt.dtype, dst: dt.dtype, rounding: str | None) -> np.ndarray:
+    if dst.is_fp8() or src.is_fp8():
+        if src.is_fp8():
+            _fp8_round(values, src)     # refuses the fp8 types that have no conversions
+        return finish(values.astype(_F64), dst)     # exact source value, rounded once
     if dst is dt.bfloat16:
         f32 = values.astype(_F32)
         return truncate_to_bf16(f32) if rounding == "rtz" else round_to_bf16(f32)
@@ -130,6 +146,8 @@ def cast(values: np.ndarray, src: dt.dtype, dst: dt.dtype, rounding: str | None 
         return _float_to_int(values, dst)
     if dst is dt.bfloat16:
         return round_to_bf16(values.astype(_F64).astype(_F32))
+    if dst.is_fp8():
+        return finish(values.astype(_F64), dst)
     # int -> int wraps (NumPy's astype keeps the low bits); int -> float rounds to nearest.
     return np.asarray(values.astype(storage_dtype(dst)))
 
@@ -149,6 +167,8 @@ def to_bits(values: np.ndarray, dtype: dt.dtype) -> np.ndarray:
     if dtype is dt.bfloat16:
         return _elementwise_flat(values.astype(_F32), lambda f: (f.view(np.uint32) >> np.uint32(16))
                                  .astype(np.uint16))
+    if dtype.is_fp8():
+        return _fp8_bits(values, dtype, fp8.encode)
     return _elementwise_flat(values, lambda f: f.view(unsigned_storage(dtype.bits)))
 
 
@@ -159,7 +179,16 @@ def from_bits(bits: np.ndarray, dtype: dt.dtype) -> np.ndarray:
         return np.asarray(bits != 0)
     if dtype is dt.bfloat16:
         return _elementwise_flat(bits.astype(np.uint32) << np.uint32(16), lambda f: f.view(_F32))
+    if dtype.is_fp8():
+        return _fp8_bits(bits, dtype, fp8.decode)
     return _elementwise_flat(bits.astype(unsigned_storage(dtype.bits)), lambda f: f.view(dtype.numpy))
+
+
+def _fp8_bits(values, dtype, convert):
+    """fp8 bits to values or back; the fp8 types CUDA lacks keep their bits in a uint8 "value"."""
+    if dtype in dt.FP8_CONVERTIBLE:
+        return convert(values, dtype)
+    return np.asarray(values).astype(np.uint8 if convert is fp8.encode else _F32)
 
 
 def signed_view(values: np.ndarray, dtype: dt.dtype) -> np.ndarray:

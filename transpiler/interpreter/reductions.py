@@ -13,7 +13,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..errors import DTypeError, ShapeError
 from . import numeric
-from .arith import cast_tensor
+from .arith import cast_tensor, computable
 from .location import error
 from .registry import rule
 from .shapes import fit_to_shape, normalize_axis
@@ -55,7 +55,7 @@ def _sum_type(in_dtype: dt.dtype, requested) -> dt.dtype:
 
 @rule("sum")
 def sum_(input, axis=None, keep_dims=False, dtype=None):
-    x = to_tensor(input, "the input of tl.sum")
+    x = computable(to_tensor(input, "the input of tl.sum"), "tl.sum")
     if x.dtype.is_ptr():
         raise error(DTypeError, "tl.sum cannot reduce pointers")
     out = _sum_type(x.dtype, unwrap(dtype))
@@ -77,7 +77,7 @@ def _widen_for_minmax(x: Tensor) -> Tensor:
 
 
 def _extreme(input, axis, return_indices, keep_dims, largest: bool, what: str):
-    x = to_tensor(input, f"the input of {what}")
+    x = computable(to_tensor(input, f"the input of {what}"), what)
     if x.dtype is dt.bfloat16:
         x = cast_tensor(x, dt.float32)
     if unwrap(return_indices):
@@ -124,7 +124,7 @@ def argmin(input, axis, tie_break_left=True, keep_dims=False):
 @rule("xor_sum")
 def xor_sum(input, axis=None, keep_dims=False):
     red = _Reduction(input, axis, keep_dims, "tl.xor_sum")
-    dtype = red.tensor.dtype
+    dtype = computable(red.tensor, "tl.xor_sum").dtype
     if not dtype.is_int():
         raise error(DTypeError, f"tl.xor_sum needs integers, got {dtype!r}")
     return red.shaped(np.bitwise_xor.reduce(red.data, axis=red.axis), dtype)

@@ -35,6 +35,8 @@ def _constexpr_int(value, what: str) -> int:
 
 def _dtype_argument(value, what: str, allow_pointer: bool = False) -> dt.dtype:
     value = unwrap(value)
+    if isinstance(value, dt.block_type):   # `x.to(p.dtype.element_ty)` of a block pointer `p`, as in Triton
+        value = value.scalar
     if not isinstance(value, dt.dtype) or value is dt.void or (value.is_ptr() and not allow_pointer):
         raise error(DTypeError, f"{what} needs an element type such as tl.float32, got {value!r}")
     return value

@@ -13,7 +13,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..errors import DTypeError, ShapeError
 from . import numeric
-from .arith import cast_tensor
+from .arith import cast_tensor, computable
 from .location import error
 from .reductions import _combine_outputs
 from .registry import rule
@@ -22,7 +22,7 @@ from .tensor import Tensor, to_tensor, unwrap
 
 
 def _operand(input, what: str) -> Tensor:
-    x = to_tensor(input, f"the input of {what}")
+    x = computable(to_tensor(input, f"the input of {what}"), what)
     if not x.shape:
         raise error(ShapeError, f"{what} cannot scan a scalar")
     if x.dtype.is_ptr():

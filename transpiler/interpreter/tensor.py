@@ -48,6 +48,11 @@ class Tensor:
     def shape(self) -> tuple:
         return BlockShape(self.data.shape)
 
+    @property
+    def type(self):
+        """Triton's `x.type`: the element type of a scalar, a `block_type` of a block."""
+        return dt.value_type(self.dtype, self.shape)
+
     def _with_data(self, data) -> "Tensor":
         """Same dtype (and, for pointers, same buffer), new elements: used by the shape operations."""
         return Tensor(data, self.dtype)
@@ -263,4 +268,37 @@ def to_tensor(value, what: str = "operand") -> Tensor:
 
 
 # Imported last: arith needs the Tensor class defined above.
+class _NumberMethods:
+    """Block methods on a compile-time number (`SCALE.to(tl.float32)` of a constexpr), as the compiler
+    offers them: the number is first the scalar Triton types it as (`tl.core.to_tensor`)."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name):
+        if name in TENSOR_METHODS and not name.startswith("__"):
+            return getattr(scalar_tensor(self._number()), name)
+        raise AttributeError(f"'{type(self).__mro__[2].__name__}' object has no attribute '{name}'")
+
+
+class ConstInt(_NumberMethods, int):
+    def _number(self):
+        return int(self)
+
+
+class ConstFloat(_NumberMethods, float):
+    def _number(self):
+        return float(self)
+
+
+def constexpr_number(value):
+    """`value` with block methods when it is a Python int or float (bools and other objects as they are)."""
+    if type(value) is int:
+        return ConstInt(value)
+    if type(value) is float:
+        return ConstFloat(value)
+    return value
+
+
+core.TENSOR_CLASSES.append(Tensor)   # `isinstance(x, tl.tensor)` while interpreting
+
 from . import arith  # noqa: E402

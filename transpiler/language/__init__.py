@@ -5,11 +5,14 @@ never run in a compiled kernel; see `core.py`). Differences from Triton are list
 """
 from __future__ import annotations
 
+import sys as _sys
+
 from .. import dtypes as _dtypes
-from ..dtypes import (bfloat16, dtype, float16, float32, float64, int1, int8, int16, int32, int64,
-                      pointer_type, uint8, uint16, uint32, uint64)
+from ..dtypes import (bfloat16, block_type, dtype, float8e4b8, float8e4b15, float8e4nv, float8e5, float8e5b16,
+                      float16, float32, float64, int1, int8, int16, int32, int64, pointer_type, uint8, uint16, uint32,
+                      uint64)
 from . import extra  # `tl.extra.cuda.libdevice`, `tl.extra.libdevice`
-from .core import builtin, constexpr
+from .core import builtin, constexpr, tensor
 from .standard import cat, flip, interleave, join, ravel, softmax, split, swizzle2d
 
 void = _dtypes.void
@@ -365,27 +368,11 @@ class PropagateNan:
     ALL = 0xFFFF
 
 
-class math:
-    """`tl.math.*` aliases, as in Triton."""
+from . import math  # noqa: E402  (`tl.math.*`: a module, as in Triton; older code's libdevice names too)
 
-    exp = exp
-    exp2 = exp2
-    log = log
-    log2 = log2
-    sqrt = sqrt
-    sqrt_rn = sqrt_rn
-    rsqrt = rsqrt
-    abs = abs
-    sin = sin
-    cos = cos
-    erf = erf
-    floor = floor
-    ceil = ceil
-    fma = fma
-    div_rn = div_rn
-    fdiv = fdiv
-    umulhi = umulhi
-    cdiv = cdiv
+# Older Triton's `triton.language.libdevice` module: the same module as `tl.extra.libdevice`.
+libdevice = extra.libdevice
+_sys.modules[__name__ + ".libdevice"] = libdevice
 
 
 # Methods a block value offers (`x.to(tl.float16)`, `x.sum(axis=0)`): method name -> builtin name.
@@ -407,4 +394,4 @@ TENSOR_PROPERTIES = {"T": "trans"}
 
 # `tl.random` is reachable as an attribute, as in Triton, but `from transpiler.language import *` must not
 # shadow the standard library's `random`.
-__all__ = [n for n in dir() if not n.startswith("_") and n != "random"]
+__all__ = [n for n in dir() if not n.startswith("_") and n not in ("random", "math")]

@@ -64,6 +64,24 @@ constexpr.__pos__ = lambda self: constexpr(+self.value)
 constexpr.__invert__ = lambda self: constexpr(~self.value)
 
 
+# The classes of runtime values on both paths (the compiler's IR value and block-pointer record, the
+# interpreter's block and block pointer); each registers itself here, so `tl.tensor` needs no import of them.
+TENSOR_CLASSES: list = []
+
+
+class _TensorMeta(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, tuple(TENSOR_CLASSES))
+
+
+class tensor(metaclass=_TensorMeta):
+    """Triton's `tl.tensor`, for annotations and `isinstance(x, tl.tensor)`: true of a kernel's runtime values
+    (blocks, scalars, block pointers), false of compile-time ones. Values are made by builtins, not by calling it."""
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("tl.tensor values are made by tl builtins (tl.load, tl.full, ...), not by calling tl.tensor")
+
+
 def current_interpreter():
     """The interpreter running on this thread, or None while compiling or outside kernels."""
     return getattr(_state, "interpreter", None)

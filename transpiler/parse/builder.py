@@ -9,6 +9,7 @@ runtime `if`/`for`/`while` become ops with regions, and the variables they chang
 """
 from __future__ import annotations
 
+import ast
 import builtins
 import inspect
 
@@ -18,6 +19,7 @@ from .. import dtypes
 from ..errors import (CompileTimeError, DTypeError, NameResolutionError, ShapeError, TranspilerError,
                       UnsupportedSyntaxError)
 from ..language import TENSOR_METHODS, TENSOR_PROPERTIES
+from ..language import core
 from ..language.core import BUILTINS, builtin_name, constexpr
 from . import (semantic, semantic_atomic, semantic_block_ptr, semantic_dot,  # noqa: F401  (they register rules)
                semantic_libdevice, semantic_reduce, semantic_scan, semantic_standard)
@@ -44,6 +46,8 @@ _CMPOPS = {
     cst.Equal: "eq", cst.NotEqual: "ne",
 }
 _UNARY = {cst.Minus: "neg", cst.Plus: "pos", cst.BitInvert: "invert", cst.Not: "not"}
+
+core.TENSOR_CLASSES += [Value, Record]   # `isinstance(x, tl.tensor)` while compiling
 
 # Python builtins a kernel may call on compile-time values.
 _PY_CONST_BUILTINS = {builtins.min: min, builtins.max: max, builtins.len: len, builtins.int: int,
@@ -170,21 +174,24 @@ class Builder:
         self.region = body
         args = []
         params = list(inspect.signature(self.kernel_fn).parameters)
+        tuples = {}                    # tuple parameters: name -> {leaf path: what the kernel sees}
         for index, spec in enumerate(self.arg_specs):
             if spec.is_constexpr:
-                self.scope.locals[spec.name] = spec.constexpr
-                continue
-            value = Value(Type(spec.dtype), name=spec.name)
-            args.append(Argument(spec.name, value, index, spec.divisibility, spec.equal_to_one, spec.is_none))
-            if spec.equal_to_one:
+                seen = spec.constexpr
+            else:
+                value = Value(Type(spec.dtype), name=spec.c_name)
+                args.append(Argument(spec.c_name, value, index, spec.divisibility, spec.equal_to_one, spec.is_none))
                 # Triton specializes integer arguments equal to 1 into the constant 1, which still behaves as
                 # a scalar of the argument's type (`n.to(tl.uint8)` works, `x_int8 + n` is int32).
-                self.scope.locals[spec.name] = semantic.constant(self, 1, spec.dtype)
-            elif spec.is_none:
-                self.scope.locals[spec.name] = None
+                seen = (semantic.constant(self, 1, spec.dtype) if spec.equal_to_one else None if spec.is_none
+                        else value)
+            if spec.path:
+                tuples.setdefault(spec.name, {})[spec.path] = seen
             else:
-                self.scope.locals[spec.name] = value
-        assert [s.name for s in self.arg_specs] == params[:len(self.arg_specs)]
+                self.scope.locals[spec.name] = seen
+        for name, leaves in tuples.items():
+            self.scope.locals[name] = _rebuild_tuple(leaves)
+        assert list(dict.fromkeys(s.name for s in self.arg_specs)) == params[:len(set(s.name for s in self.arg_specs))]
         try:
             self._block(parsed.node.body)
         except _Return:
@@ -211,7 +218,7 @@ class Builder:
     def _dispatch_stmt(self, stmt):
         method = getattr(self, f"_stmt_{type(stmt).__name__}", None)
         if method is None:
-            raise self.error(UnsupportedSyntaxError, f"{_describe(stmt)} is not supported in kernels",
+            raise self.error(UnsupportedSyntaxError, _unsupported_construct(stmt),
                              hint=_SYNTAX_HINT)
         method(stmt)
 
@@ -241,7 +248,8 @@ class Builder:
 
     def _stmt_AugAssign(self, stmt):
         if not isinstance(stmt.target, cst.Name):
-            raise self.error(UnsupportedSyntaxError, "augmented assignment works on plain names only")
+            raise self.error(UnsupportedSyntaxError, "augmented assignment works on plain names only (not Triton's "
+                             "language)")
         current = self._lookup(stmt.target.value)
         value = semantic.binary_op(self, _AUGOPS[type(stmt.operator)], current, self.eval(stmt.value))
         self._assign(stmt.target, value)
@@ -264,13 +272,15 @@ class Builder:
             for element, v in zip(target.elements, value):
                 self._assign(element.value, v)
             return
-        raise self.error(UnsupportedSyntaxError, f"assigning to {_describe(target)} is not supported",
+        raise self.error(UnsupportedSyntaxError, f"assigning to {_describe(target)} is not Triton's language",
                          hint="kernels assign to names; write memory with tl.store")
 
     def _stmt_Return(self, stmt):
         if self.runtime_depth and (self.runtime_depth != self.return_depth or stmt.value is not None):
-            where = "a runtime for/while loop" if self.loop_depth else "a runtime if (with a value)"
-            raise self.error(UnsupportedSyntaxError, f"return inside {where} is not supported",
+            # Triton rejects returns inside loops; it accepts a value returned from both branches of an if.
+            where, status = (("a runtime for/while loop", "is not Triton's language") if self.loop_depth else
+                             ("a runtime if (with a value)", "is not supported yet"))
+            raise self.error(UnsupportedSyntaxError, f"return inside {where} {status}",
                              hint="a bare `return` may end an if branch outside loops; otherwise return once, "
                                   "at the end of the function")
         self.return_value = self.eval(stmt.value) if stmt.value is not None else None
@@ -284,11 +294,11 @@ class Builder:
                 raise self.error(CompileTimeError, f"assertion failed: {msg}")
 
     def _stmt_Break(self, stmt):
-        raise self.error(UnsupportedSyntaxError, "break is not supported in kernels",
+        raise self.error(UnsupportedSyntaxError, "break is not Triton's language (Triton rejects it too)",
                          hint="use a while loop whose condition carries the exit")
 
     def _stmt_Continue(self, stmt):
-        raise self.error(UnsupportedSyntaxError, "continue is not supported in kernels",
+        raise self.error(UnsupportedSyntaxError, "continue is not Triton's language (Triton rejects it too)",
                          hint="guard the rest of the body with an if")
 
     # -- if ------------------------------------------------------------------------------------------------
@@ -347,7 +357,7 @@ class Builder:
         """A runtime if whose branches may end with a bare `return`: each branch runs on into `rest` unless
         it returns, so nothing follows the if and it yields no values."""
         if self.loop_depth:
-            raise self.error(UnsupportedSyntaxError, "return inside a loop is not supported",
+            raise self.error(UnsupportedSyntaxError, "return inside a loop is not Triton's language",
                              hint="Triton allows `return` only outside for/while loops")
         loc = self.loc
         before = dict(self.scope.locals)
@@ -447,9 +457,10 @@ class Builder:
 
     def _for(self, stmt):
         if stmt.orelse is not None:
-            raise self.error(UnsupportedSyntaxError, "for ... else is not supported")
+            raise self.error(UnsupportedSyntaxError, "for ... else is not Triton's language")
         if not isinstance(stmt.target, cst.Name):
-            raise self.error(UnsupportedSyntaxError, "the loop variable must be a single name")
+            raise self.error(UnsupportedSyntaxError, "the loop variable must be a single name (unpacking is "
+                             "not Triton's language)")
         var = stmt.target.value
         it = stmt.iter
         fn = self.eval(it.func) if isinstance(it, cst.Call) else None
@@ -534,7 +545,7 @@ class Builder:
 
     def _while(self, stmt):
         if stmt.orelse is not None:
-            raise self.error(UnsupportedSyntaxError, "while ... else is not supported")
+            raise self.error(UnsupportedSyntaxError, "while ... else is not Triton's language")
         loc = self.loc
         carried = self._carried_names(stmt.body)
 
@@ -675,7 +686,7 @@ class Builder:
         method = getattr(self, f"_expr_{type(node).__name__}", None)
         if method is None:
             self.loc = self.scope.parsed.loc(node)
-            raise self.error(UnsupportedSyntaxError, f"{_describe(node)} is not supported in kernels",
+            raise self.error(UnsupportedSyntaxError, _unsupported_construct(node),
                              hint=_SYNTAX_HINT)
         return method(node)
 
@@ -713,6 +724,35 @@ class Builder:
 
     def _expr_ConcatenatedString(self, node):
         return node.evaluated_value
+
+    def _expr_FormattedString(self, node):
+        """An f-string of compile-time values is formatted now, as Python formats it (Triton does the same, so
+        `tl.static_assert(..., f"BLOCK={BLOCK}")` reads its constexprs); a runtime value in it is refused."""
+        return "".join(self._formatted_parts(node.parts, node.start))
+
+    def _formatted_parts(self, parts, start):
+        out = []
+        for part in parts:
+            if isinstance(part, cst.FormattedStringText):
+                out.append(_fstring_text(part.value, start))
+                continue
+            value = self.eval(part.expression)
+            if isinstance(value, (Value, Record)):
+                self.loc = self.scope.parsed.loc(part.expression)
+                raise self.error(UnsupportedSyntaxError, "an f-string can hold only compile-time values, not a "
+                                 "runtime value (not Triton's language: Triton formats f-strings while compiling)",
+                                 hint="print runtime values with tl.device_print(prefix, value)")
+            spec = "".join(self._formatted_parts(part.format_spec, start)) if part.format_spec else ""
+            label = ""
+            if part.equal is not None:   # f"{BLOCK=}"
+                label = (cst.Module([]).code_for_node(part.expression) + part.equal.whitespace_before.value
+                         + "=" + part.equal.whitespace_after.value)
+            if part.conversion is not None:
+                value = {"r": repr, "s": str, "a": ascii}[part.conversion](value)
+            elif part.equal is not None and not spec:
+                value = repr(value)
+            out.append(label + format(value, spec))
+        return out
 
     def _expr_Ellipsis(self, node):
         return Ellipsis
@@ -771,7 +811,8 @@ class Builder:
                 # `B is not None` on a runtime value is known (True) while compiling, as in Triton.
                 identity_with_none = op in (cst.Is, cst.IsNot) and (left is None or right is None)
                 if not (semantic.is_const(left) and semantic.is_const(right)) and not identity_with_none:
-                    raise self.error(UnsupportedSyntaxError, f"'{_cmp_text(op)}' works on constexprs only")
+                    raise self.error(UnsupportedSyntaxError, f"'{_cmp_text(op)}' works on constexprs only "
+                                     "(on runtime values it is not Triton's language)")
                 r = {cst.Is: lambda a, b: a is b, cst.IsNot: lambda a, b: a is not b,
                      cst.In: lambda a, b: a in b, cst.NotIn: lambda a, b: a not in b}[op](left, right)
             else:
@@ -807,13 +848,19 @@ class Builder:
             if attr == "shape":
                 return tuple(base.shape)
             if attr == "type":
-                return base.type
+                return dtypes.value_type(base.dtype, base.shape)
             if attr in TENSOR_METHODS:
                 return BoundMethod(BUILTINS[TENSOR_METHODS[attr]], base)
             if attr in TENSOR_PROPERTIES:
                 return self._call_builtin(BUILTINS[TENSOR_PROPERTIES[attr]], [base], {})
             raise self.error(NameResolutionError, f"a block has no attribute '{attr}'")
+        if attr in TENSOR_METHODS and isinstance(base, (int, float)) and not isinstance(base, bool):
+            # `SCALE.to(tl.float32)` on a constexpr (or an argument specialized to 1): the number as the scalar
+            # Triton types it (`tl.core.to_tensor`), then the block method.
+            return BoundMethod(BUILTINS[TENSOR_METHODS[attr]], semantic.to_value(self, base))
         if isinstance(base, Record):
+            if attr in base.ATTRIBUTES:   # `p.dtype`, `p.type` of a block pointer, as Triton types it
+                return getattr(base, attr)
             if attr in base.METHODS:
                 return BoundMethod(BUILTINS[attr], base)
             raise self.error(NameResolutionError, f"a {base.KIND} has no attribute '{attr}'", hint=base.HINT)
@@ -836,7 +883,8 @@ class Builder:
                     items.append(slice(None))
                 else:
                     if isinstance(base, Value):
-                        raise self.error(UnsupportedSyntaxError, "blocks can be indexed only with None and ':'")
+                        raise self.error(UnsupportedSyntaxError, "blocks can be indexed only with None and ':' "
+                                           "(other indices are not Triton's language)")
                     items.append(slice(*(self.eval(p) if p is not None else None for p in (s.lower, s.upper, s.step))))
         if not isinstance(base, Value):
             key = items[0] if len(items) == 1 else tuple(items)
@@ -857,7 +905,8 @@ class Builder:
             elif item is Ellipsis:
                 dim = len(value.shape) - (len(items) - items.index(Ellipsis) - 1 - items.count(None))
             else:
-                raise self.error(UnsupportedSyntaxError, "blocks can be indexed only with None, ':' and '...'")
+                raise self.error(UnsupportedSyntaxError, "blocks can be indexed only with None, ':' and '...' "
+                                 "(other indices are not Triton's language)")
         # A ':' past the block's rank keeps nothing and changes nothing, as in Triton (`Z[None, None, :]` on a
         # scalar pointer is a [1, 1] block); a None past the rank is refused by expand_dims.
         return value
@@ -891,7 +940,7 @@ class Builder:
             return self.inline_call(kernel_function(fn), args, kwargs)
         if fn is constexpr:
             return args[0]
-        if inspect.ismethod(fn) and isinstance(fn.__self__, dtypes.dtype):
+        if inspect.ismethod(fn) and isinstance(fn.__self__, (dtypes.dtype, dtypes.block_type)):
             # `x.dtype.is_int()`, `P.dtype.element_ty.is_fp16()`: a question about a type, answered now.
             return fn(*args, **kwargs)
         if fn is builtins.print:
@@ -911,6 +960,12 @@ class Builder:
             for other in args[1:]:
                 result = rule(self, result, other)
             return result
+        if fn in (dtypes.pointer_type, dtypes.block_type) and not any(isinstance(a, Value) for a in args):
+            # Types made while compiling (`tl.pointer_type(tl.float16)` for a pointer cast), as in Triton.
+            return fn(*args, **kwargs)
+        if fn is builtins.isinstance:
+            # A question about what a value is, answered now (`isinstance(x, tl.tensor)`, `isinstance(N, int)`).
+            return isinstance(*args)
         if fn in _PY_CONST_BUILTINS:
             if any(isinstance(a, Value) for a in args):
                 raise self.error(UnsupportedSyntaxError, f"{fn.__name__}() works on constexprs only here",
@@ -938,7 +993,7 @@ class Builder:
             if rule is None:
                 raise self.error(DTypeError, f"tl.{name} does not take a {first.KIND}", hint=first.HINT)
         if rule is None:
-            raise self.error(UnsupportedSyntaxError, f"tl.{name} is not supported by the compiler yet")
+            raise self.error(UnsupportedSyntaxError, f"tl.{name} is not supported yet")
         return rule(self, *bound.args, **bound.kwargs)
 
     def inline_call(self, fn, args, kwargs):
@@ -957,10 +1012,8 @@ class Builder:
             param = sig.parameters[name]
             if param.kind is param.VAR_POSITIONAL:
                 value = tuple(value)
-            if _is_constexpr_annotation(param.annotation, fn) and isinstance(value, Value):
-                self.scope = saved_scope
-                raise self.error(CompileTimeError, f"argument '{name}' of {fn.__name__} is a tl.constexpr "
-                                 f"parameter but got a runtime {value.type}")
+            # A helper's `tl.constexpr` annotation constrains nothing: Triton hands a runtime value to such a
+            # parameter as it is (`offs_m: tl.constexpr` in its fused-attention tutorial receives a block).
             self.scope.locals[name] = value.value if isinstance(value, constexpr) else value
         self.return_value = None
         depth, loops, return_depth = self.runtime_depth, self.loop_depth, self.return_depth
@@ -1001,12 +1054,24 @@ class Builder:
         return results
 
 
-def _is_constexpr_annotation(annotation, fn):
-    if annotation is constexpr:
-        return True
-    if isinstance(annotation, str):
-        return annotation.endswith("constexpr")
-    return False
+def _rebuild_tuple(leaves: dict, prefix=()):
+    """The nested tuple whose leaf at each index path is `leaves[path]` (a tuple argument, flattened by the
+    runtime into one parameter per leaf)."""
+    if prefix in leaves:
+        return leaves[prefix]
+    items, i = [], 0
+    while any(p[:len(prefix) + 1] == prefix + (i,) for p in leaves):
+        items.append(_rebuild_tuple(leaves, prefix + (i,)))
+        i += 1
+    return tuple(items)
+
+
+def _fstring_text(text, start):
+    """The characters a literal part of an f-string stands for: braces undoubled, escapes read as Python reads
+    them in a string of the same prefix (`rf"..."` keeps backslashes)."""
+    prefix = start.rstrip("'\"").replace("f", "").replace("F", "")
+    quote = start[len(start.rstrip("'\"")):]
+    return ast.literal_eval(prefix + quote + text.replace("{{", "{").replace("}}", "}") + quote)
 
 
 def _collect_assigned(node, out):
@@ -1051,6 +1116,18 @@ def _describe(node) -> str:
     }
     kind = type(node).__name__
     return names.get(kind, f"'{kind}'")
+
+
+# Constructs Triton's code generator also rejects; any other construct we refuse is one we do not support yet.
+_NOT_TRITON = {"Lambda", "Try", "TryStar", "Raise", "ClassDef", "FunctionDef", "Global", "Nonlocal", "Del", "Import",
+               "ImportFrom", "Await", "Yield", "YieldFrom", "Dict", "Set", "DictComp", "SetComp", "GeneratorExp",
+               "Match", "NamedExpr", "Imaginary"}
+
+
+def _unsupported_construct(node) -> str:
+    if type(node).__name__ in _NOT_TRITON:
+        return f"{_describe(node)} is not Triton's language (Triton's compiler rejects it too)"
+    return f"{_describe(node)} is not supported yet in kernels"
 
 
 def _cmp_text(op):

@@ -96,6 +96,11 @@ def cast(b, v, dt, bitcast=False) -> Value:
             raise b.error(DTypeError, f"a pointer can only be cast to int64 or uint64, not {dt!r}")
     if dt.is_ptr() and not v.dtype.is_ptr() and v.dtype not in (dtypes.int64, dtypes.uint64):
         raise b.error(DTypeError, f"only 64-bit integers can be cast to a pointer, not {v.dtype!r}")
+    for side in (v.dtype, dt):
+        if side.is_fp8() and side not in dtypes.FP8_CONVERTIBLE:
+            raise b.error(DTypeError, f"converting {side!r} values is not supported yet (CUDA has no such type)",
+                          hint="load, store or bitcast its bits (x.to(tl.uint8, bitcast=True)); tl.float8e4nv and "
+                               "tl.float8e5 convert")
     owner = v.owner
     if (getattr(owner, "name", None) == "constant" and not v.shape and v.dtype.kind is Kind.INT
             and dt.kind in (Kind.INT, Kind.FLOAT)):
@@ -203,6 +208,9 @@ def binary_operands(b, x, y, div_or_mod=False, allow_ptr=False, arithmetic=True)
 
 
 def elementwise(b, fn, operands, out_dtype, **attrs) -> Value:
+    if fn != "select" and any(v.dtype.is_fp8() for v in operands):
+        raise b.error(DTypeError, f"computing on fp8 values ({fn}) is not supported yet",
+                      hint="convert them first, e.g. x.to(tl.float32); fp8 values can be loaded, stored and converted")
     shape = operands[0].shape
     return b.emit("elementwise", list(operands), Type(out_dtype, shape), fn=fn, **attrs)
 
@@ -502,6 +510,8 @@ def _dtype_arg(b, dt, what="dtype"):
     dt = const_value(b, dt, what)
     if isinstance(dt, str):
         dt = dtypes.from_array_dtype(dt)
+    if isinstance(dt, dtypes.block_type):   # `x.to(p.dtype.element_ty)` of a block pointer `p`, as in Triton
+        dt = dt.scalar
     if not isinstance(dt, dtypes.dtype):
         raise b.error(DTypeError, f"{what} must be a tl dtype, not {dt!r}")
     return dt
@@ -544,6 +554,8 @@ def _cast(b, input, dtype, fp_downcast_rounding=None, bitcast=False):
     rounding = const_value(b, fp_downcast_rounding, "fp_downcast_rounding")
     if rounding not in (None, "rtne", "rtz"):
         raise b.error(CompileTimeError, f"fp_downcast_rounding must be 'rtne' or 'rtz', got {rounding!r}")
+    if rounding == "rtz" and dt.is_fp8():
+        raise b.error(CompileTimeError, "fp_downcast_rounding='rtz' to fp8 is not supported yet")
     if rounding == "rtz":
         if not (v.dtype.is_floating() and dt.is_floating() and dt.bits < v.dtype.bits):
             raise b.error(CompileTimeError, "fp_downcast_rounding applies only to narrowing float conversions, "

@@ -47,6 +47,7 @@ class BlockPointer(Record):
     KIND = "block pointer"
     RULES = {}
     METHODS = ("advance",)
+    ATTRIBUTES = ("dtype", "type")
     HINT = "load the block first: tl.load(ptr, boundary_check=...); move the pointer with tl.advance"
 
     @property
@@ -56,6 +57,13 @@ class BlockPointer(Record):
     @property
     def element_ty(self):
         return self.base.dtype.element_ty
+
+    @property
+    def dtype(self):
+        """As in Triton: a pointer to a block, `pointer_type(block_type(element, block_shape))`."""
+        return dtypes.pointer_type(dtypes.block_type(self.element_ty, self.block_shape))
+
+    type = dtype
 
     def leaves(self):
         return (self.base,) + self.shape + self.strides + self.offsets

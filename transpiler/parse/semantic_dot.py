@@ -62,6 +62,9 @@ def _dot(b, input, other, acc=None, input_precision=None, allow_tf32=None, max_n
     if a.dtype is not w.dtype:
         raise b.error(DTypeError, f"tl.dot inputs must have one dtype, not {a.dtype!r} and {w.dtype!r}",
                       hint="cast one of them with .to(...)")
+    if a.dtype.is_fp8():
+        raise b.error(DTypeError, f"tl.dot on fp8 inputs ({a.dtype!r}) is not supported yet",
+                      hint="convert the operands to tl.float16 or tl.bfloat16 first")
     if a.dtype not in _FLOAT_INPUTS and a.dtype is not dtypes.int8:
         raise b.error(DTypeError, f"tl.dot supports fp16, bf16, fp32, fp64 and int8 inputs, not {a.dtype!r}")
     precision = _precision(b, a.dtype, input_precision, allow_tf32)

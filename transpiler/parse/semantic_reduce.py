@@ -30,6 +30,9 @@ def reduce_values(b, values, axis, combine, keep_dims=False, region=None, result
     values = [to_value(b, v) for v in values]
     if not values[0].shape:
         raise b.error(ShapeError, "cannot reduce a scalar", hint="reductions take blocks")
+    if any(v.dtype.is_fp8() for v in values):
+        raise b.error(DTypeError, "reducing fp8 values is not supported yet",
+                      hint="convert them first, e.g. x.to(tl.float32)")
     keep_dims = bool(const_value(b, keep_dims, "keep_dims"))
     if axis is None:
         rank = len(values[0].shape)         # keep_dims gives back one size-1 axis per axis of the input
@@ -106,6 +109,9 @@ def _min_max(which):
         v = to_value(b, input)
         if v.dtype.is_ptr():
             raise b.error(DTypeError, f"cannot take the {which} of pointers")
+        if v.dtype.is_fp8():
+            raise b.error(DTypeError, "reducing fp8 values is not supported yet",
+                          hint="convert them first, e.g. x.to(tl.float32)")
         if v.dtype is dtypes.bfloat16:
             v = cast(b, v, dtypes.float32)      # Triton reduces bf16 as fp32, with or without indices
         if const_value(b, return_indices, "return_indices"):

@@ -19,6 +19,9 @@ from .semantic_reduce import normalize_axis
 def scan_values(b, values, axis, combine, reverse, region=None):
     """Emit one `scan` over `values` (a list of same-shaped blocks); returns the list of results."""
     values = [to_value(b, v) for v in values]
+    if any(v.dtype.is_fp8() for v in values):
+        raise b.error(DTypeError, "scanning fp8 values is not supported yet",
+                      hint="convert them first, e.g. x.to(tl.float32)")
     shape = values[0].shape
     if not shape:
         raise b.error(ShapeError, "cannot scan a scalar", hint="scans take blocks")

@@ -6,6 +6,7 @@ Triton does.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from .. import dtypes
@@ -20,11 +21,20 @@ class ArgSpec:
     divisibility: int = 1               # bytes of alignment for pointers; elements for integers
     equal_to_one: bool = False
     is_none: bool = False               # None was passed: the kernel sees None, C keeps the parameter slot
+    path: tuple = ()                    # a leaf of tuple parameter `name`: its index path (runtime/tuple_args.py)
+
+    @property
+    def c_name(self):
+        """The C parameter's name: the parameter's, with a leaf's path (`T_0_1`)."""
+        return self.name + "".join(f"_{i}" for i in self.path)
+
+    def at_path(self, path) -> "ArgSpec":
+        return self if not path else dataclasses.replace(self, path=tuple(path))
 
     def key(self):
         if self.is_constexpr:
-            return ("c", self.name, _hashable(self.constexpr))
-        return (self.name, self.dtype.name, self.divisibility, self.equal_to_one, self.is_none)
+            return ("c", self.c_name, _hashable(self.constexpr))
+        return (self.c_name, self.dtype.name, self.divisibility, self.equal_to_one, self.is_none)
 
 
 def _hashable(v):

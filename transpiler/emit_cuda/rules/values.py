@@ -6,6 +6,7 @@ from ...analysis.layouts import register_map
 from .. import cspell
 from ..bits import linear_register_map
 from ..emitter import Read, lowering
+from ..libdevice import libdevice_call
 
 
 @lowering("constant")
@@ -160,6 +161,10 @@ def _wrap(expr):
 @lowering("elementwise")
 def elementwise(em, op, layout):
     fn = op.attrs["fn"]
+    if fn.startswith("libdevice."):
+        operand_dtypes = [v.dtype for v in op.operands]
+        _map(em, op, layout, lambda args: libdevice_call(fn, operand_dtypes, [_wrap(a) for a in args]))
+        return
     operand_dt = op.operands[1].dtype if fn == "select" else op.operands[0].dtype
     _map(em, op, layout, lambda args: cspell.elementwise_expr(
         fn, operand_dt, op.result.dtype, [_wrap(a) for a in args], op.attrs.get("propagate_nan", False)))
@@ -173,6 +178,10 @@ def cast(em, op, layout):
         return
     if op.attrs.get("rounding") == "rtz":
         spelled = cspell.round_toward_zero(op.operands[0].dtype, op.result.dtype)
+        _map(em, op, layout, lambda args: spelled.format(a=args[0]))
+        return
+    if op.result.dtype.is_fp8() or op.operands[0].dtype.is_fp8():
+        spelled = cspell.fp8_conversion(op.operands[0].dtype, op.result.dtype)
         _map(em, op, layout, lambda args: spelled.format(a=args[0]))
         return
     _map(em, op, layout, lambda args: f"tp::cast<{target}>({args[0]})")
