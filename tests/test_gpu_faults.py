@@ -3,6 +3,7 @@ since a fault leaves the CUDA context unusable."""
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -41,10 +42,13 @@ PRELUDE = textwrap.dedent("""
 
 
 def _run(body, **env):
-    done = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(body)], capture_output=True, text=True,
-                          timeout=300, cwd=ROOT,
-                          env=dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]),
-                                   **env))
+    # a file, not `python -c`: kernels are read back from their source file
+    with tempfile.TemporaryDirectory() as folder:
+        script = Path(folder) / "faulting_kernels.py"
+        script.write_text(PRELUDE + textwrap.dedent(body))
+        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=ROOT,
+                              env=dict(os.environ,
+                                       PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]), **env))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout
 

@@ -102,6 +102,9 @@ def test_explain_for_sm90a_names_wgmma():
     (64, 64, 32, 2, "whole number of warpgroups"),
     (64, 512, 32, 4, "at most 256"),
     (64, 8, 16, 4, "1024-byte swizzle atoms"),
+    # 512 threads hold at most 128 registers each: 128 accumulators leave none for addresses (ptxas gave up)
+    (256, 256, 64, 16, "accumulator registers per thread exceed"),
+    (128, 256, 64, 4, "accumulator registers per thread exceed"),
 ])
 def test_shapes_wgmma_cannot_take_fall_back_with_a_reason(m, n, k, warps, why):
     shape, reason = plan_wgmma(m, n, k, dtypes.float16, dtypes.float32, warps)
@@ -163,3 +166,16 @@ def test_a_given_transposed_is_read_m_major(bm, bn, bk, warps, stages, shape):
     assert re.search(r"tp::wgmma_m64n\d+k16_f16<1, 1>", variant.source)       # A M-major, B N-major
     result = compile_offline(variant.source, "sm_90a")
     assert result.spill_bytes == 0 and not result.warnings, result.log
+
+
+@pytest.mark.skipif(not nvrtc_available(), reason="needs NVRTC")
+def test_a_tile_whose_accumulators_overflow_the_register_file_compiles_on_mma_sync():
+    """256 x 256 with 16 warps: wgmma's accumulators cannot spill, so ptxas aborted; mma.sync compiles."""
+    import numpy as np
+    from test_conversion_chunks import _big_tile_gemm
+    m, n, k = 700, 608, 320
+    args = (np.ones((m, k), np.float16), np.ones((k, n), np.float16), np.ones((m, n), np.float16),
+            np.ones((256, 256), np.float32), m, n, k)
+    src = _big_tile_gemm.cuda_source(*args, BM=256, BN=256, BK=64, num_warps=16, num_stages=2, arch="sm_90a")
+    assert "wgmma.mma_async" not in src and "mma.sync" in src
+    compile_offline(src, "sm_90a")

@@ -74,7 +74,9 @@ def case_attention(rng, causal, n=50, head=16):
     out = _poison((n, head), np.float32)
     return dict(kernel=attention_kernel, grid=(transpiler.cdiv(n, 16),), args=[q, k, v, out, head, n],
                 constexprs=dict(BLOCK_M=16, BLOCK_N=16, HEAD=head, CAUSAL=causal), outputs=[3],
-                reference=lambda q, k, v, *rest: [attention_reference(q, k, v, causal)], rtol=1e-4, atol=1e-5)
+                reference=lambda q, k, v, *rest: [attention_reference(q, k, v, causal)],
+                # fp32 operands of tl.dot are multiplied as tf32 (Triton's default input_precision), on both paths
+                rtol=1e-2, atol=5e-3)
 
 
 # ---- types asked of values: .dtype, .dtype.element_ty, .type of pointers, blocks and block pointers ------------

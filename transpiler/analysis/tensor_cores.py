@@ -142,6 +142,9 @@ class WgmmaShape:
 
 
 WGMMA_TYPES = {dtypes.float16: "f16", dtypes.bfloat16: "bf16"}
+REGISTER_FILE = 65536             # 32-bit registers per SM, shared by the threads of a program (sm_80, sm_90)
+MAX_REGISTERS_PER_THREAD = 255
+WGMMA_REGISTER_RESERVE = 32       # registers left for addresses, descriptors and loop state
 
 
 def plan_wgmma(m, n, k, a_dtype, acc_dtype, num_warps):
@@ -166,6 +169,13 @@ def plan_wgmma(m, n, k, a_dtype, acc_dtype, num_warps):
         return None, f"{groups} warpgroups do not split a {m}x{n} block into m64 x N tiles"
     if inst_n > 256:
         return None, f"each warpgroup would need N={inst_n} columns; wgmma takes at most 256 (not supported yet)"
+    # wgmma's accumulators live in registers for the whole loop (no spilling inside its asm): they must fit the
+    # thread's share of the register file, less room for addresses, descriptors and the epilogue.
+    acc_registers = (m // (64 * gm)) * inst_n // 2
+    register_cap = min(MAX_REGISTERS_PER_THREAD, REGISTER_FILE // (32 * num_warps)) - WGMMA_REGISTER_RESERVE
+    if acc_registers > register_cap:
+        return None, (f"its {acc_registers} accumulator registers per thread exceed the {register_cap} a thread of "
+                      f"{num_warps} warps can hold beside addresses (mma.sync can spill them)")
     return WgmmaShape(WGMMA_TYPES[a_dtype], gm, gn, m // (64 * gm), inst_n), None
 
 
