@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import bool_kernels as K
-from triton_twin import triton_twin_of
+from twin_runs import run_compiled, run_triton
 
 pytestmark = pytest.mark.gpu
 
@@ -17,20 +17,11 @@ SCAN_N = 100
 
 
 def _run(kernel, grid, args, constexprs):
-    import cupy
-    dev = [cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
-    kernel[grid](*dev, **constexprs)
-    cupy.cuda.runtime.deviceSynchronize()
-    return [cupy.asnumpy(a) for a in dev if isinstance(a, cupy.ndarray)]
+    return run_compiled(kernel, grid, args, constexprs)
 
 
 def _run_triton(name, grid, args, constexprs):
-    import torch
-    twin = triton_twin_of(Path(__file__).with_name("bool_kernels.py"))
-    dev = [torch.from_numpy(a.copy()).cuda() if isinstance(a, np.ndarray) else a for a in args]
-    getattr(twin, name)[grid](*dev, **constexprs)
-    torch.cuda.synchronize()
-    return [a.cpu().numpy() for a in dev if hasattr(a, "cpu")]
+    return run_triton(Path(__file__).with_name("bool_kernels.py"), name, grid, args, constexprs)
 
 
 @pytest.mark.parametrize("name", list(K.OPS))
