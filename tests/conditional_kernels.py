@@ -64,7 +64,11 @@ def block_condition_kernel(X, OUT, N, BLOCK: tl.constexpr):
 
 
 @transpiler.jit
-def mixed_types_kernel(X, H, OUT):
+def mixed_types_kernel(X, H, OUT, GUARDED: tl.constexpr):
     pid = tl.program_id(0)
-    y = tl.load(X + pid) if pid % 2 == 0 else tl.load(H + pid)
+    if GUARDED:
+        y = tl.load(X + pid) if pid % 2 == 0 else tl.load(H + pid)
+    else:
+        x, h = tl.load(X + pid), tl.load(H + pid)
+        y = x * 2.0 if pid % 2 == 0 else h
     tl.store(OUT + pid, y)

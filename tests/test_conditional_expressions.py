@@ -96,7 +96,8 @@ def test_a_block_condition_is_refused():
         K.block_condition_kernel.interpret[(1,)](x, x.copy(), 10, BLOCK=16)
 
 
-def test_branches_of_different_types_are_refused():
+@pytest.mark.parametrize("guarded", [True, False], ids=["loads", "pure"])
+def test_branches_of_different_types_are_refused(guarded):
     x, h = np.ones(4, np.float32), np.ones(4, np.float16)
     with pytest.raises(CompileTimeError, match="same type"):
-        K.mixed_types_kernel.ir(x, h, x.copy())
+        K.mixed_types_kernel.ir(x, h, x.copy(), GUARDED=guarded)

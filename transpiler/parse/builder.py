@@ -844,6 +844,13 @@ class Builder:
         self.scope.locals = before
         self.loc = self.scope.parsed.loc(node)
         guarded = any(op.name in GUARDED_OPS for r in (then_region, else_region) for op in walk(r))
+        t, e = results
+        if isinstance(t, Value) and isinstance(e, Value) and t.type != e.type:
+            # Triton asserts one type for both branches; a select would promote, the interpreter keeps the
+            # taken branch's type.
+            raise self.error(CompileTimeError, f"the branches of a conditional expression on a runtime "
+                             f"condition are {t.type} and {e.type}; both must have the same type (Triton's rule)",
+                             hint="convert one side with .to(...)")
         if not guarded:
             # Pure branches: computing both and selecting gives the taken branch's value, without a branch.
             self.region.ops.extend(then_region.ops + else_region.ops)
