@@ -78,22 +78,6 @@ def test_unsupported_expression_names_the_construct():
 
 
 @transpiler.jit
-def conditional_atomic_kernel(X, COUNT, BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    old = tl.atomic_add(COUNT, 1) if pid % 2 == 0 else 0  # <-
-    tl.store(X + pid, old)
-
-
-def test_conditional_expression_with_effects_on_a_runtime_condition_is_refused():
-    # Both branches would run (a `where` picks the result), so the atomic would count every program.
-    err = compile_error(UnsupportedSyntaxError, conditional_atomic_kernel, X, np.zeros(1, np.int32), BLOCK=16)
-    assert_points_at(err, conditional_atomic_kernel, "whose branches have effects (atomic_rmw) is not supported yet")
-    count, out = np.zeros(1, np.int32), np.full(6, -1, np.int32)
-    conditional_atomic_kernel.interpret[(6,)](out, count, BLOCK=16)       # the interpreter runs the taken branch
-    assert count[0] == 3 and list(out[1::2]) == [0, 0, 0] and sorted(out[::2]) == [0, 1, 2]
-
-
-@transpiler.jit
 def undefined_name_kernel(X, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     tl.store(X + offs, scale * 2.0)  # <-

@@ -356,7 +356,8 @@ def computation_type(a: dtype, a_is_python_scalar: bool, b: dtype, b_is_python_s
         if div_or_mod:
             return float32
         return bfloat16 if (a is bfloat16 and b is bfloat16) else float32
-    if div_or_mod and a.signed != b.signed and a.kind is Kind.INT and b.kind is Kind.INT:
+    # int1 counts as unsigned here, as in Triton (its UINT_TYPES): `bools // 2` and `bools / int32s` are refused.
+    if div_or_mod and a.signed != b.signed and a.is_int() and b.is_int():
         raise TypeError(f"cannot use /, // or % with {a!r} and {b!r} because they have different signedness; "
                         "cast them to the same signedness")
     return integer_promote(a, b)

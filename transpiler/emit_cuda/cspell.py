@@ -96,6 +96,15 @@ _INT_FUNCS = {
     "floordiv": "{a} / {b}", "mod": "{a} % {b}",
 }
 
+# int1 is LLVM's i1, whose arithmetic wraps modulo 2 (Triton types int1 `+`, `-`, `*` with int1 as int1): C's
+# `bool + bool` is an int, 2 for true + true, converted back to true. Spelled as logic instead: `+` and `-` are
+# xor, `*` is and, `-x` (0 - x) is x, `~x` (x ^ 1) is not. `//` and `%` need no entry (C's int results of 0/1
+# operands are already 0 or 1).
+_BOOL_OPERATORS = {
+    "add": "{a} != {b}", "sub": "{a} != {b}", "mul": "{a} && {b}", "and": "{a} && {b}", "or": "{a} || {b}",
+    "xor": "{a} != {b}", "neg": "{a}", "invert": "!{a}",
+}
+
 # Integer operators whose C result (int, for 8- and 16-bit operands) can leave the operands' range.
 _NARROWED = {"add", "sub", "mul", "shl", "neg", "invert"}
 
@@ -138,12 +147,8 @@ def elementwise_expr(fn: str, operand_dt, result_dt, args, propagate_nan=False) 
         # C computes 8- and 16-bit operands as int; the conversion back wraps, as Triton's result does, and
         # spelled out it draws no truncation warning when both operands are constants.
         return f"static_cast<{dt.c_name}>({_OPERATORS[fn].format(a=a, b=b, c=c)})"
-    if fn in ("and", "or") and dt is dtypes.int1:
-        return ("{a} && {b}" if fn == "and" else "{a} || {b}").format(a=a, b=b)
-    if fn == "xor" and dt is dtypes.int1:
-        return f"{a} != {b}"
-    if fn == "invert" and dt is dtypes.int1:
-        return f"!{a}"
+    if dt is dtypes.int1 and fn in _BOOL_OPERATORS:
+        return _BOOL_OPERATORS[fn].format(a=a, b=b)
     if fn == "fma":
         return f"{a} * {b} + {c}"
     if fn == "ashr":

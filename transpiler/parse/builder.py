@@ -74,8 +74,10 @@ class BoundMethod:
         self.self_value = self_value
 
 
-# Ops whose effect is more than their result: a runtime conditional expression must not compute them eagerly.
-EFFECT_OPS = frozenset({"store", "atomic_rmw", "atomic_cas", "device_print", "barrier"})
+# Ops that must run only when the program reaches them: their effect is more than their result, or they can
+# fault (a load whose address is valid only under the condition that guards it). A runtime conditional
+# expression whose branches hold one becomes an `if` with a result, as Triton's scf.if; others are a select.
+GUARDED_OPS = frozenset({"load", "store", "atomic_rmw", "atomic_cas", "device_print", "device_assert", "barrier"})
 
 
 class _Return(Exception):
@@ -824,19 +826,51 @@ class Builder:
 
     def _expr_IfExp(self, node):
         cond = self.eval(node.test)
+        if isinstance(cond, constexpr):
+            cond = cond.value
         if semantic.is_const(cond):
             return self.eval(node.body) if cond else self.eval(node.orelse)
-        emitted = len(self.region.ops)
-        body, orelse = self.eval(node.body), self.eval(node.orelse)
         self.loc = self.scope.parsed.loc(node)
-        # Both branches have been computed and `where` picks one result: right for values, wrong for effects.
-        # Triton runs only the taken branch, so a store or an atomic in either branch would run when it must not.
-        effects = sorted({op.name for op in walk(Region(ops=self.region.ops[emitted:])) if op.name in EFFECT_OPS})
-        if effects:
-            raise self.error(UnsupportedSyntaxError, f"a conditional expression on a runtime condition whose "
-                             f"branches have effects ({', '.join(effects)}) is not supported yet",
-                             hint="write it as an if statement")
-        return semantic.RULES["where"](self, cond, body, orelse)
+        if cond.shape:
+            # Triton lowers a runtime conditional expression to an scf.if, which takes a scalar condition only.
+            raise self.error(ShapeError, f"the condition of a conditional expression must be a scalar, not a block "
+                             f"of shape {list(cond.shape)} (not Triton's language)",
+                             hint="use tl.where(cond, a, b) for elementwise choices")
+        cond = semantic.to_bool(self, cond)
+        before = dict(self.scope.locals)
+        results = []
+        then_region, _ = self._build_branch(lambda: results.append(self.eval(node.body)), before)
+        else_region, _ = self._build_branch(lambda: results.append(self.eval(node.orelse)), before)
+        self.scope.locals = before
+        self.loc = self.scope.parsed.loc(node)
+        guarded = any(op.name in GUARDED_OPS for r in (then_region, else_region) for op in walk(r))
+        t, e = results
+        if isinstance(t, Value) and isinstance(e, Value) and t.type != e.type:
+            # Triton asserts one type for both branches; a select would promote, the interpreter keeps the
+            # taken branch's type.
+            raise self.error(CompileTimeError, f"the branches of a conditional expression on a runtime "
+                             f"condition are {t.type} and {e.type}; both must have the same type (Triton's rule)",
+                             hint="convert one side with .to(...)")
+        if not guarded:
+            # Pure branches: computing both and selecting gives the taken branch's value, without a branch.
+            self.region.ops.extend(then_region.ops + else_region.ops)
+            return semantic.RULES["where"](self, cond, *results)
+        return self._conditional_region(cond, then_region, else_region, *results)
+
+    def _conditional_region(self, cond, then_region, else_region, then_value, else_value):
+        """`a if cond else b` whose branches load, store or have other effects: an `if` yielding the value, so
+        only the taken branch runs, as Triton's scf.if does."""
+        for v in (then_value, else_value):
+            if not isinstance(v, (Value, bool, int, float)):
+                raise self.error(UnsupportedSyntaxError, f"a conditional expression on a runtime condition giving "
+                                 f"{_short(v)} is not supported yet", hint="write it as an if statement")
+        t, e = self._unify_branch_values("the conditional expression", then_value, else_value,
+                                         then_region, else_region)
+        then_region.ops.append(Op("yield", [t], [], {}, self.loc))
+        else_region.ops.append(Op("yield", [e], [], {}, self.loc))
+        op = Op("if", [cond], [Value(t.type, name="sel")], {}, self.loc, [then_region, else_region])
+        self.region.ops.append(op)
+        return op.results[0]
 
     def _expr_Attribute(self, node):
         base = self.eval(node.value)

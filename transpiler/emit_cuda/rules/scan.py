@@ -13,9 +13,6 @@ from .. import cspell
 from ..bits import bit_moves
 from ..emitter import Read, jinja_env, lowering, templates_dir
 
-_OPERATORS = {"add": "+", "mul": "*"}
-
-
 def _combine_function(em, op, ctypes):
     """Emit the user's combine_fn as `combine(out..., left..., right...)`: out = combine_fn(left, right)."""
     region = op.regions[0]
@@ -45,9 +42,11 @@ def _combine_function(em, op, ctypes):
     return lambda outs_, lefts, rights: f"{fname}({', '.join(list(outs_) + list(lefts) + list(rights))});"
 
 
-def _operator_combine(symbol):
+def _operator_combine(fn, acc_dts):
+    """`add` / `mul` spelled as the elementwise op on the accumulation type (int1's `+` wraps: it is xor)."""
     def spell(outs, lefts, rights):
-        return " ".join(f"{o} = {a} {symbol} {b};" for o, a, b in zip(outs, lefts, rights))
+        return " ".join(f"{o} = {cspell.elementwise_expr(fn, d, d, [a, b])};"
+                        for o, a, b, d in zip(outs, lefts, rights, acc_dts))
     return spell
 
 
@@ -79,7 +78,7 @@ def scan(em, op, layout_unused):
     acc_dts = elem_dts if combine_kind == "custom" else [cspell.accumulate_type(d) for d in elem_dts]
     acc_ctypes = [cspell.ctype(d) for d in acc_dts]
     combine = (_combine_function(em, op, acc_ctypes) if combine_kind == "custom"
-               else _operator_combine(_OPERATORS[combine_kind]))
+               else _operator_combine(combine_kind, acc_dts))
     _use_scan_helpers(em)
 
     n_lo, n_chunks = 1 << len(plan.lo_regs), 1 << len(plan.hi_regs)
