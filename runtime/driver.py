@@ -1,10 +1,11 @@
 """The few CUDA driver calls the launch path makes, through ctypes on `libcuda.so.1`.
 
-Why not CuPy's bindings (`cupy_backends.cuda.api`): in a process that only uses torch, their first calls
-imported all of `cupy` (~100 ms, traced on the H200), which such a process must not pay before its first launch. The functions keep that binding's names
-and argument order (`launchKernel(func, gx, gy, gz, bx, by, bz, shared, stream, params, extra)`), so the
-launcher does not care which one it holds; errors raise `CudaDriverError` with the driver's name for the code
-and its number (`status`: `launcher.STICKY_ERRORS` lists the faults that leave the context unusable).
+Why not CuPy's bindings (`cupy_backends.cuda.api`): in a process that only uses torch, their first calls imported
+all of `cupy` (~100 ms, traced on the H200), which such a process must not pay before its first launch. The
+functions keep that binding's names and argument order (`launchKernel(func, gx, gy, gz, bx, by, bz, shared,
+stream, params, extra)`), so the launcher does not care which one it holds; errors raise `CudaDriverError` with
+the driver's name for the code and its number (`status`: `launcher.STICKY_ERRORS` lists the faults that leave the
+context unusable).
 """
 from __future__ import annotations
 

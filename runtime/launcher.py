@@ -12,12 +12,12 @@ not, and calls cuLaunchKernel (through ctypes, `driver.py`) on the chosen stream
 parameters during the call, so the buffer is reused; a lock per launcher keeps two threads from packing into
 it at once. Nothing here synchronises or allocates device memory, so launches can be captured in CUDA graphs.
 
-Faults: a kernel that faults (an illegal address, a trap) leaves the context unusable, and the driver reports
-it at a later call, often another kernel's launch. Each launch therefore records `(kernel, gx, gy, gz)` in
-`recent_launches` (a bounded deque: one flat tuple appended, ~50 ns measured, 2% of the CPU host path), and `fault_error` words a sticky driver error with
-the kernels launched before it, most recent first. Under debug (`options.debug`, `TRANSPILER_DEBUG=1`) the
-launcher is a `DebugLauncher`: it synchronises the stream after each launch, so a fault is reported by the
-launch that caused it, with its kernel and grid.
+Faults: a kernel that faults (an illegal address, a trap) leaves the context unusable, and the driver reports it
+at a later call, often another kernel's launch. Each launch therefore records `(kernel, gx, gy, gz)` in
+`recent_launches` (a bounded deque: one flat tuple appended, ~50 ns measured, 2% of the CPU host path), and
+`fault_error` words a sticky driver error with the kernels launched before it, most recent first. Under debug
+(`options.debug`, `TRANSPILER_DEBUG=1`) the launcher is a `DebugLauncher`: it synchronises the stream after each
+launch, so a fault is reported by the launch that caused it, with its kernel and grid.
 
 Streams: the kernel launches on an explicit `stream=` (`stream_handle`: a handle, a CuPy stream or a torch
 stream), else on torch's current stream of the device when any argument is a torch tensor (`torch_stream`),
@@ -153,7 +153,6 @@ class Launcher:
                 recent_launches.append((self.name, gx, gy, gz))
             finally:
                 driver.ctxSetCurrent(current)
-
 
     def _misfit(self, values):
         """The LaunchError naming the first value that does not fit its slot's C type."""

@@ -11,8 +11,8 @@ On from `TRANSPILER_DEBUG=1` or from the kernel's own flag (`@jit(debug=True)`).
 `codegen_switches`: the values of the tensor-core switches (`TRANSPILER_WGMMA` and the A/B switches of
 `transpiler/targets.py`, which reads them where it decides), recorded so the cache keys see them.
 
-The environment is read here (and by `targets.py` for the switches above), when a variant is built (the slow step of a launch): set the
-variables before a kernel's first launch.
+The environment is read here (and by `targets.py` for the switches above), when a variant is built (the slow step
+of a launch): set the variables before a kernel's first launch.
 """
 from __future__ import annotations
 
