@@ -23,6 +23,7 @@ source of one name is kept (the file name ends in a digest of the content), and 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import difflib
 import hashlib
 import os
@@ -48,21 +49,20 @@ def pytest_configure(config):
     if getattr(original, "__replay__", False):
         return
 
-    def recording_generate(self, key, values, num_warps, num_stages, opts=None, target=None):
-        opts = self.compile_options() if opts is None else opts
+    def recording_generate(self, key, values, opts):
         try:
-            result = original(self, key, values, num_warps, num_stages, opts, target)
+            result = original(self, key, values, opts)
         except BaseException as e:
-            _record(out, self, key, num_warps, num_stages, opts, target, error=e)
+            _record(out, self, key, opts, error=e)
             raise
-        _record(out, self, key, num_warps, num_stages, opts, target, source=result.source)
+        _record(out, self, key, opts, source=result.source)
         for other in TARGETS:
-            if other != target:
+            if other != opts.arch:
+                other_opts = dataclasses.replace(opts, arch=other)
                 try:
-                    emitted = original(self, key, values, num_warps, num_stages, opts, other)
-                    _record(out, self, key, num_warps, num_stages, opts, other, source=emitted.source)
+                    _record(out, self, key, other_opts, source=original(self, key, values, other_opts).source)
                 except Exception as e:
-                    _record(out, self, key, num_warps, num_stages, opts, other, error=e)
+                    _record(out, self, key, other_opts, error=e)
         return result
 
     recording_generate.__replay__ = True
@@ -94,9 +94,10 @@ def variant_identity(kernel, key, num_warps, num_stages, opts, target) -> str:
     return "\n".join(parts)
 
 
-def _record(out, kernel, key, num_warps, num_stages, opts, target, source=None, error=None):
+def _record(out, kernel, key, opts, source=None, error=None):
     fn = kernel.fn
-    ident = hashlib.sha256(variant_identity(kernel, key, num_warps, num_stages, opts, target).encode())
+    target = opts.arch
+    ident = hashlib.sha256(variant_identity(kernel, key, opts.num_warps, opts.num_stages, opts, target).encode())
     stem = re.sub(r"[^A-Za-z0-9_.]+", "_", f"{fn.__module__}.{fn.__qualname__}")[-100:]
     # object addresses (a constexpr tuple of functions is shown in the header) vary from process to process
     text = _stable(source) if error is None else f"// generation raised {type(error).__name__}: {_stable(str(error))}\n"

@@ -183,6 +183,10 @@ class Heuristics(_Wrapper):
     def ir(self, *args, **kwargs):
         return self.fn.ir(*args, **self._with_values(args, kwargs))
 
+    @at_api_boundary
+    def analysis(self, *args, **kwargs):
+        return self.fn.analysis(*args, **self._with_values(args, kwargs))
+
     def check_launch_arguments(self, args, kwargs):
         check = getattr(self.fn, "check_launch_arguments", None)
         if check is not None:

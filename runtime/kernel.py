@@ -302,7 +302,7 @@ class Kernel(KernelInterface):
             try:
                 key, values, device, frameworks = (self._binder or self._make_binder())(args, num_warps, num_stages)
                 if maxnreg_part:
-                    key = key[:-3] + maxnreg_part + key[-3:]
+                    key = launch_key.with_option_parts(key, maxnreg_part)
                 launcher = self._launchers.get(key)
             except Exception as e:          # host arrays, two devices, an unsupported argument, no CUDA at all
                 flat = tuple_args.flattened(self, args) if isinstance(e, LaunchError) else None
@@ -380,7 +380,8 @@ class Kernel(KernelInterface):
         return binder_source(self._names, self._constexpr_mask, self.__name__, self._generic_mask)
 
     def _make_launcher(self, key, values, num_warps, num_stages, device):
-        var = self.variant(key[:-3], values, num_warps, num_stages, compiler.device_arch(device))
+        var = self.variant(launch_key.specialization_of(key), values, num_warps, num_stages,
+                           compiler.device_arch(device))
         try:
             module, function, context = var.function(device)
         except Exception as e:
@@ -462,7 +463,7 @@ class Kernel(KernelInterface):
         """The specialization key of argument values given in parameter order (host arrays and `StandIn`s
         allowed)."""
         key, _, _, _ = (self._binder or self._make_binder())(tuple(values), None, None, False)
-        return key[:-3]
+        return launch_key.specialization_of(key)
 
     def source_hash(self):
         if self._source_hash is None:
@@ -477,10 +478,14 @@ class Kernel(KernelInterface):
         """The compiled variant of specialization `key` (built once per compile options; `values` are the
         arguments in order) for a device of architecture `arch` (None: any; the source differs only where the
         architecture has instructions the others lack, see `targets.source_target`)."""
-        opts = self.compile_options()
-        target = source_target(arch)
-        return self._variant_map.get((key, num_warps, num_stages, opts, target),
-                                     lambda: self._build_variant(key, values, num_warps, num_stages, opts, target))
+        opts = self.variant_options(key, num_warps, num_stages, arch)
+        return self._variant_map.get((key, opts), lambda: self._build_variant(key, values, opts))
+
+    def variant_options(self, key, num_warps, num_stages=3, arch=None):
+        """The frozen `CompileOptions` a variant of specialization `key` is made under: this kernel's compile
+        options now, with the launch options (`maxnreg` read from the key's option parts)."""
+        maxnreg = launch_key.option_parts(key, len(self._names)).get("maxnreg")
+        return self.compile_options().for_launch(num_warps, num_stages, source_target(arch), maxnreg)
 
     def _maxnreg_part(self, maxnreg):
         """The key part a launch's `maxnreg` adds after the parameters' parts (none for the default)."""
@@ -491,12 +496,11 @@ class Kernel(KernelInterface):
                                      f"{maxnreg!r}", hint="ptxas raises values below its lower bound (24 on sm_90)")
         return (("maxnreg", maxnreg),)
 
-    def _build_variant(self, key, values, num_warps, num_stages, opts=options_mod.DEFAULT, target=None):
-        disk_key = cache.entry_key((self.source_hash(), key, num_warps, num_stages, opts,
-                                    cache.toolchain_fingerprint(), target))
+    def _build_variant(self, key, values, opts):
+        disk_key = cache.entry_key((self.source_hash(), key, opts, cache.toolchain_fingerprint()))
         entry = cache.load(disk_key)
         if entry is None:
-            emitted = self._generate(key, values, num_warps, num_stages, opts, target)
+            emitted = self._generate(key, values, opts)
             param_kinds = [None if c else ("ptr" if part[0] in ("ptr", "none") else part[0])
                            for part, c in zip(key, self._constexpr_mask)]
             entry = {"name": self.fn.__name__, "source": emitted.source, "param_kinds": param_kinds,
@@ -508,24 +512,24 @@ class Kernel(KernelInterface):
             os.makedirs(dump, exist_ok=True)
             with open(os.path.join(dump, f"{self.fn.__name__}_{disk_key[:8]}.cu"), "w") as f:
                 f.write(entry["source"])
-        extra = dict(key[len(self._names):])        # launch options after the parameters' parts (maxnreg)
         return CompiledVariant(entry["name"], entry["source"], entry["param_kinds"], entry.get("shared_bytes", 0),
                                disk_key, opts, requirement_from_json(entry.get("required_arch"), self.fn),
-                               extra.get("maxnreg"))
+                               opts.maxnreg)
 
     def _arg_specs(self, key, values):
         from ..analysis.specialization import arg_spec
         return [arg_spec(n, part, _unwrap(v), c)
                 for n, part, v, c in zip(self._names, key, values, self._constexpr_mask)]
 
-    def _generate(self, key, values, num_warps, num_stages, opts=options_mod.DEFAULT, target=None):
-        """Parse → analysis → emission: the `EmittedKernel` (source and dynamic shared memory) of a variant."""
+    def _generate(self, key, values, opts):
+        """Parse → analysis → emission: the `EmittedKernel` (source and dynamic shared memory) of a variant made
+        under the frozen compile options `opts` (the IR from the source and the specialization alone)."""
         from ..analysis import analyze
         from ..emit_cuda import emit_kernel
         from ..parse import build_kernel_ir
-        ir = build_kernel_ir(self.fn, self._arg_specs(key, values), num_warps, num_stages, opts)
+        ir = build_kernel_ir(self.fn, self._arg_specs(key, values), opts)
         try:
-            return emit_kernel(ir, analyze(ir, target))
+            return emit_kernel(ir, analyze(ir, opts))
         except TranspilerError as e:
             raise e.with_context(kernel=self.fn.__name__)
         except Exception as e:   # a typed IR the later passes cannot handle is our bug, not the user's
@@ -564,14 +568,14 @@ class Kernel(KernelInterface):
         if flat is not None:
             return flat[0].warmup(*flat[1], grid=grid, num_warps=num_warps, num_stages=num_stages)
         key, _, device, frameworks = (self._binder or self._make_binder())(values, num_warps, num_stages, False)
-        key = key[:-3] + self._maxnreg_part(maxnreg) + key[-3:]
+        key = launch_key.with_option_parts(key, self._maxnreg_part(maxnreg))
         on_gpu = not frameworks & HOST and gpu_available()
         device = (device if device >= 0 else launch_key.current_device()) if on_gpu else None
-        var = self.variant(key[:-3], values, num_warps, num_stages,
+        var = self.variant(launch_key.specialization_of(key), values, num_warps, num_stages,
                            compiler.device_arch(device) if on_gpu else None)
         if on_gpu:
-            key = key[:-1] + (device,)
-            self._launcher_map.get(key, lambda: self._make_launcher(key, values, num_warps, num_stages, key[-1]))
+            key = launch_key.on_device(key, device)
+            self._launcher_map.get(key, lambda: self._make_launcher(key, values, num_warps, num_stages, device))
         return var.source
 
     @_at_definition
@@ -585,15 +589,33 @@ class Kernel(KernelInterface):
         (self._binder or self._make_binder())(values, num_warps, num_stages, True)
 
     @_at_definition
-    def ir(self, *args, num_warps=4, num_stages=3, **kwargs):
-        """The typed IR of a specialization (for tests and for reading)."""
+    def ir(self, *args, **kwargs):
+        """The typed IR of a specialization (for tests and for reading): made from the source and the
+        specialization alone, so it takes no launch options (`analysis` does)."""
+        for option in ("num_warps", "num_stages", "maxnreg", "arch"):
+            if option in kwargs:
+                raise TypeError(f"{self.__name__}.ir() takes no launch options ({option}): the IR does not depend "
+                                f"on them; {self.__name__}.analysis(..., {option}=...) applies them")
+        return self._ir_of(self._bind_for_compile(args, kwargs, 4))[0]
+
+    @_at_definition
+    def analysis(self, *args, num_warps=4, num_stages=3, arch=None, maxnreg=None, **kwargs):
+        """(IR, analysis) of the specialization these arguments select under these launch options, for a device
+        of architecture `arch` (see `cuda_source`): every decision, before any CUDA is written."""
+        from ..analysis import analyze
+        ir, kernel, key = self._ir_of(self._bind_for_compile(args, kwargs, num_warps))
+        key = key + kernel._maxnreg_part(maxnreg)
+        return ir, analyze(ir, kernel.variant_options(key, num_warps, num_stages, arch))
+
+    def _ir_of(self, values):
+        """(IR, the kernel that built it, its specialization key): tuple arguments flattened first."""
         from ..parse import build_kernel_ir
-        values = self._bind_for_compile(args, kwargs, num_warps)
         flat = tuple_args.flattened(self, values)
         if flat is not None:
-            return flat[0].ir(*flat[1], num_warps=num_warps, num_stages=num_stages)
-        return build_kernel_ir(self.fn, self._arg_specs(self.spec_key(values), values), num_warps, num_stages,
-                               self.compile_options())
+            kernel, leaves = flat
+            return kernel._ir_of(kernel._bind_for_compile(leaves, {}, 4))
+        key = self.spec_key(values)
+        return build_kernel_ir(self.fn, self._arg_specs(key, values), self.compile_options()), self, key
 
     @_at_definition
     def explain(self, *args, num_warps=4, num_stages=3, arch=None, **kwargs):

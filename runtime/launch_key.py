@@ -206,6 +206,36 @@ def generic_part(part):
     return part
 
 
+# The launch key, as the binder makes it (a flat tuple: it is hashed on every launch, and a flat tuple of shared
+# parts hashes fastest): one part per parameter, then the parts of launch options that select another variant
+# (("maxnreg", n)), then the launch options every key ends with. Read and extended only through the functions
+# below, never by position.
+LAUNCH_TAIL = ("num_warps", "num_stages", "device")
+
+
+def specialization_of(key) -> tuple:
+    """The parts that select a compiled variant: the parameters' parts and the option parts after them."""
+    return key[:-len(LAUNCH_TAIL)]
+
+
+def with_option_parts(key, parts) -> tuple:
+    """`key` with launch-option parts (("maxnreg", n), ...) after the parameters' parts."""
+    return key[:-len(LAUNCH_TAIL)] + tuple(parts) + key[-len(LAUNCH_TAIL):]
+
+
+def device_of(key) -> int:
+    return key[-1]
+
+
+def on_device(key, device) -> tuple:
+    return key[:-1] + (device,)
+
+
+def option_parts(specialization, n_params) -> dict:
+    """{option: value} of the launch-option parts of a specialization key of a kernel with `n_params` parameters."""
+    return dict(specialization[n_params:])
+
+
 def binder_source(names, constexpr_mask, kernel_name, generic_mask=None) -> str:
     def tuple_of(items):
         return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
@@ -259,7 +289,7 @@ def launch_facts(constexpr_mask, args, names, kernel_name, for_launch=False):
     sig = (tuple(names), tuple(constexpr_mask), kernel_name)
     binder = _binders.get(sig) or _binders.setdefault(sig, make_binder(*sig))
     key, values, device, frameworks = binder(tuple(args), None, None, for_launch)
-    return list(key[:-3]), list(values), device, frameworks
+    return list(specialization_of(key)), list(values), device, frameworks
 
 
 def current_device() -> int:

@@ -126,10 +126,10 @@ def analysis_for(kernel, args, constexprs, num_warps=4, dtype_override=None, num
     """(ir, analysis) of one specialization: the IR the emitter sees and the decisions made about it."""
     from transpiler.analysis import analyze
     from transpiler.parse import build_kernel_ir
-    from transpiler.targets import source_target
     key, values = specialization_key(kernel, args, constexprs, num_warps, dtype_override)
-    ir = build_kernel_ir(kernel.fn, kernel._arg_specs(key, values), num_warps, num_stages)
-    return ir, analyze(ir, source_target(arch))
+    options = kernel.variant_options(key, num_warps, num_stages, arch)
+    ir = build_kernel_ir(kernel.fn, kernel._arg_specs(key, values), options)
+    return ir, analyze(ir, options)
 
 
 def analysis_of(spec: Spec):

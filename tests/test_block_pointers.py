@@ -13,7 +13,6 @@ import pytest
 import transpiler
 import transpiler.language as tl
 from transpiler import CompileTimeError, DTypeError, NameResolutionError, ShapeError, TranspilerError
-from transpiler.analysis import analyze
 from transpiler.runtime.compiler import compile_offline, nvrtc_available
 
 from block_ptr_kernels import (all_cases, bp_copy_kernel, bp_matmul_kernel, bp_row_sums_kernel, bp_shift_kernel,
@@ -81,7 +80,7 @@ def test_constant_offsets_inside_a_constant_shape_need_no_mask():
 
 def test_the_loop_carries_only_the_offsets_that_advance():
     ir = bp_matmul_kernel.ir(F16, F16, F16, 4096, 4096, 4096, 4096, 1, 4096, 1, 4096, 1,
-                             BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, B_ORDER=(1, 0), num_warps=4, num_stages=4)
+                             BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, B_ORDER=(1, 0))
     (loop,) = ops_of(ir, "for")
     assert [r.name for r in loop.results] == ["acc", "a_block_offset1", "b_block_offset0"]
     assert [r.type for r in loop.results[1:]] == [transpiler.parse.ir.Type(tl.int32)] * 2
@@ -93,7 +92,7 @@ def test_the_row_sums_loop_carries_one_offset_and_vectorizes():
     (loop,) = ops_of(ir, "for")
     assert [r.name for r in loop.results] == ["acc", "block_offset1"]
     assert "block_offset1 + 128" in variant.source                          # the advance, in int32
-    assert "16 bytes" in analyze(ir).decisions.report()
+    assert "16 bytes" in bp_row_sums_kernel.analysis(F32, F32, 1000, 4096, 4096, BM=16, BN=128)[1].decisions.report()
 
 
 def test_a_runtime_if_merges_only_the_offset_it_changes():
@@ -140,8 +139,7 @@ def test_unit_stride_loads_and_stores_are_vector_accesses():
 
 def test_a_transposed_view_vectorizes_along_its_unit_stride_dimension():
     """X viewed as X.T (strides (1, stride_xm), order (0, 1)): dimension 0 is the contiguous one."""
-    ir = bp_transpose_kernel.ir(F32, F32, 64, 100, 128, 64, BM=32, BN=32)
-    report = analyze(ir).decisions.report()
+    report = bp_transpose_kernel.analysis(F32, F32, 64, 100, 128, 64, BM=32, BN=32)[1].decisions.report()
     load_line = next(line for line in report.splitlines() if "[vectorize]" in line and ": load:" in line)
     store_line = next(line for line in report.splitlines() if "[vectorize]" in line and ": store:" in line)
     assert "4 x 4 bytes" in load_line and "along dim 0" in load_line
@@ -156,7 +154,7 @@ def test_block_pointer_matmul_is_pipelined_on_tensor_cores(arch, b_stored):
     b_strides, b_order = ((4096, 1), (1, 0)) if b_stored == "KxN" else ((1, 4096), (0, 1))
     args = (F16, F16, F16, 4096, 4096, 4096, 4096, 1, *b_strides, 4096, 1)
     config = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, B_ORDER=b_order, num_warps=4, num_stages=4)
-    analysis = analyze(bp_matmul_kernel.ir(*args, **config))
+    _, analysis = bp_matmul_kernel.analysis(*args, **config)
     (pipe,) = analysis.pipelines.values()
     assert pipe.stages == 4 and sorted(s.vec for s in pipe.loads) == [8, 8]   # 16-byte cp.async for A and B
     assert [s.col_dim for s in pipe.loads] == [1, 1 if b_stored == "KxN" else 0]

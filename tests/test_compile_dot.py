@@ -68,10 +68,8 @@ def test_matmul_decisions_are_pinned():
     m = n = k = 4096
     a = b = c = np.ones((1, 1), np.float16)
     kernel = matmul_example.matmul_kernel
-    from transpiler.analysis import analyze
-    ir = kernel.ir(a, b, c, m, n, k, k, 1, n, 1, n, 1, ACTIVATION="", BLOCK_M=128, BLOCK_N=256, BLOCK_K=64,
-                   GROUP_M=8, num_warps=8, num_stages=3)
-    analysis = analyze(ir)
+    _, analysis = kernel.analysis(a, b, c, m, n, k, k, 1, n, 1, n, 1, ACTIVATION="", BLOCK_M=128, BLOCK_N=256,
+                                  BLOCK_K=64, GROUP_M=8, num_warps=8, num_stages=3)
     (plan,) = analysis.dots.values()
     assert plan.kind == "mma" and (plan.warps_m, plan.warps_n) == (2, 4) and (plan.tiles_m, plan.tiles_n) == (4, 8)
     (pipe,) = analysis.pipelines.values()

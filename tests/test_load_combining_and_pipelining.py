@@ -6,7 +6,6 @@ import numpy as np
 
 import transpiler
 import transpiler.language as tl
-from transpiler.analysis import analyze
 
 
 @transpiler.jit
@@ -25,7 +24,7 @@ def fields_kernel(P, OUT, n, STRIDE: tl.constexpr, ORDER: tl.constexpr, BLOCK: t
 
 
 def _analysis(kernel, *args, **kw):
-    return analyze(kernel.ir(*args, **kw))
+    return kernel.analysis(*args, **kw)[1]
 
 
 def test_four_neighbouring_fields_become_one_16_byte_load():

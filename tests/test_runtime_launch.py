@@ -205,7 +205,7 @@ def test_num_stages_selects_its_own_variant_and_launcher(gpu):
     k[(1,)](FakeCupy(4096), FakeCupy(8192), 100, 1.0, BLOCK=128, num_stages=4)
     k[(1,)](FakeCupy(4096), FakeCupy(8192), 100, 1.0, BLOCK=128, num_stages=4)
     assert len(k._launchers) == 2 and len(k.variants) == 2 and len(gpu.compiles) == 2
-    assert sorted(num_stages for _, _, num_stages, *_ in k.variants) == [2, 4]   # (key, warps, stages, options, target)
+    assert sorted(options.num_stages for _, options in k.variants) == [2, 4]   # (key, CompileOptions)
 
 
 def test_torch_tensors_launch_on_torchs_current_stream(gpu):

@@ -88,10 +88,8 @@ def _row_stats(X, Out, N, BLOCK: tl.constexpr):
 
 
 def test_scan_and_reduction_buffers_are_planned_and_declared_at_their_offsets():
-    from transpiler.analysis import analyze
     args = (np.zeros(8, np.float32), np.zeros(8, np.float32), 1000)
-    ir = _row_stats.ir(*args, BLOCK=1024, num_warps=8)
-    analysis = analyze(ir)
+    ir, analysis = _row_stats.analysis(*args, BLOCK=1024, num_warps=8)
     plan = analysis.shared_memory
     kinds = sorted(b.key[1] for b in plan.buffers)
     assert kinds == ["reduce", "scan"]
@@ -111,10 +109,8 @@ def _copy_scaled(X, Y, Z, N, BLOCK: tl.constexpr):
 
 
 def test_read_only_pointers_are_an_analysis_decision_the_parameters_follow():
-    from transpiler.analysis import analyze
-    ir = _copy_scaled.ir(np.zeros(8, np.float32), np.zeros(8, np.float32), np.zeros(8, np.float32), 100,
-                         BLOCK=256)
-    analysis = analyze(ir)
+    ir, analysis = _copy_scaled.analysis(np.zeros(8, np.float32), np.zeros(8, np.float32), np.zeros(8, np.float32),
+                                         100, BLOCK=256)
     assert analysis.read_only.written_args == {"Y", "Z"}
     source = emit_kernel(ir, analysis).source
     assert re.search(r"const float\* __restrict__ X\b", source)

@@ -15,7 +15,6 @@ import pytest
 import transpiler
 import transpiler.language as tl
 from transpiler import dtypes
-from transpiler.analysis import analyze
 from transpiler.analysis.tensor_cores import plan_wgmma, wgmma_layout
 from transpiler.emit_cuda.tiles import OperandView, SharedTile
 from transpiler.emit_cuda.wgmma import descriptor
@@ -60,17 +59,21 @@ def test_example_without_a_target_keeps_mma_sync_on_sm90a():
 
 
 def test_wgmma_off_switch_keeps_mma_sync_and_says_why(monkeypatch):
+    """The switch makes sm_90a's source the one for any device; analysis asked for sm_90a itself says why."""
+    from transpiler.analysis import analyze
+    from transpiler.options import CompileOptions
     monkeypatch.setenv("TRANSPILER_WGMMA", "0")
-    ir = matmul_example.matmul_kernel.ir(*_args(), ACTIVATION="", **CONFIG)
-    analysis = analyze(ir, "sm_90a")
+    constexprs = {k: v for k, v in CONFIG.items() if not k.startswith("num_")}
+    ir = matmul_example.matmul_kernel.ir(*_args(), ACTIVATION="", **constexprs)
+    analysis = analyze(ir, CompileOptions(num_warps=CONFIG["num_warps"], num_stages=CONFIG["num_stages"],
+                                          arch="sm_90a"))
     (plan,) = analysis.dots.values()
     assert plan.kind == "mma"
     assert "TRANSPILER_WGMMA=0" in analysis.decisions.report()
 
 
 def test_decisions_are_pinned():
-    ir = matmul_example.matmul_kernel.ir(*_args(), ACTIVATION="", **CONFIG)
-    analysis = analyze(ir, "sm_90a")
+    _, analysis = matmul_example.matmul_kernel.analysis(*_args(), ACTIVATION="", **CONFIG, arch="sm_90a")
     (plan,) = analysis.dots.values()
     w = plan.wgmma
     assert plan.kind == "wgmma" and (w.groups_m, w.groups_n, w.tiles_m, w.n, w.k) == (1, 1, 2, 128, 16)
@@ -92,8 +95,9 @@ def test_decisions_are_pinned():
 def test_explain_for_sm90a_names_wgmma():
     report = matmul_example.matmul_kernel.explain(*_args(), ACTIVATION="", **{**CONFIG, "num_warps": 8})
     assert "wgmma" not in report
-    ir = matmul_example.matmul_kernel.ir(*_args(), ACTIVATION="", **{**CONFIG, "num_warps": 8})
-    text = analyze(ir, "sm_90a").decisions.report()
+    _, analysis = matmul_example.matmul_kernel.analysis(*_args(), ACTIVATION="", **{**CONFIG, "num_warps": 8},
+                                                        arch="sm_90a")
+    text = analysis.decisions.report()
     assert "wgmma.mma_async m64n128k16 (fp16), warpgroups 2x1" in text
 
 

@@ -111,8 +111,9 @@ def explain_ir(ir, analysis, emitted, arch=None) -> str:
     """The report for a kernel IR, its analysis and what the emitter made of them (`EmittedKernel`)."""
     name_of = _Names()
     layouts = analysis.layouts
-    out = [f"kernel {ir.name} ({os.path.basename(ir.source_file)}), num_warps = {ir.num_warps} "
-           f"({32 * ir.num_warps} threads per program)", "", "specialization:"]
+    num_warps = analysis.options.num_warps
+    out = [f"kernel {ir.name} ({os.path.basename(ir.source_file)}), num_warps = {num_warps} "
+           f"({32 * num_warps} threads per program)", "", "specialization:"]
     out += _specialization(ir)
 
     by_line: dict = {}
@@ -179,9 +180,6 @@ def explain_kernel(kernel, *args, num_warps=4, num_stages=3, arch=None, **conste
     """The report for the specialization these launch arguments select (NumPy arrays may stand in); with
     `arch` ('sm_90a', ...), the source written for that architecture (warpgroup MMA on sm_90a) and the
     registers and programs per SM NVRTC's compile for it gives."""
-    from .analysis import analyze
     from .emit_cuda import emit_kernel
-    from .targets import source_target
-    ir = kernel.ir(*args, num_warps=num_warps, num_stages=num_stages, **constexprs)
-    analysis = analyze(ir, source_target(arch))
+    ir, analysis = kernel.analysis(*args, num_warps=num_warps, num_stages=num_stages, arch=arch, **constexprs)
     return explain_ir(ir, analysis, emit_kernel(ir, analysis), arch)

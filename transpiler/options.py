@@ -1,6 +1,12 @@
-"""Compile options: the switches besides the specialization and the launch options (num_warps, num_stages) that
-change the generated code, as one small frozen object handed from the runtime to the IR builder and the
-emitter, and put whole into every cache key (memory and disk), so no cached variant ignores one.
+"""Compile options: everything besides the kernel's source and its specialization that changes the generated code,
+as one frozen object made by the runtime per variant and handed to the IR builder (`debug` only), every analysis
+pass and the emitter, and put whole into every cache key (memory and disk), so no cached variant ignores one.
+
+The launch options: `num_warps` (threads per program / 32), `num_stages` (software-pipelining depth of loops that
+feed tl.dot), `maxnreg` (a register cap per thread, compiled in as `TP_MAXNREG`; None: the compiler's choice), and
+`arch`, the architecture the source is written for (`targets.source_target`: "sm_90a" where the compiler uses its
+own instructions, None for a source any device runs). Warp specialization (producer and consumer warp roles, their
+register budgets) will be one more field here.
 
 `debug`: as Triton's debug mode, `tl.device_assert` is compiled in and int32 `+`, `-`, `*` are checked for
 overflow (`parse/semantic.py`); each launch also synchronises and reports a fault as its own (`DebugLauncher`).
@@ -17,7 +23,7 @@ of a launch): set the variables before a kernel's first launch.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -25,6 +31,14 @@ class CompileOptions:
     debug: bool = False
     line_directives: bool = False
     codegen_switches: tuple = ()
+    num_warps: int = 4
+    num_stages: int = 3
+    arch: str | None = None
+    maxnreg: int | None = None
+
+    def for_launch(self, num_warps, num_stages=3, arch=None, maxnreg=None) -> "CompileOptions":
+        """These options with a launch's options (`arch`: the source target, see `targets.source_target`)."""
+        return replace(self, num_warps=num_warps, num_stages=num_stages, arch=arch, maxnreg=maxnreg)
 
 
 def debug_from_env() -> bool:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..options import CompileOptions
 from .arch_requirements import ArchRequirement, required_arch
 from .atomics import plan_atomics
 from .axis_info import AxisInfoAnalysis
@@ -29,28 +30,34 @@ class KernelAnalysis:
     atomics: dict       # atomic op -> AtomicPlan (atomics.py)
     shared_memory: SharedMemoryPlan   # the buffers in tp_smem (shared_memory.py)
     read_only: ReadOnlyPointers       # pointers no store writes through (read_only.py)
-    target: str | None = None   # the architecture the source is emitted for, where that matters
+    options: CompileOptions           # num_warps, num_stages, the target architecture, ... (transpiler/options.py)
     required_arch: ArchRequirement | None = None   # the oldest GPU it runs on (arch_requirements.py)
 
     @property
     def uses_wgmma(self):
         return any(p.kind == "wgmma" for p in self.dots.values())
 
+    @property
+    def target(self):
+        """The architecture the source is emitted for where that matters ("sm_90a": warpgroup MMA), else None."""
+        return self.options.arch
 
-def analyze(kernel, target=None) -> KernelAnalysis:
-    """`target`: the architecture the source is for when it matters ("sm_90a": warpgroup MMA), else None."""
+
+def analyze(kernel, options: CompileOptions) -> KernelAnalysis:
+    """Every pass over `kernel` under `options` (the launch options among them: `num_warps`, `num_stages`, `arch`
+    the architecture the source is for when it matters)."""
     decisions = DecisionLog()
     axis = AxisInfoAnalysis(kernel)
-    dots = plan_dots(kernel, decisions, target)
-    layouts = LayoutAssignment(kernel, axis, decisions, dots)
+    dots = plan_dots(kernel, decisions, options.arch, options.num_warps)
+    layouts = LayoutAssignment(kernel, axis, decisions, options.num_warps, dots)
     widths, uniform = vectorize(kernel, axis, layouts, decisions)
 
     def fastest_dim(load):
         ptr = load.operands[0]
         return coalesced_order(axis[ptr], len(ptr.shape))[0]
-    pipelines = plan_pipelines(kernel, widths, fastest_dim, decisions, dots)
+    pipelines = plan_pipelines(kernel, widths, fastest_dim, decisions, options.num_stages, dots)
     combined = combine_loads(kernel, axis, layouts, widths, decisions)
     atomics = plan_atomics(kernel, layouts, decisions)
     smem = plan_shared_memory(kernel, layouts, pipelines, any(p.kind == "wgmma" for p in dots.values()))
     return KernelAnalysis(axis, layouts, widths, uniform, decisions, dots, pipelines, combined, atomics, smem,
-                          plan_read_only(kernel), target, required_arch(kernel))
+                          plan_read_only(kernel), options, required_arch(kernel))

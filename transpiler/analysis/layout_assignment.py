@@ -71,12 +71,12 @@ def default_layout(shape, num_warps):
 class LayoutAssignment:
     """`layout[v]` for fixed block values; `flexible` for the rest; `load_layout[op]` / `store_layout[op]`."""
 
-    def __init__(self, kernel, axis_info, decisions, dots=None):
+    def __init__(self, kernel, axis_info, decisions, num_warps, dots=None):
         self.kernel = kernel
         self.dots = dots or {}
         self.axis = axis_info
         self.decisions = decisions
-        self.num_warps = kernel.num_warps
+        self.num_warps = num_warps
         self.layout = {}
         self.provisional = set()
         self.flexible = set()

@@ -182,9 +182,9 @@ def _async_dot(loop, staged, dots, users):
     return dot, j
 
 
-def plan_loop(loop, kernel, vector_width, order_of, decisions, dots=None):
+def plan_loop(loop, kernel, vector_width, order_of, decisions, num_stages, dots=None):
     region = loop.regions[0]
-    stages = loop.attrs.get("num_stages") or kernel.num_stages
+    stages = loop.attrs.get("num_stages") or num_stages
     users = _users(region)
     dot_loads = [op for op in region.ops if op.name == "load" and op.result.shape
                  and _feeds_only_dots(op.result, users)]
@@ -260,11 +260,11 @@ def _values_used_outside(kernel, loop):
     return used
 
 
-def plan_pipelines(kernel, vector_width, order_of, decisions, dots=None):
+def plan_pipelines(kernel, vector_width, order_of, decisions, num_stages, dots=None):
     plans = {}
     for op in kernel.walk():
         if op.name == "for":
-            plan = plan_loop(op, kernel, vector_width, order_of, decisions, dots)
+            plan = plan_loop(op, kernel, vector_width, order_of, decisions, num_stages, dots)
             if plan is not None:
                 plans[op] = plan
     return plans

@@ -208,12 +208,12 @@ def plan_dot(op, num_warps, target=None) -> DotPlan:
     return DotPlan("mma", layout, instr, wm, wn, tiles_m, tiles_n, tf32=instr is MMA_TF32)
 
 
-def plan_dots(kernel, decisions, target=None):
+def plan_dots(kernel, decisions, target, num_warps):
     plans = {}
     for op in kernel.walk():
         if op.name != "dot":
             continue
-        plan = plan_dot(op, kernel.num_warps, target)
+        plan = plan_dot(op, num_warps, target)
         plans[op] = plan
         a, b = op.operands[0], op.operands[1]
         shape = f"{a.shape[0]}x{b.shape[1]}x{a.shape[1]}"
@@ -225,7 +225,7 @@ def plan_dots(kernel, decisions, target=None):
                           f"{target}: warpgroup MMA reads both operands from shared memory through descriptors")
             continue
         if plan.kind == "mma" and target in WGMMA_TARGETS:
-            _, why = plan_wgmma(a.shape[0], b.shape[1], a.shape[1], a.dtype, op.result.dtype, kernel.num_warps)
+            _, why = plan_wgmma(a.shape[0], b.shape[1], a.shape[1], a.dtype, op.result.dtype, num_warps)
             why = why or "TRANSPILER_WGMMA=0"
             i = plan.instruction
             decisions.add("tensor_cores", op, f"dot {shape}: mma.sync m{i.m}n{i.n}k{i.k} rather than wgmma", why)

@@ -79,7 +79,7 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
     source = jinja_env().get_template("kernel.cu.j2").render(
         source_file=os.path.basename(kernel.source_file),  # no absolute path: stable snapshots
         name=kernel.name, specialization=_specialization_text(kernel),
-        num_warps=kernel.num_warps, threads=32 * kernel.num_warps, layout_notes=notes,
+        num_warps=analysis.options.num_warps, threads=32 * analysis.options.num_warps, layout_notes=notes,
         # Tensor-core kernels plan their registers (fragments, stages); the others let the runtime tune occupancy.
         occupancy_macro=None if em.uses_tiles else OCCUPANCY_MACRO, maxnreg_macro=MAXNREG_MACRO,
         device_header=_device_header(em.uses_tiles, uses_fp8), device_functions=em.device_functions,

@@ -80,6 +80,7 @@ class Emitter:
     def __init__(self, kernel, analysis):
         self.kernel = kernel
         self.analysis = analysis
+        self.options = analysis.options    # num_warps, #line directives, ... (transpiler/options.py)
         self.layouts = analysis.layouts
         self.lines: list = []
         self.indent = 1
@@ -123,7 +124,7 @@ class Emitter:
         if text:
             self.lines.append("")
             self.lines.append("  " * self.indent + f"// {text.strip()}")
-            if self.kernel.options.line_directives:
+            if self.options.line_directives:
                 self.lines.append(f'#line {line + 1} "{self.kernel.source_file}"')
 
     def run_rule(self, op, layout):

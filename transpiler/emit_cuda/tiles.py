@@ -132,7 +132,7 @@ def register_layout_for(em, value, k_dim):
     """The layout `value` is read in before it is written to a tile: its own, or for a value computed on
     demand, a blocked layout with 16 bytes per thread along `k_dim`."""
     own = em.layouts.layout.get(value)
-    return own if own is not None else operand_tile_layout(value, k_dim, em.kernel.num_warps)
+    return own if own is not None else operand_tile_layout(value, k_dim, em.options.num_warps)
 
 
 def write_to_tile(em, value, buffer, k_dim) -> OperandView:

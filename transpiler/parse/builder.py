@@ -139,10 +139,9 @@ def _contains_return(node) -> bool:
 
 
 class Builder:
-    def __init__(self, kernel_fn, arg_specs, num_warps):
+    def __init__(self, kernel_fn, arg_specs, options=DEFAULT_OPTIONS):
         self.kernel_fn = kernel_fn
         self.arg_specs = arg_specs
-        self.num_warps = num_warps
         self.region: Region | None = None
         self.scope: Scope | None = None
         self.loc = None
@@ -150,7 +149,7 @@ class Builder:
         self.loop_depth = 0           # > 0 inside any loop body (runtime or tl.static_range)
         self.return_depth = 0         # the runtime_depth at which a bare `return` may end a branch (see _stmt_If)
         self.call_sites: list = []
-        self.options = DEFAULT_OPTIONS    # compile options (debug: device_assert compiled in)
+        self.options = options        # compile options: only `debug` (device_assert compiled in) changes the IR
 
     # -- emitting ------------------------------------------------------------------------------------------
     def emit(self, name, operands, result_type, regions=(), **attrs):
@@ -198,7 +197,7 @@ class Builder:
             self._block(parsed.node.body)
         except _Return:
             pass
-        return KernelIR(self.kernel_fn.__name__, args, body, self.num_warps, parsed.file, parsed.lines,
+        return KernelIR(self.kernel_fn.__name__, args, body, parsed.file, parsed.lines,
                         {s.name: s.constexpr for s in self.arg_specs if s.is_constexpr})
 
     # -- statements ----------------------------------------------------------------------------------------
@@ -1180,15 +1179,13 @@ def _short(obj):
     return f"'{name}'" if name else f"a {type(obj).__name__}"
 
 
-def build_kernel_ir(fn, arg_specs, num_warps, num_stages=3, options=DEFAULT_OPTIONS) -> KernelIR:
-    """Parse (cached) and build the IR of `fn` for one specialization, under compile options `options`."""
-    builder = Builder(fn, arg_specs, num_warps)
-    builder.options = options
+def build_kernel_ir(fn, arg_specs, options=DEFAULT_OPTIONS) -> KernelIR:
+    """Parse (cached) and build the IR of `fn` for one specialization: from the source and the specialization
+    alone (and `options.debug`, which compiles device asserts in); the launch options reach analysis instead."""
+    builder = Builder(fn, arg_specs, options)
     try:
         kernel = builder.build()
     except TranspilerError as e:
         raise e.with_context(kernel=fn.__name__)
     remove_dead_code(kernel)
-    kernel.num_stages = num_stages
-    kernel.options = options
     return kernel

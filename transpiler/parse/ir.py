@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 
 from .. import dtypes
 from ..errors import SourceLocation
-from ..options import DEFAULT as DEFAULT_OPTIONS, CompileOptions
 
 
 @dataclass(frozen=True)
@@ -116,12 +115,9 @@ class KernelIR:
     name: str
     args: list
     body: Region
-    num_warps: int
     source_file: str
     source_lines: dict        # line number -> text, for comments in the emitted code
     constexprs: dict = field(default_factory=dict)
-    num_stages: int = 3       # software-pipelining depth of loops that feed tl.dot (a launch option)
-    options: CompileOptions = DEFAULT_OPTIONS     # debug, #line directives (transpiler/options.py)
 
     def walk(self):
         """Every op, depth first, in program order."""
@@ -167,7 +163,7 @@ def format_op(op: Op, indent: str = "") -> str:
 
 def format_kernel(k: KernelIR) -> str:
     params = ", ".join(f"{a.value!r}: {a.value.type}" for a in k.args)
-    lines = [f"kernel {k.name}({params})  num_warps={k.num_warps}"]
+    lines = [f"kernel {k.name}({params})"]
     for op in k.body.ops:
         lines.append(format_op(op, "  "))
     return "\n".join(lines)

@@ -38,7 +38,7 @@ def device_print(em, op, layout):
         em.write(f'if (threadIdx.x == 0) printf("{fmt}", {", ".join([pid] + args)});')
         return
     lay = em.layouts.layout.get(blocks[0]) or __import__(
-        "transpiler.analysis.layout_assignment", fromlist=["default_layout"]).default_layout(blocks[0].shape, em.kernel.num_warps)
+        "transpiler.analysis.layout_assignment", fromlist=["default_layout"]).default_layout(blocks[0].shape, em.options.num_warps)
     reads = [em.operand(v, lay) if v.shape else None for v in op.operands]
     idx = [em.coord_expr(lay, d) for d in range(lay.rank)]
     parts, args = [], []
@@ -62,7 +62,7 @@ def device_assert(em, op, layout):
         em.write(f'if (!({em.scalar(cond)})) {{ printf("pid (%d, %d, %d) {head}\\n", {pid}); __trap(); }}')
         return
     lay = em.layouts.layout.get(cond) or __import__(
-        "transpiler.analysis.layout_assignment", fromlist=["default_layout"]).default_layout(cond.shape, em.kernel.num_warps)
+        "transpiler.analysis.layout_assignment", fromlist=["default_layout"]).default_layout(cond.shape, em.options.num_warps)
     read = em.operand(cond, lay)
     idx = [em.coord_expr(lay, d) for d in range(lay.rank)]
     fmt = f"pid (%d, %d, %d) idx ({', '.join(['%d'] * lay.rank)}) {head}\\n"
