@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..parse.ir import LOOPS, WRITES_MEMORY, OpKind
 
-_WRITES_MEMORY = ("store", "atomic_rmw", "atomic_cas")
+
 
 
 def written_pointer_args(kernel):
@@ -20,7 +21,7 @@ def written_pointer_args(kernel):
     roots = {a.value: a.name for a in kernel.args}
     written = set()
     for op in kernel.walk():
-        if op.name not in _WRITES_MEMORY:
+        if op.name not in WRITES_MEMORY:
             continue
         stack = [op.operands[0]]
         seen = set()
@@ -47,8 +48,8 @@ def const_pointer_values(kernel, written):
 
     def visit(region):
         for op in region.ops:
-            if op.name in ("for", "while"):
-                inits = op.operands[3:] if op.name == "for" else op.operands
+            if op.name in LOOPS:
+                inits = op.operands[3:] if op.name == OpKind.FOR else op.operands
                 for reg in op.regions:
                     carried = reg.args[-len(inits):] if inits else []
                     const.update(a for a, init in zip(carried, inits) if init in const)
@@ -58,7 +59,7 @@ def const_pointer_values(kernel, written):
                 continue
             for reg in op.regions:
                 visit(reg)
-            if op.name == "if":
+            if op.name == OpKind.IF:
                 const.update(r for i, r in enumerate(op.results)
                              if all(reg.ops[-1].operands[i] in const for reg in op.regions))
                 continue

@@ -25,6 +25,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from ..dtypes import accumulate_type
+from ..parse.ir import LOOPS, OpKind
 from .invariant_operands import invariant_dot_operands
 
 PERSISTENT, STAGES, SCRATCH = "persistent", "stages", "scratch"
@@ -198,11 +199,11 @@ class _Planner:
                 self.op(op)
 
     def op(self, op):
-        if op.name == "reduce":
+        if op.name == OpKind.REDUCE:
             self.reduction(op)
-        elif op.name == "scan":
+        elif op.name == OpKind.SCAN:
             self.scan(op)
-        elif op.name in ("for", "while"):
+        elif op.name in LOOPS:
             self.loop(op)
             return
         for region in op.regions:
@@ -231,7 +232,8 @@ class _Planner:
 
     def _is_staged(self, value):
         owner = value.owner
-        return value in self.staged or (getattr(owner, "name", None) == "permute" and owner.operands[0] in self.staged)
+        return value in self.staged or (getattr(owner, "name", None) == OpKind.PERMUTE
+                                        and owner.operands[0] in self.staged)
 
     def loop(self, op):
         if not self.uses_wgmma:   # wgmma tiles need 1024-byte aligned buffers; persistent ones are 16-byte aligned
@@ -240,7 +242,7 @@ class _Planner:
                 if not self._is_staged(value) and key not in self.plan.by_key:
                     self.plan.persistent(value.type.numel * value.dtype.itemsize, "loop-invariant dot operand",
                                          value.dtype, value.type.numel, key=key)
-        pipeline = self.pipelines.get(op) if op.name == "for" else None
+        pipeline = self.pipelines.get(op) if op.name == OpKind.FOR else None
         if pipeline is None:
             for region in op.regions:
                 self.region(region)
@@ -254,7 +256,7 @@ class _Planner:
         region = op.regions[0]
         staged_values = {staged.op.result for staged in pipeline.loads}
         skip = {o for o in region.ops if o in pipeline.main_dead_ops or pipeline.is_staged(o)
-                or (o.name == "permute" and o.operands[0] in staged_values)}
+                or (o.name == OpKind.PERMUTE and o.operands[0] in staged_values)}
         self.staged += list(staged_values)
         self.region(region, skip)
         del self.staged[-len(staged_values):]

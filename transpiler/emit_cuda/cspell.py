@@ -10,6 +10,7 @@ import math
 import re
 
 from .. import dtypes
+from ..language import catalogue
 
 HALF_TYPES = (dtypes.float16, dtypes.bfloat16)
 
@@ -54,21 +55,8 @@ def literal(value, dt) -> str:
 
 # Elementwise functions: the C expression over operands a, b, c, by element-type family.
 _FLOAT_MATH = {
-    # fp32 spelling, fp64 spelling
-    "exp": ("__expf({a})", "exp({a})"),
-    "exp2": ("exp2f({a})", "exp2({a})"),
-    "log": ("logf({a})", "log({a})"),
-    "log2": ("log2f({a})", "log2({a})"),
-    "sqrt": ("sqrtf({a})", "sqrt({a})"),
-    "sqrt_rn": ("__fsqrt_rn({a})", "__dsqrt_rn({a})"),
-    "rsqrt": ("rsqrtf({a})", "rsqrt({a})"),
-    "sin": ("sinf({a})", "sin({a})"),
-    "cos": ("cosf({a})", "cos({a})"),
-    "erf": ("erff({a})", "erf({a})"),
-    "floor": ("floorf({a})", "floor({a})"),
-    "ceil": ("ceilf({a})", "ceil({a})"),
-    "abs": ("fabsf({a})", "fabs({a})"),
-    "sigmoid": ("tp::div_full(1.0f, 1.0f + __expf(-({a})))", "1.0 / (1.0 + exp(-({a})))"),
+    # fp32 spelling, fp64 spelling; the math functions' rows come from their catalogue (language/catalogue.py)
+    **{f.name: (f.fp32, f.fp64) for f in catalogue.FUNCTIONS},
     "fma": ("fmaf({a}, {b}, {c})", "fma({a}, {b}, {c})"),
     # `/` on fp32 is div.full.f32, as in Triton (2 ulp at most, no slow path); tl.math.div_rn is IEEE.
     "truediv": ("tp::div_full({a}, {b})", "{a} / {b}"),
@@ -90,8 +78,9 @@ _OPERATORS = {
 }
 
 _INT_FUNCS = {
-    "min": "min({a}, {b})", "max": "max({a}, {b})", "abs": "tp::iabs({a})", "umulhi": "tp::mulhi({a}, {b})",
+    "min": "min({a}, {b})", "max": "max({a}, {b})", "umulhi": "tp::mulhi({a}, {b})",
     "floordiv": "{a} / {b}", "mod": "{a} % {b}",
+    **{f.name: f.integer for f in catalogue.FUNCTIONS if f.integer},
 }
 
 # int1 is LLVM's i1, whose arithmetic wraps modulo 2 (Triton types int1 `+`, `-`, `*` with int1 as int1): C's

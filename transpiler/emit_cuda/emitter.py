@@ -17,7 +17,7 @@ from .. import dtypes
 from ..analysis import conversion_chunks
 from ..analysis.bank_padding import conversion_padding
 from ..analysis.layouts import LinearLayout, register_map
-from ..parse.ir import Value
+from ..parse.ir import OP_KINDS, OpKind, Value
 from . import cspell
 from .bits import bit_moves
 from .names import CNames
@@ -26,9 +26,10 @@ LOWERINGS: dict = {}
 
 
 def lowering(*names):
-    """Register the lowering rule of one or more IR op names."""
+    """Register the lowering rule of one or more IR op kinds (`parse.ir.OpKind`)."""
     def register(fn):
         for n in names:
+            assert n in OP_KINDS, f"no IR op kind '{n}'"
             LOWERINGS[n] = fn
         return fn
     return register
@@ -389,7 +390,7 @@ class Emitter:
                 continue
             if op.results and all(r in self.layouts.flexible for r in op.results):
                 continue  # computed on demand, in the layout its user needs
-            if op.results and not any(r.shape for r in op.results) and op.name in ("constant",):
+            if op.results and not any(r.shape for r in op.results) and op.name == OpKind.CONSTANT:
                 continue  # constants are spelled inline
             self.emit_op(op)
 
@@ -410,10 +411,15 @@ def _hint_for(v):
     op = v.owner
     if op is None or not hasattr(op, "name"):
         return "t"
-    if op.name == "elementwise":
+    if op.name == OpKind.ELEMENTWISE:
         return op.attrs["fn"]
-    return {"addptr": "ptr", "load": "ld", "reduce": "red", "splat": "s", "broadcast": "b", "cast": "cvt",
-            "bitcast": "bits", "arange": "idx", "expand_dims": "e", "permute": "tr", "reshape": "rs"}.get(op.name, op.name)
+    return _NAME_HINTS.get(op.name, op.name)
+
+
+# C name stems of values by the kind of op that made them (elementwise ones are named after their function).
+_NAME_HINTS = {OpKind.ADDPTR: "ptr", OpKind.LOAD: "ld", OpKind.REDUCE: "red", OpKind.SPLAT: "s",
+               OpKind.BROADCAST: "b", OpKind.CAST: "cvt", OpKind.BITCAST: "bits", OpKind.ARANGE: "idx",
+               OpKind.EXPAND_DIMS: "e", OpKind.PERMUTE: "tr", OpKind.RESHAPE: "rs"}
 
 
 def ctype_of(v):

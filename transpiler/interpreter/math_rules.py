@@ -8,13 +8,11 @@ fmin/fmax, where a NaN loses to a number; ALL returns NaN when either input is N
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .. import dtypes as dt
 from ..errors import CompileTimeError, DTypeError
-from ..language import PropagateNan
+from ..language import PropagateNan, catalogue
 from . import arith, numeric
 from .arith import cast_tensor, check_types, computable
 from .location import error
@@ -119,25 +117,6 @@ def clamp(x, min, max, propagate_nan=None):
 
 # ---- one-argument float functions -------------------------------------------------------------------------
 
-_erf = np.vectorize(math.erf, otypes=[np.float64])
-
-_FLOAT_FUNCTIONS = {
-    "exp": np.exp,
-    "exp2": np.exp2,
-    "log": np.log,
-    "log2": np.log2,
-    "sqrt": np.sqrt,
-    "sqrt_rn": np.sqrt,
-    "rsqrt": lambda v: 1.0 / np.sqrt(v),
-    "sin": np.sin,
-    "cos": np.cos,
-    "erf": _erf,
-    "floor": np.floor,
-    "ceil": np.ceil,
-    "sigmoid": lambda v: 1.0 / (1.0 + np.exp(-v)),
-}
-
-
 def _float_function_rule(name: str, fn):
     def float_function(x):
         t = _require_float(to_tensor(x, f"the input of tl.{name}"), f"tl.{name}")
@@ -148,18 +127,21 @@ def _float_function_rule(name: str, fn):
     return rule(name)(float_function)
 
 
-for _name, _fn in _FLOAT_FUNCTIONS.items():
-    _float_function_rule(_name, _fn)
+def _float_or_int_rule(name: str, fn):
+    def float_or_int_function(x):
+        t = computable(to_tensor(x, f"the input of tl.{name}"), f"tl.{name}")
+        if t.dtype.is_ptr():
+            raise error(DTypeError, f"tl.{name} is not defined on pointers")
+        return Tensor(fn(t.data), t.dtype)  # in the operand's type: abs(INT_MIN) wraps to INT_MIN, as on the GPU
+
+    float_or_int_function.__name__ = float_or_int_function.__qualname__ = name
+    return rule(name)(float_or_int_function)
 
 
-@rule("abs")
-def abs_(x):
-    t = computable(to_tensor(x, "the input of tl.abs"), "tl.abs")
-    if t.dtype.is_ptr():
-        raise error(DTypeError, "tl.abs is not defined on pointers")
-    if t.dtype.is_floating() or t.dtype.is_int_signed():
-        return Tensor(np.abs(t.data), t.dtype)  # abs(INT_MIN) wraps to INT_MIN, as on the GPU
-    return t  # unsigned and bool: already non-negative
+# One rule per row of the math catalogue (language/catalogue.py), by its typing class.
+for _function in catalogue.FUNCTIONS:
+    (_float_function_rule if _function.typing == catalogue.FLOAT else _float_or_int_rule)(_function.name,
+                                                                                        _function.evaluate)
 
 
 # ---- multi-argument arithmetic ----------------------------------------------------------------------------

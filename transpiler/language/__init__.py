@@ -11,6 +11,7 @@ from .. import dtypes as _dtypes
 from ..dtypes import (bfloat16, block_type, dtype, float8e4b8, float8e4b15, float8e4nv, float8e5, float8e5b16,
                       float16, float32, float64, int1, int8, int16, int32, int64, pointer_type, uint8, uint16, uint32,
                       uint64)
+from . import catalogue as _catalogue
 from . import extra  # `tl.extra.cuda.libdevice`, `tl.extra.libdevice`
 from .core import builtin, constexpr, tensor
 from .standard import cat, flip, interleave, join, ravel, softmax, split, swizzle2d
@@ -185,20 +186,9 @@ def _unary_math(name, doc):
     return builtin(fn)
 
 
-exp = _unary_math("exp", "e ** x")
-exp2 = _unary_math("exp2", "2 ** x")
-log = _unary_math("log", "Natural logarithm.")
-log2 = _unary_math("log2", "Base-2 logarithm.")
-sqrt = _unary_math("sqrt", "Square root (correctly rounded).")
-sqrt_rn = _unary_math("sqrt_rn", "Square root, round to nearest.")
-rsqrt = _unary_math("rsqrt", "1 / sqrt(x).")
-abs = _unary_math("abs", "Absolute value.")
-sin = _unary_math("sin", "Sine.")
-cos = _unary_math("cos", "Cosine.")
-erf = _unary_math("erf", "Error function.")
-floor = _unary_math("floor", "Round down.")
-ceil = _unary_math("ceil", "Round up.")
-sigmoid = _unary_math("sigmoid", "1 / (1 + exp(-x)).")
+# One builtin per row of the math catalogue (`language/catalogue.py`): tl.exp, tl.sqrt, tl.abs, ...
+for _function in _catalogue.FUNCTIONS:
+    globals()[_function.name] = _unary_math(_function.name, _function.doc)
 
 
 @builtin
@@ -383,10 +373,8 @@ TENSOR_METHODS = {
     "cumsum": "cumsum", "cumprod": "cumprod", "associative_scan": "associative_scan",
     "atomic_add": "atomic_add", "atomic_max": "atomic_max", "atomic_min": "atomic_min", "atomic_and": "atomic_and",
     "atomic_or": "atomic_or", "atomic_xor": "atomic_xor", "atomic_xchg": "atomic_xchg", "atomic_cas": "atomic_cas",
-    "cast": "cast", "abs": "abs", "exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt",
-    "sqrt_rn": "sqrt_rn", "rsqrt": "rsqrt", "sin": "sin", "cos": "cos", "erf": "erf", "floor": "floor",
-    "ceil": "ceil", "sigmoid": "sigmoid", "cdiv": "cdiv", "softmax": "softmax", "ravel": "ravel", "flip": "flip",
-    "split": "split",
+    "cast": "cast", "cdiv": "cdiv", "softmax": "softmax", "ravel": "ravel", "flip": "flip", "split": "split",
+    **{f.name: f.name for f in _catalogue.FUNCTIONS},     # x.exp(), x.sqrt(), ...: every catalogue function
 }
 
 # Attributes a block value offers that are computed on access, as in Triton (`x.T` is `tl.trans(x)`).

@@ -77,9 +77,28 @@ class Region:
     ops: list = field(default_factory=list)
 
 
+class OpKind:
+    """The kinds of IR op (an `Op`'s `name`), spelled once: passes and rules compare with these, and an op of any
+    other name cannot be made (a misspelt kind would otherwise match no rule and be silently skipped)."""
+
+    CONSTANT, PROGRAM_ID, NUM_PROGRAMS, ARANGE = "constant", "program_id", "num_programs", "arange"
+    SPLAT, BROADCAST, EXPAND_DIMS, PERMUTE, RESHAPE = "splat", "broadcast", "expand_dims", "permute", "reshape"
+    ELEMENTWISE, CAST, BITCAST, ADDPTR, HINT = "elementwise", "cast", "bitcast", "addptr", "hint"
+    LOAD, STORE, ATOMIC_RMW, ATOMIC_CAS = "load", "store", "atomic_rmw", "atomic_cas"
+    REDUCE, SCAN, DOT = "reduce", "scan", "dot"
+    FOR, WHILE, IF, YIELD, CONDITION = "for", "while", "if", "yield", "condition"
+    BARRIER, DEVICE_PRINT, DEVICE_ASSERT = "barrier", "device_print", "device_assert"
+
+
+OP_KINDS = frozenset(v for k, v in vars(OpKind).items() if k.isupper())
+LOOPS = (OpKind.FOR, OpKind.WHILE)
+WRITES_MEMORY = (OpKind.STORE, OpKind.ATOMIC_RMW, OpKind.ATOMIC_CAS)
+
+
 @dataclass(eq=False)
 class Op:
-    """One operation. `name` selects the typing, analysis and lowering rules; `attrs` hold constants."""
+    """One operation. `name` (one of `OpKind`) selects the typing, analysis and lowering rules; `attrs` hold
+    constants."""
 
     name: str
     operands: list
@@ -89,6 +108,8 @@ class Op:
     regions: list = field(default_factory=list)
 
     def __post_init__(self):
+        if self.name not in OP_KINDS:
+            raise AssertionError(f"no IR op kind '{self.name}' (transpiler/parse/ir.py OpKind)")
         for r in self.results:
             r.owner = self
 

@@ -15,6 +15,7 @@ import numpy as np
 from .. import dtypes
 from ..dtypes import Kind
 from ..errors import CompileTimeError, DTypeError, ShapeError
+from ..language import catalogue
 from .ir import Type, Value
 from .records import Record
 
@@ -824,7 +825,10 @@ def _clamp(b, x, min, max, propagate_nan=None):
     return RULES["minimum"](b, RULES["maximum"](b, x, lo, propagate_nan), hi, propagate_nan)
 
 
-def _float_math(fn, allow_int=False):
+def _math_function(function):
+    """The typing rule of a row of the math catalogue (`language/catalogue.py`), by its typing class."""
+    fn, allow_int = function.name, function.typing == catalogue.FLOAT_OR_INT
+
     def apply(b, x):
         v = to_value(b, x)
         if v.dtype.kind is not Kind.FLOAT:
@@ -836,10 +840,8 @@ def _float_math(fn, allow_int=False):
     return apply
 
 
-for _name in ("exp", "exp2", "log", "log2", "sqrt", "sqrt_rn", "rsqrt", "sin", "cos", "erf", "floor", "ceil",
-              "sigmoid"):
-    RULES[_name] = _float_math(_name)
-RULES["abs"] = _float_math("abs", allow_int=True)
+for _function in catalogue.FUNCTIONS:
+    RULES[_function.name] = _math_function(_function)
 
 
 @rule("fma")
