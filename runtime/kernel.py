@@ -37,6 +37,7 @@ from .launch_key import HOST, TORCH, binder_source, make_binder
 from .launcher import STICKY_ERRORS, DebugLauncher, Launcher, cupy_stream, fault_error, stream_handle, torch_stream
 from ..tracebacks import user_facing
 from .once import OnceMap
+from .tensor_maps import TensorMaps
 from .triton_options import check_launch_options, jit_options
 
 MAX_GRID = (2**31 - 1, 65535, 65535)    # every CUDA device since compute capability 3.0 (cudaDevAttrMaxGridDimX..Z)
@@ -56,7 +57,7 @@ class CompiledVariant:
     architecture and its loaded function per device."""
 
     def __init__(self, name, source, param_kinds, shared_bytes=0, disk_key=None, options=options_mod.DEFAULT,
-                 required_arch=None, maxnreg=None):
+                 required_arch=None, maxnreg=None, tensor_maps=()):
         self.name = name
         self.source = source
         self.param_kinds = param_kinds       # per kernel parameter: "ptr", a dtype name, or None (constexpr)
@@ -66,6 +67,7 @@ class CompiledVariant:
         self.options = options               # transpiler.options.CompileOptions it was made under
         self.required_arch = required_arch   # ArchRequirement: the oldest GPU the source runs on, or None
         self.maxnreg = maxnreg               # registers per thread a launch asked for (maxnreg=), or None
+        self.tensor_maps = tuple(tensor_maps)   # TMA parameters after the arguments (runtime/tensor_maps.py)
         self._cubins = OnceMap()             # arch -> cubin bytes
         self._functions = OnceMap()          # device -> (module, function, context)
         self._from_disk = set()              # architectures whose cubin came from the disk cache
@@ -391,7 +393,8 @@ class Kernel(KernelInterface):
         cls = DebugLauncher if var.options.debug else Launcher
         return cls(module, function, context, var.slot_kinds, num_warps, name=self.__name__,
                    shared_bytes=var.shared_bytes,
-                   slot_names=[n for n, c in zip(self._names, self._constexpr_mask) if not c])
+                   slot_names=[n for n, c in zip(self._names, self._constexpr_mask) if not c],
+                   tensor_maps=TensorMaps(var.tensor_maps) if var.tensor_maps else None)
 
     # -- binding -----------------------------------------------------------------------------------------
     def _bind_args(self, args, kwargs):
@@ -501,7 +504,8 @@ class Kernel(KernelInterface):
                            for part, c in zip(key, self._constexpr_mask)]
             entry = {"name": self.fn.__name__, "source": emitted.source, "param_kinds": param_kinds,
                      "shared_bytes": emitted.shared_bytes,
-                     "required_arch": requirement_to_json(emitted.required_arch, self.fn)}
+                     "required_arch": requirement_to_json(emitted.required_arch, self.fn),
+                     "tensor_maps": list(emitted.tensor_maps)}
             cache.store(disk_key, entry)
         dump = os.environ.get("TRANSPILER_DUMP_DIR")
         if dump:
@@ -511,7 +515,7 @@ class Kernel(KernelInterface):
         extra = dict(key[len(self._names):])        # launch options after the parameters' parts (maxnreg)
         return CompiledVariant(entry["name"], entry["source"], entry["param_kinds"], entry.get("shared_bytes", 0),
                                disk_key, opts, requirement_from_json(entry.get("required_arch"), self.fn),
-                               extra.get("maxnreg"))
+                               extra.get("maxnreg"), entry.get("tensor_maps", ()))
 
     def _arg_specs(self, key, values):
         from ..analysis.specialization import arg_spec

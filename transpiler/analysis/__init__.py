@@ -11,6 +11,7 @@ from .layout_assignment import LayoutAssignment, coalesced_order
 from .load_combining import combine_loads
 from .pipelining import plan_pipelines
 from .tensor_cores import plan_dots
+from .tma import plan_tma
 from .vectorize import vectorize
 
 
@@ -27,6 +28,7 @@ class KernelAnalysis:
     atomics: dict       # atomic op -> AtomicPlan (atomics.py)
     target: str | None = None   # the architecture the source is emitted for, where that matters
     required_arch: ArchRequirement | None = None   # the oldest GPU it runs on (arch_requirements.py)
+    tma: dict = None    # for op -> TmaPlan (tma.py): loops whose tiles the copy engine brings in
 
     @property
     def uses_wgmma(self):
@@ -47,5 +49,6 @@ def analyze(kernel, target=None) -> KernelAnalysis:
     pipelines = plan_pipelines(kernel, widths, fastest_dim, decisions, dots)
     combined = combine_loads(kernel, axis, layouts, widths, decisions)
     atomics = plan_atomics(kernel, layouts, decisions)
+    tma = plan_tma(kernel, pipelines, dots, decisions, target)
     return KernelAnalysis(axis, layouts, widths, uniform, decisions, dots, pipelines, combined, atomics, target,
-                          required_arch(kernel))
+                          required_arch(kernel), tma)

@@ -96,7 +96,7 @@ def _specialization_text(kernel):
     return ", ".join(parts)
 
 
-def _device_header(with_tiles: bool, with_fp8: bool = False) -> str:
+def _device_header(with_tiles: bool, with_fp8: bool = False, with_tma: bool = False) -> str:
     """Our device helpers, inlined so the `.cu` stands alone; the tile and tensor-core ones only where used, and
     CUDA's fp8 types only in kernels that name them."""
     text = (templates_dir() / "device.cuh").read_text()
@@ -104,6 +104,8 @@ def _device_header(with_tiles: bool, with_fp8: bool = False) -> str:
         text = "#include <cuda_fp8.h>\n" + text
     if with_tiles:
         text += "\n" + (templates_dir() / "device_tiles.cuh").read_text()
+    if with_tma:
+        text += "\n" + (templates_dir() / "device_tma.cuh").read_text()
     return text
 
 
@@ -119,6 +121,7 @@ class EmittedKernel:
     shared_bytes: int      # dynamic shared memory per program
     shared_buffers: tuple = ()   # (name, C type, count, bytes, purpose) of each buffer, for reports
     required_arch: object = None  # analysis.arch_requirements.ArchRequirement, or None
+    tensor_maps: tuple = ()       # host descriptions of the tensor map parameters after the arguments (rules/tma.py)
 
 
 def emit_kernel(kernel, analysis) -> EmittedKernel:
@@ -134,6 +137,8 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
         notes.append(f"layout L{i}: {layout.describe()} ({layout.num_regs} registers per thread)")
     shared_bytes, smem_constants = em.smem.layout()
     params, body = _params(kernel, written, em.names), "\n".join(em.lines)
+    if em.uses_tma:     # after the arguments: the tensor maps, then whether the host encoded them all
+        params += [decl for decl, _ in em.tma_params] + [f"int {em.tma_ready}"]
     uses_fp8 = any("__nv_fp8" in text for text in params + [body])
     source = jinja_env().get_template("kernel.cu.j2").render(
         source_file=os.path.basename(kernel.source_file),  # no absolute path: stable snapshots
@@ -141,12 +146,13 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
         num_warps=kernel.num_warps, threads=32 * kernel.num_warps, layout_notes=notes,
         # Tensor-core kernels plan their registers (fragments, stages); the others let the runtime tune occupancy.
         occupancy_macro=None if em.uses_tiles else OCCUPANCY_MACRO, maxnreg_macro=MAXNREG_MACRO,
-        device_header=_device_header(em.uses_tiles, uses_fp8), device_functions=em.device_functions,
+        device_header=_device_header(em.uses_tiles, uses_fp8, em.uses_tma), device_functions=em.device_functions,
         params=params, shared_bytes=shared_bytes,
         smem_align=SharedMemoryPool.WGMMA_ALIGN if analysis.uses_wgmma else SharedMemoryPool.ALIGN,
         shared_decls=(smem_constants + em.shared_decls) if shared_bytes else [],
         thread_bases=em.thread_base_lines, body=body)
-    return EmittedKernel(source, shared_bytes, tuple(em.smem.buffers), analysis.required_arch)
+    return EmittedKernel(source, shared_bytes, tuple(em.smem.buffers), analysis.required_arch,
+                         tuple(spec for _, spec in em.tma_params))
 
 
 __all__ = ["emit_kernel", "EmittedKernel", "OCCUPANCY_MACRO", "MAXNREG_MACRO"]
