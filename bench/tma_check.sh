@@ -9,3 +9,4 @@ wait
 tail -5 $OUT/gpu_tma.log $OUT/gpu_dot.log
 python3 bench/tma_ab.py --rounds 2 --out $OUT/tma_ab_on.json 2>&1 | tail -6
 TRANSPILER_TMA=0 python3 bench/tma_ab.py --rounds 2 --out $OUT/tma_ab_off.json 2>&1 | tail -6
+timeout 150 python3 bench/run.py --only matmul --rounds 2 --budget-s 120 --out $OUT/bench 2>&1 | tail -25
