@@ -26,17 +26,22 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--shapes", default=None, help="dtype:size,... (default: the five of SHAPES)")
+    ap.add_argument("--config", default=None, help="JSON tile config for both compilers (default: the bench's)")
     args = ap.parse_args()
+    shapes = [(d, int(n)) for d, n in (x.split(":") for x in args.shapes.split(","))] if args.shapes else SHAPES
+    config = json.loads(args.config) if args.config else None
     path = Path(__file__).resolve().parent / "kernels.py"
     ours, theirs = load(path, "ours"), load(path, "triton")
     rows = []
-    for dtype, s in SHAPES:
+    for dtype, s in shapes:
         a = torch.randn((s, s), device="cuda", dtype=getattr(torch, dtype))
         b = torch.randn((s, s), device="cuda", dtype=getattr(torch, dtype)) / s ** 0.5
         ref = torch.matmul(a, b)
         outs = {k: torch.empty_like(ref) for k in ("ours", "triton")}
-        impls = {"ours": lambda: ours.matmul(a, b, out=outs["ours"]),
-                 "triton": lambda: theirs.matmul(a, b, out=outs["triton"]), "torch": lambda: torch.matmul(a, b)}
+        impls = {"ours": lambda: ours.matmul(a, b, out=outs["ours"], config=config),
+                 "triton": lambda: theirs.matmul(a, b, out=outs["triton"], config=config),
+                 "torch": lambda: torch.matmul(a, b)}
         for name, fn in impls.items():
             fn()
             if name in outs:
@@ -47,7 +52,8 @@ def main():
             for name, fn in impls.items():
                 times[name].append(triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median"))
         tflops = {k: 2 * s ** 3 / (statistics.median(v) * 1e-3) / 1e12 for k, v in times.items()}
-        row = dict(tma=os.environ.get("TRANSPILER_TMA", "1"), dtype=dtype, shape=s,
+        row = dict(tma=os.environ.get("TRANSPILER_TMA", "1"), in_flight=os.environ.get("TRANSPILER_TMA_IN_FLIGHT", "1"),
+                   config=config, dtype=dtype, shape=s,
                    **{k: round(v, 1) for k, v in tflops.items()},
                    vs_triton=round(tflops["ours"] / tflops["triton"], 3),
                    vs_cublas=round(tflops["ours"] / tflops["torch"], 3))

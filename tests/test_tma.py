@@ -44,7 +44,8 @@ def test_example_on_sm90a_loads_by_tma_into_an_mbarrier_ring(dtype):
     result = compile_offline(variant.source, "sm_90a")
     # A: one 128x64 box per stage; B: two 64x64 boxes (its 256-byte rows are two 128-byte slabs); 2 prologue + 1
     # loop issue sites -> 9 instructions.
-    assert len(re.findall(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.tile\.mbarrier::complete_tx", result.ptx)) == 9
+    bulk = r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.tile\.mbarrier::complete_tx"
+    assert len(re.findall(bulk, result.ptx)) == 9
     for needed in ("mbarrier.init.shared::cta.b64", "mbarrier.arrive.expect_tx.shared::cta.b64",
                    "mbarrier.try_wait.parity.shared::cta.b64", "mbarrier.inval", "wgmma.mma_async.sync.aligned"):
         assert needed in result.ptx, needed
@@ -72,6 +73,17 @@ def test_decisions_are_pinned():
     assert len(guards) == 4 and any("M" in g for g in guards) and any("N" in g for g in guards)
     report = analysis.decisions.report()
     assert "TMA + mbarrier ring, 3 stages" in report and "else the cp.async ring" in report
+
+
+def test_wgmma_stays_in_flight_from_four_stages_on(monkeypatch):
+    four = dict(CONFIG, BLOCK_K=32, num_stages=4)
+    (pipe,) = _analysis(ACTIVATION="", **four).pipelines.values()
+    assert pipe.async_dot is not None and pipe.distance == 2     # the group of iteration i-1 still reads its stage
+    (pipe,) = _analysis().pipelines.values()
+    assert pipe.async_dot is None and pipe.distance == 2         # 3 stages: measured slower in flight
+    monkeypatch.setenv("TRANSPILER_TMA_IN_FLIGHT", "0")
+    (pipe,) = _analysis(ACTIVATION="", **four).pipelines.values()
+    assert pipe.async_dot is None and pipe.distance == 3
 
 
 @pytest.mark.parametrize("config", [dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, GROUP_M=8, num_warps=4, num_stages=4),

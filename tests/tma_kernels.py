@@ -50,7 +50,7 @@ def gathered_rows_matmul_kernel(A, Rows, B, C, M, N, K, stride_am, stride_bk, st
     for k in range(0, K, BLOCK_K):
         offs_k = k + tl.arange(0, BLOCK_K)
         a = tl.load(A + rows[:, None] * stride_am + offs_k[None, :], mask=offs_k[None, :] < K, other=0.0)
-        b = tl.load(B + offs_k[:, None] * stride_bk + offs_n[None, :], mask=(offs_k[:, None] < K) & (offs_n[None, :] < N),
-                    other=0.0)
+        b = tl.load(B + offs_k[:, None] * stride_bk + offs_n[None, :],
+                    mask=(offs_k[:, None] < K) & (offs_n[None, :] < N), other=0.0)
         acc = tl.dot(a, b, acc)
     tl.store(C + offs_m[:, None] * stride_cm + offs_n[None, :], acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))

@@ -19,6 +19,7 @@ SWITCHES = {
     "TRANSPILER_WGMMA_CP_FENCE": "0",    # 1: fence.proxy.async after every cp.async wait, not only after stores
     "TRANSPILER_CP_ZFILL": "1",          # 0: masked-off runs of an other=0 load go through registers, as before
     "TRANSPILER_TMA": "1",               # 0: pipelined loops on sm_90a copy their tiles by cp.async, never TMA
+    "TRANSPILER_TMA_IN_FLIGHT": "1",     # 0: a TMA loop waits for its wgmma group in its own iteration
 }
 
 

@@ -7,8 +7,8 @@ iteration count `ITER` (0 for the first iteration). A pointer block has such a f
 argument (`base + form` elements).
 
 Rules, for the ops an address is built from (anything else has no form):
-- `arange(s, s + n)`: `s + i0`; a splat: its scalar; a hint (`tl.multiple_of`, ...): its operand; `expand_dims` / `broadcast` move or drop dimensions
-  (a dimension of size 1 carries no coefficient); `add`, `sub`, and `mul` where one side is a scalar;
+- `arange(s, s + n)`: `s + i0`; a splat: its scalar; a hint (`tl.multiple_of`, ...): its operand;
+  `expand_dims` / `broadcast` move or drop dimensions (a dimension of size 1 carries no coefficient); `add`, `sub`, and `mul` where one side is a scalar;
   casts between integers that keep every value (to a width at least as wide, the same signedness or wider);
   `addptr` adds an offset form to a pointer form;
 - the loop's induction variable is `lo + step * ITER`; a carried value is `init + ITER * delta` when what the

@@ -19,6 +19,10 @@ Conditions only known at run time (a wrap guard, an origin that must not be nega
 kernel evaluates before the loop; the host adds whether every tensor map encoded (runtime/tensor_maps.py). The
 loop is emitted twice, the TMA ring when the guard holds and the cp.async ring otherwise, so nothing the
 proof could not cover changes behaviour. `TRANSPILER_TMA=0` keeps the cp.async ring only.
+
+With TMA and at least 4 stages the loop's wgmma group stays in flight into the next iteration where its dot
+allows it (pipelining.keep_in_flight; `TRANSPILER_TMA_IN_FLIGHT=0` waits for it in its own iteration): both
+versions of the loop then copy one stage less far ahead.
 """
 from __future__ import annotations
 
@@ -26,8 +30,12 @@ from dataclasses import dataclass, field
 
 from ..targets import switch
 from .affine_tiles import ITER, LoopForms, Poly
+from .pipelining import keep_in_flight
 
 SWIZZLE_SPANS = (32, 64, 128)          # bytes per box row the tensor map's swizzle modes cover
+# A wgmma group in flight makes the copies run one stage less far ahead: measured +2-10% with 4 stages (2 ahead),
+# -20% with 3 (1 ahead) on the H200 (bench/NOTES.md), so only from 4 stages on.
+IN_FLIGHT_MIN_STAGES = 4
 
 
 @dataclass
@@ -192,6 +200,8 @@ def plan_tma(kernel, pipelines, dots, decisions, target):
         decisions.add("tma", loop, f"TMA + mbarrier ring, {pipe.stages} stages, for the loads on {what}",
                       f"each is an affine tile of a pointer argument whose mask is the tensor's bounds "
                       f"({plan.stage_bytes} bytes per stage){guard}")
+        if switch("TRANSPILER_TMA_IN_FLIGHT") and pipe.stages >= IN_FLIGHT_MIN_STAGES:
+            keep_in_flight(pipe, dots, decisions, f"its tiles come by TMA, {pipe.stages} stages deep")
     return plans
 
 

@@ -161,6 +161,36 @@ def emit_body(em, loop, targets, stage, prefetch):
     return in_flight
 
 
+def ring_loop(em, loop, targets, stage, top, prefetch, advance):
+    """The loop of a ring: `top` lines first in each iteration, then the body reading stage `stage`, whose first
+    dot issues the copies `prefetch(ivname)` writes, then the `advance` lines; after it, the last wgmma group."""
+    iv, ct = loop.iv, loop.ct
+    ivname = em.name_of(iv, "i")
+    em.write(unroll_pragma(loop.op))
+    em.write(f"for ({ct} {ivname} = {loop.lo}; {loop.condition(ivname)}; {ivname} += {loop.step}) {{")
+    em.push_scope()
+    em.indent += 1
+    em.loop_depth += 1
+    em.bind(iv, Read(scalar=ivname, ctype=ct), None)
+    for line in top:
+        em.write(line)
+    outer_lines, outer_indent = em.lines, em.indent
+    em.lines, em.indent = [], 0
+    prefetch(ivname)
+    copies = "\n".join(em.lines)
+    em.lines, em.indent = outer_lines, outer_indent
+    in_flight = emit_body(em, loop, targets, stage, copies)
+    for line in advance:
+        em.write(line)
+    for staged in loop.plan.loads:
+        del em.tiles[staged.op.result]
+    em.loop_depth -= 1
+    em.indent -= 1
+    em.pop_scope()
+    em.write("}")
+    finish_in_flight(em, loop, targets, in_flight)
+
+
 def finish_in_flight(em, loop, targets, in_flight):
     if in_flight:
         acc, layout = targets[loop.main.index(loop.plan.async_carried)]
@@ -200,44 +230,27 @@ def _cp_async_ring(em, loop, targets):
     em.loop_depth -= 1
 
     # The loop.
-    ivname = em.name_of(iv, "i")
     em.write(f"int {s} = 0;  // the stage this iteration reads")
-    em.write(unroll_pragma(op))
-    em.write(f"for ({ct} {ivname} = {lo}; {loop.condition(ivname)}; {ivname} += {step}) {{")
-    em.push_scope()
-    em.indent += 1
-    em.loop_depth += 1
-    em.bind(iv, Read(scalar=ivname, ctype=ct), None)
-    em.write(f"tp::cp_async_wait<{distance - 1}>();  // this iteration's stage has landed (for this thread)")
+    top = [f"tp::cp_async_wait<{distance - 1}>();  // this iteration's stage has landed (for this thread)"]
     if em.analysis.uses_wgmma and switch("TRANSPILER_WGMMA_CP_FENCE"):
-        em.write("tp::fence_proxy_async();         // ... and is visible to the tensor cores' reads (wgmma)")
-    em.write("__syncthreads();                 // ... for every thread; and the stage refilled next is free")
+        top.append("tp::fence_proxy_async();         // ... and is visible to the tensor cores' reads (wgmma)")
+    top.append("__syncthreads();                 // ... for every thread; and the stage refilled next is free")
+
     # The copies for iteration i+S-1 go to the stage read in iteration i-1, which the barrier above freed;
     # they may be issued anywhere in the body: the first dot issues them after its first k step.
-    outer_lines, outer_indent = em.lines, em.indent
-    em.lines, em.indent = [], 0
-    em.write("{")
-    em.indent += 1
-    em.write(f"const {ct} {iv_ahead} = {ivname} + {distance} * {step};")
-    em.write(f"if ({loop.condition(iv_ahead)}) {{")
-    em.indent += 1
-    _prefetch(em, plan, iv, iv_ahead, ct, carried, ahead, yields, f"({s} + {distance}) % {stages}")
-    em.indent -= 1
-    em.write("}")
-    em.indent -= 1
-    em.write("}")
-    em.write("tp::cp_async_commit();")
-    prefetch = "\n".join(em.lines)
-    em.lines, em.indent = outer_lines, outer_indent
-    in_flight = emit_body(em, loop, targets, s, prefetch)
-    em.write(f"{s} = {s} + 1 == {stages} ? 0 : {s} + 1;")
-    for staged in plan.loads:
-        del em.tiles[staged.op.result]
-    em.loop_depth -= 1
-    em.indent -= 1
-    em.pop_scope()
-    em.write("}")
-    finish_in_flight(em, loop, targets, in_flight)
+    def prefetch(ivname):
+        em.write("{")
+        em.indent += 1
+        em.write(f"const {ct} {iv_ahead} = {ivname} + {distance} * {step};")
+        em.write(f"if ({loop.condition(iv_ahead)}) {{")
+        em.indent += 1
+        _prefetch(em, plan, iv, iv_ahead, ct, carried, ahead, yields, f"({s} + {distance}) % {stages}")
+        em.indent -= 1
+        em.write("}")
+        em.indent -= 1
+        em.write("}")
+        em.write("tp::cp_async_commit();")
+    ring_loop(em, loop, targets, s, top, prefetch, [f"{s} = {s} + 1 == {stages} ? 0 : {s} + 1;"])
     em.write("tp::cp_async_wait<0>();")
     em.write("__syncthreads();  // the stage buffers may be reused from here on")
     em.smem.end_pipeline()

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 from ... import dtypes
 from ...analysis.affine_tiles import ITER
-from ..emitter import Read
-from .control import unroll_pragma
 
 
 def _spell(em, poly, iteration=None, ctype="int"):
@@ -87,7 +85,7 @@ def _issue(em, loop, plan, bars, stage, iteration):
 
 
 def tma_ring(em, loop, targets, plan):
-    from .pipeline import emit_body, finish_in_flight, stage_rings   # pipeline.py imports this module lazily
+    from .pipeline import ring_loop, stage_rings   # pipeline.py imports this module lazily
     pipe = loop.plan
     stages, distance = pipe.stages, pipe.distance
     iv, ct, lo, step = loop.iv, loop.ct, loop.lo, loop.step
@@ -119,43 +117,26 @@ def tma_ring(em, loop, targets, plan):
     em.indent -= 1
     em.write("}")
 
-    ivname = em.name_of(iv, "i")
     phase, count = em.fresh("phase"), em.fresh("iteration")
     em.write(f"int {s} = 0;  // the stage this iteration reads")
     em.write(f"unsigned {phase} = 0;  // the parity of its mbarrier's phase this time round the ring")
     em.write(f"int {count} = 0;")
-    em.write(unroll_pragma(loop.op))
-    em.write(f"for ({ct} {ivname} = {lo}; {loop.condition(ivname)}; {ivname} += {step}) {{")
-    em.push_scope()
-    em.indent += 1
-    em.loop_depth += 1
-    em.bind(iv, Read(scalar=ivname, ctype=ct), None)
-    em.write(f"tp::mbarrier_wait_parity(&{bars}[{s}], {phase});  // this iteration's tiles have landed")
-    em.write("__syncthreads();  // every warp is done with the stage refilled next")
-    outer_lines, outer_indent = em.lines, em.indent
-    em.lines, em.indent = [], 0
-    em.write("{")
-    em.indent += 1
-    em.write(f"const {ct} {iv_ahead} = {ivname} + {distance} * {step};")
-    em.write(f"if (threadIdx.x == 0 && {loop.condition(iv_ahead)}) {{")
-    em.indent += 1
-    _issue(em, loop, plan, bars, f"({s} + {distance}) % {stages}", f"{count} + {distance}")
-    em.indent -= 1
-    em.write("}")
-    em.indent -= 1
-    em.write("}")
-    prefetch = "\n".join(em.lines)
-    em.lines, em.indent = outer_lines, outer_indent
-    in_flight = emit_body(em, loop, targets, s, prefetch)
-    em.write(f"if (++{s} == {stages}) {{ {s} = 0; {phase} ^= 1; }}")
-    em.write(f"++{count};")
-    for staged in pipe.loads:
-        del em.tiles[staged.op.result]
-    em.loop_depth -= 1
-    em.indent -= 1
-    em.pop_scope()
-    em.write("}")
-    finish_in_flight(em, loop, targets, in_flight)
+    top = [f"tp::mbarrier_wait_parity(&{bars}[{s}], {phase});  // this iteration's tiles have landed",
+           "__syncthreads();  // every warp is done with the stage refilled next"]
+
+    def prefetch(ivname):
+        em.write("{")
+        em.indent += 1
+        em.write(f"const {ct} {iv_ahead} = {ivname} + {distance} * {step};")
+        em.write(f"if (threadIdx.x == 0 && {loop.condition(iv_ahead)}) {{")
+        em.indent += 1
+        _issue(em, loop, plan, bars, f"({s} + {distance}) % {stages}", f"{count} + {distance}")
+        em.indent -= 1
+        em.write("}")
+        em.indent -= 1
+        em.write("}")
+    ring_loop(em, loop, targets, s, top, prefetch, [f"if (++{s} == {stages}) {{ {s} = 0; {phase} ^= 1; }}",
+                                                    f"++{count};"])
     em.write("__syncthreads();  // every wait is done: the stage buffers and barriers may be reused")
     em.write("if (threadIdx.x == 0) {")
     em.write(f"  for (int {j} = 0; {j} < {stages}; ++{j}) tp::mbarrier_inval(&{bars}[{j}]);")
