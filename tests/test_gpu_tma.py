@@ -177,3 +177,39 @@ def test_tutorial_matmul_agrees_with_triton():
     twin.matmul(a, b, out=theirs, config=cfg)
     _check(ours, _f64(theirs), "float16")
     _check(ours, _f64(a) @ _f64(b), "float16")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_tensor_descriptor_matmul(dtype):
+    """tests/tma_kernels.py: tl.make_tensor_descriptor / desc.load / desc.store; the loads take the TMA ring and
+    the store clips at the tensor's edge (the padding columns of C stay NaN)."""
+    _needs_hopper()
+    from tma_kernels import td_matmul_kernel
+    m, n, k = 333, 200, 456
+    rng = np.random.default_rng(13)
+    a, b = _padded(rng, m, k, dtype), _padded(rng, k, n, dtype)
+    c_full = torch.full((m, 320), float("nan"), dtype=getattr(torch, dtype), device="cuda")
+    c = c_full[:, :n]
+    args = (a, b, c, m, n, k, a.stride(0), b.stride(0), c.stride(0))
+    meta = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64)
+    _takes_tma(td_matmul_kernel, *args, arch="sm_90a", num_warps=4, num_stages=3, **meta)
+    td_matmul_kernel[(-(-m // 128), -(-n // 128))](*args, num_warps=4, num_stages=3, **meta)
+    _check(c, _f64(a) @ _f64(b), dtype)
+    assert torch.isnan(c_full[:, n:]).all()
+
+
+@pytest.mark.parametrize("shift, pad", [(5, "zero"), (-7, "nan")])
+def test_tensor_descriptor_shift_pads_and_clips(shift, pad):
+    _needs_hopper()
+    from tma_kernels import td_shift_kernel
+    m, n = 37, 50
+    x = torch.randn((m, 64), device="cuda")
+    y = torch.full((m, 64), -1.0, device="cuda")
+    td_shift_kernel[(3, 4)](x[:, :n], y[:, :n], m, n, 64, 64, SHIFT=shift, PAD=pad, BM=16, BN=16)
+    xh = x.cpu().numpy()
+    expected = np.full((m, n), 0.0 if pad == "zero" else np.nan, np.float32)
+    cols = np.arange(n) + shift
+    inside = (cols >= 0) & (cols < n)
+    expected[:, inside] = xh[:, cols[inside]]
+    np.testing.assert_array_equal(y[:, :n].cpu().numpy(), expected)
+    assert (y[:, n:] == -1.0).all()

@@ -54,3 +54,30 @@ def gathered_rows_matmul_kernel(A, Rows, B, C, M, N, K, stride_am, stride_bk, st
                     mask=(offs_k[:, None] < K) & (offs_n[None, :] < N), other=0.0)
         acc = tl.dot(a, b, acc)
     tl.store(C + offs_m[:, None] * stride_cm + offs_n[None, :], acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+@transpiler.jit
+def td_matmul_kernel(A, B, C, M, N, K, stride_am, stride_bk, stride_cm,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """C = A @ B through tensor descriptors made in the kernel (Triton 3.6's tl.make_tensor_descriptor)."""
+    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+    a_desc = tl.make_tensor_descriptor(A, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K])
+    b_desc = tl.make_tensor_descriptor(B, [K, N], [stride_bk, 1], [BLOCK_K, BLOCK_N])
+    c_desc = tl.make_tensor_descriptor(C, [M, N], [stride_cm, 1], [BLOCK_M, BLOCK_N])
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, K, BLOCK_K):
+        a = a_desc.load([pid_m * BLOCK_M, k])
+        b = tl.load_tensor_descriptor(b_desc, [k, pid_n * BLOCK_N])
+        acc = tl.dot(a, b, acc)
+    c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_desc.dtype))
+
+
+@transpiler.jit
+def td_shift_kernel(X, Y, M, N, stride_x, stride_y, SHIFT: tl.constexpr, PAD: tl.constexpr,
+                    BM: tl.constexpr, BN: tl.constexpr):
+    """Y[i, j] = X[i, j + SHIFT] (padding outside X), block by block: loads and stores that cross the edges."""
+    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+    src = tl.make_tensor_descriptor(X, [M, N], [stride_x, 1], [BM, BN], padding_option=PAD)
+    dst = tl.make_tensor_descriptor(Y, [M, N], [stride_y, 1], [BM, BN])
+    block = src.load([pid_m * BM, pid_n * BN + SHIFT])
+    dst.store([pid_m * BM, pid_n * BN], block)
