@@ -130,7 +130,8 @@ def stage_rings(em, plan):
     em.smem.begin_pipeline()
     for staged in plan.loads:
         v = staged.op.result
-        buf = em.stage_buffer(v.dtype, v.type.numel * plan.stages, f"{em.name_of(v)}_stages")
+        buf = em.stage_buffer(v.dtype, v.type.numel * plan.stages, f"{em.name_of(v)}_stages",
+                              (staged.op, "stages", 0))
         em.stage_tiles[staged.op] = StageRing(buf, v.shape, staged.col_dim, v.dtype, em.analysis.uses_wgmma)
 
 

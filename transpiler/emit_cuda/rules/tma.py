@@ -92,7 +92,7 @@ def tma_ring(em, loop, targets, plan):
     lines = ", ".join(str(t.staged.op.loc.line) for t in plan.loads if t.staged.op.loc)
     em.write(f"// TMA ring, {stages} stages: the tiles of line(s) {lines} are copied by the Tensor Memory "
              f"Accelerator {distance} iteration(s) ahead")
-    bars = em.shared_buffer(dtypes.uint64, stages, "tma_bars", "mbarriers of a TMA ring")
+    bars = em.shared_buffer(dtypes.uint64, stages, "tma_bars", (loop.op, "mbarriers", 0))
     stage_rings(em, pipe)
     j = em.fresh("s")
     em.write("if (threadIdx.x == 0) {")
