@@ -175,3 +175,53 @@ def test_host_maps_are_evaluated_and_encoded_once(monkeypatch):
 def ctypes_int(address):
     import ctypes
     return ctypes.c_int.from_address(address).value
+
+
+def test_column_major_a_is_boxed_along_m():
+    """A stored column-major (stride_am = 1): its tile's contiguous dimension is M, cut into 128-byte slabs."""
+    args = (H, H, H, 4096, 4096, 4096, 1, 4096, 4096, 1, 4096, 1)
+    (plan,) = _analysis(args=args).tma.values()
+    a = plan.loads[0]
+    assert a.staged.col_dim == 0 and (a.box, a.slabs) == ((64, 64), 2)
+    assert repr(a.stride) == "stride_ak" and repr(a.origin[1]) == "64 * ITER"
+
+
+@transpiler.jit
+def _offset_loop_kernel(A, B, C, M, K, stride_a, stride_b, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                        ROW_MASK: tl.constexpr):
+    rm, rn = tl.arange(0, BM), tl.arange(0, BN)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(16, K, 2 * BK):             # a first offset and a step that is not the block
+        rk = k + tl.arange(0, BK)
+        if ROW_MASK:
+            a = tl.load(A + rm[:, None] * stride_a + rk[None, :], mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0)
+        else:
+            a = tl.load(A + rm[:, None] * stride_a + rk[None, :], mask=rk[None, :] < K, other=0.0)
+        b = tl.load(B + rk[:, None] * stride_b + rn[None, :], mask=(rk[:, None] < K) & (rn[None, :] < BN), other=0.0)
+        acc = tl.dot(a, b, acc)
+    tl.store(C + rm[:, None] * BN + rn[None, :], acc)
+
+
+def test_box_origin_follows_the_induction_variable():
+    args = (H, H, transpiler.StandIn(tl.float32), 1000, 1000, 1024, 1024)
+    meta = dict(BM=128, BN=128, BK=64, num_warps=4, num_stages=3)
+    (plan,) = _analysis(_offset_loop_kernel, args, ROW_MASK=True, **meta).tma.values()
+    a, b = plan.loads
+    assert repr(a.origin[0]) == "16 + 128 * ITER" and repr(b.origin[1]) == "16 + 128 * ITER"
+    assert [repr(e) for e in a.extents] == ["K", "M"] and [repr(e) for e in b.extents] == ["128", "K"]
+    # without a row mask nothing says how many rows A has: no tensor map
+    analysis = _analysis(_offset_loop_kernel, args, ROW_MASK=False, **meta)
+    assert analysis.tma == {} and "has no bound" in analysis.decisions.report()
+
+
+def test_poly_algebra():
+    from transpiler.analysis.affine_tiles import ITER, Poly
+    x, y = Poly.atom("x"), Poly.atom("y")
+    p = (x + Poly.const(2)) * (y - Poly.const(1))
+    assert p == x * y - x + Poly.const(2) * y - Poly.const(2)
+    q, r = (Poly.const(6) * x * y + Poly.const(3) * y + x).divide_monomial(("y",), 3)
+    assert q == Poly.const(2) * x + Poly.const(1) and r == x
+    rest, coef = (Poly.const(5) + Poly.const(64) * Poly.atom(ITER)).split_by(ITER)
+    assert rest == Poly.const(5) and coef == Poly.const(64)
+    assert (Poly.atom(ITER) * Poly.atom(ITER)).split_by(ITER) is None
+    assert (x - x).terms == {} and repr(Poly()) == "0"
