@@ -81,7 +81,7 @@ def test_launcher_checks_exactly_what_the_specialization_assumed(kernel_file, tm
 
 def test_a_none_argument_cannot_be_compiled_ahead_of_time():
     with pytest.raises(SignatureError, match="None argument"):
-        host_interface(["X", "B"], [("ptr", "fp32", True), ("none",)], ["ptr", "ptr"])
+        host_interface(["X", "B"], [("ptr", "fp32", 16), ("none",)], ["ptr", "ptr"])
 
 
 def test_compile_for_an_old_arch_refuses_dot(kernel_file, tmp_path, capsys):

@@ -47,16 +47,16 @@ def host_interface(arg_names, key_parts, param_kinds):
             continue
         if part[0] == "ptr":
             params.append(HostParam(name, "CUdeviceptr", f"device address of {part[1]} elements"))
-            if part[2]:
-                checks.append(Check(f"({name} & 15) == 0", f"{name} 16-byte aligned"))
+            if part[2] > 1:
+                checks.append(Check(f"({name} & {part[2] - 1}) == 0", f"{name} {part[2]}-byte aligned"))
             continue
         if part[0] == "none":
             raise SignatureError(f"'{name}': a None argument cannot be compiled ahead of time")
         params.append(HostParam(name, HOST_TYPES[part[0]], _NOTES.get(part[0], "")))
         if len(part) == 3 and part[1]:
             checks.append(Check(f"{name} == 1", f"{name} == 1"))
-        elif len(part) == 3 and part[2]:
-            checks.append(Check(f"{name} % 16 == 0", f"{name} divisible by 16"))
+        elif len(part) == 3 and part[2] > 1:
+            checks.append(Check(f"{name} % {part[2]} == 0", f"{name} divisible by {part[2]}"))
     return params, checks
 
 

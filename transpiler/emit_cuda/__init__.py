@@ -85,12 +85,12 @@ def _specialization_text(kernel):
     for a in kernel.args:
         dt = a.value.dtype
         note = ""
-        if dt.is_ptr() and a.divisibility >= 16:
-            note = " (16-byte aligned)"
+        if dt.is_ptr() and a.divisibility > 1:
+            note = f" ({a.divisibility}-byte aligned)"
         elif not dt.is_ptr() and a.equal_to_one:
             note = " (== 1)"
-        elif not dt.is_ptr() and a.divisibility >= 16:
-            note = " (multiple of 16)"
+        elif not dt.is_ptr() and a.divisibility > 1:
+            note = f" (multiple of {a.divisibility})"
         parts.append(f"{a.name} None (a null pointer, unused)" if a.is_none else f"{a.name} {dt}{note}")
     parts += [f"{k} = {getattr(v, '__transpiler_builtin__', None) or repr(v)}" for k, v in kernel.constexprs.items()]
     return ", ".join(parts)
