@@ -10,6 +10,7 @@ from .decisions import DecisionLog
 from .layout_assignment import LayoutAssignment, coalesced_order
 from .load_combining import combine_loads
 from .pipelining import plan_pipelines
+from .row_loop import fold_row_loop
 from .tensor_cores import plan_dots
 from .vectorize import vectorize
 
@@ -27,6 +28,7 @@ class KernelAnalysis:
     atomics: dict       # atomic op -> AtomicPlan (atomics.py)
     target: str | None = None   # the architecture the source is emitted for, where that matters
     required_arch: ArchRequirement | None = None   # the oldest GPU it runs on (arch_requirements.py)
+    row_loop: object = None     # RowLoopPlan when programs are folded into a row loop (row_loop.py)
 
     @property
     def uses_wgmma(self):
@@ -36,6 +38,7 @@ class KernelAnalysis:
 def analyze(kernel, target=None) -> KernelAnalysis:
     """`target`: the architecture the source is for when it matters ("sm_90a": warpgroup MMA), else None."""
     decisions = DecisionLog()
+    row_loop = fold_row_loop(kernel, decisions)      # rewrites the IR first: every later pass sees the loop
     axis = AxisInfoAnalysis(kernel)
     dots = plan_dots(kernel, decisions, target)
     layouts = LayoutAssignment(kernel, axis, decisions, dots)
@@ -48,4 +51,4 @@ def analyze(kernel, target=None) -> KernelAnalysis:
     combined = combine_loads(kernel, axis, layouts, widths, decisions)
     atomics = plan_atomics(kernel, layouts, decisions)
     return KernelAnalysis(axis, layouts, widths, uniform, decisions, dots, pipelines, combined, atomics, target,
-                          required_arch(kernel))
+                          required_arch(kernel), row_loop)

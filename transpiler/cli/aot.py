@@ -80,7 +80,8 @@ def compile_ahead_of_time(spec, arch: str, out_dir: str) -> list:
     context = dict(name=variant.name, source_file=os.path.basename(kernel.fn.__code__.co_filename), arch=arch,
                    specialization=specialization, num_warps=spec.num_warps, threads=32 * spec.num_warps,
                    shared_bytes=variant.shared_bytes, params=params, checks=checks, cubin_bytes=len(cubin),
-                   cubin_rows=_byte_rows(cubin), indent=len(f"CUresult {variant.name}_launch("))
+                   cubin_rows=_byte_rows(cubin), indent=len(f"CUresult {variant.name}_launch("),
+                   row_loop=variant.row_loop)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = {

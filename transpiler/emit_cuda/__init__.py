@@ -119,6 +119,7 @@ class EmittedKernel:
     shared_bytes: int      # dynamic shared memory per program
     shared_buffers: tuple = ()   # (name, C type, count, bytes, purpose) of each buffer, for reports
     required_arch: object = None  # analysis.arch_requirements.ArchRequirement, or None
+    row_loop: bool = False       # programs folded into a row loop: a launch adds the grid's x as a last parameter
 
 
 def emit_kernel(kernel, analysis) -> EmittedKernel:
@@ -134,6 +135,9 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
         notes.append(f"layout L{i}: {layout.describe()} ({layout.num_regs} registers per thread)")
     shared_bytes, smem_constants = em.smem.layout()
     params, body = _params(kernel, written, em.names), "\n".join(em.lines)
+    row_loop = getattr(em, "row_count_param", None) is not None
+    if row_loop:       # the user's grid x, appended by the runtime after the arguments' slots
+        params.append(f"const int {em.row_count_param}")
     uses_fp8 = any("__nv_fp8" in text for text in params + [body])
     source = jinja_env().get_template("kernel.cu.j2").render(
         source_file=os.path.basename(kernel.source_file),  # no absolute path: stable snapshots
@@ -146,7 +150,7 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
         smem_align=SharedMemoryPool.WGMMA_ALIGN if analysis.uses_wgmma else SharedMemoryPool.ALIGN,
         shared_decls=(smem_constants + em.shared_decls) if shared_bytes else [],
         thread_bases=em.thread_base_lines, body=body)
-    return EmittedKernel(source, shared_bytes, tuple(em.smem.buffers), analysis.required_arch)
+    return EmittedKernel(source, shared_bytes, tuple(em.smem.buffers), analysis.required_arch, row_loop)
 
 
 __all__ = ["emit_kernel", "EmittedKernel", "OCCUPANCY_MACRO", "MAXNREG_MACRO"]
