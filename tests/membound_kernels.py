@@ -76,6 +76,16 @@ def plain_copy(X, Y, n, BLOCK: tl.constexpr):
 
 
 @transpiler.jit
+def scaled_row_sums(X, S, OUT, n_cols, BLOCK: tl.constexpr):
+    """A scalar load per row (no mask) beside the row's block: both run a row ahead."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    scale = tl.load(S + row)
+    x = tl.load(X + row * n_cols + cols, mask=cols < n_cols, other=0.0)
+    tl.store(OUT + row, tl.sum(x, axis=0) * scale)
+
+
+@transpiler.jit
 def chunked_row_max(X, OUT, n_cols, BLOCK: tl.constexpr):
     """A program with its own loop over the row: left one row per program."""
     row = tl.program_id(0)
@@ -183,6 +193,17 @@ def early_return_case(rng, n_rows, n_cols):
                 constexprs=dict(BLOCK=transpiler.next_power_of_2(n_cols)), num_warps=4, expect=expect)
 
 
+def scaled_sums_case(rng, n_rows, n_cols):
+    x = rng.standard_normal((n_rows, n_cols)).astype(np.float32)
+    scale = rng.standard_normal(n_rows).astype(np.float32)
+    out = _poisoned(n_rows, np.float32)
+
+    def expect(args):
+        return {2: (x.astype(np.float64).sum(axis=1) * scale, 1e-5, 1e-4)}
+    return dict(kernel=scaled_row_sums, args=[x, scale, out, n_cols], grid=(n_rows,),
+                constexprs=dict(BLOCK=transpiler.next_power_of_2(n_cols)), num_warps=4, expect=expect)
+
+
 def store_then_load_case(rng, n_rows, n_cols):
     x = rng.standard_normal((n_rows, n_cols)).astype(np.float32)
     y = _poisoned((n_rows, n_cols), np.float32)
@@ -209,6 +230,7 @@ def all_cases(rng):
         ("grid_facts_2d_grid", grid_facts_case(rng, 3000, 300)),
         ("early_return_every_third_row", early_return_case(rng, 5003, 200)),
         ("store_then_load_same_row", store_then_load_case(rng, 4001, 333)),
+        ("scalar_and_block_loads_ahead", scaled_sums_case(rng, 6007, 300)),
     ]
 
 

@@ -24,6 +24,7 @@ def _small(name):
         "grid_facts": lambda: K.grid_facts_case(rng, 4, 300),
         "early_return": lambda: K.early_return_case(rng, 7, 50),
         "store_then_load": lambda: K.store_then_load_case(rng, 5, 33),
+        "scaled_sums": lambda: K.scaled_sums_case(rng, 6, 70),
     }
     return builders[name]()
 
@@ -34,7 +35,8 @@ def _decision(case):
     return d, analysis
 
 
-@pytest.mark.parametrize("name", ["softmax", "norm", "argmax", "grid_facts", "early_return", "store_then_load"])
+@pytest.mark.parametrize("name", ["softmax", "norm", "argmax", "grid_facts", "early_return", "store_then_load",
+                                  "scaled_sums"])
 def test_references_agree_with_the_interpreter(name):
     """The GPU test's references are right: the CPU interpreter (the original grid, one row per program)
     gives the same results."""
@@ -45,7 +47,7 @@ def test_references_agree_with_the_interpreter(name):
 
 
 @pytest.mark.parametrize("name, prefetched", [("softmax", 1), ("norm", 1), ("argmax", 1), ("grid_facts", 1),
-                                              ("early_return", 1), ("store_then_load", 1)])
+                                              ("early_return", 1), ("store_then_load", 1), ("scaled_sums", 2)])
 def test_row_kernels_are_folded_and_say_why(name, prefetched):
     d, analysis = _decision(_small(name))
     assert d.what.startswith("programs folded into a persistent row loop")
@@ -113,6 +115,7 @@ SOURCES = {
     "argmax_fp16_1024_w4": (lambda rng: K.argmax_case(rng, 64, 1024, 1024, np.float16), True),
     "early_return": (lambda rng: K.early_return_case(rng, 64, 200), True),
     "grid_facts": (lambda rng: K.grid_facts_case(rng, 64, 300), True),
+    "scaled_sums": (lambda rng: K.scaled_sums_case(rng, 64, 300), True),
 }
 
 
@@ -134,7 +137,7 @@ def test_row_loops_compile_without_spills_or_warnings(name, budget, arch, monkey
 
 FOLDED_GPU_CASES = {"softmax_fp16_many_rows", "softmax_one_row", "norm_fp16_stride_8k", "argmax_fp32_many_rows",
                     "argmax_fp16_odd_stride", "grid_facts_2d_grid", "early_return_every_third_row",
-                    "store_then_load_same_row"}
+                    "store_then_load_same_row", "scalar_and_block_loads_ahead"}
 
 
 def test_which_gpu_cases_are_folded():
