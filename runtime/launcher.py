@@ -191,6 +191,30 @@ class DebugLauncher(Launcher):
                                    "faulting access") from e
 
 
+class RowLoopLauncher:
+    """Launches a kernel whose programs along x were folded into a row loop (`analysis/row_loop.py`): at most
+    `programs` of them, each looping over the user's program ids, which it learns from a last parameter holding
+    the user's grid x. Everything else is the wrapped launcher's."""
+
+    __slots__ = ("inner", "programs")
+    # The loop computes `row + programs` for rows below the grid's x: that sum must stay an int.
+    MAX_GRID_X = 2**31 - 1
+
+    def __init__(self, inner, programs: int):
+        self.inner = inner
+        self.programs = max(1, programs)
+
+    def launch(self, gx, gy, gz, values, stream):
+        if gx + self.programs > self.MAX_GRID_X:
+            raise LaunchError(f"grid x of {gx} programs is not supported yet by a kernel folded into a row loop "
+                              f"(at most {self.MAX_GRID_X - self.programs})", kernel=self.inner.name,
+                              hint="set TRANSPILER_ROW_LOOP=0, or put part of the count on grid axis 1")
+        self.inner.launch(min(gx, self.programs), gy, gz, (*values, gx), stream)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
 # ---- streams -----------------------------------------------------------------------------------------------
 
 _torch_raw_stream = None
