@@ -1,16 +1,18 @@
 """One compiled variant on one device, launched with as little host work as possible.
 
 A `Launcher` holds the loaded CUDA function, the device's context, the block size, the dynamic shared memory
-each program gets and a parameter buffer laid out once: one 8-byte slot per runtime parameter, and the array of
-slot addresses that cuLaunchKernel reads. A function that needs more than the 48 KiB of dynamic shared memory
-any kernel may use is opted in to its amount once, when its launcher is made (cuFuncSetAttribute,
-CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES); `compiler.check_shared_memory` has already refused amounts
-past the device's limit.
-A launch packs the slot values with one `struct.pack_into` (which also converts them to the C types: `int`
-to a 4-byte int for an int32 parameter, `float` to a float), makes the device's context current if it is
-not, and calls cuLaunchKernel (through ctypes, `driver.py`) on the chosen stream. The driver copies the
-parameters during the call, so the buffer is reused; a lock per launcher keeps two threads from packing into
-it at once. Nothing here synchronises or allocates device memory, so launches can be captured in CUDA graphs.
+each program gets and a buffer laid out once: the launch configuration (CUlaunchConfig: grid, block, shared
+memory, stream), one 8-byte slot per runtime parameter, and the array of slot addresses the driver reads. A
+function that needs more than the 48 KiB of dynamic shared memory any kernel may use is opted in to its amount
+once, when its launcher is made (cuFuncSetAttribute, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
+`compiler.check_shared_memory` has already refused amounts past the device's limit.
+A launch is a closure made once per launcher by a launch plan (`PLANS`, below): one `struct.pack_into` writes
+the grid, the stream and the slot values (converting them to the C types: `int` to a 4-byte int for an int32
+parameter, `float` to a float; a value that does not fit is named), one cuCtxGetCurrent checks that the
+device's context is current (else it is made current for the launch and the caller's put back), and one
+cuLaunchKernelEx call through ctypes launches on the chosen stream. The driver copies the parameters during the
+call, so the buffer is reused; a lock per launcher keeps two threads from packing into it at once. Nothing here
+synchronises or allocates device memory, so launches can be captured in CUDA graphs.
 
 Faults: a kernel that faults (an illegal address, a trap) leaves the context unusable, and the driver reports it
 at a later call, often another kernel's launch. Each launch therefore records `(kernel, gx, gy, gz)` in
@@ -95,13 +97,15 @@ def fault_error(error, kernel_name):
 
 
 class Launcher:
-    """Launch one loaded function: `launch(gx, gy, gz, values, stream)`."""
+    """Launch one loaded function: `launch(gx, gy, gz, values, stream)`, a closure made once by a launch plan
+    (`PLANS`): `ex` when the real driver is there, `driver` under a driver object without raw functions (tests'
+    fakes)."""
 
     __slots__ = ("module", "function", "name", "context", "block", "shared_bytes", "_pack", "_buffer", "_slots",
-                 "_params", "_func", "_lock", "kinds", "slot_names")
+                 "_params", "_func", "_lock", "kinds", "slot_names", "launch", "plan")
 
     def __init__(self, module, function, context: int, kinds, num_warps: int, name: str = "", shared_bytes=0,
-                 slot_names=None):
+                 slot_names=None, plan=None):
         self.module = module          # the CUmodule handle (or an object owning it)
         self.function = function      # the CUfunction handle (or an object with `.ptr`)
         self.name = name
@@ -110,16 +114,26 @@ class Launcher:
         self.context = context
         self.block = 32 * num_warps
         self.shared_bytes = shared_bytes
-        n = len(kinds)
-        self._pack = struct.Struct(slot_format(kinds)).pack_into
-        self._buffer = ctypes.create_string_buffer(max(n, 1) * SLOT)
-        base = ctypes.addressof(self._buffer)
-        self._slots = (ctypes.c_void_p * max(n, 1))(*[base + SLOT * i for i in range(n)])
-        self._params = ctypes.addressof(self._slots)
         self._func = function.ptr if hasattr(function, "ptr") else int(function)
         self._lock = threading.Lock()
         if shared_bytes > OPT_IN_ABOVE:
             self._in_context(driver.funcSetAttribute, self._func, _MAX_DYNAMIC_SHARED_SIZE_BYTES, shared_bytes)
+        self.plan = plan or forced_plan or ("ex" if _raw_functions() is not None else "driver")
+        self.launch = self._wrap(PLANS[self.plan](self))
+
+    def _wrap(self, launch):
+        return launch
+
+    def _lay_out(self, header_format="<", header_bytes=0):
+        """The parameter buffer: `header_bytes` of launch configuration, then one 8-byte slot per parameter,
+        and the array of slot addresses cuLaunchKernel reads; `_pack` fills header and slots in one call."""
+        n = len(self.kinds)
+        self._pack = struct.Struct(header_format + slot_format(self.kinds)[1:]).pack_into
+        self._buffer = ctypes.create_string_buffer(header_bytes + max(n, 1) * SLOT)
+        base = ctypes.addressof(self._buffer)
+        self._slots = (ctypes.c_void_p * max(n, 1))(*[base + header_bytes + SLOT * i for i in range(n)])
+        self._params = ctypes.addressof(self._slots)
+        return base
 
     def _in_context(self, call, *args):
         """`call(*args)` with this launcher's context current, then the caller's context (or none) back."""
@@ -132,30 +146,12 @@ class Launcher:
         finally:
             driver.ctxSetCurrent(current)
 
-    def launch(self, gx, gy, gz, values, stream):
-        with self._lock:
-            try:
-                self._pack(self._buffer, 0, *values)
-            except struct.error:
-                raise self._misfit(values) from None
-            current = driver.ctxGetCurrent()
-            if current == self.context:
-                driver.launchKernel(self._func, gx, gy, gz, self.block, 1, 1, self.shared_bytes, stream, self._params,
-                                    0)
-                recent_launches.append((self.name, gx, gy, gz))
-                return
-            # The arrays live on another device than the current one (or this thread has no context yet):
-            # launch in their device's context and put the caller's back (none, if it had none).
-            driver.ctxSetCurrent(self.context)
-            try:
-                driver.launchKernel(self._func, gx, gy, gz, self.block, 1, 1, self.shared_bytes, stream, self._params,
-                                    0)
-                recent_launches.append((self.name, gx, gy, gz))
-            finally:
-                driver.ctxSetCurrent(current)
-
-    def _misfit(self, values):
-        """The LaunchError naming the first value that does not fit its slot's C type."""
+    def _refusal(self, gx, gy, gz, stream, values):
+        """What a launch whose values did not pack raises: TypeError for a grid or stream that is not a C
+        unsigned int (the caller's general path then checks the grid), else the LaunchError naming the first
+        argument that does not fit its slot's C type."""
+        if not all(type(v) is int and 0 <= v < 2**32 for v in (gx, gy, gz)) or type(stream) is not int:
+            return TypeError(f"grid ({gx!r}, {gy!r}, {gz!r}) and stream {stream!r} must be C unsigned ints")
         for name, kind, value in zip(self.slot_names, self.kinds, values):
             try:
                 struct.pack("<" + _CODE[kind], value)
@@ -164,6 +160,104 @@ class Launcher:
                                    kernel=self.name, hint="pass a value in the parameter type's range")
         return LaunchError(f"the arguments {values!r} do not fit the parameter types {self.kinds}", kernel=self.name)
 
+    def _misfit(self, values):
+        return self._refusal(1, 1, 1, 0, values)
+
+
+# ---- launch plans -------------------------------------------------------------------------------------------
+#
+# A plan makes a launcher's `launch(gx, gy, gz, values, stream)` once, with everything that does not change
+# between launches bound in its closure. Measured side by side on the H200 host (bench/launch_path.py, which
+# also times the candidates that lost: CuPy's Cython `launchKernel` and cuda.bindings' `cuLaunchKernel` under
+# the same packing; figures in bench/RESULTS.md), `ex` is the fastest: ctypes converts each argument of a call
+# from Python, so the 11-argument cuLaunchKernel cost ~3 us per call more than the 4-argument cuLaunchKernelEx
+# on this machine's CPU (0.9 us), and the grid, block, shared memory and stream go into the CUlaunchConfig in
+# the same `struct.pack_into` that packs the parameter slots.
+
+CONFIG_FORMAT = "<7I4xQ16x"   # CUlaunchConfig: grid x, y, z, block x, y, z, dynamic shared bytes, (padding),
+CONFIG_BYTES = 56             # stream, attrs = NULL, numAttrs = 0 (and padding): no launch attributes
+
+
+def _raw_functions():
+    """`(cuLaunchKernelEx, cuCtxGetCurrent)` of the real driver as raw ctypes functions, or None under a
+    driver without them (a fake, a driver before CUDA 11.8, a machine without libcuda)."""
+    raw = getattr(driver, "raw_launch_functions", None)
+    try:
+        return raw() if raw is not None else None
+    except OSError:     # no libcuda here: the driver plan, whose first call says so
+        return None
+
+
+def _ex_plan(launcher):
+    """cuLaunchKernelEx through ctypes: one pack of the CUlaunchConfig and the slots, one cuCtxGetCurrent
+    (its out-parameter made once), one call with four constant pointers."""
+    from .driver import CudaDriverError
+    launch_ex, get_current = _raw_functions()
+    config = launcher._lay_out(CONFIG_FORMAT, CONFIG_BYTES)
+    pack, buffer, function, params = launcher._pack, launcher._buffer, launcher._func, launcher._params
+    lock, context, block, shared, name = launcher._lock, launcher.context, launcher.block, launcher.shared_bytes, \
+        launcher.name
+    current = ctypes.c_void_p()
+    current_ref = ctypes.byref(current)
+    record = recent_launches.append
+
+    def launch(gx, gy, gz, values, stream):
+        with lock:
+            try:
+                pack(buffer, 0, gx, gy, gz, block, 1, 1, shared, stream, *values)
+            except struct.error:
+                raise launcher._refusal(gx, gy, gz, stream, values) from None
+            status = get_current(current_ref)
+            if status:
+                raise CudaDriverError("cuCtxGetCurrent", status)
+            if current.value == context:
+                status = launch_ex(config, function, params, None)
+            else:
+                # The arrays live on another device than the current one (or this thread has no context yet):
+                # launch in their device's context and put the caller's back (none, if it had none).
+                previous = current.value or 0
+                driver.ctxSetCurrent(context)
+                try:
+                    status = launch_ex(config, function, params, None)
+                finally:
+                    driver.ctxSetCurrent(previous)
+            if status:
+                raise CudaDriverError("cuLaunchKernelEx", status)
+            record((name, gx, gy, gz))
+    return launch
+
+
+def _driver_plan(launcher):
+    """cuLaunchKernel through the `driver` object's methods (any object with the binding's names: tests' fakes,
+    or a driver without cuLaunchKernelEx)."""
+    launcher._lay_out()
+    pack, buffer, function, params = launcher._pack, launcher._buffer, launcher._func, launcher._params
+    lock, context, block, shared, name = launcher._lock, launcher.context, launcher.block, launcher.shared_bytes, \
+        launcher.name
+    record = recent_launches.append
+
+    def launch(gx, gy, gz, values, stream):
+        with lock:
+            try:
+                pack(buffer, 0, *values)
+            except struct.error:
+                raise launcher._misfit(values) from None
+            current = driver.ctxGetCurrent()
+            if current == context:
+                driver.launchKernel(function, gx, gy, gz, block, 1, 1, shared, stream, params, 0)
+            else:
+                driver.ctxSetCurrent(context)
+                try:
+                    driver.launchKernel(function, gx, gy, gz, block, 1, 1, shared, stream, params, 0)
+                finally:
+                    driver.ctxSetCurrent(current)
+            record((name, gx, gy, gz))
+    return launch
+
+
+PLANS = {"ex": _ex_plan, "driver": _driver_plan}
+forced_plan = None     # a name in PLANS for every launcher made from now on (bench/launch_path.py compares them)
+
 
 class DebugLauncher(Launcher):
     """A launcher that synchronises its stream after each launch (debug mode), so that a fault is reported by
@@ -171,16 +265,18 @@ class DebugLauncher(Launcher):
 
     __slots__ = ()
 
-    def launch(self, gx, gy, gz, values, stream):
-        super().launch(gx, gy, gz, values, stream)
-        try:
-            self._in_context(driver.streamSynchronize, stream)
-        except Exception as e:
-            what = STICKY_ERRORS.get(getattr(e, "status", None), "an error")
-            raise LaunchError(f"the kernel faulted with {what} during this launch, grid ({gx}, {gy}, {gz}) ({e}); "
-                              "the GPU context is now unusable", kernel=self.name,
-                              hint="the process must be restarted; compute-sanitizer --tool memcheck names the "
-                                   "faulting access") from e
+    def _wrap(self, launch):
+        def launch_and_wait(gx, gy, gz, values, stream):
+            launch(gx, gy, gz, values, stream)
+            try:
+                self._in_context(driver.streamSynchronize, stream)
+            except Exception as e:
+                what = STICKY_ERRORS.get(getattr(e, "status", None), "an error")
+                raise LaunchError(f"the kernel faulted with {what} during this launch, grid ({gx}, {gy}, {gz}) "
+                                  f"({e}); the GPU context is now unusable", kernel=self.name,
+                                  hint="the process must be restarted; compute-sanitizer --tool memcheck names the "
+                                       "faulting access") from e
+        return launch_and_wait
 
 
 # ---- streams -----------------------------------------------------------------------------------------------

@@ -98,11 +98,41 @@ class FakeDriver:
         self.attributes.append((f, attribute, value, self.current))
 
 
-@pytest.fixture
-def gpu(monkeypatch, tmp_path):
-    """Fakes at the GPU's edges; returns a namespace with the fake driver and the compile/load counters."""
+class FakeRawDriver(FakeDriver):
+    """A FakeDriver that also offers raw C functions, as the real one does, so launchers take the `ex` plan
+    (`launcher.PLANS`): cuLaunchKernelEx and cuCtxGetCurrent are C callbacks reading the memory the plan
+    wrote (the CUlaunchConfig, the slot addresses) and handing it to `launchKernel` above, so every test
+    records the same launches under either plan; an exception there becomes the status it carries."""
+
+    CONFIG = struct.Struct("<7I4xQQI4x")
+
+    def raw_launch_functions(self):
+        def launch_ex(config, function, params, extra):
+            gx, gy, gz, bx, by, bz, smem, stream, attrs, n_attrs = self.CONFIG.unpack(ctypes.string_at(config, 56))
+            try:
+                assert attrs == 0 and n_attrs == 0 and extra is None, (attrs, n_attrs, extra)
+                self.launchKernel(function, gx, gy, gz, bx, by, bz, smem, stream, params, 0)
+            except Exception as e:        # nothing may unwind through C: the driver's answer is a status
+                self.raw_errors.append(e)
+                return getattr(e, "status", 1)        # CUDA_ERROR_INVALID_VALUE
+            return 0
+
+        def get_current(out):
+            ctypes.c_void_p.from_address(out).value = self.current or None
+            return 0
+        self.raw_errors = []
+        self._raw = (ctypes.CFUNCTYPE(ctypes.c_int, *[ctypes.c_void_p] * 4)(launch_ex),
+                     ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(get_current))
+        return self._raw
+
+
+@pytest.fixture(params=["ex", "driver"])
+def gpu(monkeypatch, tmp_path, request):
+    """Fakes at the GPU's edges; returns a namespace with the fake driver and the compile/load counters. Each
+    test runs under both launch plans: `ex` (raw cuLaunchKernelEx, what a real driver gives) and `driver`."""
     monkeypatch.setenv("TRANSPILER_CACHE_DIR", str(tmp_path / "cache"))
-    state = SimpleNamespace(compiles=[], loads=[], driver=FakeDriver(nslots=4), current_device=0)
+    fake = (FakeRawDriver if request.param == "ex" else FakeDriver)(nslots=4)
+    state = SimpleNamespace(compiles=[], loads=[], driver=fake, current_device=0, plan=request.param)
 
     def compile_tuned(source, name, arch, shared_bytes=0):
         state.compiles.append((name, arch))
