@@ -98,9 +98,9 @@ def driver_calls(launcher, n, sync):
     rows = {}
     f, params = launcher._func, launcher._params
     ex_launcher = launcher_mod.Launcher(None, f, launcher.context, launcher.kinds, 4, plan="ex")
-    ex_launcher._pack(ex_launcher._buffer, 0, 1, 1, 1, 128, 1, 1, 0, 0, *SLOTS)
+    ex_launcher._pack(ex_launcher._buffer, ex_launcher._offset, 1, 1, 1, 128, 1, 1, 0, 0, *SLOTS)
     launch_ex, get_current = driver.raw_launch_functions()
-    config, ex_params = ctypes.addressof(ex_launcher._buffer), ex_launcher._params
+    config, ex_params = ctypes.addressof(ex_launcher._buffer) + ex_launcher._offset, ex_launcher._params
     out = ctypes.c_void_p()
     out_ref = ctypes.byref(out)
     rows["ctx: cuCtxGetCurrent (ctypes, raw)"] = per_call_us(lambda: get_current(out_ref), n, sync)
@@ -139,7 +139,8 @@ def _binding_plan(call_for):
     `call(gx, gy, gz, stream)` with the parameters already packed (the context check as in the `ex` plan)."""
     def plan(launcher):
         launcher._lay_out()
-        pack, buffer, context, name = launcher._pack, launcher._buffer, launcher.context, launcher.name
+        pack, buffer, offset, context, name = launcher._pack, launcher._buffer, launcher._offset, launcher.context, \
+            launcher.name
         call = call_for(launcher)
         _, get_current = driver_mod.driver.raw_launch_functions()
         current = ctypes.c_void_p()
@@ -148,7 +149,7 @@ def _binding_plan(call_for):
 
         def launch(gx, gy, gz, values, stream):
             with launcher._lock:
-                pack(buffer, 0, *values)
+                pack(buffer, offset, *values)
                 get_current(current_ref)
                 if current.value != context:
                     raise RuntimeError("candidate plans are timed in the arrays' context only")
@@ -224,8 +225,9 @@ def main(argv=None) -> int:
     (launcher,) = tiny._launchers.values()
     slots = [values[0].data.ptr, values[1].data.ptr, 100, 2.0]
     SLOTS[:] = slots
-    rows["pack"] = per_call_us(lambda: launcher._pack(launcher._buffer, 0, 1, 1, 1, 128, 1, 1, 0, 0, *slots)
-                               if launcher.plan == "ex" else launcher._pack(launcher._buffer, 0, *slots), n, sync)
+    pack, buffer, offset = launcher._pack, launcher._buffer, launcher._offset
+    rows["pack"] = per_call_us(lambda: pack(buffer, offset, 1, 1, 1, 128, 1, 1, 0, 0, *slots)
+                               if launcher.plan == "ex" else pack(buffer, offset, *slots), n, sync)
     if on_gpu:
         rows["stream (CuPy)"] = per_call_us(lambda: launcher_mod.cupy_stream(0), n, sync)
         try:

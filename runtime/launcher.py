@@ -41,16 +41,46 @@ _CODE = {"ptr": "Q", "int1": "?", "int8": "b", "int16": "h", "int32": "i", "int6
          "uint16": "H", "uint32": "I", "uint64": "Q", "fp16": "e", "fp32": "f", "fp64": "d"}
 
 
-def slot_format(kinds) -> str:
-    """The `struct` format of the parameter buffer for these parameter kinds ("ptr" or a dtype name)."""
-    parts = []
+# Parameters passed by value that are wider than a slot, by kind: (bytes, alignment). Their launch value is a
+# `bytes` of exactly that size, made on the host (a CUtensorMap for TMA: 128 bytes, 64-aligned, passed as a
+# __grid_constant__ parameter); `register_by_value` adds one.
+BY_VALUE = {}
+
+
+def register_by_value(kind: str, size: int, alignment: int):
+    """Let parameters of `kind` be passed by value as `size` bytes aligned to `alignment` (a power of two)."""
+    if alignment & (alignment - 1) or size % alignment:
+        raise ValueError(f"a by-value parameter needs a power-of-two alignment dividing its size, not {size}, "
+                         f"{alignment}")
+    BY_VALUE[kind] = (size, alignment)
+
+
+def slot_layout(kinds, start: int = 0):
+    """`(struct format without its '<', offset of each slot, end)` for parameters of these kinds laid out from
+    byte `start` (itself aligned to every slot's alignment): a scalar or pointer takes an 8-byte slot, a
+    by-value kind its size at its alignment."""
+    parts, offsets, at = [], [], start
     for kind in kinds:
         code = _CODE.get(kind)
-        if code is None:
+        if code is not None:
+            size, align = struct.calcsize("<" + code), SLOT
+        elif kind in BY_VALUE:
+            size, align = BY_VALUE[kind]
+            code = f"{size}s"
+        else:
             raise LaunchError(f"scalar parameters of type {kind} cannot be passed to a kernel")
-        pad = SLOT - struct.calcsize("<" + code)
-        parts.append(code + (f"{pad}x" if pad else ""))
-    return "<" + "".join(parts)
+        gap = -at % align
+        offsets.append(at + gap)
+        width = max(size, SLOT)
+        parts.append((f"{gap}x" if gap else "") + code + (f"{width - size}x" if width > size else ""))
+        at += gap + width
+    return "".join(parts), offsets, at
+
+
+def slot_format(kinds) -> str:
+    """The `struct` format of the parameter slots for these parameter kinds ("ptr", a dtype name, a by-value
+    kind)."""
+    return "<" + slot_layout(kinds)[0]
 
 
 class _Driver:
@@ -102,7 +132,7 @@ class Launcher:
     fakes)."""
 
     __slots__ = ("module", "function", "name", "context", "block", "shared_bytes", "_pack", "_buffer", "_slots",
-                 "_params", "_func", "_lock", "kinds", "slot_names", "launch", "plan")
+                 "_params", "_func", "_lock", "kinds", "slot_names", "launch", "plan", "_offset")
 
     def __init__(self, module, function, context: int, kinds, num_warps: int, name: str = "", shared_bytes=0,
                  slot_names=None, plan=None):
@@ -125,13 +155,17 @@ class Launcher:
         return launch
 
     def _lay_out(self, header_format="<", header_bytes=0):
-        """The parameter buffer: `header_bytes` of launch configuration, then one 8-byte slot per parameter,
-        and the array of slot addresses cuLaunchKernel reads; `_pack` fills header and slots in one call."""
+        """The parameter buffer: `header_bytes` of launch configuration, then the parameter slots
+        (`slot_layout`), and the array of slot addresses the driver reads; `_pack(buffer, _offset, ...)` fills
+        header and slots in one call. Returns the address of the header (aligned for every slot)."""
         n = len(self.kinds)
-        self._pack = struct.Struct(header_format + slot_format(self.kinds)[1:]).pack_into
-        self._buffer = ctypes.create_string_buffer(header_bytes + max(n, 1) * SLOT)
-        base = ctypes.addressof(self._buffer)
-        self._slots = (ctypes.c_void_p * max(n, 1))(*[base + header_bytes + SLOT * i for i in range(n)])
+        align = max([SLOT] + [BY_VALUE[k][1] for k in self.kinds if k in BY_VALUE])
+        slots_format, offsets, end = slot_layout(self.kinds, header_bytes)
+        self._pack = struct.Struct(header_format + slots_format).pack_into
+        self._buffer = ctypes.create_string_buffer(max(end, header_bytes + SLOT) + align)
+        self._offset = -ctypes.addressof(self._buffer) % align
+        base = ctypes.addressof(self._buffer) + self._offset
+        self._slots = (ctypes.c_void_p * max(n, 1))(*[base + offset for offset in offsets])
         self._params = ctypes.addressof(self._slots)
         return base
 
@@ -154,7 +188,7 @@ class Launcher:
             return TypeError(f"grid ({gx!r}, {gy!r}, {gz!r}) and stream {stream!r} must be C unsigned ints")
         for name, kind, value in zip(self.slot_names, self.kinds, values):
             try:
-                struct.pack("<" + _CODE[kind], value)
+                struct.pack("<" + (_CODE.get(kind) or f"{BY_VALUE[kind][0]}s"), value)
             except struct.error as e:
                 return LaunchError(f"argument '{name}' = {value!r} does not fit the kernel's {kind} parameter ({e})",
                                    kernel=self.name, hint="pass a value in the parameter type's range")
@@ -194,7 +228,8 @@ def _ex_plan(launcher):
     from .driver import CudaDriverError
     launch_ex, get_current = _raw_functions()
     config = launcher._lay_out(CONFIG_FORMAT, CONFIG_BYTES)
-    pack, buffer, function, params = launcher._pack, launcher._buffer, launcher._func, launcher._params
+    pack, buffer, offset, function, params = launcher._pack, launcher._buffer, launcher._offset, launcher._func, \
+        launcher._params
     lock, context, block, shared, name = launcher._lock, launcher.context, launcher.block, launcher.shared_bytes, \
         launcher.name
     current = ctypes.c_void_p()
@@ -204,7 +239,7 @@ def _ex_plan(launcher):
     def launch(gx, gy, gz, values, stream):
         with lock:
             try:
-                pack(buffer, 0, gx, gy, gz, block, 1, 1, shared, stream, *values)
+                pack(buffer, offset, gx, gy, gz, block, 1, 1, shared, stream, *values)
             except struct.error:
                 raise launcher._refusal(gx, gy, gz, stream, values) from None
             status = get_current(current_ref)
@@ -231,7 +266,8 @@ def _driver_plan(launcher):
     """cuLaunchKernel through the `driver` object's methods (any object with the binding's names: tests' fakes,
     or a driver without cuLaunchKernelEx)."""
     launcher._lay_out()
-    pack, buffer, function, params = launcher._pack, launcher._buffer, launcher._func, launcher._params
+    pack, buffer, offset, function, params = launcher._pack, launcher._buffer, launcher._offset, launcher._func, \
+        launcher._params
     lock, context, block, shared, name = launcher._lock, launcher.context, launcher.block, launcher.shared_bytes, \
         launcher.name
     record = recent_launches.append
@@ -239,7 +275,7 @@ def _driver_plan(launcher):
     def launch(gx, gy, gz, values, stream):
         with lock:
             try:
-                pack(buffer, 0, *values)
+                pack(buffer, offset, *values)
             except struct.error:
                 raise launcher._misfit(values) from None
             current = driver.ctxGetCurrent()

@@ -586,3 +586,32 @@ def test_kernel_getitem_reuses_the_launch_function_of_a_tuple_grid(gpu):
     k[(1,)](FakeCupy(4096), FakeCupy(8192), 100, 1.0, BLOCK=128)
     assert [x.grid for x in gpu.driver.launches] == [(2, 3, 1), (1, 1, 1)]
     assert k[([1],)] is not k[([1],)]                   # unhashable grids are made anew (and refused at launch)
+
+
+@pytest.mark.parametrize("plan", ["ex", "driver"])
+def test_a_by_value_parameter_wider_than_a_slot_is_laid_at_its_alignment_and_packed_whole(monkeypatch, plan):
+    # A CUtensorMap-like parameter (128 bytes, 64-aligned) between a pointer and an int32: the slot addresses
+    # the driver reads point at each value, the wide one aligned, and each holds exactly what was passed.
+    fake = FakeRawDriver(nslots=3) if plan == "ex" else FakeDriver(nslots=3)
+    monkeypatch.setattr(launcher_mod, "driver", fake)
+    monkeypatch.setitem(launcher_mod.BY_VALUE, "test_map128", (128, 64))
+    launcher = launcher_mod.Launcher(None, 1, CONTEXT[0], ["ptr", "test_map128", "int32"], 4, name="k",
+                                     slot_names=["X", "desc", "n"])
+    assert launcher.plan == plan
+    rng = np.random.default_rng(5)
+    desc = rng.integers(0, 256, 128, dtype=np.uint8).tobytes()
+    launcher.launch(3, 1, 1, (4096, desc, -77), 0)
+    (launch,) = fake.launches
+    slots = (ctypes.c_void_p * 3).from_address(launcher._params)
+    assert slots[1] % 64 == 0 and slots[0] % 8 == 0 and slots[2] % 8 == 0
+    assert ctypes.string_at(slots[1], 128) == desc
+    assert struct.unpack("<Q", ctypes.string_at(slots[0], 8))[0] == 4096
+    assert struct.unpack("<i", ctypes.string_at(slots[2], 4))[0] == -77
+    assert launch.grid == (3, 1, 1)
+    with pytest.raises(LaunchError, match=r"argument 'desc' = 5 does not fit the kernel's test_map128 parameter"):
+        launcher.launch(1, 1, 1, (4096, 5, 1), 0)
+
+
+def test_register_by_value_refuses_an_alignment_that_does_not_divide_the_size():
+    with pytest.raises(ValueError, match="power-of-two alignment"):
+        launcher_mod.register_by_value("bad", 100, 64)
