@@ -77,9 +77,12 @@ def launchers() -> dict:
         import transpiler
         k, y = flavor("ours"), torch.zeros(256, device="cuda")
 
-        def tiny(x: torch.Tensor, y: torch.Tensor) -> None:
+        def tiny(x, y):
             k[(1,)](x, y, N_VALID, SCALE, num_warps=4)
-        op = transpiler.custom_op("transpiler_bench::tiny", tiny, mutates_args=("y",))
+        # An explicit schema: this module's annotations are strings (`from __future__ import annotations`) and
+        # torch is not imported at its top.
+        op = transpiler.custom_op("transpiler_bench::tiny", tiny, mutates_args=("y",),
+                                  schema="(Tensor x, Tensor(a!) y) -> ()")
         return lambda: op(x_t, y), y, x_t
 
     def triton_torch():
