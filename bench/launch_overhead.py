@@ -144,7 +144,7 @@ def main(argv=None) -> int:
     for name, error in failed.items():
         print(f"  {name:24} failed: {error}")
     from transpiler.runtime import launcher
-    plan = launcher.forced_plan or ("ex" if launcher._raw_functions() is not None else "driver")
+    plan = launcher.forced_plan or launcher.default_plan()
     print(f"  (ours: launch plan {plan}; target: at or below cupy.RawKernel, toward 4 us)")
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)

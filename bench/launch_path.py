@@ -9,9 +9,9 @@ With a GPU (CuPy, and torch when present), the steps run for real on a tiny 4-ar
     driver calls   the launch call alone, parameters packed once, through each candidate binding: ctypes
                    cuLaunchKernel (11 arguments), ctypes cuLaunchKernelEx (4), CuPy's Cython `launchKernel`,
                    cuda.bindings' `cuLaunchKernel` (where importable)
-    ours           the whole `kernel[(1,)](x, y, n, scale)` under each launch plan (`launcher.PLANS`: `ex`,
-                   `driver`, and the candidates `cupy` and `cuda-bindings` defined here), CuPy arrays, then
-                   torch tensors when torch is there
+    ours           the whole `kernel[(1,)](x, y, n, scale)` under each launch plan (`launcher.PLANS`: `cupy`,
+                   `ex`, `driver`, and the candidate `cuda-bindings` defined here), CuPy arrays, then torch
+                   tensors when torch is there
     RawKernel      cupy.RawKernel of the same kind of kernel, for scale
 Without a GPU the driver, the streams and the module loading are faked (no-ops), so `ours` is the pure-Python
 part of a launch on this machine: run it to see the effect of a change to the launch path before a GPU run.
@@ -116,7 +116,7 @@ def driver_calls(launcher, n, sync):
     if bindings is not None:
         cf, cs = bindings.CUfunction(f), bindings.CUstream(0)
         calls["call: cuLaunchKernel (cuda.bindings)"] = lambda: bindings.cuLaunchKernel(cf, 1, 1, 1, 128, 1, 1, 0,
-                                                                                        cs, params, None)
+                                                                                        cs, params, 0)
     for name, call in calls.items():
         try:
             rows[name] = per_call_us(call, n, sync)
@@ -164,13 +164,6 @@ def _binding_plan(call_for):
     return plan
 
 
-def _cupy_call(launcher):
-    from cupy_backends.cuda.api import driver as cupy_driver
-    f, block, shared, params = launcher._func, launcher.block, launcher.shared_bytes, launcher._params
-    launch = cupy_driver.launchKernel
-    return lambda gx, gy, gz, stream: launch(f, gx, gy, gz, block, 1, 1, shared, stream, params, 0)
-
-
 def _cuda_bindings_call(launcher):
     bindings = _cuda_bindings()
     f, block, shared, params = bindings.CUfunction(launcher._func), launcher.block, launcher.shared_bytes, \
@@ -179,7 +172,7 @@ def _cuda_bindings_call(launcher):
 
     def call(gx, gy, gz, stream):
         s = streams.get(stream) or streams.setdefault(stream, bindings.CUstream(stream))
-        (status,) = bindings.cuLaunchKernel(f, gx, gy, gz, block, 1, 1, shared, s, params, None)
+        (status,) = bindings.cuLaunchKernel(f, gx, gy, gz, block, 1, 1, shared, s, params, 0)
         if status != bindings.CUresult.CUDA_SUCCESS:
             raise RuntimeError(f"cuLaunchKernel: {status}")
     return call
@@ -187,7 +180,6 @@ def _cuda_bindings_call(launcher):
 
 def full_path_per_plan(x, y, n, sync):
     """The whole `kernel[(1,)](x, y, 100, 2.0)` under each launch plan (a fresh kernel object per plan)."""
-    launcher_mod.PLANS.setdefault("cupy", _binding_plan(_cupy_call))
     if _cuda_bindings() is not None:
         launcher_mod.PLANS.setdefault("cuda-bindings", _binding_plan(_cuda_bindings_call))
     rows = {}

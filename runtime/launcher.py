@@ -7,11 +7,12 @@ function that needs more than the 48 KiB of dynamic shared memory any kernel may
 once, when its launcher is made (cuFuncSetAttribute, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
 `compiler.check_shared_memory` has already refused amounts past the device's limit.
 A launch is a closure made once per launcher by a launch plan (`PLANS`, below): one `struct.pack_into` writes
-the grid, the stream and the slot values (converting them to the C types: `int` to a 4-byte int for an int32
-parameter, `float` to a float; a value that does not fit is named), one cuCtxGetCurrent checks that the
-device's context is current (else it is made current for the launch and the caller's put back), and one
-cuLaunchKernelEx call through ctypes launches on the chosen stream. The driver copies the parameters during the
-call, so the buffer is reused; a lock per launcher keeps two threads from packing into it at once. Nothing here
+the slot values (converting them to the C types: `int` to a 4-byte int for an int32 parameter, `float` to a
+float; a value that does not fit is named), and under the `ex` plan the grid and the stream too; one
+cuCtxGetCurrent checks that the device's context is current (else it is made current for the launch and the
+caller's put back); one driver call launches on the chosen stream (CuPy's Cython binding where CuPy is loaded,
+else cuLaunchKernelEx through ctypes). The driver copies the parameters during the call, so the buffer is
+reused; a lock per launcher keeps two threads from packing into it at once. Nothing here
 synchronises or allocates device memory, so launches can be captured in CUDA graphs.
 
 Faults: a kernel that faults (an illegal address, a trap) leaves the context unusable, and the driver reports it
@@ -128,8 +129,7 @@ def fault_error(error, kernel_name):
 
 class Launcher:
     """Launch one loaded function: `launch(gx, gy, gz, values, stream)`, a closure made once by a launch plan
-    (`PLANS`): `ex` when the real driver is there, `driver` under a driver object without raw functions (tests'
-    fakes)."""
+    (`PLANS`, `default_plan`)."""
 
     __slots__ = ("module", "function", "name", "context", "block", "shared_bytes", "_pack", "_buffer", "_slots",
                  "_params", "_func", "_lock", "kinds", "slot_names", "launch", "plan", "_offset")
@@ -148,7 +148,7 @@ class Launcher:
         self._lock = threading.Lock()
         if shared_bytes > OPT_IN_ABOVE:
             self._in_context(driver.funcSetAttribute, self._func, _MAX_DYNAMIC_SHARED_SIZE_BYTES, shared_bytes)
-        self.plan = plan or forced_plan or ("ex" if _raw_functions() is not None else "driver")
+        self.plan = plan or forced_plan or default_plan()
         self.launch = self._wrap(PLANS[self.plan](self))
 
     def _wrap(self, launch):
@@ -201,12 +201,18 @@ class Launcher:
 # ---- launch plans -------------------------------------------------------------------------------------------
 #
 # A plan makes a launcher's `launch(gx, gy, gz, values, stream)` once, with everything that does not change
-# between launches bound in its closure. Measured side by side on the H200 host (bench/launch_path.py, which
-# also times the candidates that lost: CuPy's Cython `launchKernel` and cuda.bindings' `cuLaunchKernel` under
-# the same packing; figures in bench/RESULTS.md), `ex` is the fastest: ctypes converts each argument of a call
-# from Python, so the 11-argument cuLaunchKernel cost ~3 us per call more than the 4-argument cuLaunchKernelEx
-# on this machine's CPU (0.9 us), and the grid, block, shared memory and stream go into the CUlaunchConfig in
-# the same `struct.pack_into` that packs the parameter slots.
+# between launches bound in its closure. Measured side by side in one run on the H200 host (bench/launch_path.py:
+# the whole `kernel[(1,)](x, y, n, scale)` of a 4-parameter kernel on CuPy arrays; the same run's RawKernel took
+# 5.37 us): `cupy` 6.94 us, `ex` 7.42, `driver` 9.48; cuda.bindings' `cuLaunchKernel` did not run there. The
+# launch call alone: CuPy's Cython `launchKernel` 3.80 us, ctypes' 4-argument cuLaunchKernelEx 4.33, ctypes'
+# 11-argument cuLaunchKernel 5.59 (ctypes converts each argument in Python). So:
+#   cupy    CuPy's Cython binding, when the process has loaded CuPy already (never imported for this);
+#   ex      else cuLaunchKernelEx through ctypes: the grid, block, shared memory and stream go into the
+#           CUlaunchConfig in the same `struct.pack_into` as the parameter slots, and the call takes four
+#           constant pointers;
+#   driver  the `driver` object's methods: tests' fakes, and drivers before CUDA 11.8.
+# We keep these rather than cuda.bindings (a well-kept binding, but not a dependency of ours, and its Python
+# layer converts the parameter array on each call) for the measured launch time.
 
 CONFIG_FORMAT = "<7I4xQ16x"   # CUlaunchConfig: grid x, y, z, block x, y, z, dynamic shared bytes, (padding),
 CONFIG_BYTES = 56             # stream, attrs = NULL, numAttrs = 0 (and padding): no launch attributes
@@ -291,7 +297,46 @@ def _driver_plan(launcher):
     return launch
 
 
-PLANS = {"ex": _ex_plan, "driver": _driver_plan}
+def _cupy_plan(launcher):
+    """CuPy's Cython `launchKernel` and `ctxGetCurrent` (C calls, the GIL released during the launch), on slots
+    packed as in the driver plan."""
+    binding = driver.cupy_binding()
+    launch_kernel, get_current = binding.launchKernel, binding.ctxGetCurrent
+    launcher._lay_out()
+    pack, buffer, offset, function, params = launcher._pack, launcher._buffer, launcher._offset, launcher._func, \
+        launcher._params
+    lock, context, block, shared, name = launcher._lock, launcher.context, launcher.block, launcher.shared_bytes, \
+        launcher.name
+    record = recent_launches.append
+
+    def launch(gx, gy, gz, values, stream):
+        with lock:
+            try:
+                pack(buffer, offset, *values)
+            except struct.error:
+                raise launcher._misfit(values) from None
+            current = get_current()
+            if current == context:
+                launch_kernel(function, gx, gy, gz, block, 1, 1, shared, stream, params, 0)
+            else:
+                driver.ctxSetCurrent(context)
+                try:
+                    launch_kernel(function, gx, gy, gz, block, 1, 1, shared, stream, params, 0)
+                finally:
+                    driver.ctxSetCurrent(current)
+            record((name, gx, gy, gz))
+    return launch
+
+
+def default_plan():
+    """The measured-fastest plan this process's driver object offers (see above)."""
+    if _raw_functions() is None:
+        return "driver"
+    binding = getattr(driver, "cupy_binding", None)
+    return "cupy" if binding is not None and binding() is not None else "ex"
+
+
+PLANS = {"cupy": _cupy_plan, "ex": _ex_plan, "driver": _driver_plan}
 forced_plan = None     # a name in PLANS for every launcher made from now on (bench/launch_path.py compares them)
 
 

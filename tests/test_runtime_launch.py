@@ -126,12 +126,24 @@ class FakeRawDriver(FakeDriver):
         return self._raw
 
 
-@pytest.fixture(params=["ex", "driver"])
+class FakeCupyDriver(FakeRawDriver):
+    """A FakeRawDriver that also offers CuPy's Cython binding, as the real one does in a process that loaded
+    CuPy, so launchers take the `cupy` plan; the binding's calls are this fake's."""
+
+    def cupy_binding(self):
+        return SimpleNamespace(launchKernel=lambda *a: self.launchKernel(*a), ctxGetCurrent=lambda: self.current)
+
+
+PLAN_DRIVERS = {"cupy": FakeCupyDriver, "ex": FakeRawDriver, "driver": FakeDriver}
+
+
+@pytest.fixture(params=list(PLAN_DRIVERS))
 def gpu(monkeypatch, tmp_path, request):
     """Fakes at the GPU's edges; returns a namespace with the fake driver and the compile/load counters. Each
-    test runs under both launch plans: `ex` (raw cuLaunchKernelEx, what a real driver gives) and `driver`."""
+    test runs under every launch plan: `cupy` (CuPy's binding, where CuPy is loaded), `ex` (raw
+    cuLaunchKernelEx) and `driver` (the driver object's methods)."""
     monkeypatch.setenv("TRANSPILER_CACHE_DIR", str(tmp_path / "cache"))
-    fake = (FakeRawDriver if request.param == "ex" else FakeDriver)(nslots=4)
+    fake = PLAN_DRIVERS[request.param](nslots=4)
     state = SimpleNamespace(compiles=[], loads=[], driver=fake, current_device=0, plan=request.param)
 
     def compile_tuned(source, name, arch, shared_bytes=0):
@@ -588,11 +600,11 @@ def test_kernel_getitem_reuses_the_launch_function_of_a_tuple_grid(gpu):
     assert k[([1],)] is not k[([1],)]                   # unhashable grids are made anew (and refused at launch)
 
 
-@pytest.mark.parametrize("plan", ["ex", "driver"])
+@pytest.mark.parametrize("plan", list(PLAN_DRIVERS))
 def test_a_by_value_parameter_wider_than_a_slot_is_laid_at_its_alignment_and_packed_whole(monkeypatch, plan):
     # A CUtensorMap-like parameter (128 bytes, 64-aligned) between a pointer and an int32: the slot addresses
     # the driver reads point at each value, the wide one aligned, and each holds exactly what was passed.
-    fake = FakeRawDriver(nslots=3) if plan == "ex" else FakeDriver(nslots=3)
+    fake = PLAN_DRIVERS[plan](nslots=3)
     monkeypatch.setattr(launcher_mod, "driver", fake)
     monkeypatch.setitem(launcher_mod.BY_VALUE, "test_map128", (128, 64))
     launcher = launcher_mod.Launcher(None, 1, CONTEXT[0], ["ptr", "test_map128", "int32"], 4, name="k",
@@ -615,3 +627,13 @@ def test_a_by_value_parameter_wider_than_a_slot_is_laid_at_its_alignment_and_pac
 def test_register_by_value_refuses_an_alignment_that_does_not_divide_the_size():
     with pytest.raises(ValueError, match="power-of-two alignment"):
         launcher_mod.register_by_value("bad", 100, 64)
+
+
+def test_each_driver_gets_the_plan_it_offers_and_a_forced_plan_wins(gpu, monkeypatch):
+    gpu.kernel[(2,)](FakeCupy(4096), FakeCupy(8192), 100, 1.0, BLOCK=128)
+    (launcher,) = gpu.kernel._launchers.values()
+    assert launcher.plan == gpu.plan and len(gpu.driver.launches) == 1
+    monkeypatch.setattr(launcher_mod, "forced_plan", "driver")
+    k = transpiler.jit(_scale)
+    k[(2,)](FakeCupy(4096), FakeCupy(8192), 100, 1.0, BLOCK=128)
+    assert next(iter(k._launchers.values())).plan == "driver" and len(gpu.driver.launches) == 2
