@@ -268,40 +268,10 @@ def _ex_plan(launcher):
     return launch
 
 
-def _driver_plan(launcher):
-    """cuLaunchKernel through the `driver` object's methods (any object with the binding's names: tests' fakes,
-    or a driver without cuLaunchKernelEx)."""
-    launcher._lay_out()
-    pack, buffer, offset, function, params = launcher._pack, launcher._buffer, launcher._offset, launcher._func, \
-        launcher._params
-    lock, context, block, shared, name = launcher._lock, launcher.context, launcher.block, launcher.shared_bytes, \
-        launcher.name
-    record = recent_launches.append
-
-    def launch(gx, gy, gz, values, stream):
-        with lock:
-            try:
-                pack(buffer, offset, *values)
-            except struct.error:
-                raise launcher._misfit(values) from None
-            current = driver.ctxGetCurrent()
-            if current == context:
-                driver.launchKernel(function, gx, gy, gz, block, 1, 1, shared, stream, params, 0)
-            else:
-                driver.ctxSetCurrent(context)
-                try:
-                    driver.launchKernel(function, gx, gy, gz, block, 1, 1, shared, stream, params, 0)
-                finally:
-                    driver.ctxSetCurrent(current)
-            record((name, gx, gy, gz))
-    return launch
-
-
-def _cupy_plan(launcher):
-    """CuPy's Cython `launchKernel` and `ctxGetCurrent` (C calls, the GIL released during the launch), on slots
-    packed as in the driver plan."""
-    binding = driver.cupy_binding()
-    launch_kernel, get_current = binding.launchKernel, binding.ctxGetCurrent
+def _slots_plan(launcher, launch_kernel, get_current):
+    """cuLaunchKernel as `launch_kernel(func, gx, gy, gz, bx, by, bz, shared, stream, params, extra)` (the
+    binding's names and order), after one pack of the slots and a check of the current context by
+    `get_current()`."""
     launcher._lay_out()
     pack, buffer, offset, function, params = launcher._pack, launcher._buffer, launcher._offset, launcher._func, \
         launcher._params
@@ -326,6 +296,18 @@ def _cupy_plan(launcher):
                     driver.ctxSetCurrent(current)
             record((name, gx, gy, gz))
     return launch
+
+
+def _driver_plan(launcher):
+    """Through the `driver` object's methods, looked up at each launch (any object with the binding's names:
+    tests' fakes, which replace them between launches, or a driver without cuLaunchKernelEx)."""
+    return _slots_plan(launcher, lambda *a: driver.launchKernel(*a), lambda: driver.ctxGetCurrent())
+
+
+def _cupy_plan(launcher):
+    """CuPy's Cython `launchKernel` and `ctxGetCurrent` (C calls, the GIL released during the launch)."""
+    binding = driver.cupy_binding()
+    return _slots_plan(launcher, binding.launchKernel, binding.ctxGetCurrent)
 
 
 def default_plan():
