@@ -63,7 +63,7 @@ def next_power_of_2(n: int) -> int:
 
 
 __all__ = ["transpile", "jit", "Kernel", "JITFunction", "KernelInterface", "StandIn", "TensorWrapper", "reinterpret",
-           "OutOfResources", "cdiv", "next_power_of_2", "gpu_available", "language",
-           "autotune", "heuristics", "custom_op", "Config", "Autotuner", "Heuristics", "AutotuneError", "AutotuneWarning",
+           "OutOfResources", "cdiv", "next_power_of_2", "gpu_available", "language", "custom_op",
+           "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "AutotuneError", "AutotuneWarning",
            "TranspilerError", "UnsupportedSyntaxError", "NameResolutionError", "CompileTimeError", "ShapeError",
            "DTypeError", "LaunchError", "IgnoredOptionWarning", "InterpreterError", "InternalCompilerError"]
