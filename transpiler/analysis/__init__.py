@@ -12,8 +12,10 @@ from .layout_assignment import LayoutAssignment, coalesced_order
 from .load_combining import combine_loads
 from .pipelining import plan_pipelines
 from .read_only import ReadOnlyPointers, plan_read_only
+from .row_loop import fold_row_loop
 from .shared_memory import SharedMemoryPlan, plan_shared_memory
 from .tensor_cores import plan_dots
+from .tma import plan_tma
 from .vectorize import vectorize
 
 
@@ -32,6 +34,8 @@ class KernelAnalysis:
     read_only: ReadOnlyPointers       # pointers no store writes through (read_only.py)
     options: CompileOptions           # num_warps, num_stages, the target architecture, ... (transpiler/options.py)
     required_arch: ArchRequirement | None = None   # the oldest GPU it runs on (arch_requirements.py)
+    tma: dict = None    # for op -> TmaPlan (tma.py): loops whose tiles the copy engine brings in
+    row_loop: object = None     # RowLoopPlan when programs are folded into a row loop (row_loop.py)
 
     @property
     def uses_wgmma(self):
@@ -47,6 +51,7 @@ def analyze(kernel, options: CompileOptions) -> KernelAnalysis:
     """Every pass over `kernel` under `options` (the launch options among them: `num_warps`, `num_stages`, `arch`
     the architecture the source is for when it matters)."""
     decisions = DecisionLog()
+    row_loop = fold_row_loop(kernel, decisions, options.num_warps)      # rewrites the IR first: every later pass sees the loop
     axis = AxisInfoAnalysis(kernel)
     dots = plan_dots(kernel, decisions, options.arch, options.num_warps)
     layouts = LayoutAssignment(kernel, axis, decisions, options.num_warps, dots)
@@ -58,6 +63,7 @@ def analyze(kernel, options: CompileOptions) -> KernelAnalysis:
     pipelines = plan_pipelines(kernel, widths, fastest_dim, decisions, options.num_stages, dots)
     combined = combine_loads(kernel, axis, layouts, widths, decisions)
     atomics = plan_atomics(kernel, layouts, decisions)
-    smem = plan_shared_memory(kernel, layouts, pipelines, any(p.kind == "wgmma" for p in dots.values()))
+    tma = plan_tma(kernel, pipelines, dots, decisions, options.arch)
+    smem = plan_shared_memory(kernel, layouts, pipelines, any(p.kind == "wgmma" for p in dots.values()), tma)
     return KernelAnalysis(axis, layouts, widths, uniform, decisions, dots, pipelines, combined, atomics, smem,
-                          plan_read_only(kernel), options, required_arch(kernel))
+                          plan_read_only(kernel), options, required_arch(kernel), tma, row_loop)

@@ -88,6 +88,7 @@ class OpKind:
     REDUCE, SCAN, DOT = "reduce", "scan", "dot"
     FOR, WHILE, IF, YIELD, CONDITION = "for", "while", "if", "yield", "condition"
     BARRIER, DEVICE_PRINT, DEVICE_ASSERT = "barrier", "device_print", "device_assert"
+    LAUNCHED_PROGRAMS, ROW_COUNT = "launched_programs", "row_count"     # the row loop's (analysis/row_loop.py)
 
 
 OP_KINDS = frozenset(v for k, v in vars(OpKind).items() if k.isupper())
