@@ -1,4 +1,4 @@
-// ---- device helpers (templates/device.cuh, inlined into every generated file) -------------------------------
+// ---- device helpers (templates/device.cuh: the ones this kernel uses, inlined) ----------------------------
 // Conversions that follow Triton's rules, wide loads and stores with cache hints, warp shuffles and the
 // combiners of the built-in reductions. Everything is __forceinline__: the generated kernel reads as if
 // these were written in place.

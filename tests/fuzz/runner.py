@@ -99,11 +99,14 @@ def compare(case, got, expected, what="") -> list:
 # ---- NVRTC, several kernels per translation unit -------------------------------------------------------------
 
 def _shared_prefix():
-    from transpiler.emit_cuda import _device_header
     from transpiler.emit_cuda.emitter import templates_dir
-    header = _device_header(False)
+    header = (templates_dir() / "device.cuh").read_text()      # every helper: the kernels share it
     scan = (templates_dir() / "device_scan.cuh").read_text().rstrip("\n")
     return header, scan
+
+
+_DEVICE_HELPERS = re.compile(r"^// ---- device helpers \(templates/device\.cuh.*?^// ---- end of device helpers -*\n",
+                             re.S | re.M)
 
 
 def batch_source(sources: list) -> tuple:
@@ -113,7 +116,7 @@ def batch_source(sources: list) -> tuple:
     text = header + "\n" + scan + "\n"
     ranges = []
     for i, src in enumerate(sources):
-        body = src.replace(header, "").replace(scan, "")
+        body = _DEVICE_HELPERS.sub("", src).replace(scan, "")      # each kernel's own helpers (a subset)
         first = text.count("\n") + 1
         text += f"namespace fz{i} {{\n{body}\n}}  // namespace fz{i}\n"
         ranges.append((first, text.count("\n")))

@@ -6,7 +6,7 @@
 // layout L1: shape [512]: reg [(1), (2)] lane [(4), (8), (16), (32), (64)] warp [(128), (256)] (4 registers per thread)
 //
 // Compile alone: nvcc -arch=sm_90a -c giou_loss_kernel.cu
-// ---- device helpers (templates/device.cuh, inlined into every generated file) -------------------------------
+// ---- device helpers (templates/device.cuh: the ones this kernel uses, inlined) ----------------------------
 // Conversions that follow Triton's rules, wide loads and stores with cache hints, warp shuffles and the
 // combiners of the built-in reductions. Everything is __forceinline__: the generated kernel reads as if
 // these were written in place.
@@ -15,108 +15,11 @@
 
 namespace tp {
 
-template <typename A, typename B> struct same_type { static constexpr bool value = false; };
-template <typename A> struct same_type<A, A> { static constexpr bool value = true; };
-// The accumulator's type alone decides a combiner's type: the value folded in (a literal `3`, an `int`
-// index) converts to it instead of failing template deduction.
-template <typename T> struct type_identity { using type = T; };
-template <typename T> using same_t = typename type_identity<T>::type;
-template <typename T> struct is_half16 { static constexpr bool value = false; };
-template <> struct is_half16<__half> { static constexpr bool value = true; };
-template <> struct is_half16<__nv_bfloat16> { static constexpr bool value = true; };
-
-template <typename T> __device__ __forceinline__ T nan() { return T(__int_as_float(0x7fc00000)); }
-template <> __device__ __forceinline__ double nan<double>() { return __longlong_as_double(0x7ff8000000000000LL); }
-template <typename T> __device__ __forceinline__ T inf() { return T(__int_as_float(0x7f800000)); }
-template <> __device__ __forceinline__ double inf<double>() { return __longlong_as_double(0x7ff0000000000000LL); }
-
-// Value conversion with C semantics (float -> int truncates); 16-bit floats convert through float, rounding
-// to nearest even, as Triton does.
-template <typename To, typename From> __device__ __forceinline__ To cast(From x) {
-  if constexpr (same_type<To, From>::value) {
-    return x;
-  } else if constexpr (same_type<From, __half>::value) {
-    return cast<To>(__half2float(x));
-  } else if constexpr (same_type<From, __nv_bfloat16>::value) {
-    return cast<To>(__bfloat162float(x));
-  } else if constexpr (same_type<To, __half>::value) {
-    if constexpr (same_type<From, double>::value) return __double2half(x);
-    else return __float2half_rn(static_cast<float>(x));
-  } else if constexpr (same_type<To, __nv_bfloat16>::value) {
-    if constexpr (same_type<From, double>::value) return __double2bfloat16(x);
-    else return __float2bfloat16_rn(static_cast<float>(x));
-  } else if constexpr (same_type<To, bool>::value) {
-    return x != From(0);
-  } else {
-    return static_cast<To>(x);
-  }
-}
-
-// Reinterpret the bits of a value as another type of the same width.
-template <typename To, typename From> __device__ __forceinline__ To bitcast(From x) {
-  static_assert(sizeof(To) == sizeof(From), "bitcast needs equal widths");
-  To y;
-  memcpy(&y, &x, sizeof(To));
-  return y;
-}
-
 // fp32 division as Triton lowers `/`: div.full.f32 (at most 2 ulp, no slow path for the full range).
 __device__ __forceinline__ float div_full(float a, float b) {
   float r;
   asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
   return r;
-}
-
-template <typename T> __device__ __forceinline__ T iabs(T x) { return x < T(0) ? T(-x) : x; }
-// tl.umulhi: the high half of the unsigned product, whatever the signedness of the type (as Triton does).
-__device__ __forceinline__ unsigned mulhi(unsigned a, unsigned b) { return __umulhi(a, b); }
-__device__ __forceinline__ int mulhi(int a, int b) { return int(__umulhi(unsigned(a), unsigned(b))); }
-__device__ __forceinline__ unsigned long long mulhi(unsigned long long a, unsigned long long b) {
-  return __umul64hi(a, b);
-}
-__device__ __forceinline__ long long mulhi(long long a, long long b) {
-  return (long long)__umul64hi((unsigned long long)a, (unsigned long long)b);
-}
-
-template <typename T> __device__ __forceinline__ T min_propagate_nan(T a, T b) {
-  return (a != a || b != b) ? nan<T>() : (a < b ? a : b);
-}
-template <typename T> __device__ __forceinline__ T max_propagate_nan(T a, T b) {
-  return (a != a || b != b) ? nan<T>() : (a > b ? a : b);
-}
-
-// ---- combiners of the built-in reductions: fold x into the accumulator -----------------------------------
-template <typename T> __device__ __forceinline__ void combine_add(T& acc, same_t<T> x) { acc = acc + x; }
-template <typename T> __device__ __forceinline__ void combine_xor(T& acc, same_t<T> x) { acc = acc ^ x; }
-template <typename T> __device__ __forceinline__ void combine_max(T& acc, same_t<T> x) {
-  if constexpr (same_type<T, float>::value) acc = fmaxf(acc, x);
-  else if constexpr (same_type<T, double>::value) acc = fmax(acc, x);
-  else acc = x > acc ? x : acc;
-}
-template <typename T> __device__ __forceinline__ void combine_min(T& acc, same_t<T> x) {
-  if constexpr (same_type<T, float>::value) acc = fminf(acc, x);
-  else if constexpr (same_type<T, double>::value) acc = fmin(acc, x);
-  else acc = x < acc ? x : acc;
-}
-// (value, index) pairs: the larger value wins; equal values keep the smaller index.
-template <typename T, typename I>
-__device__ __forceinline__ void combine_argmax(T& v, I& i, same_t<T> xv, same_t<I> xi) {
-  if (xv > v || (xv == v && xi < i)) { v = xv; i = xi; }
-}
-template <typename T, typename I>
-__device__ __forceinline__ void combine_argmin(T& v, I& i, same_t<T> xv, same_t<I> xi) {
-  if (xv < v || (xv == v && xi < i)) { v = xv; i = xi; }
-}
-
-// ---- warp shuffles for every element type --------------------------------------------------------------
-template <typename T> __device__ __forceinline__ T shfl_xor(T v, int lane_mask) {
-  if constexpr (same_type<T, bool>::value) {
-    return __shfl_xor_sync(0xffffffffu, static_cast<int>(v), lane_mask) != 0;
-  } else if constexpr (sizeof(T) < 4 && !is_half16<T>::value) {
-    return static_cast<T>(__shfl_xor_sync(0xffffffffu, static_cast<int>(v), lane_mask));
-  } else {
-    return __shfl_xor_sync(0xffffffffu, v, lane_mask);
-  }
 }
 
 // ---- wide global loads and stores ----------------------------------------------------------------------

@@ -5,7 +5,7 @@
 // layout L0: shape [4096]: reg [(1), (2), (4), (2048)] lane [(8), (16), (32), (64), (128)] warp [(256), (512), (1024)] (16 registers per thread)
 //
 // Compile alone: nvcc -arch=sm_90a -c layernorm_kernel.cu
-// ---- device helpers (templates/device.cuh, inlined into every generated file) -------------------------------
+// ---- device helpers (templates/device.cuh: the ones this kernel uses, inlined) ----------------------------
 // Conversions that follow Triton's rules, wide loads and stores with cache hints, warp shuffles and the
 // combiners of the built-in reductions. Everything is __forceinline__: the generated kernel reads as if
 // these were written in place.
@@ -23,11 +23,6 @@ template <typename T> using same_t = typename type_identity<T>::type;
 template <typename T> struct is_half16 { static constexpr bool value = false; };
 template <> struct is_half16<__half> { static constexpr bool value = true; };
 template <> struct is_half16<__nv_bfloat16> { static constexpr bool value = true; };
-
-template <typename T> __device__ __forceinline__ T nan() { return T(__int_as_float(0x7fc00000)); }
-template <> __device__ __forceinline__ double nan<double>() { return __longlong_as_double(0x7ff8000000000000LL); }
-template <typename T> __device__ __forceinline__ T inf() { return T(__int_as_float(0x7f800000)); }
-template <> __device__ __forceinline__ double inf<double>() { return __longlong_as_double(0x7ff0000000000000LL); }
 
 // Value conversion with C semantics (float -> int truncates); 16-bit floats convert through float, rounding
 // to nearest even, as Triton does.
@@ -51,14 +46,6 @@ template <typename To, typename From> __device__ __forceinline__ To cast(From x)
   }
 }
 
-// Reinterpret the bits of a value as another type of the same width.
-template <typename To, typename From> __device__ __forceinline__ To bitcast(From x) {
-  static_assert(sizeof(To) == sizeof(From), "bitcast needs equal widths");
-  To y;
-  memcpy(&y, &x, sizeof(To));
-  return y;
-}
-
 // fp32 division as Triton lowers `/`: div.full.f32 (at most 2 ulp, no slow path for the full range).
 __device__ __forceinline__ float div_full(float a, float b) {
   float r;
@@ -66,46 +53,8 @@ __device__ __forceinline__ float div_full(float a, float b) {
   return r;
 }
 
-template <typename T> __device__ __forceinline__ T iabs(T x) { return x < T(0) ? T(-x) : x; }
-// tl.umulhi: the high half of the unsigned product, whatever the signedness of the type (as Triton does).
-__device__ __forceinline__ unsigned mulhi(unsigned a, unsigned b) { return __umulhi(a, b); }
-__device__ __forceinline__ int mulhi(int a, int b) { return int(__umulhi(unsigned(a), unsigned(b))); }
-__device__ __forceinline__ unsigned long long mulhi(unsigned long long a, unsigned long long b) {
-  return __umul64hi(a, b);
-}
-__device__ __forceinline__ long long mulhi(long long a, long long b) {
-  return (long long)__umul64hi((unsigned long long)a, (unsigned long long)b);
-}
-
-template <typename T> __device__ __forceinline__ T min_propagate_nan(T a, T b) {
-  return (a != a || b != b) ? nan<T>() : (a < b ? a : b);
-}
-template <typename T> __device__ __forceinline__ T max_propagate_nan(T a, T b) {
-  return (a != a || b != b) ? nan<T>() : (a > b ? a : b);
-}
-
 // ---- combiners of the built-in reductions: fold x into the accumulator -----------------------------------
 template <typename T> __device__ __forceinline__ void combine_add(T& acc, same_t<T> x) { acc = acc + x; }
-template <typename T> __device__ __forceinline__ void combine_xor(T& acc, same_t<T> x) { acc = acc ^ x; }
-template <typename T> __device__ __forceinline__ void combine_max(T& acc, same_t<T> x) {
-  if constexpr (same_type<T, float>::value) acc = fmaxf(acc, x);
-  else if constexpr (same_type<T, double>::value) acc = fmax(acc, x);
-  else acc = x > acc ? x : acc;
-}
-template <typename T> __device__ __forceinline__ void combine_min(T& acc, same_t<T> x) {
-  if constexpr (same_type<T, float>::value) acc = fminf(acc, x);
-  else if constexpr (same_type<T, double>::value) acc = fmin(acc, x);
-  else acc = x < acc ? x : acc;
-}
-// (value, index) pairs: the larger value wins; equal values keep the smaller index.
-template <typename T, typename I>
-__device__ __forceinline__ void combine_argmax(T& v, I& i, same_t<T> xv, same_t<I> xi) {
-  if (xv > v || (xv == v && xi < i)) { v = xv; i = xi; }
-}
-template <typename T, typename I>
-__device__ __forceinline__ void combine_argmin(T& v, I& i, same_t<T> xv, same_t<I> xi) {
-  if (xv < v || (xv == v && xi < i)) { v = xv; i = xi; }
-}
 
 // ---- warp shuffles for every element type --------------------------------------------------------------
 template <typename T> __device__ __forceinline__ T shfl_xor(T v, int lane_mask) {

@@ -15,7 +15,7 @@
 // layout L10: shape [128, 128]: reg [(0,1), (8,0), (0,8), (0,16), (0,32), (16,0), (32,0)] lane [(0,2), (0,4), (1,0), (2,0), (4,0)] warp [(64,0), (0,64)] (128 registers per thread)
 //
 // Compile alone: nvcc -arch=sm_90a -c matmul_kernel.cu
-// ---- device helpers (templates/device.cuh, inlined into every generated file) -------------------------------
+// ---- device helpers (templates/device.cuh: the ones this kernel uses, inlined) ----------------------------
 // Conversions that follow Triton's rules, wide loads and stores with cache hints, warp shuffles and the
 // combiners of the built-in reductions. Everything is __forceinline__: the generated kernel reads as if
 // these were written in place.
@@ -26,18 +26,6 @@ namespace tp {
 
 template <typename A, typename B> struct same_type { static constexpr bool value = false; };
 template <typename A> struct same_type<A, A> { static constexpr bool value = true; };
-// The accumulator's type alone decides a combiner's type: the value folded in (a literal `3`, an `int`
-// index) converts to it instead of failing template deduction.
-template <typename T> struct type_identity { using type = T; };
-template <typename T> using same_t = typename type_identity<T>::type;
-template <typename T> struct is_half16 { static constexpr bool value = false; };
-template <> struct is_half16<__half> { static constexpr bool value = true; };
-template <> struct is_half16<__nv_bfloat16> { static constexpr bool value = true; };
-
-template <typename T> __device__ __forceinline__ T nan() { return T(__int_as_float(0x7fc00000)); }
-template <> __device__ __forceinline__ double nan<double>() { return __longlong_as_double(0x7ff8000000000000LL); }
-template <typename T> __device__ __forceinline__ T inf() { return T(__int_as_float(0x7f800000)); }
-template <> __device__ __forceinline__ double inf<double>() { return __longlong_as_double(0x7ff0000000000000LL); }
 
 // Value conversion with C semantics (float -> int truncates); 16-bit floats convert through float, rounding
 // to nearest even, as Triton does.
@@ -58,73 +46,6 @@ template <typename To, typename From> __device__ __forceinline__ To cast(From x)
     return x != From(0);
   } else {
     return static_cast<To>(x);
-  }
-}
-
-// Reinterpret the bits of a value as another type of the same width.
-template <typename To, typename From> __device__ __forceinline__ To bitcast(From x) {
-  static_assert(sizeof(To) == sizeof(From), "bitcast needs equal widths");
-  To y;
-  memcpy(&y, &x, sizeof(To));
-  return y;
-}
-
-// fp32 division as Triton lowers `/`: div.full.f32 (at most 2 ulp, no slow path for the full range).
-__device__ __forceinline__ float div_full(float a, float b) {
-  float r;
-  asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
-}
-
-template <typename T> __device__ __forceinline__ T iabs(T x) { return x < T(0) ? T(-x) : x; }
-// tl.umulhi: the high half of the unsigned product, whatever the signedness of the type (as Triton does).
-__device__ __forceinline__ unsigned mulhi(unsigned a, unsigned b) { return __umulhi(a, b); }
-__device__ __forceinline__ int mulhi(int a, int b) { return int(__umulhi(unsigned(a), unsigned(b))); }
-__device__ __forceinline__ unsigned long long mulhi(unsigned long long a, unsigned long long b) {
-  return __umul64hi(a, b);
-}
-__device__ __forceinline__ long long mulhi(long long a, long long b) {
-  return (long long)__umul64hi((unsigned long long)a, (unsigned long long)b);
-}
-
-template <typename T> __device__ __forceinline__ T min_propagate_nan(T a, T b) {
-  return (a != a || b != b) ? nan<T>() : (a < b ? a : b);
-}
-template <typename T> __device__ __forceinline__ T max_propagate_nan(T a, T b) {
-  return (a != a || b != b) ? nan<T>() : (a > b ? a : b);
-}
-
-// ---- combiners of the built-in reductions: fold x into the accumulator -----------------------------------
-template <typename T> __device__ __forceinline__ void combine_add(T& acc, same_t<T> x) { acc = acc + x; }
-template <typename T> __device__ __forceinline__ void combine_xor(T& acc, same_t<T> x) { acc = acc ^ x; }
-template <typename T> __device__ __forceinline__ void combine_max(T& acc, same_t<T> x) {
-  if constexpr (same_type<T, float>::value) acc = fmaxf(acc, x);
-  else if constexpr (same_type<T, double>::value) acc = fmax(acc, x);
-  else acc = x > acc ? x : acc;
-}
-template <typename T> __device__ __forceinline__ void combine_min(T& acc, same_t<T> x) {
-  if constexpr (same_type<T, float>::value) acc = fminf(acc, x);
-  else if constexpr (same_type<T, double>::value) acc = fmin(acc, x);
-  else acc = x < acc ? x : acc;
-}
-// (value, index) pairs: the larger value wins; equal values keep the smaller index.
-template <typename T, typename I>
-__device__ __forceinline__ void combine_argmax(T& v, I& i, same_t<T> xv, same_t<I> xi) {
-  if (xv > v || (xv == v && xi < i)) { v = xv; i = xi; }
-}
-template <typename T, typename I>
-__device__ __forceinline__ void combine_argmin(T& v, I& i, same_t<T> xv, same_t<I> xi) {
-  if (xv < v || (xv == v && xi < i)) { v = xv; i = xi; }
-}
-
-// ---- warp shuffles for every element type --------------------------------------------------------------
-template <typename T> __device__ __forceinline__ T shfl_xor(T v, int lane_mask) {
-  if constexpr (same_type<T, bool>::value) {
-    return __shfl_xor_sync(0xffffffffu, static_cast<int>(v), lane_mask) != 0;
-  } else if constexpr (sizeof(T) < 4 && !is_half16<T>::value) {
-    return static_cast<T>(__shfl_xor_sync(0xffffffffu, static_cast<int>(v), lane_mask));
-  } else {
-    return __shfl_xor_sync(0xffffffffu, v, lane_mask);
   }
 }
 
@@ -234,27 +155,8 @@ template <int ROW_BYTES, int ES> __device__ __forceinline__ int swizzle(int row,
   }
 }
 
-// A tile whose rows are longer than 128 bytes, cut into 128-byte slabs stored one after the other (ROWS rows
-// each), every slab swizzled as above: the layout warpgroup MMA reads with its 128-byte swizzle mode.
-template <int ROW_BYTES, int ES, int ROWS> __device__ __forceinline__ int swizzle_slabs(int row, int col) {
-  constexpr int SLAB = 128 / ES;                             // elements per slab row
-  return (col / SLAB) * (ROWS * SLAB) + swizzle<128, ES>(row, col % SLAB);
-}
-
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-// Copy BYTES (4, 8 or 16) from global to shared memory without passing through registers. 16-byte copies
-// bypass L1 (.cg): the tiles are reused from shared memory, not from L1.
-template <int BYTES> __device__ __forceinline__ void cp_async(void* dst, const void* src) {
-  static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
-  if constexpr (BYTES == 16) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_addr(dst)), "l"(src) : "memory");
-  } else {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" :: "r"(smem_addr(dst)), "l"(src), "n"(BYTES)
-                 : "memory");
-  }
 }
 // The same copy, of BYTES bytes when `valid` and of none otherwise: the hardware fills what it did not copy with
 // zeros (a masked-off run of a load whose `other` is 0), and reads nothing from `src`.
@@ -285,33 +187,6 @@ __device__ __forceinline__ void ldmatrix_x4_trans(unsigned& r0, unsigned& r1, un
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(smem_addr(p)));
 }
-__device__ __forceinline__ void ldmatrix_x2(unsigned& r0, unsigned& r1, const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" : "=r"(r0), "=r"(r1) : "r"(smem_addr(p)));
-}
-__device__ __forceinline__ void ldmatrix_x2_trans(unsigned& r0, unsigned& r1, const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];"
-               : "=r"(r0), "=r"(r1) : "r"(smem_addr(p)));
-}
-
-// Fragments built element by element (operand layouts ldmatrix cannot produce).
-template <typename T> __device__ __forceinline__ unsigned pack2(T lo, T hi) {
-  unsigned short a, b;
-  memcpy(&a, &lo, 2);
-  memcpy(&b, &hi, 2);
-  return static_cast<unsigned>(a) | (static_cast<unsigned>(b) << 16);
-}
-__device__ __forceinline__ unsigned pack4(signed char x0, signed char x1, signed char x2, signed char x3) {
-  return (static_cast<unsigned>(static_cast<unsigned char>(x0))) |
-         (static_cast<unsigned>(static_cast<unsigned char>(x1)) << 8) |
-         (static_cast<unsigned>(static_cast<unsigned char>(x2)) << 16) |
-         (static_cast<unsigned>(static_cast<unsigned char>(x3)) << 24);
-}
-// fp32 -> tf32 (round to nearest, ties away), as the tensor cores expect it.
-__device__ __forceinline__ unsigned tf32(float x) {
-  unsigned y;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(y) : "f"(x));
-  return y;
-}
 
 // D += A * B on one m16n8 tile; a, b hold the operand fragments, d the 4 accumulator registers. Not volatile:
 // a pure register operation the compiler may schedule freely (ldmatrix and cp.async stay volatile: they
@@ -321,57 +196,6 @@ __device__ __forceinline__ void mma_m16n8k16_f16(float* d, const unsigned* a, co
                "{%0,%1,%2,%3};"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-__device__ __forceinline__ void mma_m16n8k16_bf16(float* d, const unsigned* a, const unsigned* b) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-               "{%0,%1,%2,%3};"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-__device__ __forceinline__ void mma_m16n8k8_tf32(float* d, const unsigned* a, const unsigned* b) {
-  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-               "{%0,%1,%2,%3};"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-__device__ __forceinline__ void mma_m16n8k32_s8(int* d, const unsigned* a, const unsigned* b) {
-  asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-               "{%0,%1,%2,%3};"
-               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-// ---- warpgroup MMA (sm_90a) ----
-// Shared-memory matrix descriptor (PTX "Matrix Descriptor Format"): start address, leading- and stride-
-// dimension byte offsets (16-byte units), swizzle mode (1: 128-byte, 2: 64-byte, 3: 32-byte). The start must
-// sit on the origin of a swizzle atom row (tiles are 1024-byte aligned, so the base-offset field stays 0).
-template <int MODE, int LBO, int SBO> __device__ __forceinline__ unsigned long long wgmma_desc(const void* p) {
-  constexpr unsigned long long fixed = (static_cast<unsigned long long>((LBO & 0x3FFFF) >> 4) << 16) |
-                                       (static_cast<unsigned long long>((SBO & 0x3FFFF) >> 4) << 32) |
-                                       (static_cast<unsigned long long>(MODE) << 62);
-  return fixed | static_cast<unsigned long long>((smem_addr(p) & 0x3FFFF) >> 4);
-}
-// Registers written by ordinary instructions become visible to the next wgmma (accumulators, A fragments).
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-// Wait until at most N of this warpgroup's wgmma groups are in flight.
-template <int N> __device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory");
-}
-// Keeps the compiler from moving reads or writes of the accumulator registers across a fence or a wait
-// (the hardware writes them asynchronously between the wgmma and its wait).
-template <int N> __device__ __forceinline__ void wgmma_pin(float* d) {
-#pragma unroll
-  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i]) :: "memory");
-}
-// Shared memory written by ordinary stores and cp.async becomes visible to the async proxy (wgmma reads).
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-
-// acc += a * b on CUDA cores (exact fp32/fp64 products; int8 products summed in int32).
-template <typename Acc, typename T> __device__ __forceinline__ void madd(Acc& acc, T a, T b) {
-  if constexpr (same_type<Acc, float>::value) acc = fmaf(cast<float>(a), cast<float>(b), acc);
-  else if constexpr (same_type<Acc, double>::value) acc = fma(cast<double>(a), cast<double>(b), acc);
-  else acc += static_cast<Acc>(a) * static_cast<Acc>(b);
 }
 
 }  // namespace tp

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from . import cspell
 from . import rules  # noqa: F401  (registers the lowering rules)
+from .device_header import used_helpers
 from .emitter import Emitter, Read, jinja_env, templates_dir
 
 
@@ -38,17 +39,18 @@ def _specialization_text(kernel):
     return ", ".join(parts)
 
 
-def _device_header(with_tiles: bool, with_fp8: bool = False, with_tma: bool = False) -> str:
-    """Our device helpers, inlined so the `.cu` stands alone; the tile and tensor-core ones only where used, and
-    CUDA's fp8 types only in kernels that name them."""
-    text = (templates_dir() / "device.cuh").read_text()
+def _device_header(kernel_code: str, with_tiles: bool, with_fp8: bool = False, with_tma: bool = False) -> str:
+    """Our device helpers, inlined so the `.cu` stands alone: of each header only the helpers `kernel_code` (the
+    rest of the file) uses, directly or through another (device_header.py); the tile and tensor-core header and
+    the TMA one only where used, and CUDA's fp8 types only in kernels that name them."""
+    def shaken(name, used_by):
+        return used_helpers((templates_dir() / name).read_text(), used_by)
+    tma = shaken("device_tma.cuh", kernel_code) if with_tma else ""
+    tiles = shaken("device_tiles.cuh", kernel_code + tma) if with_tiles else ""
+    text = shaken("device.cuh", kernel_code + tiles + tma)
     if with_fp8:
         text = "#include <cuda_fp8.h>\n" + text
-    if with_tiles:
-        text += "\n" + (templates_dir() / "device_tiles.cuh").read_text()
-    if with_tma:
-        text += "\n" + (templates_dir() / "device_tma.cuh").read_text()
-    return text
+    return text + "".join("\n" + part for part in (tiles, tma) if part)
 
 
 OCCUPANCY_MACRO = "TP_MIN_BLOCKS_PER_SM"   # runtime/occupancy.py defines it on a second compile
@@ -85,17 +87,20 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
     if em.uses_tma:     # after the slots: the tensor maps, then whether the host encoded them all
         params += [decl for decl, _ in em.tma_params] + [f"int {em.tma_ready}"]
     uses_fp8 = any("__nv_fp8" in text for text in params + [body])
-    source = jinja_env().get_template("kernel.cu.j2").render(
+    context = dict(
         source_file=os.path.basename(kernel.source_file),  # no absolute path: stable snapshots
         name=kernel.name, specialization=_specialization_text(kernel),
         num_warps=analysis.options.num_warps, threads=32 * analysis.options.num_warps, layout_notes=notes,
         # Tensor-core kernels plan their registers (fragments, stages); the others let the runtime tune occupancy.
         occupancy_macro=None if em.uses_tiles else OCCUPANCY_MACRO, maxnreg_macro=MAXNREG_MACRO,
-        device_header=_device_header(em.uses_tiles, uses_fp8, em.uses_tma), device_functions=em.device_functions,
+        device_header="", device_functions=em.device_functions,
         params=params, shared_bytes=shared_bytes,
         smem_align=em.smem.align,
         shared_decls=(smem_constants + em.shared_decls) if shared_bytes else [],
         thread_bases=em.thread_base_lines, body=body)
+    template = jinja_env().get_template("kernel.cu.j2")
+    context["device_header"] = _device_header(template.render(**context), em.uses_tiles, uses_fp8, em.uses_tma)
+    source = template.render(**context)
     return EmittedKernel(source, shared_bytes, em.smem.report(), analysis.required_arch,
                          tuple(spec for _, spec in em.tma_params), row_loop)
 
