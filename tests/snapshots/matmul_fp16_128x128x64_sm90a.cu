@@ -364,6 +364,11 @@ template <int N> __device__ __forceinline__ void wgmma_pin(float* d) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i]) :: "memory");
 }
+// The same for register-A fragments: they stay in their registers until the wait that follows the wgmmas.
+template <int N> __device__ __forceinline__ void wgmma_pin(unsigned* a) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+r"(a[i]) :: "memory");
+}
 // Shared memory written by ordinary stores and cp.async becomes visible to the async proxy (wgmma reads).
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 
@@ -631,7 +636,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
     for (int r = 0; r < 128; ++r) accumulator_1[r] = accumulator[r];
     {
       const int group_m0 = 0;  // this warpgroup's first row
-      const int group_n0 = 0;  // ... and column
+      const int group_n0 = 0;  // this warpgroup's first column
       tp::wgmma_pin<128>(accumulator_1);
       tp::wgmma_fence();
       #pragma unroll

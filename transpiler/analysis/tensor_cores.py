@@ -12,8 +12,15 @@ Decides from the operand dtypes, the precision attribute, the block shape and `n
 On the sm_90a target (`target="sm_90a"`, unless TRANSPILER_WGMMA=0) an fp16/bf16 dot with an fp32 product
 whose block suits warpgroup MMA takes `wgmma.mma_async` m64nNk16 instead (see `plan_wgmma`): warpgroups
 (4 warps) split the output along M first, each issues one m64 x N instruction per 64 rows per k16 step with
-both operands read from shared memory through matrix descriptors. Its accumulator is the m16n8 C fragment
-per warp for 16 rows, repeated over N/8 in registers, the warps of a warpgroup stacked along M.
+B read from shared memory through a matrix descriptor. Its accumulator is the m16n8 C fragment per warp for
+16 rows, repeated over N/8 in registers, the warps of a warpgroup stacked along M.
+
+Where A comes from: shared memory (a descriptor) when it is a load (staged by the pipeline, or written to a
+tile) or a value the enclosing loop does not change (written once to a tile of its own); otherwise, a value
+computed next to the dot (attention's softmax weights P), *registers*: wgmma's register-A form, the A
+fragments in `wgmma_a_layout`. That layout is the m16n8k16 A fragment per warp, which for 16-bit types is
+the accumulator layout of a product with N = this dot's K: P computed from Q @ K^T's accumulator is already
+where P @ V wants it (the layout pass finds the conversion free), and the emitter only packs register pairs.
 """
 from __future__ import annotations
 
@@ -21,6 +28,7 @@ from dataclasses import dataclass
 
 from .. import dtypes
 from ..targets import WGMMA_TARGETS, wgmma_enabled
+from .invariant_operands import invariant_dot_operands
 from .layouts import LANE_BITS, LinearLayout, blocked, log2
 
 
@@ -75,6 +83,7 @@ class DotPlan:
     tiles_n: int = 1
     tf32: bool = False             # round fp32 operands to tf32 first
     wgmma: "WgmmaShape | None" = None
+    a_layout: LinearLayout | None = None   # register-A wgmma: the layout A is read in (its fragments)
 
     @property
     def warp_rows(self):
@@ -135,10 +144,11 @@ class WgmmaShape:
     tiles_m: int         # m64 instructions per warpgroup per k16 step
     n: int               # the instruction's N (the warpgroup's columns)
     k: int = 16
+    a_in_registers: bool = False   # the register-A form: A fragments in registers (`wgmma_a_layout`)
 
     @property
     def helper(self):
-        return f"tp::wgmma_m64n{self.n}k{self.k}_{self.ptx_type}"
+        return f"tp::wgmma_m64n{self.n}k{self.k}_{self.ptx_type}" + ("_rs" if self.a_in_registers else "")
 
 
 WGMMA_TYPES = {dtypes.float16: "f16", dtypes.bfloat16: "bf16"}
@@ -147,8 +157,9 @@ MAX_REGISTERS_PER_THREAD = 255
 WGMMA_REGISTER_RESERVE = 32       # registers left for addresses, descriptors and loop state
 
 
-def plan_wgmma(m, n, k, a_dtype, acc_dtype, num_warps):
-    """`(WgmmaShape, None)` when warpgroup MMA can compute an m x n x k dot, else `(None, why not)`."""
+def plan_wgmma(m, n, k, a_dtype, acc_dtype, num_warps, a_in_registers=False):
+    """`(WgmmaShape, None)` when warpgroup MMA can compute an m x n x k dot, else `(None, why not)`;
+    `a_in_registers`: A is read from registers (the register-A form), B from shared memory."""
     if a_dtype not in WGMMA_TYPES:
         return None, f"wgmma is wired for fp16/bf16 operands only, not {a_dtype} (not supported yet)"
     if acc_dtype is not dtypes.float32:
@@ -172,11 +183,14 @@ def plan_wgmma(m, n, k, a_dtype, acc_dtype, num_warps):
     # wgmma's accumulators live in registers for the whole loop (no spilling inside its asm): they must fit the
     # thread's share of the register file, less room for addresses, descriptors and the epilogue.
     acc_registers = (m // (64 * gm)) * inst_n // 2
+    if a_in_registers:     # the A fragments (m/gm rows x k per warpgroup of 128 threads) live as long
+        acc_registers += (m // gm) * k * es // (128 * 4)
     register_cap = min(MAX_REGISTERS_PER_THREAD, REGISTER_FILE // (32 * num_warps)) - WGMMA_REGISTER_RESERVE
     if acc_registers > register_cap:
-        return None, (f"its {acc_registers} accumulator registers per thread exceed the {register_cap} a thread of "
+        held = "accumulator and A fragment registers" if a_in_registers else "accumulator registers"
+        return None, (f"its {acc_registers} {held} per thread exceed the {register_cap} a thread of "
                       f"{num_warps} warps can hold beside addresses (mma.sync can spill them)")
-    return WgmmaShape(WGMMA_TYPES[a_dtype], gm, gn, m // (64 * gm), inst_n), None
+    return WgmmaShape(WGMMA_TYPES[a_dtype], gm, gn, m // (64 * gm), inst_n, a_in_registers=a_in_registers), None
 
 
 def wgmma_layout(m, n, shape: WgmmaShape, num_warps):
@@ -193,13 +207,29 @@ def wgmma_layout(m, n, shape: WgmmaShape, num_warps):
     return LinearLayout((m, n), tuple(reg), tuple(lane), tuple(warp))
 
 
-def plan_dot(op, num_warps, target=None) -> DotPlan:
+def wgmma_a_layout(m, k, shape: WgmmaShape, num_warps):
+    """The A fragments of the register-A form, as a layout of the [m, k] operand: per warp 16 rows in the
+    m16n8k16 A fragment (register bits: column 1, row 8, column 8; lanes: columns 2 and 4, rows 1, 2, 4), then
+    the k16 steps and the warpgroup's m64 tiles in registers; the warps of a warpgroup stacked along M, then
+    the warpgroups along M; warpgroups along N hold copies (each multiplies the same rows of A)."""
+    reg = [(0, 1), (8, 0), (0, 8)]
+    reg += [(0, 16 << j) for j in range(log2(k // 16))]
+    reg += [(64 << i, 0) for i in range(log2(shape.tiles_m))]
+    lane = [(0, 2), (0, 4), (1, 0), (2, 0), (4, 0)]
+    warp = [(16, 0), (32, 0)]
+    warp += [(64 * shape.tiles_m << i, 0) for i in range(log2(shape.groups_m))]
+    warp += [(0, 0)] * (log2(num_warps) - len(warp))
+    return LinearLayout((m, k), tuple(reg), tuple(lane), tuple(warp))
+
+
+def plan_dot(op, num_warps, target=None, a_in_registers=False) -> DotPlan:
     a, b = op.operands[0], op.operands[1]
     (m, k), n = a.shape, b.shape[1]
     if wgmma_enabled(target):
-        shape, _ = plan_wgmma(m, n, k, a.dtype, op.result.dtype, num_warps)
+        shape, _ = plan_wgmma(m, n, k, a.dtype, op.result.dtype, num_warps, a_in_registers)
         if shape is not None:
-            return DotPlan("wgmma", wgmma_layout(m, n, shape, num_warps), wgmma=shape)
+            a_layout = wgmma_a_layout(m, k, shape, num_warps) if a_in_registers else None
+            return DotPlan("wgmma", wgmma_layout(m, n, shape, num_warps), wgmma=shape, a_layout=a_layout)
     instr = choose_instruction(a.dtype, op.attrs["precision"], k)
     if instr is None:
         return DotPlan("fma", blocked((m, n), 1, [1, 0], num_warps))
@@ -208,21 +238,36 @@ def plan_dot(op, num_warps, target=None) -> DotPlan:
     return DotPlan("mma", layout, instr, wm, wn, tiles_m, tiles_n, tf32=instr is MMA_TF32)
 
 
+def a_from_registers(op, invariant) -> bool:
+    """Whether a dot's A is a value computed next to it (not a load, nor a load seen through `tl.trans`, nor
+    one of the loop-invariant operands in `invariant`, which go to shared-memory tiles)."""
+    a = op.operands[0]
+    owner = a.owner
+    if getattr(owner, "name", None) == "permute":
+        owner = owner.operands[0].owner
+    return getattr(owner, "name", None) not in (None, "load") and a not in invariant
+
+
 def plan_dots(kernel, decisions, target=None):
     plans = {}
+    invariant = {v for loop in kernel.walk() if loop.name in ("for", "while") for v, _ in invariant_dot_operands(loop)}
     for op in kernel.walk():
         if op.name != "dot":
             continue
-        plan = plan_dot(op, kernel.num_warps, target)
+        plan = plan_dot(op, kernel.num_warps, target, a_from_registers(op, invariant))
         plans[op] = plan
         a, b = op.operands[0], op.operands[1]
         shape = f"{a.shape[0]}x{b.shape[1]}x{a.shape[1]}"
         if plan.kind == "wgmma":
             w = plan.wgmma
+            where = ("A from registers (the register-A form), B from shared memory through a descriptor"
+                     if w.a_in_registers else "both operands from shared memory through descriptors")
+            why = ("A is computed next to the dot, not loaded: its registers are the A fragments"
+                   if w.a_in_registers else "warpgroup MMA reads staged or tiled operands in place")
             decisions.add("tensor_cores", op,
                           f"dot {shape}: wgmma.mma_async m64n{w.n}k16 ({a.dtype}), warpgroups {w.groups_m}x{w.groups_n},"
-                          f" each {64 * w.tiles_m}x{w.n} = {w.tiles_m} instruction(s) per k step",
-                          f"{target}: warpgroup MMA reads both operands from shared memory through descriptors")
+                          f" each {64 * w.tiles_m}x{w.n} = {w.tiles_m} instruction(s) per k step; {where}",
+                          f"{target}: {why}")
             continue
         if plan.kind == "mma" and target in WGMMA_TARGETS:
             _, why = plan_wgmma(a.shape[0], b.shape[1], a.shape[1], a.dtype, op.result.dtype, kernel.num_warps)
@@ -243,4 +288,4 @@ def plan_dots(kernel, decisions, target=None):
 
 
 __all__ = ["DotPlan", "MmaInstruction", "WgmmaShape", "plan_dots", "plan_dot", "plan_wgmma", "warp_grid",
-           "mma_layout", "wgmma_layout", "wgmma_enabled"]
+           "mma_layout", "wgmma_layout", "wgmma_a_layout", "a_from_registers", "wgmma_enabled"]

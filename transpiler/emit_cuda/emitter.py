@@ -235,10 +235,11 @@ class Emitter:
         return " + ".join(reversed(terms)) if terms else "0"
 
     # -- shared memory -------------------------------------------------------------------------------------
-    def shared_buffer(self, dt, count: int, hint: str, purpose="cross-warp reduction") -> str:
-        """A buffer of its own for the whole kernel (reduction or scan scratch), declared at the top."""
+    def shared_buffer(self, dt, count: int, hint: str, purpose="cross-warp reduction", align=16) -> str:
+        """A buffer of its own for the whole kernel (reduction or scan scratch), declared at the top; its offset
+        a multiple of `align` bytes."""
         name = self.fresh(hint)
-        offset = self.smem.persistent(count * dt.itemsize)
+        offset = self.smem.persistent(count * dt.itemsize, align)
         ct = cspell.ctype(dt)
         self.shared_decls.append(f"{ct}* {name} = reinterpret_cast<{ct}*>(tp_smem + {offset});")
         self.smem.record(name, ct, count, dt.itemsize, purpose)
@@ -427,9 +428,9 @@ class SharedMemoryPool:
     def _align(self, n):
         return (n + self.align - 1) // self.align * self.align
 
-    def persistent(self, nbytes) -> str:
-        offset = self.persistent_bytes
-        self.persistent_bytes += (nbytes + 15) // 16 * 16
+    def persistent(self, nbytes, align=16) -> str:
+        offset = (self.persistent_bytes + align - 1) // align * align
+        self.persistent_bytes = offset + (nbytes + 15) // 16 * 16
         return str(offset)
 
     def begin_pipeline(self):

@@ -36,12 +36,12 @@ def descriptor(view, k_dim) -> Descriptor:
 
 
 def instruction_helper(shape) -> str:
-    """C++ of `shape.helper`: D (m64 x N fp32, N/2 registers per thread) += A * B, both from descriptors."""
+    """C++ of `shape.helper`: D (m64 x N fp32, N/2 registers per thread) += A * B, B from a descriptor and A
+    from one too or (the register-A form) from 4 registers of packed fragments."""
+    if shape.a_in_registers:
+        return _register_a_helper(shape)
     regs = shape.n // 2
-    rows = [", ".join(f"%{i}" for i in range(j, min(j + 16, regs))) for j in range(0, regs, 16)]
-    d_list = ',"\n      "'.join(f'{r}' for r in rows)
-    outs = [f'"+f"(d[{i}])' for i in range(regs)]
-    out_lines = ",\n        ".join(", ".join(outs[i:i + 8]) for i in range(0, regs, 8))
+    d_list, out_lines = _accumulator_operands(regs)
     name = shape.helper.split("::")[1]
     t = shape.ptx_type
     return (f"""namespace tp {{
@@ -55,6 +55,35 @@ __device__ __forceinline__ void {name}(float* d, unsigned long long a, unsigned 
       "%{regs}, %{regs + 1}, 1, 1, 1, %{regs + 2}, %{regs + 3};"
       : {out_lines}
       : "l"(a), "l"(b), "n"(TRANS_A), "n"(TRANS_B));
+}}
+}}  // namespace tp""")
+
+
+def _accumulator_operands(regs):
+    """(the PTX list of the accumulator registers %0..%regs-1, the C++ "+f" operand list)."""
+    rows = [", ".join(f"%{i}" for i in range(j, min(j + 16, regs))) for j in range(0, regs, 16)]
+    outs = [f'"+f"(d[{i}])' for i in range(regs)]
+    return ',"\n      "'.join(rows), ",\n        ".join(", ".join(outs[i:i + 8]) for i in range(0, regs, 8))
+
+
+def _register_a_helper(shape) -> str:
+    regs = shape.n // 2
+    d_list, out_lines = _accumulator_operands(regs)
+    name = shape.helper.split("::")[1]
+    t = shape.ptx_type
+    a_list = ", ".join(f"%{regs + i}" for i in range(4))
+    return (f"""namespace tp {{
+// D (64 x {shape.n}, fp32) += A (64 x 16) * B (16 x {shape.n}): A from registers (this thread's 4 fragment
+// registers, two {t} each, in the m16n8k16 A layout of its warp's 16 rows), B read from shared memory through
+// a descriptor; TRANS_B is 1 for an N-major B. Issued by all 128 threads of a warpgroup.
+template <int TRANS_B>
+__device__ __forceinline__ void {name}(float* d, const unsigned* a, unsigned long long b) {{
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n{shape.n}k16.f32.{t}.{t} "
+      "{{{d_list}}}, "
+      "{{{a_list}}}, %{regs + 4}, 1, 1, 1, %{regs + 5};"
+      : {out_lines}
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(TRANS_B));
 }}
 }}  // namespace tp""")
 

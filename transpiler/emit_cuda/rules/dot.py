@@ -5,8 +5,10 @@ here, between two barriers. Fragment loads, per operand:
 - `ldmatrix` when the operand's K runs along the tile's rows (any 8- or 16-bit type);
 - `ldmatrix.trans` when the rows run along M (for A) or N (for B), for 16-bit types;
 - otherwise (tf32; 8-bit transposed) one shared-memory read per element, packed into registers.
-With warpgroup MMA (sm_90a) there are no fragment loads: each wgmma reads both tiles through descriptors
-(emit_cuda/wgmma.py), the tiles cut into the 128-byte slabs those describe.
+With warpgroup MMA (sm_90a) there are no fragment loads: each wgmma reads its tiles through descriptors
+(emit_cuda/wgmma.py), the tiles cut into the 128-byte slabs those describe; a register-A wgmma reads A in the
+A-fragment layout the tensor-core pass chose (a register renaming when the value already lives there) and
+packs its register pairs into the 32-bit fragment registers.
 The tensor-core pass chose the instruction, the warp grid and the product's layout.
 """
 from __future__ import annotations
@@ -20,10 +22,12 @@ from ...analysis.layouts import log2
 
 
 def _operand_views(em, op):
-    """Views of A and B in shared memory; operands held in registers are written to scratch first."""
+    """Views of A and B in shared memory; operands held in registers are written to scratch first (A of a
+    register-A wgmma stays in registers: its view is None)."""
     a, b = op.operands[0], op.operands[1]
     views = {a: staged_view(em, a), b: staged_view(em, b)}
-    pending = [(v, k_dim) for v, k_dim in ((a, 1), (b, 0)) if views[v] is None]
+    register_a = em.analysis.dots[op].a_layout is not None
+    pending = [(v, k_dim) for v, k_dim in ((a, 1), (b, 0)) if views[v] is None and not (register_a and v is a)]
     if pending:
         em.write("// dot operands: registers to shared memory")
         names, barrier = em.scratch_buffers([(v.dtype, v.type.numel, f"{em.name_of(v)}_tile") for v, _ in pending],
@@ -43,16 +47,14 @@ def hoist_invariant_operands(em, loop) -> list:
     their own before it; the dots inside read them there. A tile written earlier on every path to this loop (in
     a scope still open) is read as it is: nothing else writes it. Returns the values to forget after the loop."""
     hoisted, written = [], []
-    if em.analysis.uses_wgmma:
-        return hoisted     # wgmma tiles need 1024-byte aligned buffers; the persistent ones are 16-byte aligned
     for value, k_dim in invariant_dot_operands(loop):
         if value in em.tiles or staged_view(em, value) is not None:
             continue
         buffer, tile, scope = em.invariant_buffers.get(value, (None, None, None))
         if tile is None or not any(s is scope for s in em.scopes):
-            if buffer is None:
+            if buffer is None:     # wgmma reads tiles whose swizzle atoms start on the pool's alignment
                 buffer = em.shared_buffer(value.dtype, value.type.numel, f"{em.name_of(value)}_tile",
-                                          "loop-invariant dot operand")
+                                          "loop-invariant dot operand", align=em.smem.align)
             if not written:
                 em.write("// dot operands the loop does not change: written to shared memory once, before it")
                 em.write("__syncthreads();  // earlier readers of these tiles are done")
@@ -62,6 +64,8 @@ def hoist_invariant_operands(em, loop) -> list:
         em.tiles[value] = tile
         hoisted.append(value)
     if written:
+        if em.analysis.uses_wgmma:
+            em.write("tp::fence_proxy_async();  // the stores above, seen by the tensor cores' reads")
         em.write("__syncthreads();")
     return hoisted
 
@@ -235,7 +239,13 @@ def _wgmma(em, op, plan, a_view, b_view, name, ctype, acc, k):
     if helper not in em.device_functions:
         em.device_functions.append(helper)
     m0, n0 = em.fresh("group_m0"), em.fresh("group_n0")
-    da, db = wg.descriptor(a_view, 1), wg.descriptor(b_view, 0)
+    db = wg.descriptor(b_view, 0)
+    if w.a_in_registers:
+        a_frag = _register_a_fragments(em, op, plan, k)
+        trans_a, desc_a = None, None
+    else:
+        da = wg.descriptor(a_view, 1)
+        a_frag, trans_a, desc_a = None, da.transposed, da.spell(a_view.address(f"{m0} + 64 * mt", "kk"))
     prefetch = None
     if em.prefetch_host is op:
         prefetch, em.pending_prefetch = em.pending_prefetch, None
@@ -245,6 +255,18 @@ def _wgmma(em, op, plan, a_view, b_view, name, ctype, acc, k):
     em.write(em.dot_macros.wgmma(dict(in_flight=in_flight,
         ctype=ctype, name=name, n=plan.layout.num_regs, acc=acc.at("r"), m0=m0, n0=n0,
         group_m=_group_origin(em, w, 0), group_n=_group_origin(em, w, 1), k=k, tiles_m=w.tiles_m,
-        instruction=w.helper, trans_a=da.transposed, trans_b=db.transposed, regs_per_tile=w.n // 2,
-        desc_a=da.spell(a_view.address(f"{m0} + 64 * mt", "kk")), desc_b=db.spell(b_view.address("kk", n0)),
-        prefetch=prefetch or "")))
+        instruction=w.helper, trans_a=trans_a, trans_b=db.transposed, regs_per_tile=w.n // 2,
+        desc_a=desc_a, desc_b=db.spell(b_view.address("kk", n0)), a_frag=a_frag, prefetch=prefetch or "")))
+
+
+def _register_a_fragments(em, op, plan, k):
+    """The register-A form's operand: A read in the fragment layout (free when it already lives there), its
+    elements packed 4 bytes to a register in fragment order. Returns the render context's `a_frag` part: the
+    array's name and size, the packing expression of register `r`, the registers of one (mt, k16) step."""
+    a = op.operands[0]
+    read = em.operand(a, plan.a_layout)
+    per_reg = 4 // a.dtype.itemsize
+    elems = [read.at(f"({per_reg} * r + {i})" if i else f"({per_reg} * r)") for i in range(per_reg)]
+    pack = f"tp::pack2({elems[0]}, {elems[1]})" if per_reg == 2 else f"tp::pack4({', '.join(elems)})"
+    regs = plan.a_layout.num_regs // per_reg
+    return dict(name=em.fresh(f"{em.name_of(a)}_frag"), n=regs, pack=pack, per_step=4, k_steps=k // plan.wgmma.k)
