@@ -103,9 +103,10 @@ def attention_kernel(Q, K, V, Out, sm_scale, heads, seq_len,
 
 
 def config_for(head_dim):
-    """Blocks and warps per head size: two warpgroups of 64 query rows each (on sm_90a every warpgroup issues
-    m64 wgmmas), 64 keys per step and 3 stages of K and V in shared memory."""
-    return dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=3)
+    """Blocks and warps: two warpgroups of 64 query rows each (on sm_90a every warpgroup issues m64 wgmmas),
+    64 keys per step, 4 stages of K and V in shared memory (measured on the H200 at B4 H32 S4096 D128: 4
+    stages ran 5% faster than 3 for this compiler, as fast for Triton)."""
+    return dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=4)
 
 
 def attention(q, k, v, out=None, causal=False, sm_scale=None, config=None):

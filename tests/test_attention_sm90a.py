@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 import attention as attention_example  # noqa: E402
 
 needs_nvrtc = pytest.mark.skipif(not nvrtc_available(), reason="NVRTC not installed (pip install '.[nvrtc]')")
-CONFIG = dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=3)
+CONFIG = dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=4)
 PTX_TYPE = {tl.float16: "f16", tl.bfloat16: "bf16"}
 
 
@@ -72,7 +72,29 @@ def test_attention_decisions_are_pinned():
     layout = [d.what for d in analysis.decisions.for_pass("layout") if "wgmma A" in d.what]
     assert layout == ["A read in place as wgmma A fragments (no conversion)"] * 2
     pipeline = [d.what for d in analysis.decisions.for_pass("pipeline")]
-    assert len(pipeline) >= 2 and all("3 stages" in p or "stage" in p for p in pipeline)
+    assert [p for p in pipeline if "cp.async pipeline" in p] == [
+        # the unmasked key loop (K and V loaded without masks), then the masked one
+        "4-stage cp.async pipeline for the loads on line 42 (16 B cp.async), line 59 (16 B cp.async)",
+        "4-stage cp.async pipeline for the loads on line 40 (16 B cp.async), line 57 (16 B cp.async)"]
+    # P @ V's group runs on while the next iteration waits for its stage and issues Q @ K^T
+    in_flight = [d for d in analysis.decisions.for_pass("pipeline") if "in flight" in d.what]
+    assert [d.line for d in in_flight] == [60, 60] and "2 iteration(s) ahead" in in_flight[0].why
+
+
+def test_attention_with_three_stages_waits_for_every_group():
+    _, analysis = _analysis("sm_90a", dict(CONFIG, num_stages=3))
+    assert not [d for d in analysis.decisions.for_pass("pipeline") if "in flight" in d.what]
+
+
+@needs_nvrtc
+def test_attention_in_flight_group_is_retired_by_the_next_wait():
+    variant = _variant("sm_90a", tl.float16, 128, False)
+    result = compile_offline(variant.source, "sm_90a")
+    # per loop: Q @ K^T waits for everything (retiring the previous P @ V), P @ V waits for the one before
+    assert re.findall(r"wgmma\.wait_group\.sync\.aligned (\d)", result.ptx).count("1") == 2
+    assert "the previous iteration's group, left in flight, is done" in variant.source
+    assert variant.source.count("the last iteration's wgmma group") == 2
+    assert result.spill_bytes == 0 and not result.warnings, result.warnings
 
 
 def _analysis(arch, config=CONFIG, head_dim=128):

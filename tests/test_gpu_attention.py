@@ -49,6 +49,13 @@ def test_attention_other_configs(config, causal):
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_attention_waiting_for_every_wgmma_group(causal, monkeypatch):
+    """The default leaves P @ V's group in flight into the next iteration; the variant that waits for it."""
+    monkeypatch.setenv("TRANSPILER_WGMMA_CHAIN_IN_FLIGHT", "0")
+    A.run_case(_lib("float16"), dtype="float16", shape=(1, 3, 700, 128), causal=causal)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_attention_on_mma_sync(causal, monkeypatch):
     monkeypatch.setenv("TRANSPILER_WGMMA", "0")
     A.run_case(_lib("float16"), dtype="float16", shape=(1, 2, 500, 128), causal=causal)

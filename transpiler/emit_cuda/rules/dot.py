@@ -252,11 +252,14 @@ def _wgmma(em, op, plan, a_view, b_view, name, ctype, acc, k):
     in_flight = prefetch is not None and em.async_dot is op
     if in_flight:
         em.async_dot_issued = True
+    # another dot's group left in flight by the previous iteration retires at this dot's wait<0>
+    retires = em.in_flight_acc if em.async_dot is not None and em.async_dot is not op else None
     em.write(em.dot_macros.wgmma(dict(in_flight=in_flight,
         ctype=ctype, name=name, n=plan.layout.num_regs, acc=acc.at("r"), m0=m0, n0=n0,
         group_m=_group_origin(em, w, 0), group_n=_group_origin(em, w, 1), k=k, tiles_m=w.tiles_m,
         instruction=w.helper, trans_a=trans_a, trans_b=db.transposed, regs_per_tile=w.n // 2,
-        desc_a=desc_a, desc_b=db.spell(b_view.address("kk", n0)), a_frag=a_frag, prefetch=prefetch or "")))
+        desc_a=desc_a, desc_b=db.spell(b_view.address("kk", n0)), a_frag=a_frag, prefetch=prefetch or "",
+        retires=retires)))
 
 
 def _register_a_fragments(em, op, plan, k):
