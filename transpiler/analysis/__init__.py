@@ -37,7 +37,7 @@ def analyze(kernel, target=None) -> KernelAnalysis:
     """`target`: the architecture the source is for when it matters ("sm_90a": warpgroup MMA), else None."""
     decisions = DecisionLog()
     axis = AxisInfoAnalysis(kernel)
-    dots = plan_dots(kernel, decisions, target)
+    dots = plan_dots(kernel, decisions, target, axis)
     layouts = LayoutAssignment(kernel, axis, decisions, dots)
     widths, uniform = vectorize(kernel, axis, layouts, decisions)
 

@@ -35,7 +35,7 @@ def _operand_views(em, op):
         if barrier:
             em.write("__syncthreads();  // earlier readers of this scratch space are done")
         for (v, k_dim), buf in zip(pending, names):
-            views[v] = write_to_tile(em, v, buf, k_dim)
+            views[v] = write_to_tile(em, v, buf, k_dim, _needs_k_major(em, v))
         if em.analysis.dots[op].kind == "wgmma":
             em.write("tp::fence_proxy_async();  // the stores above, seen by the tensor cores' reads")
         em.write("__syncthreads();")
@@ -58,7 +58,7 @@ def hoist_invariant_operands(em, loop) -> list:
             if not written:
                 em.write("// dot operands the loop does not change: written to shared memory once, before it")
                 em.write("__syncthreads();  // earlier readers of these tiles are done")
-            tile = write_to_tile(em, value, buffer, k_dim).tile
+            tile = write_to_tile(em, value, buffer, k_dim, _needs_k_major(em, value)).tile
             em.invariant_buffers[value] = (buffer, tile, em.scopes[-1])
             written.append(value)
         em.tiles[value] = tile
@@ -68,6 +68,12 @@ def hoist_invariant_operands(em, loop) -> list:
             em.write("tp::fence_proxy_async();  // the stores above, seen by the tensor cores' reads")
         em.write("__syncthreads();")
     return hoisted
+
+
+def _needs_k_major(em, value) -> bool:
+    """Whether a wgmma that cannot transpose (types other than fp16/bf16) reads `value` from a tile."""
+    return any(plan.kind == "wgmma" and not plan.wgmma.transposable and value in op.operands[:2]
+               for op, plan in em.analysis.dots.items())
 
 
 def forget_hoisted(em, hoisted):
@@ -180,8 +186,8 @@ def _describe(op, plan):
     m, k, n = a.shape[0], a.shape[1], b.shape[1]
     if plan.kind == "wgmma":
         w = plan.wgmma
-        return (f"{m}x{n}x{k} product on tensor cores: wgmma.mma_async m64n{w.n}k16, warpgroups "
-                f"{w.groups_m}x{w.groups_n}, each {64 * w.tiles_m}x{w.n} ({w.tiles_m} instruction(s) per k16 step)")
+        return (f"{m}x{n}x{k} product on tensor cores: wgmma.mma_async m64n{w.n}k{w.k}, warpgroups "
+                f"{w.groups_m}x{w.groups_n}, each {64 * w.tiles_m}x{w.n} ({w.tiles_m} instruction(s) per k{w.k} step)")
     if plan.kind == "fma":
         return f"{m}x{n}x{k} product on CUDA cores (FMA)"
     i = plan.instruction
@@ -240,6 +246,9 @@ def _wgmma(em, op, plan, a_view, b_view, name, ctype, acc, k):
         em.device_functions.append(helper)
     m0, n0 = em.fresh("group_m0"), em.fresh("group_n0")
     db = wg.descriptor(b_view, 0)
+    if not w.transposable:   # the tensor-core pass took wgmma for this type only with K-major tiles
+        assert db.transposed == 0 and (w.a_in_registers or not wg.descriptor(a_view, 1).transposed), \
+            f"{w.ptx_type} wgmma planned on a tile that is not K-major"
     if w.a_in_registers:
         a_frag = _register_a_fragments(em, op, plan, k)
         trans_a, desc_a = None, None
@@ -257,7 +266,7 @@ def _wgmma(em, op, plan, a_view, b_view, name, ctype, acc, k):
     em.write(em.dot_macros.wgmma(dict(in_flight=in_flight,
         ctype=ctype, name=name, n=plan.layout.num_regs, acc=acc.at("r"), m0=m0, n0=n0,
         group_m=_group_origin(em, w, 0), group_n=_group_origin(em, w, 1), k=k, tiles_m=w.tiles_m,
-        instruction=w.helper, trans_a=trans_a, trans_b=db.transposed, regs_per_tile=w.n // 2,
+        instruction=w.helper, k_step=w.k, trans_a=trans_a, trans_b=db.transposed, regs_per_tile=w.n // 2,
         desc_a=desc_a, desc_b=db.spell(b_view.address("kk", n0)), a_frag=a_frag, prefetch=prefetch or "",
         retires=retires)))
 
