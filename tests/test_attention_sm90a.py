@@ -167,3 +167,25 @@ def test_attention_keeps_mma_sync_on_sm80_and_without_wgmma(monkeypatch):
     monkeypatch.setenv("TRANSPILER_WGMMA", "0")
     source = _variant("sm_90a", config=dict(CONFIG, num_stages=2)).source
     assert "wgmma" not in source.split("---- end of tile helpers")[-1]
+
+
+@transpiler.jit
+def rescale_first_kernel(Q, K, V, Out, n_blocks, BM: tl.constexpr, BN: tl.constexpr, D: tl.constexpr):
+    rm, rn, rd = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, D)
+    q = tl.load(Q + rm[:, None] * D + rd[None, :])
+    acc = tl.zeros([BM, D], dtype=tl.float32)
+    for j in range(n_blocks):
+        acc = acc * 0.5                     # the carried product, read before this iteration's first dot
+        k = tl.load(K + rd[:, None] + (j * BN + rn)[None, :] * D)
+        s = tl.dot(q, k)
+        v = tl.load(V + (j * BN + rn)[:, None] * D + rd[None, :])
+        acc = tl.dot(s.to(tl.float16), v, acc)
+    tl.store(Out + rm[:, None] * D + rd[None, :], acc)
+
+
+def test_a_product_read_before_the_first_dot_is_not_left_in_flight():
+    h, f = transpiler.StandIn(tl.float16), transpiler.StandIn(tl.float32)
+    explained = rescale_first_kernel.explain(h, h, h, f, 8, BM=64, BN=64, D=64, num_warps=4, num_stages=4,
+                                             arch="sm_90a")
+    assert "A from registers (the register-A form)" in explained and "4-stage cp.async pipeline" in explained
+    assert "in flight" not in explained

@@ -195,6 +195,12 @@ def _async_dot(loop, staged, dots, users, stages):
     carried_at = [i for i, v in enumerate(yields) if v is dot.result]
     if users.get(dot.result, []) != [region.ops[-1]] or len(carried_at) != 1:
         return None, None
+    if len(wgmma) > 1:
+        # the next iteration may read the carried product only once the first dot's wait has retired the group
+        first = region.ops.index(wgmma[0])
+        readers = users.get(region.args[1 + carried_at[0]], [])
+        if any(region.ops.index(op) < first for op in readers):
+            return None, None
     return dot, carried_at[0]
 
 
