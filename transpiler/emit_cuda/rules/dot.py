@@ -52,9 +52,9 @@ def hoist_invariant_operands(em, loop) -> list:
             continue
         buffer, tile, scope = em.invariant_buffers.get(value, (None, None, None))
         if tile is None or not any(s is scope for s in em.scopes):
-            if buffer is None:     # wgmma reads tiles whose swizzle atoms start on the pool's alignment
+            if buffer is None:
                 buffer = em.shared_buffer(value.dtype, value.type.numel, f"{em.name_of(value)}_tile",
-                                          "loop-invariant dot operand", align=em.smem.align)
+                                          (value, "invariant operand", 0))
             if not written:
                 em.write("// dot operands the loop does not change: written to shared memory once, before it")
                 em.write("__syncthreads();  // earlier readers of these tiles are done")
