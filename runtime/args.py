@@ -14,7 +14,6 @@ import numpy as np
 from ..dtypes import from_array_dtype
 from ..errors import LaunchError
 
-ALIGNMENT = 16
 
 
 class ArrayInfo:
@@ -107,7 +106,7 @@ def array_info(x):
     if isinstance(x, np.ndarray):
         return ArrayInfo(x.ctypes.data, from_array_dtype(x.dtype), None, "numpy", x)
     if isinstance(x, StandIn):
-        return ArrayInfo(0 if x.aligned else 2, x.dtype, None, "stand-in", x)
+        return ArrayInfo(0 if x.aligned else 1, x.dtype, None, "stand-in", x)   # 1: alignment unknown
     cai = getattr(x, "__cuda_array_interface__", None)
     if cai is not None:
         ptr = cai["data"][0]

@@ -98,10 +98,10 @@ class Launcher:
     """Launch one loaded function: `launch(gx, gy, gz, values, stream)`."""
 
     __slots__ = ("module", "function", "name", "context", "block", "shared_bytes", "_pack", "_buffer", "_slots",
-                 "_params", "_func", "_lock", "kinds", "slot_names")
+                 "_params", "_func", "_lock", "kinds", "slot_names", "_maps")
 
     def __init__(self, module, function, context: int, kinds, num_warps: int, name: str = "", shared_bytes=0,
-                 slot_names=None):
+                 slot_names=None, tensor_maps=None):
         self.module = module          # the CUmodule handle (or an object owning it)
         self.function = function      # the CUfunction handle (or an object with `.ptr`)
         self.name = name
@@ -114,7 +114,11 @@ class Launcher:
         self._pack = struct.Struct(slot_format(kinds)).pack_into
         self._buffer = ctypes.create_string_buffer(max(n, 1) * SLOT)
         base = ctypes.addressof(self._buffer)
-        self._slots = (ctypes.c_void_p * max(n, 1))(*[base + SLOT * i for i in range(n)])
+        # TMA kernels take their tensor maps and a flag after the slots (runtime/tensor_maps.py): per launch,
+        # the addresses of the encoded maps for its arguments.
+        self._maps = tensor_maps
+        extra = len(tensor_maps.specs) + 1 if tensor_maps is not None else 0
+        self._slots = (ctypes.c_void_p * max(n + extra, 1))(*[base + SLOT * i for i in range(n)])
         self._params = ctypes.addressof(self._slots)
         self._func = function.ptr if hasattr(function, "ptr") else int(function)
         self._lock = threading.Lock()
@@ -138,6 +142,10 @@ class Launcher:
                 self._pack(self._buffer, 0, *values)
             except struct.error:
                 raise self._misfit(values) from None
+            if self._maps is not None:
+                n = len(self.kinds)
+                for j, address in enumerate(self._maps.addresses(values)):
+                    self._slots[n + j] = address
             current = driver.ctxGetCurrent()
             if current == self.context:
                 driver.launchKernel(self._func, gx, gy, gz, self.block, 1, 1, self.shared_bytes, stream, self._params,
@@ -181,6 +189,30 @@ class DebugLauncher(Launcher):
                               "the GPU context is now unusable", kernel=self.name,
                               hint="the process must be restarted; compute-sanitizer --tool memcheck names the "
                                    "faulting access") from e
+
+
+class RowLoopLauncher:
+    """Launches a kernel whose programs along x were folded into a row loop (`analysis/row_loop.py`): at most
+    `programs` of them, each looping over the user's program ids, which it learns from a last parameter holding
+    the user's grid x. Everything else is the wrapped launcher's."""
+
+    __slots__ = ("inner", "programs")
+    # The loop computes `row + programs` for rows below the grid's x: that sum must stay an int.
+    MAX_GRID_X = 2**31 - 1
+
+    def __init__(self, inner, programs: int):
+        self.inner = inner
+        self.programs = max(1, programs)
+
+    def launch(self, gx, gy, gz, values, stream):
+        if gx + self.programs > self.MAX_GRID_X:
+            raise LaunchError(f"grid x of {gx} programs is not supported yet by a kernel folded into a row loop "
+                              f"(at most {self.MAX_GRID_X - self.programs})", kernel=self.inner.name,
+                              hint="set TRANSPILER_ROW_LOOP=0, or put part of the count on grid axis 1")
+        self.inner.launch(min(gx, self.programs), gy, gz, (*values, gx), stream)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
 
 
 # ---- streams -----------------------------------------------------------------------------------------------

@@ -143,18 +143,33 @@ def test_fast_key_part_of_a_scalar_equals_the_general_rule(value):
 
 
 def test_int_key_parts_say_type_one_and_divisibility():
-    assert launch_key.scalar_key(1) == ("int32", True, False)
-    assert launch_key.scalar_key(32) == ("int32", False, True)
-    assert launch_key.scalar_key(2**31) == ("int64", False, True)     # as Triton: no uint32 for arguments
-    assert launch_key.scalar_key(-2**40) == ("int64", False, True)
+    assert launch_key.scalar_key(1) == ("int32", True, 1)
+    assert launch_key.scalar_key(32) == ("int32", False, 16)
+    assert launch_key.scalar_key(2**31) == ("int64", False, 16)     # as Triton: no uint32 for arguments
+    assert launch_key.scalar_key(-2**40) == ("int64", False, 16)
     assert launch_key.scalar_key(True) == ("int1",)
+
+
+@pytest.mark.parametrize("value, divisor", [(3, 1), (17, 1), (4094, 2), (4092, 4), (-12, 4), (1000, 8), (24, 8),
+                                            (4000, 16), (0, 16), (2**33 + 6, 2), (-2**40 + 4, 4)])
+def test_int_key_part_is_the_largest_power_of_two_up_to_16_dividing_it(value, divisor):
+    """Finer than Triton's divisible-by-16: one field, at most five variants per argument."""
+    assert launch_key.scalar_key(value)[2] == divisor
+    key, _, _, _ = launch_key.launch_facts((False,), (value,), ("n",), "k")    # the binder's fast path agrees
+    assert key == [launch_key.scalar_key(value)]
+
+
+@pytest.mark.parametrize("address, alignment", [(4096, 16), (4100, 4), (4098, 2), (4104, 8), (4097, 1)])
+def test_pointer_key_part_is_the_address_alignment_up_to_16_bytes(gpu, address, alignment):
+    key, _, _, _ = launch_key.launch_facts((False,), (FakeCupy(address, dtype=np.int8),), ("x",), "k")
+    assert key == [("ptr", "int8", alignment)]
 
 
 def test_pointer_key_part_is_dtype_and_16_byte_alignment(gpu):
     key, values, device, fw = launch_key.launch_facts(
         (False, False, False), (FakeCupy(4096), FakeCupy(4100, dtype=np.float16), FakeTensor(64, dtype=np.int8)),
         ("a", "b", "c"), "k")
-    assert key == [("ptr", "fp32", True), ("ptr", "fp16", False), ("ptr", "int8", True)]
+    assert key == [("ptr", "fp32", 16), ("ptr", "fp16", 4), ("ptr", "int8", 16)]
     assert values == [4096, 4100, 64] and device == 0
     assert fw == launch_key.CUPY | launch_key.TORCH
 
@@ -183,10 +198,17 @@ def test_launch_packs_pointers_and_c_typed_scalars(gpu):
 
 
 def test_second_launch_reuses_the_launcher_and_compiles_nothing(gpu):
-    for n in (100, 200, 300):
+    for n in (100, 300, 500):                       # each 4 times an odd number: one divisibility key
         gpu.kernel[(1,)](FakeCupy(4096), FakeCupy(8192), n, 1.0, BLOCK=128)
     assert len(gpu.compiles) == 1 and len(gpu.loads) == 1 and len(gpu.kernel._launchers) == 1
-    assert [unpack(x.raw, "QQif")[2] for x in gpu.driver.launches] == [100, 200, 300]
+    assert [unpack(x.raw, "QQif")[2] for x in gpu.driver.launches] == [100, 300, 500]
+
+
+def test_integers_select_at_most_five_variants_by_divisibility(gpu):
+    """An integer's key is the largest of 1, 2, 4, 8, 16 dividing it: ten sizes, five variants."""
+    for n in (101, 102, 104, 108, 116, 201, 202, 204, 208, 216):
+        gpu.kernel[(1,)](FakeCupy(4096), FakeCupy(8192), n, 1.0, BLOCK=128)
+    assert len(gpu.compiles) == 5 and len(gpu.kernel._launchers) == 5
 
 
 def test_a_new_specialization_builds_a_new_variant(gpu):
@@ -435,7 +457,7 @@ def test_8_threads_launching_one_new_key_compile_once(gpu):
     def worker(i):
         try:
             barrier.wait(timeout=120)
-            gpu.kernel[(1,)](FakeCupy(4096), FakeCupy(8192), 100 + i, 1.0, BLOCK=128)
+            gpu.kernel[(1,)](FakeCupy(4096), FakeCupy(8192), 101 + 2 * i, 1.0, BLOCK=128)   # odd: one key
         except Exception as e:        # pragma: no cover - reported below
             errors.append(e)
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
@@ -443,7 +465,7 @@ def test_8_threads_launching_one_new_key_compile_once(gpu):
     [t.join() for t in threads]
     assert errors == []
     assert len(gpu.compiles) == 1 and len(gpu.loads) == 1 and len(gpu.driver.launches) == 8
-    assert sorted(unpack(x.raw, "QQif")[2] for x in gpu.driver.launches) == list(range(100, 108))
+    assert sorted(unpack(x.raw, "QQif")[2] for x in gpu.driver.launches) == list(range(101, 117, 2))
 
 
 def test_threads_on_three_devices_compile_once_and_load_once_per_device(gpu):

@@ -163,22 +163,29 @@ def _stage_loads(loop, dot_loads, vector_width, order_of, decisions):
     return staged
 
 
-def _async_dot(loop, staged, dots, users, stages):
+def _wgmma_dots(loop, dots):
+    return [op for op in walk(loop.regions[0]) if op.name == "dot" and getattr(dots.get(op), "kind", None) == "wgmma"]
+
+
+def _in_flight_by_default(loop, dots, stages) -> bool:
+    """The cp.async policy: the loop's only wgmma dot stays in flight under TRANSPILER_WGMMA_IN_FLIGHT (measured
+    slower for matmul); the last of a chain (TRANSPILER_WGMMA_CHAIN_IN_FLIGHT: attention's P @ V, whose group then
+    runs while the next iteration waits for its stage and issues Q @ K^T) from 4 stages on: in flight the copies
+    run one stage less far ahead, and with 3 stages (one iteration ahead) attention ran 1-3% slower on the H200,
+    with 4 as fast or faster than waiting."""
+    chain = len(_wgmma_dots(loop, dots)) > 1
+    if chain:
+        return switch("TRANSPILER_WGMMA_CHAIN_IN_FLIGHT") and stages >= 4
+    return switch("TRANSPILER_WGMMA_IN_FLIGHT")
+
+
+def _async_dot(loop, staged, dots, users):
     """(dot, carried index) of the wgmma dot of the loop that may stay in flight, or (None, None): the loop's
-    only wgmma dot (TRANSPILER_WGMMA_IN_FLIGHT, measured slower for matmul), or the last of a chain whose
-    earlier dots wait for their own groups (TRANSPILER_WGMMA_CHAIN_IN_FLIGHT: attention's P @ V, whose group
-    then runs while the next iteration waits for its stage and issues Q @ K^T; that dot's wait retires it)."""
+    only wgmma dot, or the last of a chain whose earlier dots wait for their own groups (the first one's wait
+    retires it)."""
     region = loop.regions[0]
-    wgmma = [op for op in walk(region) if op.name == "dot" and getattr(dots.get(op), "kind", None) == "wgmma"]
+    wgmma = _wgmma_dots(loop, dots)
     if not wgmma or not all(op in region.ops for op in wgmma):
-        return None, None
-    switch_name = "TRANSPILER_WGMMA_IN_FLIGHT" if len(wgmma) == 1 else "TRANSPILER_WGMMA_CHAIN_IN_FLIGHT"
-    if not switch(switch_name):
-        return None, None
-    # In flight, the copies run one stage less far ahead; a chain leaves them at least two iterations ahead
-    # (measured on the H200: with 3 stages, one iteration ahead, attention ran 1-3% slower; with 4, as fast or
-    # faster than waiting).
-    if len(wgmma) > 1 and stages < 4:
         return None, None
     dot = wgmma[-1]
     staged_values = {s.op.result for s in staged}
@@ -255,7 +262,8 @@ def plan_loop(loop, kernel, vector_width, order_of, decisions, dots=None):
     live_ids, live_carried = body.walk_back(roots, lambda op: [] if id(op) in staged_ids else _inputs(op))
     live_ids |= {id(op) for op in roots_ops}
     live_carried = set(live_carried) | set(roots_carried)
-    async_dot, async_carried = _async_dot(loop, staged, dots or {}, users, stages) if stages >= 3 else (None, None)
+    async_dot, async_carried = (_async_dot(loop, staged, dots or {}, users)
+                                if stages >= 3 and _in_flight_by_default(loop, dots or {}, stages) else (None, None))
     plan = PipelinePlan(loop, stages, staged, slice_ops, sorted(prefetch_carried),
                         {op for op in region.ops[:-1] if id(op) not in live_ids},
                         {i for i in prefetch_carried if i not in live_carried}, async_dot, async_carried)
@@ -270,6 +278,22 @@ def plan_loop(loop, kernel, vector_width, order_of, decisions, dots=None):
                       f"the product only becomes the carried accumulator; the copies run {plan.distance} "
                       "iteration(s) ahead, into the stage the group before the previous one read")
     return plan
+
+
+def keep_in_flight(plan, dots, decisions, why):
+    """Leave the loop's wgmma group in flight across iterations when its dot allows it (see the module
+    docstring; the TMA pass asks for it: with the copy engine filling the stages the shorter load distance costs
+    nothing measurable). Returns whether it does."""
+    if plan.async_dot is not None or plan.stages < 3:
+        return plan.async_dot is not None
+    dot, carried = _async_dot(plan.loop, plan.loads, dots, _users(plan.loop.regions[0]))
+    if dot is None:
+        return False
+    plan.async_dot, plan.async_carried = dot, carried
+    decisions.add("pipeline", dot, "wgmma left in flight across iterations (wait_group 1)",
+                  f"{why}; the copies run {plan.distance} iteration(s) ahead, into the stage the group before the "
+                  "previous one read")
+    return True
 
 
 def _values_used_outside(kernel, loop):
@@ -291,4 +315,4 @@ def plan_pipelines(kernel, vector_width, order_of, decisions, dots=None):
     return plans
 
 
-__all__ = ["PipelinePlan", "StagedLoad", "plan_pipelines"]
+__all__ = ["PipelinePlan", "StagedLoad", "keep_in_flight", "plan_pipelines"]
