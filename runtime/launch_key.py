@@ -31,7 +31,7 @@ from .. import dtypes
 from ..errors import LaunchError
 from ..language.core import constexpr  # noqa: F401  (named by the generated binders)
 from . import cache
-from .args import ArrayInfo, array_info, device_error
+from .args import ArrayInfo, FakeTensorArgument, array_info, device_error
 
 # Framework bits of a launch: they choose the stream (torch's current stream when any tensor is a torch one).
 TORCH, CUPY, FOREIGN, HOST = 1, 2, 4, 8
@@ -332,6 +332,8 @@ def _array(v, name, kernel_name):
         info = array_info(v)
     except TypeError as e:
         raise _bad_element_type(name, e, kernel_name) from None
+    except FakeTensorArgument as e:
+        raise FakeTensorArgument(e.tensor, name, kernel_name) from None
     if info is None:
         raise _unsupported(v, name, kernel_name)
     return info
