@@ -244,3 +244,62 @@ def test_negation_is_triton_s_zero_minus_x_so_plus_zero_stays_plus_zero():
     src = negate_kernel.cuda_source(x, h, out, out_h, 100, BLOCK=128)
     assert "0.0f - " in src
     compiles_cleanly(src)
+
+
+@transpiler.jit
+def wrapping_arithmetic_kernel(X, Y, CARRY, PROD_GT, NEG, ABS, USQ, SHL, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < N
+    x = tl.load(X + offs, mask=mask, other=0)
+    y = tl.load(Y + offs, mask=mask, other=0)
+    tl.store(CARRY + offs, ((x + y) < x).to(tl.int8), mask=mask)     # an overflow check, as users write it
+    tl.store(PROD_GT + offs, (x * 3 - y > x).to(tl.int8), mask=mask)
+    tl.store(NEG + offs, -x, mask=mask)
+    tl.store(ABS + offs, tl.abs(x), mask=mask)
+    u = x.to(tl.uint16)
+    tl.store(USQ + offs, (u * u).to(tl.int32), mask=mask)            # 16-bit operands: C promotes them to int
+    tl.store(SHL + offs, (x.to(tl.int8) << 3).to(tl.int32), mask=mask)
+
+
+@transpiler.jit
+def overflow_check_kernel(X, Y, CARRY, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(X + offs)
+    y = tl.load(Y + offs)
+    tl.store(CARRY + offs, ((x + y) < x).to(tl.int8))
+
+
+def _wrapping_case(dtype, n, rng):
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, n, endpoint=True, dtype=np.int64).astype(dtype)
+    y = rng.integers(info.min, info.max, n, endpoint=True, dtype=np.int64).astype(dtype)
+    x[:4] = [info.max, info.min, -1, info.max]
+    y[:4] = [1, -1, info.min, info.max]
+    outs = [np.full(n, -7, np.int8), np.full(n, -7, np.int8), np.full(n, -7, dtype), np.full(n, -7, dtype),
+            np.full(n, -7, np.int32), np.full(n, -7, np.int32)]
+    with np.errstate(over="ignore"):
+        u = x.astype(np.uint16)
+        expected = [((x + y) < x).astype(np.int8), (x * dtype(3) - y > x).astype(np.int8), (dtype(0) - x),
+                    np.where(x < 0, dtype(0) - x, x).astype(dtype), (u * u).astype(np.uint16).astype(np.int32),
+                    (x.astype(np.int8) << np.int8(3)).astype(np.int8).astype(np.int32)]
+    return x, y, outs, expected
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_signed_integer_arithmetic_wraps_as_in_triton(dtype):
+    """Triton's integer +, -, * and << wrap; C's signed overflow is undefined and the C compiler folded
+    `(x + y) < x` into `y < 0` (x not even loaded): computed in unsigned arithmetic now."""
+    rng = np.random.default_rng(5)
+    n = 300
+    x, y, outs, expected = _wrapping_case(dtype, n, rng)
+    wrapping_arithmetic_kernel.interpret[(-(-n // 128),)](x, y, *outs, n, BLOCK=128)
+    for got, want in zip(outs, expected):
+        np.testing.assert_array_equal(got, want)
+    src = wrapping_arithmetic_kernel.cuda_source(x, y, *outs, n, BLOCK=128)
+    compiles_cleanly(src)
+    if nvrtc_available():
+        ptx = compile_offline(overflow_check_kernel.cuda_source(x, y, outs[0], BLOCK=128), "sm_90a").ptx
+        width = 8 * np.dtype(dtype).itemsize
+        # both operands are read and the sum is compared: the overflow check was not folded away
+        assert len(re.findall(rf"ld\.global(?:\.nc)?(?:\.v\d)?\.[us]{width}", ptx)) >= 2, ptx[:3000]
+        assert re.search(rf"setp\.lt\.s{width}", ptx), ptx[:3000]

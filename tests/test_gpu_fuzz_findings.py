@@ -49,3 +49,18 @@ def test_argument_equal_to_one_is_an_int32_scalar_on_gpu():
     _, out, *_ = _run(F.argument_equal_to_one_kernel, (-(-n // 128),), [x, np.full(n, -7, np.int32), n, 1],
                       BLOCK=128)
     np.testing.assert_array_equal(out, x.astype(np.int32))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_signed_integer_arithmetic_wraps_on_gpu(dtype):
+    """C's signed overflow is undefined (`(x + y) < x` was folded to `y < 0`): the compiled path wraps as
+    Triton does, on fresh full-range inputs (bench/fuzz.py's intops family compares it with Triton)."""
+    rng = np.random.default_rng()
+    n = 1000 + int(rng.integers(0, 100))
+    x, y, outs, expected = F._wrapping_case(dtype, n, rng)
+    got = _run(F.wrapping_arithmetic_kernel, (-(-n // 128),), [x, y, *outs, n], BLOCK=128)[2:8]
+    for g, want in zip(got, expected):
+        np.testing.assert_array_equal(g, want)
+    whole = n // 128 * 128          # the check kernel has no mask: whole blocks only
+    carry = _run(F.overflow_check_kernel, (n // 128,), [x, y, np.full(n, -7, np.int8)], BLOCK=128)[2]
+    np.testing.assert_array_equal(carry[:whole], expected[0][:whole])

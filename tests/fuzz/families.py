@@ -1056,9 +1056,169 @@ def family_rand(r: random.Random, rng, seed):
                        for i, o in enumerate(outs)], [N, key, base], outs)
 
 
+# ---- shapes of real kernels: int4 dequantizing matmuls, batched matrix-vector products, rotary embeddings,
+# recurrent backward passes ------------------------------------------------------------------------------------
+
+def family_dequant_dot(r: random.Random, rng, seed):
+    """An int4 dequantizing matmul: nibbles packed eight to an int32 (shifted out with a block of shift
+    amounts, the sign bit in play) or two to a uint8 (unpacked with tl.join + permute + reshape), minus a zero
+    point, cast to fp16, into tl.dot in a K loop; a per-column scale in the epilogue."""
+    BM, BN, BK = r.choice([16, 32]), r.choice([16, 32, 64]), r.choice([16, 32, 64])
+    packing = r.choice(["int32", "uint8"])
+    per = 8 if packing == "int32" else 2
+    M, N = r.randint(1, 2 * BM), r.randint(1, 2 * BN)
+    K = per * r.randint(1, 3 * BK // per)
+    a = _ints(rng, -3, 3, (M, K), np.float16)
+    nib = _ints(rng, 0, 15, (K, N), np.int64)
+    packed = np.zeros((K // per, N), np.int64)
+    for j in range(per):
+        packed |= nib[j::per] << (4 * j)
+    packed = packed.astype(np.uint32).view(np.int32) if packing == "int32" else packed.astype(np.uint8)
+    zero = r.choice([8, 7])
+    scale = np.asarray(rng.choice([0.5, 1.0, 2.0, 0.25], N)).astype(np.float32)
+    body = ["rm = tl.program_id(0) * BM + tl.arange(0, BM)", "rn = tl.program_id(1) * BN + tl.arange(0, BN)",
+            "acc = tl.zeros((BM, BN), dtype=tl.float32)", "for k0 in range(0, K, BK):",
+            "    kk = k0 + tl.arange(0, BK)",
+            "    a = tl.load(A + rm[:, None] * K + kk[None, :], mask=(rm[:, None] < M) & (kk[None, :] < K), "
+            "other=0.0)"]
+    if packing == "int32":
+        body += ["    q = tl.load(QW + (kk[:, None] // 8) * N + rn[None, :], mask=(kk[:, None] < K) & "
+                 "(rn[None, :] < N), other=0)",
+                 "    w = (q >> ((kk[:, None] % 8) * 4)) & 0xF"]
+    else:
+        body += ["    kp = k0 // 2 + tl.arange(0, BK // 2)",
+                 "    q = tl.load(QW + kp[:, None] * N + rn[None, :], mask=(kp[:, None] < K // 2) & "
+                 "(rn[None, :] < N), other=0)",
+                 "    lo = q & 0xF", "    hi = q >> 4",
+                 "    w = tl.reshape(tl.permute(tl.join(lo, hi), (0, 2, 1)), (BK, BN))"]
+    body += [f"    b = (w.to(tl.int32) - {zero}).to(tl.float16)", "    acc += tl.dot(a, b)",
+             "acc = acc * tl.load(SC + rn, mask=rn < N, other=0.0)[None, :]",
+             "tl.store(C + rm[:, None] * N + rn[None, :], acc.to(tl.float16), mask=(rm[:, None] < M) & "
+             "(rn[None, :] < N))"]
+    ref = (a.astype(np.float64) @ (nib - zero).astype(np.float64)) * scale[None, :]
+    expected = ref.astype(np.float16)
+    name = f"fuzz_dequant_{seed}"
+    consts = {"BM": BM, "BN": BN, "BK": BK}
+    src = _module(name, ["A", "QW", "SC", "C", "M", "N", "K"] + [f"{k}: tl.constexpr" for k in consts], body)
+    return FamilyCase(seed, "dequant_dot", name, src, (-(-M // BM), -(-N // BN)), r.choice([2, 4]), consts,
+                      [a, packed, scale], [Output("C", poison((M, N), np.float16))], [M, N, K], [expected])
+
+
+def family_matvec3d(r: random.Random, rng, seed):
+    """A batched matrix-vector product on 3-D blocks: x[:, :, None] * w summed over the middle axis in a K
+    loop, one program per batch tile and column tile."""
+    dtype = r.choice(["float32", "float16"])
+    d = np.dtype(dtype)
+    BB, BK, BN = r.choice([1, 2, 4]), r.choice([8, 16, 32]), r.choice([8, 16, 32])
+    B, K, N = r.randint(1, 3 * BB), r.randint(1, 3 * BK), r.randint(1, 2 * BN)
+    x = _ints(rng, -3, 3, (B, K), d)
+    w = _ints(rng, -3, 3, (B, K, N), d)
+    acc_t = r.choice(["tl.float32", "x.dtype"]) if dtype == "float16" else "tl.float32"
+    body = ["rb = tl.program_id(0) * BB + tl.arange(0, BB)", "rn = tl.program_id(1) * BN + tl.arange(0, BN)",
+            "acc = tl.zeros((BB, BN), dtype=tl.float32)", "for k0 in range(0, K, BK):",
+            "    kk = k0 + tl.arange(0, BK)",
+            "    x = tl.load(X + rb[:, None] * K + kk[None, :], mask=(rb[:, None] < B) & (kk[None, :] < K), other=0)",
+            "    w = tl.load(W + rb[:, None, None] * K * N + kk[None, :, None] * N + rn[None, None, :],",
+            "                mask=(rb[:, None, None] < B) & (kk[None, :, None] < K) & (rn[None, None, :] < N), other=0)",
+            f"    acc += tl.sum((x[:, :, None] * w).to({acc_t}), axis=1).to(tl.float32)",
+            "tl.store(Y + rb[:, None] * N + rn[None, :], acc, mask=(rb[:, None] < B) & (rn[None, :] < N))"]
+    ref = np.einsum("bk,bkn->bn", x.astype(np.float64), w.astype(np.float64)).astype(np.float32)
+    name = f"fuzz_matvec3d_{seed}"
+    consts = {"BB": BB, "BK": BK, "BN": BN}
+    src = _module(name, ["X", "W", "Y", "B", "K", "N"] + [f"{k}: tl.constexpr" for k in consts], body)
+    return FamilyCase(seed, "matvec3d", name, src, (-(-B // BB), -(-N // BN)), r.choice([1, 2, 4]), consts,
+                      [x, w.reshape(-1).copy()], [Output("Y", poison((B, N), np.float32))], [B, K, N], [ref])
+
+
+def family_rotary(r: random.Random, rng, seed):
+    """Rotary embeddings: the two halves of each row (read as two loads, or interleaved pairs taken apart
+    with reshape + split and put back with join + reshape) rotated by cos/sin tables."""
+    dtype = r.choice(["float32", "float16"])
+    d = np.dtype(dtype)
+    BT, BH = r.choice([4, 8, 16]), r.choice([8, 16, 32])
+    T, H = r.randint(1, 3 * BT), BH
+    interleaved = r.random() < 0.5
+    x = _ints(rng, -4, 4, (T, 2 * H), d)
+    cos = np.asarray(rng.choice([0.5, -0.5, 1.0, 0.25, -1.0], (T, H))).astype(d)
+    sin = np.asarray(rng.choice([0.5, -0.75, 0.0, 0.25, 1.0], (T, H))).astype(d)
+    body = ["rt = tl.program_id(0) * BT + tl.arange(0, BT)", "rh = tl.arange(0, BH)", "m = rt[:, None] < T",
+            "c = tl.load(COS + rt[:, None] * BH + rh[None, :], mask=m, other=0)",
+            "s = tl.load(SIN + rt[:, None] * BH + rh[None, :], mask=m, other=0)"]
+    if interleaved:
+        body += ["rd = tl.arange(0, 2 * BH)",
+                 "xx = tl.load(X + rt[:, None] * (2 * BH) + rd[None, :], mask=m, other=0)",
+                 "x1, x2 = tl.split(tl.reshape(xx, (BT, BH, 2)))",
+                 "o = tl.reshape(tl.join(x1 * c - x2 * s, x1 * s + x2 * c), (BT, 2 * BH))",
+                 "tl.store(OUT + rt[:, None] * (2 * BH) + rd[None, :], o, mask=m)"]
+        x1, x2 = x[:, 0::2], x[:, 1::2]
+    else:
+        body += ["x1 = tl.load(X + rt[:, None] * (2 * BH) + rh[None, :], mask=m, other=0)",
+                 "x2 = tl.load(X + rt[:, None] * (2 * BH) + BH + rh[None, :], mask=m, other=0)",
+                 "tl.store(OUT + rt[:, None] * (2 * BH) + rh[None, :], x1 * c - x2 * s, mask=m)",
+                 "tl.store(OUT + rt[:, None] * (2 * BH) + BH + rh[None, :], x1 * s + x2 * c, mask=m)"]
+        x1, x2 = x[:, :H], x[:, H:]
+    f = [v.astype(np.float64) for v in (x1, x2, cos, sin)]
+    o1, o2 = f[0] * f[2] - f[1] * f[3], f[0] * f[3] + f[1] * f[2]
+    out = np.empty((T, 2 * H))
+    if interleaved:
+        out[:, 0::2], out[:, 1::2] = o1, o2
+    else:
+        out[:, :H], out[:, H:] = o1, o2
+    name = f"fuzz_rotary_{seed}"
+    consts = {"BT": BT, "BH": BH}
+    src = _module(name, ["X", "COS", "SIN", "OUT", "T"] + [f"{k}: tl.constexpr" for k in consts], body)
+    return FamilyCase(seed, "rotary", name, src, (-(-T // BT),), r.choice([1, 2, 4]), consts, [x, cos, sin],
+                      [Output("OUT", poison((T, 2 * H), d))], [T], [out.astype(d)])
+
+
+def family_recurrent(r: random.Random, rng, seed):
+    """A recurrent backward pass (linear attention's): a (BK, BV) state carried through a loop running
+    backwards in time, updated by outer products, decayed, and reduced against a vector each step."""
+    BK, BV = r.choice([8, 16, 32]), r.choice([8, 16, 32])
+    Kd, V = r.randint(1, BK), r.randint(1, BV)
+    T = r.randint(1, 8)
+    decay = r.choice([0.5, 1.0, 0.25])
+    q = _ints(rng, -2, 2, (T, Kd), np.float32)
+    k = _ints(rng, -2, 2, (T, Kd), np.float32)
+    do = _ints(rng, -2, 2, (T, V), np.float32)
+    reverse_spelling = r.choice(["range(T - 1, -1, -1)", "while"])
+    body = ["rk = tl.arange(0, BK)", "rv = tl.arange(0, BV)", "mk = rk < KD", "mv = rv < V",
+            "h = tl.zeros((BK, BV), dtype=tl.float32)"]
+    step = ["q = tl.load(Q + t * KD + rk, mask=mk, other=0)",
+            "do = tl.load(DO + t * V + rv, mask=mv, other=0)",
+            "h += q[:, None] * do[None, :]",
+            "k = tl.load(KK + t * KD + rk, mask=mk, other=0)",
+            "dv = tl.sum(h * k[:, None], axis=0)",
+            "tl.store(DV + t * V + rv, dv, mask=mv)",
+            "dk = tl.sum(h * dv[None, :], axis=1)",
+            "tl.store(DK + t * KD + rk, dk, mask=mk)",
+            "h = h * decay"]
+    if reverse_spelling == "while":
+        body += ["t = T - 1", "while t >= 0:"] + ["    " + s for s in step] + ["    t -= 1"]
+    else:
+        body += [f"for t in {reverse_spelling}:"] + ["    " + s for s in step]
+    h = np.zeros((Kd, V))
+    dv_ref = np.zeros((T, V))
+    dk_ref = np.zeros((T, Kd))
+    for t in range(T - 1, -1, -1):
+        h = h + q[t][:, None].astype(np.float64) * do[t][None, :]
+        dv_ref[t] = (h * k[t][:, None]).sum(axis=0)
+        dk_ref[t] = (h * dv_ref[t][None, :]).sum(axis=1)
+        h = h * decay
+    name = f"fuzz_recurrent_{seed}"
+    consts = {"BK": BK, "BV": BV}
+    src = _module(name, ["Q", "KK", "DO", "DV", "DK", "T", "KD", "V", "decay"] +
+                  [f"{c}: tl.constexpr" for c in consts], body)
+    tol = None if decay == 1.0 else (4e-6, 1e-6)     # decays leave more bits than fp32 holds
+    return FamilyCase(seed, "recurrent", name, src, (1,), r.choice([1, 2, 4]), consts, [q, k, do],
+                      [Output("DV", poison((T, V), np.float32), tol), Output("DK", poison((T, Kd), np.float32), tol)],
+                      [T, Kd, V, decay], [dv_ref.astype(np.float32), dk_ref.astype(np.float32)])
+
+
 FAMILIES = {"dot": family_dot, "atomic": family_atomic, "layout": family_layout, "scan": family_scan,
             "intops": family_intops, "cast": family_cast, "block_ptr": family_block_ptr, "loops": family_loops,
-            "libdevice": family_libdevice, "rand": family_rand}
+            "libdevice": family_libdevice, "rand": family_rand, "dequant_dot": family_dequant_dot,
+            "matvec3d": family_matvec3d, "rotary": family_rotary, "recurrent": family_recurrent}
 
 
 def generate_family(seed: int, family: str | None = None) -> FamilyCase:
