@@ -52,7 +52,7 @@ def _interpreter():
 def _grid_axis(axis, what: str) -> int:
     axis = _constexpr_int(axis, f"the axis of {what}")
     if axis not in (0, 1, 2):
-        raise error(CompileTimeError, f"{what}: axis must be 0, 1 or 2, got {axis}")
+        raise error(CompileTimeError, f"{what.removeprefix('tl.')} axis must be 0, 1, or 2 but got {axis}")
     return axis
 
 
