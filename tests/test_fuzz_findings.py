@@ -303,3 +303,27 @@ def test_signed_integer_arithmetic_wraps_as_in_triton(dtype):
         # both operands are read and the sum is compared: the overflow check was not folded away
         assert len(re.findall(rf"ld\.global(?:\.nc)?(?:\.v\d)?\.[us]{width}", ptx)) >= 2, ptx[:3000]
         assert re.search(rf"setp\.lt\.s{width}", ptx), ptx[:3000]
+
+
+@transpiler.jit
+def literal_beyond_fp32_kernel(X, OUT, OUT16, TINY, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < N
+    x = tl.load(X + offs, mask=mask, other=1.0)
+    tl.store(OUT + offs, x * 1.3611294676837539e+39, mask=mask)        # the literal is inf as fp32
+    tl.store(OUT16 + offs, x.to(tl.float16) * 1.0e5, mask=mask)         # inf as fp16
+    tl.store(TINY + offs, x * 1.0e-50 + 1.0, mask=mask)                 # 0 as fp32
+
+
+def test_a_float_literal_beyond_the_blocks_type_is_inf_there_and_compiles():
+    """A literal out of fp32's range met an fp32 block: Triton casts it to inf; we spelled a C float constant
+    NVRTC refuses ("floating constant is out of range"). Found by the fuzzer's subnormal family."""
+    n = 100
+    x = np.linspace(-3, 3, n).astype(np.float32)
+    outs = [np.full(n, np.nan, np.float32), np.full(n, np.nan, np.float16), np.full(n, np.nan, np.float32)]
+    literal_beyond_fp32_kernel.interpret[(1,)](x, *outs, n, BLOCK=128)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(outs[0], x * np.float32(np.inf))
+        np.testing.assert_array_equal(outs[1], x.astype(np.float16) * np.float16(np.inf))
+    np.testing.assert_array_equal(outs[2], np.ones(n, np.float32))
+    compiles_cleanly(literal_beyond_fp32_kernel.cuda_source(x, *outs, n, BLOCK=128))

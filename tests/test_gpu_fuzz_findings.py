@@ -64,3 +64,14 @@ def test_signed_integer_arithmetic_wraps_on_gpu(dtype):
     whole = n // 128 * 128          # the check kernel has no mask: whole blocks only
     carry = _run(F.overflow_check_kernel, (n // 128,), [x, y, np.full(n, -7, np.int8)], BLOCK=128)[2]
     np.testing.assert_array_equal(carry[:whole], expected[0][:whole])
+
+
+def test_a_float_literal_beyond_the_blocks_type_is_inf_on_gpu():
+    n = 1000 + int(np.random.default_rng().integers(0, 50))
+    x = np.random.default_rng().uniform(-3, 3, n).astype(np.float32)
+    outs = [np.full(n, np.nan, np.float32), np.full(n, np.nan, np.float16), np.full(n, np.nan, np.float32)]
+    got = _run(F.literal_beyond_fp32_kernel, (-(-n // 128),), [x, *outs, n], BLOCK=128)[1:4]
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(got[0], x * np.float32(np.inf))
+        np.testing.assert_array_equal(got[1], x.astype(np.float16) * np.float16(np.inf))
+    np.testing.assert_array_equal(got[2], np.ones(n, np.float32))

@@ -1215,10 +1215,38 @@ def family_recurrent(r: random.Random, rng, seed):
                       [T, Kd, V, decay], [dv_ref.astype(np.float32), dk_ref.astype(np.float32)])
 
 
+def family_subnormal(r: random.Random, rng, seed):
+    """fp32 and fp16 values scaled into the subnormal range and back, compared with zero, summed: Triton keeps
+    fp32 subnormals in plain arithmetic; a compile that flushes them to zero gives other values."""
+    dtype = r.choice(["float32", "float32", "float16"])
+    d = np.dtype(dtype)
+    BLOCK = r.choice([32, 64, 128])
+    N = BLOCK * r.randint(1, 2) - r.randint(0, BLOCK - 1)
+    shift = r.choice([130, 135, 140]) if dtype == "float32" else r.choice([16, 18, 20])
+    x = (rng.integers(1, 64, N) / 8.0).astype(d)
+    tiny = 2.0 ** -shift
+    half = shift // 2        # a literal is typed as the block (fp32 or fp16): 2**130 would be inf there
+    body = ["offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)", "mask = offs < N",
+            "x = tl.load(X + offs, mask=mask, other=1.0)", f"t = x * {tiny!r}",
+            "tl.store(OUT0 + offs, (t > 0).to(tl.int8), mask=mask)",
+            f"tl.store(OUT1 + offs, ((t + t) * {2.0 ** half!r} * {2.0 ** (shift - half)!r}).to(tl.float32), "
+            "mask=mask)"]
+    t = (x.astype(np.float64) * tiny).astype(d)
+    out0 = (t > 0).astype(np.int8)
+    out1 = ((t.astype(np.float64) + t).astype(d).astype(np.float64) * 2.0 ** half).astype(d)
+    out1 = (out1.astype(np.float64) * 2.0 ** (shift - half)).astype(d).astype(np.float32)
+    name = f"fuzz_subnormal_{seed}"
+    src = _module(name, ["X", "OUT0", "OUT1", "N", "BLOCK: tl.constexpr"], body)
+    return FamilyCase(seed, "subnormal", name, src, (-(-N // BLOCK),), r.choice([1, 4]), {"BLOCK": BLOCK}, [x],
+                      [Output("OUT0", poison((N,), np.int8)), Output("OUT1", poison((N,), np.float32))], [N],
+                      [out0, out1])
+
+
 FAMILIES = {"dot": family_dot, "atomic": family_atomic, "layout": family_layout, "scan": family_scan,
             "intops": family_intops, "cast": family_cast, "block_ptr": family_block_ptr, "loops": family_loops,
             "libdevice": family_libdevice, "rand": family_rand, "dequant_dot": family_dequant_dot,
-            "matvec3d": family_matvec3d, "rotary": family_rotary, "recurrent": family_recurrent}
+            "matvec3d": family_matvec3d, "rotary": family_rotary, "recurrent": family_recurrent,
+            "subnormal": family_subnormal}
 
 
 def generate_family(seed: int, family: str | None = None) -> FamilyCase:

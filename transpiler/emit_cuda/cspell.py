@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 import re
 
+import numpy as np
+
 from .. import dtypes
 
 HALF_TYPES = (dtypes.float16, dtypes.bfloat16)
@@ -29,6 +31,13 @@ def literal(value, dt) -> str:
     if dt.kind is dtypes.Kind.BOOL:
         return "true" if value else "false"
     if dt.kind is dtypes.Kind.FLOAT:
+        if dt is not dtypes.float64 and math.isfinite(value):
+            # spelled as a C float: a literal beyond float's range is inf in the block's type, as in Triton
+            # (NVRTC refuses such a constant), one below it is 0; others keep their shortest spelling
+            with np.errstate(over="ignore", under="ignore"):
+                single = float(np.float32(value))
+            if math.isinf(single) or single == 0.0:
+                value = single
         if math.isnan(value):
             core = "tp::nan<float>()" if dt is not dtypes.float64 else "tp::nan<double>()"
         elif math.isinf(value):
