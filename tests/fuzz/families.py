@@ -61,8 +61,8 @@ class FamilyCase:
                 problems.append(f"{what}{out.name}: shape {g.shape} != {e.shape}")
                 continue
             if out.tol is None:
-                if g.dtype.kind == "f":
-                    ok = (g == e) | (np.isnan(g) & np.isnan(e))
+                if g.dtype.kind == "f":      # bit for bit: -0.0 is not +0.0
+                    ok = ((g == e) & (np.signbit(g) == np.signbit(e))) | (np.isnan(g) & np.isnan(e))
                 else:
                     ok = g == e
             else:
@@ -1242,11 +1242,62 @@ def family_subnormal(r: random.Random, rng, seed):
                       [out0, out1])
 
 
+def family_literals(r: random.Random, rng, seed):
+    """Constants at the edges of their types meeting blocks: integer literals at a type's minimum and maximum
+    (wrapping sums, masks, comparisons, tl.full, tl.where), float literals near fp32's largest and smallest
+    values, -0.0."""
+    dtype = r.choice(_INT_TYPES + ["float32", "float64", "float16"])
+    d = np.dtype(dtype)
+    BLOCK = r.choice([32, 64, 128])
+    N = BLOCK * r.randint(1, 2) - r.randint(0, BLOCK - 1)
+    body = ["offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)", "mask = offs < N",
+            "x = tl.load(X + offs, mask=mask, other=0)"]
+    outs = []
+    if d.kind in "iu":
+        info = np.iinfo(d)
+        x = _ints(rng, max(info.min, -1000), min(info.max, 1000), (N,), d)
+        lo, hi = int(info.min), int(info.max)
+        spell = lambda v: f"({v})" if v < 0 else str(v)     # noqa: E731
+        with np.errstate(over="ignore"):
+            choices = [(f"x + {spell(hi)}", (x + d.type(hi)).astype(d)),
+                       (f"(x == {spell(lo)}).to(tl.int8) + (x < {spell(hi)}).to(tl.int8)",
+                        ((x == lo).astype(np.int8) + (x < hi).astype(np.int8)).astype(np.int8)),
+                       (f"tl.where(x > 0, {spell(hi)}, x)", np.where(x > 0, d.type(hi), x).astype(d)),
+                       (f"tl.full((BLOCK,), {spell(lo)}, tl.{dtype}) - x", (np.full(N, lo, d) - x).astype(d)),
+                       (f"x & {spell(hi)}", (x & d.type(hi)).astype(d))]
+            if d.kind == "i":
+                choices.append((f"x * {spell(lo)}", (x * d.type(lo)).astype(d)))
+        for line, val in r.sample(choices, r.randint(2, len(choices))):
+            outs.append((line, np.asarray(val)))
+    else:
+        x = _ints(rng, -8, 8, (N,), d)
+        big = {"float32": 3.0e38, "float64": 1.5e308, "float16": 6.0e4}[dtype]
+        small = {"float32": 1.0e-45, "float64": 5e-324, "float16": 6.0e-8}[dtype]
+        wide = np.float64
+        big_t, small_t = d.type(big), d.type(small)
+        with np.errstate(over="ignore", invalid="ignore"):
+            choices = [(f"x * {big!r}", (x.astype(wide) * big_t).astype(d)),
+                       (f"(x * {small!r} != 0).to(tl.int8)", ((x.astype(wide) * small_t).astype(d) != 0).astype(np.int8)),
+                       ("x * -0.0", (x * d.type(-0.0)).astype(d)),
+                       (f"tl.where(x > 0, {big!r}, -0.0)", np.where(x > 0, big_t, d.type(-0.0)).astype(d)),
+                       (f"tl.full((BLOCK,), -0.0, tl.{dtype}) + 0.0 * x", (np.full(N, -0.0, d) + d.type(0.0) * x).astype(d))]
+        for line, val in r.sample(choices, r.randint(2, len(choices))):
+            outs.append((line, np.asarray(val)))
+    for i, (line, _) in enumerate(outs):
+        body.append(f"tl.store(OUT{i} + offs, {line}, mask=mask)")
+    name = f"fuzz_literals_{seed}"
+    params = ["X"] + [f"OUT{i}" for i in range(len(outs))] + ["N", "BLOCK: tl.constexpr"]
+    expected = [v for _, v in outs]
+    src = _module(name, params, body)
+    return FamilyCase(seed, "literals", name, src, (-(-N // BLOCK),), r.choice([1, 4]), {"BLOCK": BLOCK}, [x],
+                      [Output(f"OUT{i}", poison(v.shape, v.dtype)) for i, v in enumerate(expected)], [N], expected)
+
+
 FAMILIES = {"dot": family_dot, "atomic": family_atomic, "layout": family_layout, "scan": family_scan,
             "intops": family_intops, "cast": family_cast, "block_ptr": family_block_ptr, "loops": family_loops,
             "libdevice": family_libdevice, "rand": family_rand, "dequant_dot": family_dequant_dot,
             "matvec3d": family_matvec3d, "rotary": family_rotary, "recurrent": family_recurrent,
-            "subnormal": family_subnormal}
+            "subnormal": family_subnormal, "literals": family_literals}
 
 
 def generate_family(seed: int, family: str | None = None) -> FamilyCase:
