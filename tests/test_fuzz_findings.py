@@ -327,3 +327,31 @@ def test_a_float_literal_beyond_the_blocks_type_is_inf_there_and_compiles():
         np.testing.assert_array_equal(outs[1], x.astype(np.float16) * np.float16(np.inf))
     np.testing.assert_array_equal(outs[2], np.ones(n, np.float32))
     compiles_cleanly(literal_beyond_fp32_kernel.cuda_source(x, *outs, n, BLOCK=128))
+
+
+@transpiler.jit
+def pointer_cast_kernel(T, X, B, N, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < N
+    x = tl.load(X + offs, mask=m, other=0)
+    old = tl.atomic_max((T + offs).to(tl.pointer_type(tl.uint32)), x.to(tl.uint32), mask=m)   # unsigned max
+    tl.store(X + offs, old.to(tl.int32, bitcast=True), mask=m)
+    tl.store(B.to(tl.pointer_type(tl.uint8)) + offs * 4 + 1, tl.full((BLOCK,), 1, tl.uint8), mask=m)
+
+
+def test_pointer_casts_reinterpret_memory_on_the_interpreter():
+    """The interpreter refused `ptr.to(tl.pointer_type(...))` (Triton's pointer bitcast) that the compiler
+    accepts: unsigned atomics on an int32 array, bytes of an int32 array."""
+    rng = np.random.default_rng(3)
+    n = 60
+    t = rng.integers(-2**31, 2**31, 64).astype(np.int32)
+    x = rng.integers(-2**31, 2**31, 64).astype(np.int32)
+    b = np.zeros(64, np.int32)
+    t0, x0 = t.copy(), x.copy()
+    pointer_cast_kernel.interpret[(1,)](t, x, b, n, BLOCK=64)
+    active = np.arange(64) < n
+    want_t = np.where(active, np.maximum(t0.view(np.uint32), x0.view(np.uint32)), t0.view(np.uint32))
+    np.testing.assert_array_equal(t, want_t.view(np.int32))
+    np.testing.assert_array_equal(x, np.where(active, t0, x0))
+    np.testing.assert_array_equal(b, np.where(active, 256, 0))
+    compiles_cleanly(pointer_cast_kernel.cuda_source(t, x, b, n, BLOCK=64))

@@ -75,3 +75,17 @@ def test_a_float_literal_beyond_the_blocks_type_is_inf_on_gpu():
         np.testing.assert_array_equal(got[0], x * np.float32(np.inf))
         np.testing.assert_array_equal(got[1], x.astype(np.float16) * np.float16(np.inf))
     np.testing.assert_array_equal(got[2], np.ones(n, np.float32))
+
+
+def test_pointer_casts_on_gpu():
+    rng = np.random.default_rng()
+    n = 50 + int(rng.integers(0, 14))
+    t = rng.integers(-2**31, 2**31, 64).astype(np.int32)
+    x = rng.integers(-2**31, 2**31, 64).astype(np.int32)
+    b = np.zeros(64, np.int32)
+    got_t, got_x, got_b, _ = _run(F.pointer_cast_kernel, (1,), [t.copy(), x.copy(), b, n], BLOCK=64)
+    active = np.arange(64) < n
+    want_t = np.where(active, np.maximum(t.view(np.uint32), x.view(np.uint32)), t.view(np.uint32))
+    np.testing.assert_array_equal(got_t, want_t.view(np.int32))
+    np.testing.assert_array_equal(got_x, np.where(active, t, x))
+    np.testing.assert_array_equal(got_b, np.where(active, 256, 0))
