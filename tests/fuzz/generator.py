@@ -695,7 +695,9 @@ class Generator:
     def wrap_in_helper(self, n):
         params = [f"a{i}" for i in range(len(n.node_args))]
         name = f"helper{len(self.helpers)}"
-        self.helpers.append(f"@transpiler.jit\ndef {name}({', '.join(params)}):\n"
+        # Triton accepts blocks for parameters annotated tl.constexpr (its fused-attention tutorial does it)
+        spelled = [p + (": tl.constexpr" if self.rng.random() < 0.3 else "") for p in params]
+        self.helpers.append(f"@transpiler.jit\ndef {name}({', '.join(spelled)}):\n"
                             f"    return {n.template.format(*params)}\n")
         n.template = f"{name}({', '.join('{%d}' % i for i in range(len(params)))})"
 
