@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -270,39 +271,47 @@ def run(count, first_seed, out, budget, jobs, cap=60.0, work=None, gpu=True, nvr
         if pending and time.time() < deadline:
             start_worker(w.index)
 
-    for i in range(jobs):
-        start_worker(i)
-    last_summary = 0.0
-    while workers:
-        for key, _ in sel.select(timeout=1.0):
-            w = key.data
-            line = w.proc.stdout.readline()
-            if not line:        # the worker died, or left after a fault
-                code = w.proc.wait()
-                retire(w, "worker_lost", f"exit {code} on this seed: {w.log_tail()}")
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            record(row)
-            w.seed = None
-            feed(w)
-        now = time.time()
+    def stopped(signum, frame):
+        raise SystemExit(f"stopped by signal {signum}")
+    signal.signal(signal.SIGTERM, stopped)     # a killed run still writes its summary and ends its workers
+    try:
+        for i in range(jobs):
+            start_worker(i)
+        last_summary = 0.0
+        while workers:
+            for key, _ in sel.select(timeout=1.0):
+                w = key.data
+                line = w.proc.stdout.readline()
+                if not line:        # the worker died, or left after a fault
+                    code = w.proc.wait()
+                    retire(w, "worker_lost", f"exit {code} on this seed: {w.log_tail()}")
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                record(row)
+                w.seed = None
+                feed(w)
+            now = time.time()
+            for w in list(workers.values()):
+                if w.seed is not None and now - w.started > cap:
+                    retire(w, "timeout", f"over the {cap:.0f} s cap per kernel; the worker's last words: "
+                                         f"{w.log_tail(800)}")
+                elif w.seed is None:       # nothing left to hand out
+                    sel.unregister(w.proc.stdout)
+                    w.stop()
+                    del workers[w.index]
+                elif now > deadline + cap:
+                    retire(w, "timeout", "the run's budget ended while it ran")
+            if now - last_summary > every:
+                summarize(rows, count, now - start, out, quiet=True)
+                last_summary = now
+    finally:
         for w in list(workers.values()):
-            if w.seed is not None and now - w.started > cap:
-                retire(w, "timeout", f"over the {cap:.0f} s cap per kernel; the worker's last words: "
-                                     f"{w.log_tail(800)}")
-            elif w.seed is None:       # nothing left to hand out
-                sel.unregister(w.proc.stdout)
-                w.stop()
-                del workers[w.index]
-            elif now > deadline + cap:
-                retire(w, "timeout", "the run's budget ended while it ran")
-        if now - last_summary > every:
-            summarize(rows, count, now - start, out, quiet=True)
-            last_summary = now
-    rows_file.close()
+            w.stop()
+        rows_file.close()
+        summarize(rows, count, time.time() - start, out, quiet=True)
     return summarize(rows, count, time.time() - start, out)
 
 
