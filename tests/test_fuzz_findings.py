@@ -355,3 +355,35 @@ def test_pointer_casts_reinterpret_memory_on_the_interpreter():
     np.testing.assert_array_equal(x, np.where(active, t0, x0))
     np.testing.assert_array_equal(b, np.where(active, 256, 0))
     compiles_cleanly(pointer_cast_kernel.cuda_source(t, x, b, n, BLOCK=64))
+
+
+@transpiler.jit
+def subnormal_kernel(X, OUT, POSITIVE, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < N
+    x = tl.load(X + offs, mask=mask, other=1.0)
+    t = x * 7.346839692639297e-40                   # 2**-130: subnormal products
+    tl.store(POSITIVE + offs, (t > 0).to(tl.int8), mask=mask)
+    tl.store(OUT + offs, (t + t) * 3.6893488147419103e+19 * 3.6893488147419103e+19, mask=mask)   # * 2**130
+
+
+def _subnormal_expected(x):
+    t = (x.astype(np.float64) * 2.0**-130).astype(np.float32)
+    return ((t.astype(np.float64) * 2) * 2.0**130).astype(np.float32), (t > 0).astype(np.int8)
+
+
+def test_fp32_subnormals_are_kept_as_in_triton():
+    """Triton's fp32 arithmetic keeps subnormals (only its libdevice is linked flushing); we compiled with
+    CuPy's -ftz=true, so x * 2**-130 was 0 on the GPU. Found by the fuzzer's subnormal family."""
+    n = 100
+    x = (np.arange(1, n + 1) / 8.0).astype(np.float32)
+    out, positive = np.full(n, np.nan, np.float32), np.full(n, -7, np.int8)
+    subnormal_kernel.interpret[(1,)](x, out, positive, n, BLOCK=128)
+    want_out, want_positive = _subnormal_expected(x)
+    np.testing.assert_array_equal(out, want_out)
+    np.testing.assert_array_equal(positive, want_positive)
+    src = subnormal_kernel.cuda_source(x, out, positive, n, BLOCK=128)
+    compiles_cleanly(src)
+    if nvrtc_available():
+        ptx = compile_offline(src, "sm_90a").ptx
+        assert re.search(r"mul(\.rn)?\.f32", ptx) and not re.search(r"\.ftz\.f32", ptx), ptx[-3000:]

@@ -89,3 +89,13 @@ def test_pointer_casts_on_gpu():
     np.testing.assert_array_equal(got_t, want_t.view(np.int32))
     np.testing.assert_array_equal(got_x, np.where(active, t, x))
     np.testing.assert_array_equal(got_b, np.where(active, 256, 0))
+
+
+def test_fp32_subnormals_are_kept_on_gpu():
+    n = 1000 + int(np.random.default_rng().integers(0, 50))
+    x = (np.random.default_rng().integers(1, 64, n) / 8.0).astype(np.float32)
+    _, out, positive, _ = _run(F.subnormal_kernel, (-(-n // 128),),
+                               [x, np.full(n, np.nan, np.float32), np.full(n, -7, np.int8), n], BLOCK=128)
+    want_out, want_positive = F._subnormal_expected(x)
+    np.testing.assert_array_equal(positive, want_positive)
+    np.testing.assert_array_equal(out, want_out)
