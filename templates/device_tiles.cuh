@@ -180,7 +180,7 @@ __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.
 template <typename Acc, typename T> __device__ __forceinline__ void madd(Acc& acc, T a, T b) {
   if constexpr (same_type<Acc, float>::value) acc = fmaf(cast<float>(a), cast<float>(b), acc);
   else if constexpr (same_type<Acc, double>::value) acc = fma(cast<double>(a), cast<double>(b), acc);
-  else acc += static_cast<Acc>(a) * static_cast<Acc>(b);
+  else acc = wrap_add<Acc>(acc, wrap_mul<Acc>(static_cast<Acc>(a), static_cast<Acc>(b)));   // integers wrap
 }
 
 }  // namespace tp
