@@ -76,7 +76,32 @@ __device__ __forceinline__ float div_full(float a, float b) {
   return r;
 }
 
-template <typename T> __device__ __forceinline__ T iabs(T x) { return x < T(0) ? T(-x) : x; }
+// Triton's integer +, -, *, << and unary - wrap around (LLVM's add, sub, mul, shl without an nsw flag); in C a
+// signed result out of range is undefined behaviour and NVVM builds on that (`(x + y) < x` became `y < 0`). These compute in an
+// unsigned type of at least 32 bits (narrower operands would be promoted back to int) and convert back,
+// which wraps.
+template <typename T> struct wrapping { using U = unsigned; };
+template <> struct wrapping<long long> { using U = unsigned long long; };
+template <> struct wrapping<unsigned long long> { using U = unsigned long long; };
+template <typename T> __device__ __forceinline__ T wrap_add(T a, T b) {
+  using U = typename wrapping<T>::U;
+  return T(U(a) + U(b));
+}
+template <typename T> __device__ __forceinline__ T wrap_sub(T a, T b) {
+  using U = typename wrapping<T>::U;
+  return T(U(a) - U(b));
+}
+template <typename T> __device__ __forceinline__ T wrap_mul(T a, T b) {
+  using U = typename wrapping<T>::U;
+  return T(U(a) * U(b));
+}
+template <typename T> __device__ __forceinline__ T wrap_shl(T a, T b) {
+  using U = typename wrapping<T>::U;
+  return T(U(a) << U(b));
+}
+template <typename T> __device__ __forceinline__ T wrap_neg(T a) { return wrap_sub<T>(T(0), a); }
+// |INT_MIN| wraps to INT_MIN, as Triton's abs does.
+template <typename T> __device__ __forceinline__ T iabs(T x) { return x < T(0) ? wrap_neg<T>(x) : x; }
 // tl.umulhi: the high half of the unsigned product, whatever the signedness of the type (as Triton does).
 __device__ __forceinline__ unsigned mulhi(unsigned a, unsigned b) { return __umulhi(a, b); }
 __device__ __forceinline__ int mulhi(int a, int b) { return int(__umulhi(unsigned(a), unsigned(b))); }
@@ -95,7 +120,11 @@ template <typename T> __device__ __forceinline__ T max_propagate_nan(T a, T b) {
 }
 
 // ---- combiners of the built-in reductions: fold x into the accumulator -----------------------------------
-template <typename T> __device__ __forceinline__ void combine_add(T& acc, same_t<T> x) { acc = acc + x; }
+template <typename T> __device__ __forceinline__ void combine_add(T& acc, same_t<T> x) {
+  // integer sums wrap, as Triton's do (see wrap_add)
+  if constexpr (same_type<T, int>::value || same_type<T, long long>::value) acc = wrap_add<T>(acc, x);
+  else acc = acc + x;
+}
 template <typename T> __device__ __forceinline__ void combine_xor(T& acc, same_t<T> x) { acc = acc ^ x; }
 template <typename T> __device__ __forceinline__ void combine_max(T& acc, same_t<T> x) {
   if constexpr (same_type<T, float>::value) acc = fmaxf(acc, x);
@@ -394,7 +423,7 @@ __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.
 template <typename Acc, typename T> __device__ __forceinline__ void madd(Acc& acc, T a, T b) {
   if constexpr (same_type<Acc, float>::value) acc = fmaf(cast<float>(a), cast<float>(b), acc);
   else if constexpr (same_type<Acc, double>::value) acc = fma(cast<double>(a), cast<double>(b), acc);
-  else acc += static_cast<Acc>(a) * static_cast<Acc>(b);
+  else acc = wrap_add<Acc>(acc, wrap_mul<Acc>(static_cast<Acc>(a), static_cast<Acc>(b)));   // integers wrap
 }
 
 }  // namespace tp
@@ -513,12 +542,12 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   const int off_h = off_hz % heads;
 
   // offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
-  const int mul = start_m * 128;
+  const int mul = tp::wrap_mul<int>(start_m, 128);
 
   // q_ptrs = Q + off_z * stride_qz + off_h * stride_qh + offs_m[:, None] * stride_qm + offs_d[None, :] * stride_qd
-  const int mul_1 = off_z * stride_qz;
+  const int mul_1 = tp::wrap_mul<int>(off_z, stride_qz);
   const __half* ptr = Q + mul_1;
-  const int mul_2 = off_h * stride_qh;
+  const int mul_2 = tp::wrap_mul<int>(off_h, stride_qh);
   const __half* ptr_1 = ptr + mul_2;
 
   // offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -527,12 +556,12 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   for (int r = 0; r < 8; ++r) idx[r] = L0_dim0 + ((r << 4));
   int offs_m[8];
   #pragma unroll
-  for (int r = 0; r < 8; ++r) offs_m[r] = mul + idx[r];
+  for (int r = 0; r < 8; ++r) offs_m[r] = tp::wrap_add<int>(mul, idx[r]);
 
   // q_ptrs = Q + off_z * stride_qz + off_h * stride_qh + offs_m[:, None] * stride_qm + offs_d[None, :] * stride_qd
   int mul_3[8];
   #pragma unroll
-  for (int r = 0; r < 8; ++r) mul_3[r] = offs_m[r] * stride_qm;
+  for (int r = 0; r < 8; ++r) mul_3[r] = tp::wrap_mul<int>(offs_m[r], stride_qm);
   const __half* ptr_2[8];
   #pragma unroll
   for (int r = 0; r < 8; ++r) ptr_2[r] = ptr_1 + mul_3[r];
@@ -566,25 +595,25 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   }
 
   // K_block = K + off_z * stride_kz + off_h * stride_kh
-  const int mul_4 = off_z * stride_kz;
+  const int mul_4 = tp::wrap_mul<int>(off_z, stride_kz);
   const __half* ptr_3 = K + mul_4;
-  const int mul_5 = off_h * stride_kh;
+  const int mul_5 = tp::wrap_mul<int>(off_h, stride_kh);
   const __half* K_block = ptr_3 + mul_5;
 
   // V_block = V + off_z * stride_vz + off_h * stride_vh
-  const int mul_6 = off_z * stride_vz;
+  const int mul_6 = tp::wrap_mul<int>(off_z, stride_vz);
   const __half* ptr_4 = V + mul_6;
-  const int mul_7 = off_h * stride_vh;
+  const int mul_7 = tp::wrap_mul<int>(off_h, stride_vh);
   const __half* V_block = ptr_4 + mul_7;
 
   // qk_scale = sm_scale * 1.44269504089  # log2(e): exp(x) = exp2(x * log2(e))
   const float qk_scale = sm_scale * 1.44269504089f;
 
   // full_end = start_m * BLOCK_M
-  const int full_end = start_m * 128;
+  const int full_end = tp::wrap_mul<int>(start_m, 128);
 
   // masked_end = tl.minimum(full_end + BLOCK_M, seq_len)
-  const int add = full_end + 128;
+  const int add = tp::wrap_add<int>(full_end, 128);
   const int masked_end = min(add, seq_len);
   // dot operands the loop does not change: written to shared memory once, before it
   __syncthreads();  // earlier readers of these tiles are done
@@ -616,10 +645,10 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   for (int r = 0; r < 4; ++r) offs_n[r] = L3_dim0 + ((r << 4));
   int add_1[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) add_1[r] = 0 + offs_n[r];
+  for (int r = 0; r < 4; ++r) add_1[r] = tp::wrap_add<int>(0, offs_n[r]);
   int mul_8[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) mul_8[r] = add_1[r] * stride_kn;
+  for (int r = 0; r < 4; ++r) mul_8[r] = tp::wrap_mul<int>(add_1[r], stride_kn);
   const __half* k_ptrs_1[32];
   #pragma unroll
   for (int r = 0; r < 32; ++r) k_ptrs_1[r] = (ptr_5[(r & 7)]) + (mul_8[((r >> 3) & 3)]);
@@ -628,10 +657,10 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   for (int r = 0; r < 32; ++r) k_ptrs_ahead[r] = k_ptrs_1[r];
   int add_2[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) add_2[r] = 0 + offs_n[r];
+  for (int r = 0; r < 4; ++r) add_2[r] = tp::wrap_add<int>(0, offs_n[r]);
   int mul_9[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) mul_9[r] = add_2[r] * stride_vn;
+  for (int r = 0; r < 4; ++r) mul_9[r] = tp::wrap_mul<int>(add_2[r], stride_vn);
   const __half* ptr_6[4];
   #pragma unroll
   for (int r = 0; r < 4; ++r) ptr_6[r] = V_block + mul_9[r];
@@ -646,11 +675,11 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   for (int stage = 0; stage < 2; ++stage) {
     const int start_n_ahead = 0 + stage * 64;
     if (start_n_ahead < full_end) {
-      const int mul_10 = 64 * stride_kn;
+      const int mul_10 = tp::wrap_mul<int>(64, stride_kn);
       const __half* k_ptrs_2[32];
       #pragma unroll
       for (int r = 0; r < 32; ++r) k_ptrs_2[r] = k_ptrs_ahead[r] + mul_10;
-      const int mul_11 = 64 * stride_vn;
+      const int mul_11 = tp::wrap_mul<int>(64, stride_vn);
       const __half* v_ptrs_2[32];
       #pragma unroll
       for (int r = 0; r < 32; ++r) v_ptrs_2[r] = v_ptrs_ahead[r] + mul_11;
@@ -785,11 +814,11 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
       {
         const int start_n_ahead = start_n + 2 * 64;
         if (start_n_ahead < full_end) {
-          const int mul_10 = 64 * stride_kn;
+          const int mul_10 = tp::wrap_mul<int>(64, stride_kn);
           const __half* k_ptrs_2_L4[32];
           #pragma unroll
           for (int r = 0; r < 32; ++r) k_ptrs_2_L4[r] = k_ptrs_ahead[r] + mul_10;
-          const int mul_11 = 64 * stride_vn;
+          const int mul_11 = tp::wrap_mul<int>(64, stride_vn);
           const __half* v_ptrs_2_L5[32];
           #pragma unroll
           for (int r = 0; r < 32; ++r) v_ptrs_2_L5[r] = v_ptrs_ahead[r] + mul_11;
@@ -847,10 +876,10 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   for (int r = 0; r < 4; ++r) offs_n_1[r] = L3_dim0 + ((r << 4));
   int add_3[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) add_3[r] = full_end + offs_n_1[r];
+  for (int r = 0; r < 4; ++r) add_3[r] = tp::wrap_add<int>(full_end, offs_n_1[r]);
   int mul_13[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) mul_13[r] = add_3[r] * stride_kn;
+  for (int r = 0; r < 4; ++r) mul_13[r] = tp::wrap_mul<int>(add_3[r], stride_kn);
   const __half* k_ptrs_4[32];
   #pragma unroll
   for (int r = 0; r < 32; ++r) k_ptrs_4[r] = (ptr_7[(r & 7)]) + (mul_13[((r >> 3) & 3)]);
@@ -859,10 +888,10 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   for (int r = 0; r < 32; ++r) k_ptrs_3_ahead[r] = k_ptrs_4[r];
   int add_4[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) add_4[r] = full_end + offs_n_1[r];
+  for (int r = 0; r < 4; ++r) add_4[r] = tp::wrap_add<int>(full_end, offs_n_1[r]);
   int mul_14[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) mul_14[r] = add_4[r] * stride_vn;
+  for (int r = 0; r < 4; ++r) mul_14[r] = tp::wrap_mul<int>(add_4[r], stride_vn);
   const __half* ptr_8[4];
   #pragma unroll
   for (int r = 0; r < 4; ++r) ptr_8[r] = V_block + mul_14[r];
@@ -877,17 +906,17 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   for (int stage_1 = 0; stage_1 < 2; ++stage_1) {
     const int start_n_ahead_1 = full_end + stage_1 * 64;
     if (start_n_ahead_1 < masked_end) {
-      const int mul_15 = 64 * stride_kn;
+      const int mul_15 = tp::wrap_mul<int>(64, stride_kn);
       const __half* k_ptrs_5[32];
       #pragma unroll
       for (int r = 0; r < 32; ++r) k_ptrs_5[r] = k_ptrs_3_ahead[r] + mul_15;
-      const int mul_16 = 64 * stride_vn;
+      const int mul_16 = tp::wrap_mul<int>(64, stride_vn);
       const __half* v_ptrs_5[32];
       #pragma unroll
       for (int r = 0; r < 32; ++r) v_ptrs_5[r] = v_ptrs_3_ahead[r] + mul_16;
       int cols[4];
       #pragma unroll
-      for (int r = 0; r < 4; ++r) cols[r] = start_n_ahead_1 + offs_n_1[r];
+      for (int r = 0; r < 4; ++r) cols[r] = tp::wrap_add<int>(start_n_ahead_1, offs_n_1[r]);
       bool lt[4];
       #pragma unroll
       for (int r = 0; r < 4; ++r) lt[r] = cols[r] < seq_len;
@@ -947,7 +976,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
     for (int r = 0; r < 16; ++r) offs_n_1_L8[r] = L8_dim0 + ((r & 1) | ((r >> 1) << 3));
     int cols_L8[16];
     #pragma unroll
-    for (int r = 0; r < 16; ++r) cols_L8[r] = start_n_1 + offs_n_1_L8[r];
+    for (int r = 0; r < 16; ++r) cols_L8[r] = tp::wrap_add<int>(start_n_1, offs_n_1_L8[r]);
     bool visible[16];
     #pragma unroll
     for (int r = 0; r < 16; ++r) {
@@ -961,7 +990,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
     for (int r = 0; r < 2; ++r) idx_L9[r] = L9_dim0 + ((r << 3));
     int offs_m_L9[2];
     #pragma unroll
-    for (int r = 0; r < 2; ++r) offs_m_L9[r] = mul + idx_L9[r];
+    for (int r = 0; r < 2; ++r) offs_m_L9[r] = tp::wrap_add<int>(mul, idx_L9[r]);
     bool ge[32];
     #pragma unroll
     for (int r = 0; r < 32; ++r) ge[r] = (offs_m_L9[((r >> 1) & 1)]) >= (cols_L8[(r & 1) | (((r >> 2) & 7) << 1)]);
@@ -1054,17 +1083,17 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
       {
         const int start_n_ahead_1 = start_n_1 + 2 * 64;
         if (start_n_ahead_1 < masked_end) {
-          const int mul_15 = 64 * stride_kn;
+          const int mul_15 = tp::wrap_mul<int>(64, stride_kn);
           const __half* k_ptrs_5_L4[32];
           #pragma unroll
           for (int r = 0; r < 32; ++r) k_ptrs_5_L4[r] = k_ptrs_3_ahead[r] + mul_15;
-          const int mul_16 = 64 * stride_vn;
+          const int mul_16 = tp::wrap_mul<int>(64, stride_vn);
           const __half* v_ptrs_5_L5[32];
           #pragma unroll
           for (int r = 0; r < 32; ++r) v_ptrs_5_L5[r] = v_ptrs_3_ahead[r] + mul_16;
           int cols_L3[4];
           #pragma unroll
-          for (int r = 0; r < 4; ++r) cols_L3[r] = start_n_ahead_1 + offs_n_1[r];
+          for (int r = 0; r < 4; ++r) cols_L3[r] = tp::wrap_add<int>(start_n_ahead_1, offs_n_1[r]);
           bool lt_L6[4];
           #pragma unroll
           for (int r = 0; r < 4; ++r) lt_L6[r] = cols_L3[r] < seq_len;
@@ -1111,9 +1140,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   for (int r = 0; r < 64; ++r) acc_6[r] = tp::div_full(acc_3[r], (l_i_2[((r >> 1) & 1)]));
 
   // o_ptrs = Out + off_z * stride_oz + off_h * stride_oh + offs_m[:, None] * stride_om + offs_d[None, :] * stride_od
-  const int mul_19 = off_z * stride_oz;
+  const int mul_19 = tp::wrap_mul<int>(off_z, stride_oz);
   __half* ptr_9 = Out + mul_19;
-  const int mul_20 = off_h * stride_oh;
+  const int mul_20 = tp::wrap_mul<int>(off_h, stride_oh);
   __half* ptr_10 = ptr_9 + mul_20;
 
   // tl.store(o_ptrs, acc.to(Out.dtype.element_ty), mask=rows_in)
@@ -1124,7 +1153,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   // o_ptrs = Out + off_z * stride_oz + off_h * stride_oh + offs_m[:, None] * stride_om + offs_d[None, :] * stride_od
   int mul_21[8];
   #pragma unroll
-  for (int r = 0; r < 8; ++r) mul_21[r] = offs_m[r] * stride_om;
+  for (int r = 0; r < 8; ++r) mul_21[r] = tp::wrap_mul<int>(offs_m[r], stride_om);
   __half* ptr_11[8];
   #pragma unroll
   for (int r = 0; r < 8; ++r) ptr_11[r] = ptr_10 + mul_21[r];
