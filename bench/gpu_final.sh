@@ -28,6 +28,7 @@ timeout 90 "$PY" bench/load_test.py --duration 60 --out "$OUT/robust" >"$OUT/rob
 echo "load test: exit $? | $(tail -n 2 "$OUT/robust/load.log" | tr '\n' ' ')"
 
 BENCH_S=${BENCH_S:-120}
-timeout $((BENCH_S + 30)) "$PY" bench/run.py --only ${BENCH_ONLY:-matmul} --rounds 2 --budget-s "$BENCH_S" \
+timeout $((BENCH_S + 30)) "$PY" bench/run.py --quick --only "${BENCH_ONLY:-matmul,attention,softmax,layernorm}" \
+  --rounds 2 --budget-s "$BENCH_S" \
   --out "$OUT/bench" >"$OUT/bench.log" 2>&1
-echo "bench (${BENCH_ONLY:-matmul}): exit $?"
+echo "bench: exit $? | $(grep -i geomean "$OUT/bench.log" | tr '\n' ' ')"
