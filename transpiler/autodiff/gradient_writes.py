@@ -1,0 +1,197 @@
+"""The gradient-write decision: how the gradient of each load from a differentiable input is added into its
+gradient array: a plain read-add-write, or an atomic add.
+
+A plain write is correct only when no other lane, of this program or another, touches the same element: the
+analysis proves that from the load's addresses. Each address is read as an affine form over the program ids,
+the lanes of each block dimension and the constants (`affine_forms`); a form is injective over the launch when
+every dimension of the block has a lane term, at most one program id appears, and the terms, sorted by the
+size of their coefficient, form a mixed-radix number (each coefficient larger than the span of the smaller
+ones, the program id's the largest). Several loads of one input (a box's four fields at 4 * box + k) are
+disjoint when they share the same terms and their constants differ modulo the coefficients' common divisor.
+Anything else (an address depending on a runtime stride or on loaded data, a block every program reads such
+as a weight vector) gets atomic adds, and the reason says why. The decisions appear in `explain`.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Affine:
+    """sum(coefficient * symbol) + constant; symbols are ("pid", axis), ("lane", dim), ("arg", name)."""
+
+    terms: tuple          # sorted ((symbol, coefficient), ...), no zero coefficients
+    constant: int = 0
+
+    @staticmethod
+    def of(terms: dict, constant: int = 0) -> "Affine":
+        return Affine(tuple(sorted((s, c) for s, c in terms.items() if c)), constant)
+
+    def term_dict(self) -> dict:
+        return dict(self.terms)
+
+    def plus(self, other: "Affine", sign: int = 1) -> "Affine":
+        terms = self.term_dict()
+        for s, c in other.terms:
+            terms[s] = terms.get(s, 0) + sign * c
+        return Affine.of(terms, self.constant + sign * other.constant)
+
+    def scaled(self, k: int) -> "Affine":
+        return Affine.of({s: c * k for s, c in self.terms}, self.constant * k)
+
+    def relabel_lanes(self, mapping) -> "Affine":
+        return Affine.of({(("lane", mapping(s[1])) if s[0] == "lane" else s): c for s, c in self.terms},
+                         self.constant)
+
+    def __str__(self):
+        parts = [f"{c}*{_symbol_text(s)}" if c != 1 else _symbol_text(s) for s, c in self.terms]
+        if self.constant or not parts:
+            parts.append(str(self.constant))
+        return " + ".join(parts)
+
+
+def _symbol_text(s):
+    kind, what = s
+    return {"pid": f"program_id({what})", "lane": f"lane[{what}]", "arg": str(what)}[kind]
+
+
+class AffineForms:
+    """The affine form of integer and pointer values (pointers: element offsets from their root argument), or
+    None where a value is not affine in the launch's coordinates."""
+
+    def __init__(self, ir):
+        self.arg_names = {a.value: a.name for a in ir.args}
+        self.memo = {}
+
+    def __call__(self, v):
+        if v not in self.memo:
+            self.memo[v] = self._form(v)
+        return self.memo[v]
+
+    def _form(self, v):
+        if v in self.arg_names:
+            return Affine.of({}) if v.dtype.is_ptr() else Affine.of({("arg", self.arg_names[v]): 1})
+        op = v.owner
+        if op is None or not hasattr(op, "name"):
+            return None
+        rule = _FORMS.get(op.name)
+        return rule(self, op) if rule else None
+
+
+def _elementwise_form(forms, op):
+    fn = op.attrs["fn"]
+    operands = [forms(o) for o in op.operands]
+    if any(f is None for f in operands):
+        return None
+    if fn in ("add", "sub"):
+        return operands[0].plus(operands[1], 1 if fn == "add" else -1)
+    if fn == "neg":
+        return operands[0].scaled(-1)
+    if fn == "mul":
+        x, y = operands
+        if not x.terms:
+            return y.scaled(x.constant)
+        if not y.terms:
+            return x.scaled(y.constant)
+    return None
+
+
+def _int_cast_form(forms, op):
+    (x,) = op.operands
+    if x.dtype.is_int() and op.result.dtype.is_int() and op.result.dtype.bits >= x.dtype.bits:
+        return forms(x)
+    return None
+
+
+def _expand_form(forms, op):
+    f = forms(op.operands[0])
+    axis = op.attrs["axis"]
+    return f and f.relabel_lanes(lambda d: d + 1 if d >= axis else d)
+
+
+def _permute_form(forms, op):
+    f = forms(op.operands[0])
+    order = list(op.attrs["order"])
+    return f and f.relabel_lanes(lambda d: order.index(d))
+
+
+def _addptr_form(forms, op):
+    p, off = (forms(o) for o in op.operands)
+    return p.plus(off) if p is not None and off is not None else None
+
+
+_FORMS = {
+    "constant": lambda forms, op: Affine.of({}, op.attrs["value"]) if isinstance(op.attrs["value"], int) else None,
+    "program_id": lambda forms, op: Affine.of({("pid", op.attrs["axis"]): 1}),
+    "arange": lambda forms, op: Affine.of({("lane", 0): 1}, op.attrs["start"]),
+    "splat": lambda forms, op: forms(op.operands[0]),
+    "broadcast": lambda forms, op: forms(op.operands[0]),
+    "hint": lambda forms, op: forms(op.operands[0]),
+    "expand_dims": _expand_form,
+    "permute": _permute_form,
+    "cast": _int_cast_form,
+    "elementwise": _elementwise_form,
+    "addptr": _addptr_form,
+}
+
+
+@dataclass
+class WriteDecision:
+    plain: bool
+    reason: str
+
+
+def _injective(form: Affine, shape) -> str | None:
+    """None when the form maps (program, lane) to distinct offsets, else why not."""
+    terms = form.term_dict()
+    args = [s for s in terms if s[0] == "arg"]
+    if args:
+        return f"its offsets depend on the runtime value {args[0][1]}"
+    digits = []
+    for d, n in enumerate(shape):
+        c = terms.get(("lane", d), 0)
+        if n > 1 and c == 0:
+            return f"every lane along dimension {d} of the block reads the same element"
+        if n > 1:
+            digits.append((abs(c), n))
+    pids = [(s, c) for s, c in terms.items() if s[0] == "pid"]
+    if not pids:
+        return "every program reads the same elements (a block replicated across programs)"
+    if len(pids) > 1:
+        return "its offsets combine several program ids"
+    digits.sort()
+    span = 0
+    for c, n in digits:
+        if c <= span:
+            return "two lanes of a program may read the same element"
+        span += c * (n - 1)
+    if abs(pids[0][1]) <= span:
+        return "the blocks of neighbouring programs overlap"
+    return None
+
+
+def decide(loads, forms: AffineForms) -> WriteDecision:
+    """One decision for all loads of one differentiable input (their writes must all be plain, or none)."""
+    shapes_forms = []
+    for op in loads:
+        f = forms(op.operands[0])
+        if f is None:
+            return WriteDecision(False, "its addresses are not affine in the program id and lanes")
+        shapes_forms.append((op.operands[0].shape, f))
+    for shape, f in shapes_forms:
+        why = _injective(f, shape)
+        if why:
+            return WriteDecision(False, why)
+    first_shape, first = shapes_forms[0]
+    if len(shapes_forms) > 1:
+        if any(s != first_shape or f.terms != first.terms for s, f in shapes_forms):
+            return WriteDecision(False, "its loads read through different index patterns that may overlap")
+        step = 0
+        for _, c in first.terms:
+            step = math.gcd(step, abs(c))
+        residues = [f.constant % step for _, f in shapes_forms]
+        if len(set(residues)) != len(residues):
+            return WriteDecision(False, "two of its loads may read the same element")
+    offsets = "; ".join(str(f) for _, f in shapes_forms)
+    return WriteDecision(True, f"each element is read by exactly one lane of one program (offsets {offsets})")

@@ -1,0 +1,284 @@
+"""Reverse-mode differentiation of a kernel's IR into a backward kernel, written as Triton-dialect Python.
+
+From the forward's typed IR of one specialization and the names of the pointers to differentiate, it writes:
+  1. the primal replay: every forward op again (recomputation: the backward reads the forward's inputs, not
+     saved intermediates), except the stores; at each store to an output named in `grads` the incoming
+     gradient of the stored block is loaded from that output's gradient array, with the store's mask;
+  2. the reverse sweep: the ops in reverse order, each adding the adjoint of its results into its operands'
+     adjoints by the rule of `derivatives.py`; a load from an input named in `grads` adds its adjoint into
+     the input's gradient array, by the write `gradient_writes.py` decides (masked-off lanes write nothing).
+Only values that depend on a differentiable load carry adjoints (activity analysis). Recomputation is always
+chosen for straight-line code and its reductions: they cost what the forward costs, and the backward reads
+each input once either way. Runtime loops and ifs are handled in `regions.py`.
+"""
+from __future__ import annotations
+
+from ..parse.ir import walk
+from . import derivatives, gradient_writes, refusals
+from .spelling import spell, tl_dtype, typed_constant, literal
+from .writer import Writer
+
+_DROPPED = {"store", "atomic_rmw", "device_print", "device_assert", "barrier"}
+
+
+def pointer_root(v, arg_names):
+    """The kernel argument a pointer value is derived from (through splat, broadcast, addptr and shape ops),
+    or None (a pointer loaded from memory or chosen by a select)."""
+    while v not in arg_names:
+        op = v.owner
+        if op is None or not hasattr(op, "name") or op.name not in ("splat", "broadcast", "addptr", "expand_dims",
+                                                                     "reshape", "permute", "hint"):
+            return None
+        v = op.operands[0]
+    return arg_names[v]
+
+
+class Derivation:
+    """The transform of one forward IR; `source()` is the backward kernel's Python text."""
+
+    def __init__(self, ir, grads, name, param_names):
+        self.ir = ir
+        self.name = name
+        self.arg_names = {a.value: a.name for a in ir.args}
+        self.grads = list(grads)
+        self.w = Writer(taken_names=set(param_names) | {"tl", "libdevice", "transpiler", "float"})
+        self.grad_param = {}
+        for n in self.grads:
+            name = f"grad_{n}"
+            while name in self.w.taken:
+                name = "d" + name
+            self.w.taken.add(name)
+            self.grad_param[n] = name
+        self.names = {v: n for v, n in self.arg_names.items()}
+        self.adj = {}
+        self.respelled = {}
+        self.incoming = {}           # store op -> name of the incoming gradient block
+        self.forms = gradient_writes.AffineForms(ir)
+        self._classify()
+
+    # -- which pointers are differentiated -----------------------------------------------------------
+    def _classify(self):
+        self.load_root, self.write_root = {}, {}
+        for op in walk(self.ir.body):
+            if op.name == "load":
+                self.load_root[op] = pointer_root(op.operands[0], self.arg_names)
+            elif op.name in ("store", "atomic_rmw", "atomic_cas"):
+                self.write_root[op] = pointer_root(op.operands[0], self.arg_names)
+        refusals.check(self.ir, self.load_root, self.write_root)
+        loaded = {r for r in self.load_root.values() if r}
+        written = {r for r in self.write_root.values() if r}
+        by_name = {a.name: a for a in self.ir.args}
+        for n in self.grads:
+            arg = by_name.get(n)
+            if arg is None or not arg.value.dtype.is_ptr():
+                raise ValueError(f"grads names {n!r}, which is not a pointer argument of {self.name}")
+            if not arg.value.dtype.element_ty.is_floating():
+                raise ValueError(f"grads names {n!r}, a pointer to {arg.value.dtype.element_ty!r}: only floating "
+                                 "point data has gradients")
+            if n not in loaded and n not in written:
+                raise ValueError(f"grads names {n!r}, which the kernel neither loads nor stores")
+        self.inputs = [n for n in self.grads if n in loaded]
+        self.outputs = [n for n in self.grads if n in written]
+        self.loads_of = {n: [op for op, r in self.load_root.items() if r == n] for n in self.inputs}
+        for n in self.outputs:
+            writes = [op for op, r in self.write_root.items() if r == n]
+            if len(writes) > 1 and any(op.name == "store" for op in writes):
+                refusals.refuse(writes[1], f"{n} is stored more than once; the gradient of an overwritten "
+                                           "store is not supported yet")
+        self.varied = self._activity()
+
+    def _activity(self):
+        """Values that depend on a load from a differentiable input (fixpoint over loop-carried values)."""
+        varied = set()
+        changed = True
+        while changed:
+            changed = False
+            for op in walk(self.ir.body):
+                new = []
+                if op.name == "load":
+                    if self.load_root.get(op) in self.inputs:
+                        new = op.results
+                elif op.name in ("for", "if"):
+                    new = self._region_varied(op, varied)
+                elif op.name not in derivatives.NO_GRADIENT and any(o in varied for o in op.operands):
+                    new = [r for r in op.results if r.dtype.is_floating()]
+                for r in new:
+                    if r not in varied and r.dtype.is_floating():
+                        varied.add(r)
+                        changed = True
+        return varied
+
+    def _region_varied(self, op, varied):
+        out = []
+        if op.name == "for":
+            body = op.regions[0]
+            yielded = body.ops[-1].operands
+            for init, arg, y, res in zip(op.operands[3:], body.args[1:], yielded, op.results):
+                if init in varied or y in varied or arg in varied:
+                    out += [arg, res]
+        else:
+            for i, res in enumerate(op.results):
+                if any(r.ops[-1].operands[i] in varied for r in op.regions):
+                    out.append(res)
+        return out
+
+    # -- context for derivative rules ----------------------------------------------------------------
+    def p(self, v):
+        return self.names[v]
+
+    def let(self, expr, base="t"):
+        return self.w.let(expr, base)
+
+    def active(self, v):
+        return v in self.varied
+
+    def adjoint_dtype(self, v):
+        from .. import dtypes
+        return dtypes.float64 if v.dtype is dtypes.float64 else dtypes.float32
+
+    def adjoint_tl(self, v):
+        return tl_dtype(self.adjoint_dtype(v))
+
+    def converted(self, g, v):
+        """`g` (an adjoint expression) as the adjoint dtype of `v`."""
+        return f"({g}).to({self.adjoint_tl(v)})"
+
+    def cast_to(self, g, dt):
+        return f"({g}).to({tl_dtype(dt)})"
+
+    def refuse(self, op, message):
+        refusals.refuse(op, message)
+
+    def add(self, v, expr):
+        if v not in self.varied:
+            return
+        current = self.adj.get(v)
+        if current is None:
+            name = self.w.fresh(f"d_{self.names.get(v, 'v')}")
+            self.w.line(f"{name} = {expr}")
+            self.adj[v] = name
+        else:
+            self.w.line(f"{current} = {current} + {expr}")
+
+    # -- the primal replay ---------------------------------------------------------------------------
+    def name_results(self, op):
+        out = []
+        for r in op.results:
+            n = self.w.fresh(r.name or "v")
+            self.names[r] = n
+            out.append(n)
+        return out
+
+    def replay(self, region):
+        for op in region.ops:
+            self.replay_op(op)
+
+    def replay_op(self, op):
+        if op.name in _DROPPED:
+            if op in self.write_root and self.write_root[op] in self.outputs:
+                self.w.comment(op.loc, "incoming gradient: ")
+                self.incoming[op] = self._incoming_gradient(op)
+            return
+        if op.name == "yield":
+            return
+        if op.name in ("for", "if"):
+            from . import regions
+            regions.replay(self, op)
+            return
+        args = [self.names[o] for o in op.operands]
+        expr = spell(op, args)
+        if expr is None:
+            refusals.refuse(op, f"the op {op.name}{'/' + op.attrs['fn'] if 'fn' in op.attrs else ''} cannot be "
+                                "replayed in a backward kernel (not supported yet)")
+        self.w.comment(op.loc)
+        lhs = ", ".join(self.name_results(op))
+        self.w.line(f"{lhs} = {expr}")
+
+    def gradient_pointer(self, v, root_name, grad_name):
+        """The pointer block `v` with its root argument replaced by that argument's gradient array."""
+        key = (v, grad_name)
+        if key in self.respelled:
+            return self.respelled[key]
+        if v in self.arg_names:
+            out = grad_name
+        else:
+            op = v.owner
+            inner = self.gradient_pointer(op.operands[0], root_name, grad_name)
+            out = self.w.let(spell(op, [inner] + [self.names[o] for o in op.operands[1:]]), f"{grad_name}_ptr")
+        self.respelled[key] = out
+        return out
+
+    def _incoming_gradient(self, op):
+        root = self.write_root[op]
+        ptr = self.gradient_pointer(op.operands[0], root, self.grad_param[root])
+        value = op.operands[1]
+        mask = op.operands[2] if len(op.operands) > 2 else None      # store and atomic add: (ptr, value, mask)
+        dt = self.adjoint_tl(value)
+        if mask is None:
+            load = f"tl.load({ptr})"
+        else:
+            load = f"tl.load({ptr}, mask={self.names[mask]}, other=0.0)"
+        return self.w.let(f"{load}.to({dt})", f"g_{root}")
+
+    # -- the reverse sweep ---------------------------------------------------------------------------
+    def sweep(self, region):
+        for op in reversed(region.ops):
+            self.sweep_op(op)
+
+    def sweep_op(self, op):
+        if op in self.incoming:
+            self.w.comment(op.loc, "reverse of ")
+            self.add(op.operands[1], self.incoming[op])
+            return
+        if op.name in ("for", "if"):
+            from . import regions
+            regions.sweep(self, op)
+            return
+        if op.name == "load":
+            root = self.load_root.get(op)
+            if root in self.inputs and op.result in self.adj:
+                self.w.comment(op.loc, "reverse of ")
+                self.write_gradient(op, root)
+            return
+        grads = [self.adj.get(r) for r in op.results]
+        if all(g is None for g in grads):
+            return
+        rule = derivatives.OPS.get(op.name)
+        if rule is None:
+            if op.name in derivatives.NO_GRADIENT:
+                return
+            refusals.refuse(op, f"the derivative of {op.name} is not supported yet")
+        self.w.comment(op.loc, "reverse of ")
+        rule(self, op, grads)
+
+    def write_gradient(self, op, root):
+        decision = self.decisions[root]
+        grad = self.grad_param[root]
+        ptr = self.gradient_pointer(op.operands[0], root, grad)
+        d = self.adj[op.result]
+        mask = self.names[op.operands[1]] if len(op.operands) > 1 else None
+        masked = f", mask={mask}" if mask else ""
+        if decision.plain:
+            old = f"tl.load({ptr}{masked}{', other=0.0' if mask else ''})"
+            self.w.line(f"tl.store({ptr}, {old} + {d}{masked})")
+        else:
+            self.w.line(f"tl.atomic_add({ptr}, {d}{masked}, sem='relaxed')")
+
+    # -- the whole kernel ------------------------------------------------------------------------------
+    def source(self, signature) -> str:
+        self.decisions = {n: gradient_writes.decide(self.loads_of[n], self.forms) for n in self.inputs}
+        for n, dec in self.decisions.items():
+            how = "plain read-add-write" if dec.plain else "atomic add"
+            self.w.decide(f"gradient of {n} -> {self.grad_param[n]}: {how}: {dec.reason}")
+        for n in self.outputs:
+            self.w.decide(f"incoming gradient of {n} read from {self.grad_param[n]} (masked as the store)")
+        self.w.decide("forward values recomputed in the backward (straight-line code and its reductions cost "
+                      "what the forward costs; nothing is saved between the two kernels)")
+        self.w.line("# ---- the forward recomputed (primal replay) ----")
+        self.replay(self.ir.body)
+        self.w.line("# ---- the reverse sweep ----")
+        self.sweep(self.ir.body)
+        params = ", ".join(signature + [self.grad_param[n] for n in self.grads])
+        head = [f"def {self.name}({params}):",
+                f'    """Derived by transpiler.autodiff: the backward of {self.ir.name}."""']
+        return "\n".join(head + self.w.lines) + "\n"
