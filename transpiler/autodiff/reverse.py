@@ -51,6 +51,7 @@ class Derivation:
             self.grad_param[n] = name
         self.names = {v: n for v, n in self.arg_names.items()}
         self.adj = {}
+        self.used_primals = set()    # primal values the reverse sweep read (regions.py: what a loop must replay)
         self.respelled = {}
         self.incoming = {}           # store op -> name of the incoming gradient block
         self.forms = gradient_writes.AffineForms(ir)
@@ -124,6 +125,7 @@ class Derivation:
 
     # -- context for derivative rules ----------------------------------------------------------------
     def p(self, v):
+        self.used_primals.add(v)
         return self.names[v]
 
     def let(self, expr, base="t"):
@@ -204,7 +206,7 @@ class Derivation:
         else:
             op = v.owner
             inner = self.gradient_pointer(op.operands[0], root_name, grad_name)
-            out = self.w.let(spell(op, [inner] + [self.names[o] for o in op.operands[1:]]), f"{grad_name}_ptr")
+            out = self.w.let(spell(op, [inner] + [self.p(o) for o in op.operands[1:]]), f"{grad_name}_ptr")
         self.respelled[key] = out
         return out
 
@@ -217,7 +219,7 @@ class Derivation:
         if mask is None:
             load = f"tl.load({ptr})"
         else:
-            load = f"tl.load({ptr}, mask={self.names[mask]}, other=0.0)"
+            load = f"tl.load({ptr}, mask={self.p(mask)}, other=0.0)"
         return self.w.let(f"{load}.to({dt})", f"g_{root}")
 
     # -- the reverse sweep ---------------------------------------------------------------------------
@@ -256,7 +258,7 @@ class Derivation:
         grad = self.grad_param[root]
         ptr = self.gradient_pointer(op.operands[0], root, grad)
         d = self.adj[op.result]
-        mask = self.names[op.operands[1]] if len(op.operands) > 1 else None
+        mask = self.p(op.operands[1]) if len(op.operands) > 1 else None
         masked = f", mask={mask}" if mask else ""
         if decision.plain:
             old = f"tl.load({ptr}{masked}{', other=0.0' if mask else ''})"

@@ -66,5 +66,22 @@ class Writer:
                 writer._last_comment = None
         return _Block()
 
+    def capture(self):
+        """`with w.capture() as lines:` writes into `lines` instead (spliced later with `splice`)."""
+        writer = self
+
+        class _Capture:
+            def __enter__(self):
+                self.saved = writer.lines
+                writer.lines = []
+                return writer.lines
+
+            def __exit__(self, *exc):
+                writer.lines = self.saved
+        return _Capture()
+
+    def splice(self, lines, extra_depth=0):
+        self.lines.extend("    " * extra_depth + line for line in lines)
+
     def decide(self, text: str):
         self.decisions.append(text)
