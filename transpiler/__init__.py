@@ -46,6 +46,7 @@ from .runtime import JITFunction, Kernel, KernelInterface, gpu_available, transp
 from .runtime.args import StandIn, TensorWrapper, reinterpret  # noqa: E402
 from . import testing  # noqa: E402,F401  (`transpiler.testing.do_bench`, as `triton.testing` after `import triton`)
 from .runtime.autotune import AutotuneWarning, Autotuner, Config, Heuristics, autotune, heuristics  # noqa: E402
+from .autodiff import autograd  # noqa: E402  (a kernel and its derived backward as a torch function)
 
 jit = transpile
 
@@ -63,6 +64,6 @@ def next_power_of_2(n: int) -> int:
 
 __all__ = ["transpile", "jit", "Kernel", "JITFunction", "KernelInterface", "StandIn", "TensorWrapper", "reinterpret",
            "OutOfResources", "cdiv", "next_power_of_2", "gpu_available", "language",
-           "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "AutotuneError", "AutotuneWarning",
+           "autotune", "heuristics", "autograd", "Config", "Autotuner", "Heuristics", "AutotuneError", "AutotuneWarning",
            "TranspilerError", "UnsupportedSyntaxError", "NameResolutionError", "CompileTimeError", "ShapeError",
            "DTypeError", "LaunchError", "IgnoredOptionWarning", "InterpreterError", "InternalCompilerError"]

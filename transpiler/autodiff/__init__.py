@@ -8,5 +8,6 @@ Triton-dialect Python), `writer.py` (the backward program's text), `kernel.py` (
 `torch_function.py` (the torch wrapper). docs/autodiff.md describes it.
 """
 from .kernel import BackwardKernel, backward_of
+from .torch_function import autograd
 
-__all__ = ["BackwardKernel", "backward_of"]
+__all__ = ["BackwardKernel", "backward_of", "autograd"]

@@ -33,16 +33,25 @@ def _loop_bounds(d, op):
     return lo, hi, step
 
 
+def _carried_slots(d, op):
+    """The carried values the backward reads (their result or their region argument is needed)."""
+    body = op.regions[0]
+    return [k for k, (arg, res) in enumerate(zip(body.args[1:], op.results))
+            if arg in d.needed or res in d.needed]
+
+
 def _emit_forward_loop(d, op, lo, hi, step, suffix=""):
-    """`for iv in range(lo, hi, step)` with the body replayed; returns the names of the carried values."""
+    """`for iv in range(lo, hi, step)` with the body replayed; returns {slot: name} of the carried values
+    replayed (those the backward reads)."""
     body = op.regions[0]
     iv_arg, carried_args = body.args[0], body.args[1:]
     inits = op.operands[3:]
-    carried = []
-    for arg, init in zip(carried_args, inits):
+    carried = {}
+    for k in _carried_slots(d, op):
+        arg = carried_args[k]
         name = d.w.fresh((arg.name or "carried") + suffix)
-        d.w.line(f"{name} = {d.p(init)}")
-        carried.append(name)
+        d.w.line(f"{name} = {d.p(inits[k])}")
+        carried[k] = name
         d.names[arg] = name
     iv = d.w.fresh((iv_arg.name or "i") + suffix)
     d.names[iv_arg] = iv
@@ -50,7 +59,8 @@ def _emit_forward_loop(d, op, lo, hi, step, suffix=""):
     d.w.line(f"for {iv} in range({lo}, {hi}, {step}):")
     with d.w.indent():
         d.replay(body)
-        _assign_yield(d, carried, body.ops[-1].operands)
+        yielded = body.ops[-1].operands
+        _assign_yield(d, list(carried.values()), [yielded[k] for k in carried])
     return carried
 
 
@@ -62,14 +72,19 @@ def _assign_yield(d, targets, values):
 
 
 def _replay_for(d, op):
+    if not any(r in d.needed for r in op.results):
+        return              # the reverse loop recomputes what it reads of the body
     lo, hi, step = _loop_bounds(d, op)
     carried = _emit_forward_loop(d, op, lo, hi, step)
-    for res, name in zip(op.results, carried):
-        d.names[res] = name
+    for k, name in carried.items():
+        d.names[op.results[k]] = name
 
 
 def _replay_if(d, op):
-    results = [d.w.fresh(r.name or "sel") for r in op.results]
+    slots = [k for k, r in enumerate(op.results) if r in d.needed]
+    if not slots:
+        return
+    results = [d.w.fresh(op.results[k].name or "sel") for k in slots]
     d.w.comment(op.loc)
     d.w.line(f"if {d.p(op.operands[0])}:")
     for i, region in enumerate(op.regions):
@@ -77,9 +92,9 @@ def _replay_if(d, op):
             d.w.line("else:")
         with d.w.indent():
             d.replay(region)
-            _assign_yield(d, results, region.ops[-1].operands)
-    for res, name in zip(op.results, results):
-        d.names[res] = name
+            _assign_yield(d, results, [region.ops[-1].operands[k] for k in slots])
+    for k, name in zip(slots, results):
+        d.names[op.results[k]] = name
 
 
 # -- the reverse sweep ------------------------------------------------------------------------------------
@@ -188,8 +203,10 @@ def _sweep_for(d, op):
             d.names[arg] = d.w.fresh(f"{arg.name or 'carried'}_at_{iv}")
             placeholders.append(d.names[arg])
         d.names[body.args[0]] = iv
+        whole, d.needed = d.needed, d._needed(reversed_loop=op)
         with d.w.capture() as replayed:
             d.replay(body)
+        d.needed = whole
         outer_used, d.used_primals = d.used_primals, set()
         with d.w.capture() as reversed_body:
             for k in slots:
@@ -206,12 +223,12 @@ def _sweep_for(d, op):
                        "each reverse iteration replays the forward loop up to it (O(n^2) iterations; a "
                        "per-iteration buffer would need scratch memory)")
             names = _emit_forward_loop_upto(d, op, lo, iv, step)
-            for arg, ph, name in zip(carried_args, placeholders, names):
-                d.w.line(f"{ph} = {name}")
+            for k, ph in enumerate(placeholders):
+                d.w.line(f"{ph} = {names[k] if k in names else d.p(op.operands[3 + k])}")
         else:
             d.w.decide(f"line {op.loc.line if op.loc else '?'}: the reverse of this loop reads none of its carried "
                        "values: reverse iterations recompute only their own forward values (no replay)")
-            for arg, ph, init in zip(carried_args, placeholders, op.operands[3:]):
+            for ph, init in zip(placeholders, op.operands[3:]):
                 d.w.line(f"{ph} = {d.p(init)}        # not read by the reverse of the body")
         d.w.splice(replayed)
         d.w.splice(reversed_body)

@@ -87,6 +87,7 @@ class Derivation:
                 refusals.refuse(writes[1], f"{n} is stored more than once; the gradient of an overwritten "
                                            "store is not supported yet")
         self.varied = self._activity()
+        self.needed = self._needed()
 
     def _activity(self):
         """Values that depend on a load from a differentiable input (fixpoint over loop-carried values)."""
@@ -108,6 +109,54 @@ class Derivation:
                         varied.add(r)
                         changed = True
         return varied
+
+    def _needed(self, reversed_loop=None):
+        """Forward values the backward reads (a backward slice): loop-carried values and loop results outside it
+        are not replayed, so no loop computes a value nobody reads. With `reversed_loop`, what one reverse
+        iteration of that loop reads: its body's yields feed the next forward iteration, not the reverse."""
+        self._reversed_loop = reversed_loop
+        seeds = set()
+        for op in walk(self.ir.body):
+            if op in self.write_root and self.write_root[op] in self.outputs:
+                seeds.update(op.operands[:1] + op.operands[2:3])
+            elif op.name == "load" and self.load_root.get(op) in self.inputs:
+                seeds.update(op.operands)
+            elif op.name == "for":
+                seeds.update(op.operands[:3])       # the reverse loop runs over the same range
+            elif op.name == "if":
+                seeds.add(op.operands[0])           # and takes the same branch
+            elif any(r in self.varied for r in op.results):
+                seeds.update(op.operands)
+                seeds.update(op.results)
+        needed, work = set(), list(seeds)
+        while work:
+            v = work.pop()
+            if v in needed:
+                continue
+            needed.add(v)
+            work.extend(self._needs_of(v))
+        return needed
+
+    def _needs_of(self, v):
+        owner = v.owner
+        if owner is not None and hasattr(owner, "name"):        # an op's result
+            if owner.name == "for":
+                k = owner.results.index(v)
+                body = owner.regions[0]
+                return [owner.operands[3 + k], body.ops[-1].operands[k], body.args[1 + k]] + owner.operands[:3]
+            if owner.name == "if":
+                k = owner.results.index(v)
+                return [owner.operands[0]] + [r.ops[-1].operands[k] for r in owner.regions]
+            return list(owner.operands)
+        for op in walk(self.ir.body):       # a region's argument (or a kernel argument): the loop that owns it
+            if op.name == "for" and v in op.regions[0].args:
+                k = op.regions[0].args.index(v)
+                if k == 0:
+                    return op.operands[:3]
+                if op is self._reversed_loop:
+                    return [op.operands[3 + k - 1]] + op.operands[:3]
+                return [op.operands[3 + k - 1], op.regions[0].ops[-1].operands[k - 1]] + op.operands[:3]
+        return []
 
     def _region_varied(self, op, varied):
         out = []
@@ -186,6 +235,8 @@ class Derivation:
         if op.name in ("for", "if"):
             from . import regions
             regions.replay(self, op)
+            return
+        if not any(r in self.needed for r in op.results):
             return
         args = [self.names[o] for o in op.operands]
         expr = spell(op, args)
