@@ -38,3 +38,151 @@ def test_derived_kernel_compiles_without_spills(name, case, arch):
     result = compile_offline(source, arch)
     assert result.spill_bytes == 0, result.log
     assert not result.warnings, result.log
+
+
+# ---- the gradient-write decision --------------------------------------------------------------------------
+
+def _case(name):
+    return dict(CASES)[name]
+
+
+def _decisions(case):
+    text = case["kernel"].backward.explain(*case["args"], grads=_grads(case), **case["constexprs"])
+    return text.split("\n\n")[0]
+
+
+def test_four_field_box_loads_get_plain_writes():
+    text = _decisions(_case("boxes_giou"))
+    assert "gradient of PRED -> grad_PRED: plain read-add-write" in text
+    assert "4*lane[0] + 64*program_id(0)" in text
+
+
+def test_replicated_and_strided_reads_get_atomic_adds_with_the_reason():
+    text = _decisions(_case("layernorm_affine"))
+    assert "gradient of W -> grad_W: atomic add: every program reads the same elements" in text
+    assert "gradient of X -> grad_X: atomic add: its offsets depend on the runtime value stride" in text
+    text = _decisions(_case("broadcast_2d"))
+    assert "gradient of S -> grad_S: atomic add" in text       # S[rows] and S[0]: two index patterns
+
+
+def test_plain_and_atomic_writes_give_the_same_gradients(monkeypatch):
+    case = _case("boxes_giou")
+    results = []
+    for forced in (False, True):
+        if forced:
+            monkeypatch.setenv("TRANSPILER_AUTODIFF_WRITES", "atomic")
+        grads = {n: np.full_like(a, 0.25) for n, a in _grads(case).items()}
+        grads["LOSS"] = np.random.default_rng(0).normal(size=grads["LOSS"].shape)
+        case["kernel"].backward.interpret[case["grid"]](*case["args"], grads=grads, **case["constexprs"])
+        results.append(grads)
+    assert "tl.atomic_add(" in case["kernel"].backward.python_source(*case["args"], grads=_grads(case),
+                                                                      **case["constexprs"])
+    for n in ("PRED", "TARGET"):
+        np.testing.assert_allclose(results[0][n], results[1][n], rtol=1e-13)
+        assert np.abs(results[0][n] - 0.25).max() > 1e-3
+
+
+def test_masked_off_lanes_get_no_gradient():
+    case = _case("unary_exp")
+    n = case["args"][2]
+    x = np.random.default_rng(1).normal(size=n + 11)       # the array is longer than the kernel's n
+    grads = {"X": np.zeros(n + 11), "OUT": np.ones(n + 11)}
+    case["kernel"].backward.interpret[case["grid"]](x, np.zeros(n + 11), n, grads=grads, **case["constexprs"])
+    np.testing.assert_allclose(grads["X"][:n], np.exp(x[:n]), rtol=1e-12)
+    assert not grads["X"][n:].any()
+
+
+def test_grads_name_checks():
+    case = _case("unary_exp")
+    with pytest.raises(ValueError, match="not a pointer"):
+        case["kernel"].backward.python_source(*case["args"], grads={"n": 1}, **case["constexprs"])
+    with pytest.raises(TypeError, match="grads="):
+        case["kernel"].backward.python_source(*case["args"], **case["constexprs"])
+
+
+# ---- refusals at the Python line ----------------------------------------------------------------------------
+
+@transpiler.jit
+def _in_place(X, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(X + offs, mask=offs < n)
+    tl.store(X + offs, x * x, mask=offs < n)
+
+
+@transpiler.jit
+def _atomic_max(X, OUT, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.atomic_max(OUT, tl.max(tl.load(X + offs, mask=offs < n, other=0.0), axis=0))
+
+
+@transpiler.jit
+def _data_while(X, OUT, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(X + offs, mask=offs < n, other=0.0)
+    i = 0
+    while i < n:
+        x = x * 0.5
+        i += 1
+    tl.store(OUT + offs, x, mask=offs < n)
+
+
+@transpiler.jit
+def _random(X, OUT, n, seed, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(X + offs, mask=offs < n, other=0.0)
+    tl.store(OUT + offs, x * tl.rand(seed, offs), mask=offs < n)
+
+
+@transpiler.jit
+def _int_dot(A, B, C, OUT):
+    r = tl.arange(0, 16)
+    a = tl.load(A + r[:, None] * 16 + r[None, :])
+    b = tl.load(B + r[:, None] * 16 + r[None, :])
+    c = tl.load(C + r[:, None] * 16 + r[None, :])
+    tl.store(OUT + r[:, None] * 16 + r[None, :], tl.dot(a, b).to(tl.float32) * c)
+
+
+def _refusal(kernel, args, grads, match, line_text, **constexprs):
+    with pytest.raises(UnsupportedSyntaxError, match=match) as info:
+        kernel.backward.python_source(*args, grads=grads, **constexprs)
+    assert line_text in info.value.loc.source_line()
+
+
+def test_refusals_point_at_the_python_line():
+    x, o = np.ones(16), np.zeros(16)
+    _refusal(_in_place, [x, 16], {"X": x}, "in-place update", "tl.store(X + offs", BLOCK=16)
+    _refusal(_atomic_max, [x, o, 16], {"X": x, "OUT": o}, "atomic_max", "tl.atomic_max(", BLOCK=16)
+    _refusal(_data_while, [x, o, 16], {"X": x, "OUT": o}, "while loop", "while i < n", BLOCK=16)
+    _refusal(_random, [x, o, 16, 3], {"X": x, "OUT": o}, "random numbers", "", BLOCK=16)
+    a = np.ones((16, 16), np.int8)
+    _refusal(_int_dot, [a, a, np.ones((16, 16), np.float32), np.zeros((16, 16), np.float32)],
+             {"C": np.ones((16, 16), np.float32), "OUT": np.zeros((16, 16), np.float32)}, "integer types",
+             "tl.dot(a, b)")
+
+
+# ---- explain, torch, the example ------------------------------------------------------------------------
+
+def test_explain_says_what_each_loop_recomputes():
+    assert "reads none of its carried values" in _decisions(_case("loop_sum"))
+    assert "replays the forward loop up to it" in _decisions(_case("loop_recurrence"))
+    text = _case("boxes_giou")["kernel"].backward.explain(*_case("boxes_giou")["args"], grads=_grads(_case("boxes_giou")),
+                                                         **_case("boxes_giou")["constexprs"])
+    assert "autodiff: boxes_kernel_backward" in text and "layout" in text    # the ordinary explain follows
+
+
+def test_torch_autograd_function_passes_gradcheck():
+    torch = pytest.importorskip("torch")
+    case = _case("boxes_giou")
+    pred, target = (torch.tensor(a, requires_grad=True) for a in case["args"][:2])
+    f = transpiler.autograd(case["kernel"], grid=case["grid"], outputs=["LOSS"], **case["constexprs"])
+    loss_like = torch.zeros(case["args"][2].shape, dtype=torch.float64)
+    assert torch.autograd.gradcheck(lambda p, t: f(p, t, loss_like, case["args"][3], case["args"][4]),
+                                    (pred, target))
+
+
+def test_giou_example_backward_matches_the_reference():
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+    import giou_loss
+    assert giou_loss.run_case("numpy", "float32", batch=2, n=77).count("backward rel error") == 1

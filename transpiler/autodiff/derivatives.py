@@ -6,8 +6,8 @@ where a result has none) and calls `ctx.add(operand, expression)` for each opera
 bind intermediate values with `ctx.let`. Primal (forward) values are named by `ctx.p(value)`: the reverse
 sweep recomputes them, so a rule may use any of them.
 
-Choices: min/max (elementwise and reductions) route the whole gradient to one side, the first operand (the
-first position of a reduction, Triton's argmax tie break) on ties; `where` routes to the taken side; comparisons,
+Choices: elementwise min/max route the gradient to the chosen side, half to each on a tie (torch's rule);
+max/min reductions route it to the first position of the maximum (Triton's argmax tie break); `where` routes to the taken side; comparisons,
 casts to integers, bit operations, floor/ceil, argmax/argmin indices have no gradient (zero).
 Kinds absent here and in `NO_GRADIENT` are refused when an active value reaches them.
 """
@@ -60,13 +60,14 @@ def _fma(ctx, op, g):
     ctx.add(z, g)
 
 
-def _min_max(keep_first):
-    """The whole gradient goes to the chosen operand, on a tie to the first (torch halves it on ties; both
-    are subgradients, and ties of continuous inputs have probability zero)."""
+def _min_max(first_wins):
+    """The gradient goes to the chosen operand; on a tie each operand gets half, as torch.minimum/maximum do
+    (low-precision inputs tie often: the boxes of a loss in fp16)."""
     def rule(ctx, op, g):
         x, y = op.operands
-        first = ctx.let(f"({ctx.p(x)} {keep_first} {ctx.p(y)})", "first_chosen")
-        _binary(ctx, op, g, f"tl.where({first}, {g}, 0.0)", f"tl.where({first}, 0.0, {g})")
+        share = ctx.let(f"tl.where({ctx.p(x)} {first_wins} {ctx.p(y)}, {g}, tl.where({ctx.p(x)} == {ctx.p(y)}, "
+                        f"0.5 * {g}, 0.0))", "first_share")
+        _binary(ctx, op, g, share, f"({g} - {share})")
     return rule
 
 
@@ -98,7 +99,7 @@ def _pow(ctx, op, g):
 
 ELEMENTWISE = {
     "add": _add, "sub": _sub, "mul": _mul, "truediv": _div, "div_rn": _div, "neg": _neg, "fma": _fma,
-    "min": _min_max("<="), "max": _min_max(">="), "select": _select,
+    "min": _min_max("<"), "max": _min_max(">"), "select": _select,
     "exp": _unary(lambda x, r: r),
     "exp2": _unary(lambda x, r: f"({r} * {LN2!r})"),
     "log": _unary(lambda x, r: f"(1.0 / {x})"),

@@ -14,12 +14,20 @@ as a weight vector) gets atomic adds, and the reason says why. The decisions app
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
+
+
+def forced_atomic() -> bool:
+    """`TRANSPILER_AUTODIFF_WRITES=atomic` makes every gradient write an atomic add (to check that both
+    choices give the same answer); read when a backward is derived, and part of its cache key."""
+    return os.environ.get("TRANSPILER_AUTODIFF_WRITES") == "atomic"
 
 
 @dataclass(frozen=True)
 class Affine:
-    """sum(coefficient * symbol) + constant; symbols are ("pid", axis), ("lane", dim), ("arg", name)."""
+    """sum(coefficient * symbol) + constant; symbols are ("pid", axis), ("lane", dim), ("arg", name) and
+    ("prod", (symbol, symbol)) for a product of two (never proved injective: only named in reasons)."""
 
     terms: tuple          # sorted ((symbol, coefficient), ...), no zero coefficients
     constant: int = 0
@@ -53,6 +61,8 @@ class Affine:
 
 def _symbol_text(s):
     kind, what = s
+    if kind == "prod":
+        return "*".join(_symbol_text(x) for x in what)
     return {"pid": f"program_id({what})", "lane": f"lane[{what}]", "arg": str(what)}[kind]
 
 
@@ -94,6 +104,10 @@ def _elementwise_form(forms, op):
             return y.scaled(x.constant)
         if not y.terms:
             return x.scaled(y.constant)
+        if len(x.terms) == 1 and len(y.terms) == 1 and not x.constant and not y.constant:
+            # row * stride: a product of two launch values, kept as one symbol so the reason can name it
+            (sx, cx), (sy, cy) = x.terms[0], y.terms[0]
+            return Affine.of({("prod", (sx, sy)): cx * cy})
     return None
 
 
@@ -145,9 +159,11 @@ class WriteDecision:
 def _injective(form: Affine, shape) -> str | None:
     """None when the form maps (program, lane) to distinct offsets, else why not."""
     terms = form.term_dict()
-    args = [s for s in terms if s[0] == "arg"]
+    args = [s for s in terms if s[0] == "arg"] + [x for s in terms if s[0] == "prod" for x in s[1] if x[0] == "arg"]
     if args:
         return f"its offsets depend on the runtime value {args[0][1]}"
+    if any(s[0] == "prod" for s in terms):
+        return "its offsets multiply program ids"
     digits = []
     for d, n in enumerate(shape):
         c = terms.get(("lane", d), 0)
@@ -173,6 +189,8 @@ def _injective(form: Affine, shape) -> str | None:
 
 def decide(loads, forms: AffineForms) -> WriteDecision:
     """One decision for all loads of one differentiable input (their writes must all be plain, or none)."""
+    if forced_atomic():
+        return WriteDecision(False, "TRANSPILER_AUTODIFF_WRITES=atomic")
     shapes_forms = []
     for op in loads:
         f = forms(op.operands[0])

@@ -16,6 +16,7 @@ import hashlib
 import linecache
 
 from ..runtime.kernel import _is_constexpr_param
+from .gradient_writes import forced_atomic
 from .reverse import Derivation
 
 _OPTIONS = ("num_warps", "num_stages", "stream", "maxnreg")
@@ -72,7 +73,7 @@ class BackwardKernel:
 
     def derived(self, values, grad_names, num_warps=4, num_stages=3) -> Derived:
         fwd = self.forward
-        key = (fwd.spec_key(values), tuple(grad_names), num_warps, num_stages)
+        key = (fwd.spec_key(values), tuple(grad_names), num_warps, num_stages, forced_atomic())
         found = self._derived.get(key)
         if found is None:
             ir = fwd.ir(*values, num_warps=num_warps, num_stages=num_stages)
