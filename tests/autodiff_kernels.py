@@ -282,6 +282,11 @@ def cases(rng):
         out.append((f"row_{fn}", dict(kernel=row_reduce_kernel, args=[rng.normal(size=(rows, cols)), o, cols, cols],
                                       grid=(rows,), constexprs=dict(FN=fn, BLOCK=32), outputs=["OUT"],
                                       inputs=["X"])))
+    # Rows overlapping in memory (stride 10 < 29 columns): the runtime test takes the atomic adds.
+    out.append(("row_sum_overlapping_rows", dict(kernel=row_reduce_kernel, args=[rng.normal(size=49), np.zeros(rows),
+                                                                                cols, 10],
+                                                 grid=(rows,), constexprs=dict(FN="sum", BLOCK=32), outputs=["OUT"],
+                                                 inputs=["X"])))
     out.append(("layernorm_affine", dict(
         kernel=layernorm_kernel, args=[rng.normal(size=(rows, cols)), rng.normal(size=cols), rng.normal(size=cols),
                                        np.zeros((rows, cols)), cols, cols, 1e-5],

@@ -60,7 +60,8 @@ def test_four_field_box_loads_get_plain_writes():
 def test_replicated_and_strided_reads_get_atomic_adds_with_the_reason():
     text = _decisions(_case("layernorm_affine"))
     assert "gradient of W -> grad_W: atomic add: every program reads the same elements" in text
-    assert "gradient of X -> grad_X: atomic add: its offsets depend on the runtime value stride" in text
+    assert ("gradient of X -> grad_X: plain or atomic by a runtime test: a row per program at a runtime stride "
+            "(offsets lane[0] + program_id(0)*stride): plain when stride >= n_cols holds") in text
     text = _decisions(_case("broadcast_2d"))
     assert "gradient of S -> grad_S: atomic add" in text       # S[rows] and S[0]: two index patterns
 

@@ -154,6 +154,52 @@ _FORMS = {
 class WriteDecision:
     plain: bool
     reason: str
+    condition: str | None = None    # Python text: plain where it holds at run time, atomic adds otherwise
+    partials: bool = False          # atomic adds into per-group partial rows, summed by a second kernel
+
+
+def _live_lane_bound(mask, forms, arg_names):
+    """(dimension, bound text, constant c) when the mask keeps only lanes with lane[d] + c < bound, the bound a
+    scalar argument: `cols < n_cols` (conjunctions searched), else None."""
+    if mask is None:
+        return None
+    op = mask.owner
+    if getattr(op, "name", None) != "elementwise":
+        return None
+    if op.attrs["fn"] == "and":
+        return _live_lane_bound(op.operands[0], forms, arg_names) or _live_lane_bound(op.operands[1], forms,
+                                                                                          arg_names)
+    if op.attrs["fn"] != "lt":
+        return None
+    lhs, rhs = (forms(v) for v in op.operands)
+    if lhs is None or rhs is None or len(lhs.terms) != 1 or lhs.terms[0][0][0] != "lane" or lhs.terms[0][1] != 1:
+        return None
+    if len(rhs.terms) != 1 or rhs.terms[0][0][0] != "arg" or rhs.terms[0][1] != 1 or rhs.constant:
+        return None
+    return lhs.terms[0][0][1], rhs.terms[0][0][1], lhs.constant
+
+
+def _strided_rows(op, form, shape, forms):
+    """The runtime condition under which the load's offsets `program_id * stride + lanes` (a row per program,
+    its live lanes bounded by the mask) are injective: stride >= the row's live span. None if not that shape."""
+    terms = form.term_dict()
+    prods = [(s, c) for s, c in terms.items() if s[0] == "prod"]
+    if len(prods) != 1 or prods[0][1] != 1 or any(s[0] in ("arg", "pid") for s in terms):
+        return None
+    pair = prods[0][0][1]
+    kinds = sorted(x[0] for x in pair)
+    if kinds != ["arg", "pid"]:
+        return None
+    stride = next(x[1] for x in pair if x[0] == "arg")
+    lanes = {s[1]: c for s, c in terms.items() if s[0] == "lane"}
+    if len(lanes) != 1 or list(lanes.values())[0] != 1 or sum(1 for n in shape if n > 1) != 1:
+        return None
+    bound = _live_lane_bound(op.operands[1] if len(op.operands) > 1 else None, forms, None)
+    dim = next(iter(lanes))
+    if bound is None or bound[0] != dim:
+        return f"{stride} >= {shape[dim]}"
+    _, limit, c = bound
+    return f"{stride} >= {limit} - ({c})" if c else f"{stride} >= {limit}"
 
 
 def _injective(form: Affine, shape) -> str | None:
@@ -200,6 +246,12 @@ def decide(loads, forms: AffineForms) -> WriteDecision:
     for shape, f in shapes_forms:
         why = _injective(f, shape)
         if why:
+            if len(loads) == 1:
+                condition = _strided_rows(loads[0], f, shape, forms)
+                if condition:
+                    return WriteDecision(False, f"a row per program at a runtime stride (offsets {f}): plain when "
+                                                f"{condition} holds at run time (rows cannot overlap), atomic "
+                                                "adds otherwise", condition=condition)
             return WriteDecision(False, why)
     first_shape, first = shapes_forms[0]
     if len(shapes_forms) > 1:

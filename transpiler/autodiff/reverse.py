@@ -311,17 +311,27 @@ class Derivation:
         d = self.adj[op.result]
         mask = self.p(op.operands[1]) if len(op.operands) > 1 else None
         masked = f", mask={mask}" if mask else ""
+        old = f"tl.load({ptr}{masked}{', other=0.0' if mask else ''})"
+        plain = f"tl.store({ptr}, {old} + {d}{masked})"
+        atomic = f"tl.atomic_add({ptr}, {d}{masked}, sem='relaxed')"
         if decision.plain:
-            old = f"tl.load({ptr}{masked}{', other=0.0' if mask else ''})"
-            self.w.line(f"tl.store({ptr}, {old} + {d}{masked})")
+            self.w.line(plain)
+        elif decision.condition:
+            self.w.line(f"if {decision.condition}:")
+            with self.w.indent():
+                self.w.line(plain)
+            self.w.line("else:")
+            with self.w.indent():
+                self.w.line(atomic)
         else:
-            self.w.line(f"tl.atomic_add({ptr}, {d}{masked}, sem='relaxed')")
+            self.w.line(atomic)
 
     # -- the whole kernel ------------------------------------------------------------------------------
     def source(self, signature) -> str:
         self.decisions = {n: gradient_writes.decide(self.loads_of[n], self.forms) for n in self.inputs}
         for n, dec in self.decisions.items():
-            how = "plain read-add-write" if dec.plain else "atomic add"
+            how = "plain read-add-write" if dec.plain else ("plain or atomic by a runtime test" if dec.condition
+                                                            else "atomic add")
             self.w.decide(f"gradient of {n} -> {self.grad_param[n]}: {how}: {dec.reason}")
         for n in self.outputs:
             self.w.decide(f"incoming gradient of {n} read from {self.grad_param[n]} (masked as the store)")
