@@ -57,9 +57,13 @@ def test_four_field_box_loads_get_plain_writes():
     assert "4*lane[0] + 64*program_id(0)" in text
 
 
-def test_replicated_and_strided_reads_get_atomic_adds_with_the_reason():
+def test_replicated_and_strided_reads_get_partials_and_runtime_tests_with_the_reason():
     text = _decisions(_case("layernorm_affine"))
-    assert "gradient of W -> grad_W: atomic add: every program reads the same elements" in text
+    assert "gradient of W -> grad_W: partial sums: every program reads the same elements" in text
+    assert "partial_W + (tl.program_id(0) % 64) * partial_W_row" in _case("layernorm_affine")["kernel"].backward \
+        .python_source(*_case("layernorm_affine")["args"], grads=_grads(_case("layernorm_affine")),
+                       **_case("layernorm_affine")["constexprs"])
+    assert "gradient of W -> grad_W: atomic add: its addresses are not affine" in _decisions(_case("loop_sum"))
     assert ("gradient of X -> grad_X: plain or atomic by a runtime test: a row per program at a runtime stride "
             "(offsets lane[0] + program_id(0)*stride): plain when stride >= n_cols holds") in text
     text = _decisions(_case("broadcast_2d"))

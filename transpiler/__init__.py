@@ -46,9 +46,14 @@ from .runtime import JITFunction, Kernel, KernelInterface, gpu_available, transp
 from .runtime.args import StandIn, TensorWrapper, reinterpret  # noqa: E402
 from . import testing  # noqa: E402,F401  (`transpiler.testing.do_bench`, as `triton.testing` after `import triton`)
 from .runtime.autotune import AutotuneWarning, Autotuner, Config, Heuristics, autotune, heuristics  # noqa: E402
-from .autodiff import autograd  # noqa: E402  (a kernel and its derived backward as a torch function)
 
 jit = transpile
+
+
+def autograd(kernel, grid, outputs, **options):
+    """A kernel and its derived backward as a torch function (`transpiler/autodiff/torch_function.py`)."""
+    from .autodiff import autograd as make
+    return make(kernel, grid, outputs, **options)
 
 
 def cdiv(x, y):

@@ -202,6 +202,26 @@ def _strided_rows(op, form, shape, forms):
     return f"{stride} >= {limit} - ({c})" if c else f"{stride} >= {limit}"
 
 
+def _lanes_injective(form: Affine, shape) -> bool:
+    """Whether the lanes of one program read distinct elements (constant coefficients, mixed radix)."""
+    terms = form.term_dict()
+    if any(s[0] != "lane" for s in terms):
+        return False
+    digits = []
+    for d, n in enumerate(shape):
+        c = terms.get(("lane", d), 0)
+        if n > 1 and c == 0:
+            return False
+        if n > 1:
+            digits.append((abs(c), n))
+    span = 0
+    for c, n in sorted(digits):
+        if c <= span:
+            return False
+        span += c * (n - 1)
+    return True
+
+
 def _injective(form: Affine, shape) -> str | None:
     """None when the form maps (program, lane) to distinct offsets, else why not."""
     terms = form.term_dict()
@@ -246,6 +266,11 @@ def decide(loads, forms: AffineForms) -> WriteDecision:
     for shape, f in shapes_forms:
         why = _injective(f, shape)
         if why:
+            if len(loads) == 1 and _lanes_injective(f, shape):
+                return WriteDecision(False, f"{why}: each program adds into row program_id(0) % GROUPS of a "
+                                            "float32 partial buffer (contention cut GROUPS-fold), a second kernel "
+                                            "(partials.sum_partials) adds the rows into the gradient",
+                                     partials=True)
             if len(loads) == 1:
                 condition = _strided_rows(loads[0], f, shape, forms)
                 if condition:

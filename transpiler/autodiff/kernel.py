@@ -16,6 +16,7 @@ import hashlib
 import linecache
 
 from ..runtime.kernel import _is_constexpr_param
+from . import partials
 from .gradient_writes import forced_atomic
 from .reverse import Derivation
 
@@ -25,11 +26,12 @@ _OPTIONS = ("num_warps", "num_stages", "stream", "maxnreg")
 class Derived:
     """One derived backward: its Python source, compiled kernel, and the autodiff decisions."""
 
-    def __init__(self, source, kernel, decisions, grad_names):
+    def __init__(self, source, kernel, decisions, grad_names, partial_inputs):
         self.source = source
         self.kernel = kernel
         self.decisions = decisions
         self.grad_names = grad_names
+        self.partial_inputs = partial_inputs    # inputs whose gradient goes through partials.py's buffer
 
 
 def _module_namespace():
@@ -82,21 +84,29 @@ class BackwardKernel:
             source = derivation.source(signature)
             kernel = compile_source(source, self.__name__)
             found = Derived(source, kernel, derivation.w.decisions,
-                            [derivation.grad_param[n] for n in grad_names])
+                            [derivation.grad_param[n] for n in grad_names], list(derivation.partial_params))
             self._derived[key] = found
         return found
 
     def _prepare(self, args, kwargs):
+        """(derived kernel, its arguments, launch options, [(gradient array, partial buffer)])."""
         values, grads, options = self._split(args, kwargs)
         names = list(grads)
         d = self.derived(values, names, options.get("num_warps", 4), options.get("num_stages", 3))
-        return d, tuple(values) + tuple(grads[n] for n in names), options
+        hidden, buffers = [], []
+        for n in d.partial_inputs:
+            buffer = partials.buffer_for(grads[n])
+            hidden += [buffer, partials.numel(grads[n])]
+            buffers.append((grads[n], buffer))
+        return d, tuple(values) + tuple(grads[n] for n in names) + tuple(hidden), options, buffers
 
     # -- the kernel object's entry points --------------------------------------------------------------
     def __getitem__(self, grid):
         def launch(*args, **kwargs):
-            d, values, options = self._prepare(args, kwargs)
-            return d.kernel[grid](*values, **options)
+            d, values, options, buffers = self._prepare(args, kwargs)
+            d.kernel[grid](*values, **options)
+            for grad, buffer in buffers:
+                partials.reduce_into(grad, buffer)
         return launch
 
     @property
@@ -106,14 +116,16 @@ class BackwardKernel:
         class _Interpret:
             def __getitem__(self, grid):
                 def run(*args, **kwargs):
-                    d, values, options = outer._prepare(args, kwargs)
+                    d, values, options, buffers = outer._prepare(args, kwargs)
                     options.pop("stream", None)
-                    return d.kernel.interpret[grid](*values, **options)
+                    d.kernel.interpret[grid](*values, **options)
+                    for grad, buffer in buffers:
+                        partials.reduce_into(grad, buffer, interpret=True)
                 return run
         return _Interpret()
 
     def cuda_source(self, *args, arch=None, **kwargs):
-        d, values, options = self._prepare(args, kwargs)
+        d, values, options, _ = self._prepare(args, kwargs)
         return d.kernel.cuda_source(*values, arch=arch, **options)
 
     def python_source(self, *args, **kwargs) -> str:
@@ -121,11 +133,11 @@ class BackwardKernel:
         return self._prepare(args, kwargs)[0].source
 
     def ir(self, *args, **kwargs):
-        d, values, options = self._prepare(args, kwargs)
+        d, values, options, _ = self._prepare(args, kwargs)
         return d.kernel.ir(*values, **options)
 
     def explain(self, *args, arch=None, **kwargs) -> str:
-        d, values, options = self._prepare(args, kwargs)
+        d, values, options, _ = self._prepare(args, kwargs)
         head = [f"autodiff: {self.__name__} (derived from {self.forward.__name__})"]
         head += [f"  {line}" for line in d.decisions]
         return "\n".join(head) + "\n\n" + d.kernel.explain(*values, arch=arch, **options)

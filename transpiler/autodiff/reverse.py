@@ -14,7 +14,7 @@ each input once either way. Runtime loops and ifs are handled in `regions.py`.
 from __future__ import annotations
 
 from ..parse.ir import walk
-from . import derivatives, gradient_writes, refusals
+from . import derivatives, gradient_writes, partials, refusals
 from .spelling import spell, tl_dtype, typed_constant, literal
 from .writer import Writer
 
@@ -307,6 +307,9 @@ class Derivation:
     def write_gradient(self, op, root):
         decision = self.decisions[root]
         grad = self.grad_param[root]
+        if decision.partials:
+            buffer, row = self.partial_params[root]
+            grad = self.w.let(f"{buffer} + (tl.program_id(0) % {partials.GROUPS}) * {row}", f"{buffer}_row")
         ptr = self.gradient_pointer(op.operands[0], root, grad)
         d = self.adj[op.result]
         mask = self.p(op.operands[1]) if len(op.operands) > 1 else None
@@ -329,9 +332,20 @@ class Derivation:
     # -- the whole kernel ------------------------------------------------------------------------------
     def source(self, signature) -> str:
         self.decisions = {n: gradient_writes.decide(self.loads_of[n], self.forms) for n in self.inputs}
+        self.partial_params = {}
+        for n in self.inputs:
+            if self.decisions[n].partials:
+                names = []
+                for base in (f"partial_{n}", f"partial_{n}_row"):
+                    name = base
+                    while name in self.w.taken:
+                        name = "_" + name
+                    self.w.taken.add(name)
+                    names.append(name)
+                self.partial_params[n] = tuple(names)
         for n, dec in self.decisions.items():
             how = "plain read-add-write" if dec.plain else ("plain or atomic by a runtime test" if dec.condition
-                                                            else "atomic add")
+                                                            else "partial sums" if dec.partials else "atomic add")
             self.w.decide(f"gradient of {n} -> {self.grad_param[n]}: {how}: {dec.reason}")
         for n in self.outputs:
             self.w.decide(f"incoming gradient of {n} read from {self.grad_param[n]} (masked as the store)")
@@ -341,7 +355,8 @@ class Derivation:
         self.replay(self.ir.body)
         self.w.line("# ---- the reverse sweep ----")
         self.sweep(self.ir.body)
-        params = ", ".join(signature + [self.grad_param[n] for n in self.grads])
+        hidden = [name for n in self.inputs if n in self.partial_params for name in self.partial_params[n]]
+        params = ", ".join(signature + [self.grad_param[n] for n in self.grads] + hidden)
         head = [f"def {self.name}({params}):",
                 f'    """Derived by transpiler.autodiff: the backward of {self.ir.name}."""']
         return "\n".join(head + self.w.lines) + "\n"
