@@ -191,3 +191,22 @@ def test_giou_example_backward_matches_the_reference():
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
     import giou_loss
     assert giou_loss.run_case("numpy", "float32", batch=2, n=77).count("backward rel error") == 1
+
+
+def test_accumulate_false_overwrites_what_the_forward_reads():
+    for name in ("boxes_giou", "layernorm_affine", "row_sum_overlapping_rows"):
+        case = _case(name)
+        added = {n: np.zeros_like(g) for n, g in _grads(case).items()}
+        overwritten = {n: np.full_like(g, 7.5) for n, g in _grads(case).items()}
+        for grads in (added, overwritten):
+            for n in case["outputs"]:
+                grads[n] = np.random.default_rng(2).normal(size=grads[n].shape)
+        case["kernel"].backward.interpret[case["grid"]](*case["args"], grads=added, **case["constexprs"])
+        case["kernel"].backward.interpret[case["grid"]](*case["args"], grads=overwritten, accumulate=False,
+                                                        **case["constexprs"])
+        for n in case["inputs"]:
+            np.testing.assert_allclose(overwritten[n], added[n], rtol=1e-12, atol=1e-14)
+    source = _case("boxes_giou")["kernel"].backward.python_source(*_case("boxes_giou")["args"], accumulate=False,
+                                                                   grads=_grads(_case("boxes_giou")),
+                                                                   **_case("boxes_giou")["constexprs"])
+    assert "tl.load(grad_PRED" not in source

@@ -3,7 +3,9 @@
 `kernel.backward[grid](*forward_args, grads={name: array}, **constexprs)` launches it on the forward's grid;
 `.cuda_source`, `.explain`, `.ir`, `.interpret[grid]` and `.python_source` take the same arguments. For a
 pointer the forward stores to, `grads[name]` holds the incoming gradient of that output; for a pointer it
-loads from, the gradient is added into `grads[name]` (torch's `.grad` convention).
+loads from, the gradient is added into `grads[name]` (torch's `.grad` convention). With `accumulate=False`
+the elements the forward reads receive their gradient whatever the array held (no read of the old values: a
+gradient written once costs one store); arrays whose writes are not plain stores are zeroed first.
 
 Each call derives (once per forward specialization, set of gradient names, num_warps and num_stages) a
 Python kernel in the Triton dialect from the forward's IR (`reverse.py`), registers its source with
@@ -21,17 +23,19 @@ from .gradient_writes import forced_atomic
 from .reverse import Derivation
 
 _OPTIONS = ("num_warps", "num_stages", "stream", "maxnreg")
+_ZERO = {"torch": lambda a: a.zero_(), "cupy": lambda a: a.fill(0), "numpy": lambda a: a.fill(0)}
 
 
 class Derived:
     """One derived backward: its Python source, compiled kernel, and the autodiff decisions."""
 
-    def __init__(self, source, kernel, decisions, grad_names, partial_inputs):
+    def __init__(self, source, kernel, decisions, grad_names, partial_inputs, zeroed_inputs=()):
         self.source = source
         self.kernel = kernel
         self.decisions = decisions
         self.grad_names = grad_names
         self.partial_inputs = partial_inputs    # inputs whose gradient goes through partials.py's buffer
+        self.zeroed_inputs = list(zeroed_inputs)    # accumulate=False: arrays zeroed before the launch
 
 
 def _module_namespace():
@@ -66,33 +70,37 @@ class BackwardKernel:
     def _split(self, args, kwargs):
         kwargs = dict(kwargs)
         grads = kwargs.pop("grads", None)
+        accumulate = bool(kwargs.pop("accumulate", True))
         if not isinstance(grads, dict) or not grads:
             raise TypeError(f"{self.__name__} needs grads={{name: array}}: the incoming gradient of each output "
                             "to differentiate and the array receiving the gradient of each input")
         options = {k: kwargs.pop(k) for k in _OPTIONS if k in kwargs}
         values = self.forward._bind_args(args, kwargs)
-        return values, grads, options
+        return values, grads, options, accumulate
 
-    def derived(self, values, grad_names, num_warps=4, num_stages=3) -> Derived:
+    def derived(self, values, grad_names, num_warps=4, num_stages=3, accumulate=True) -> Derived:
         fwd = self.forward
-        key = (fwd.spec_key(values), tuple(grad_names), num_warps, num_stages, forced_atomic())
+        key = (fwd.spec_key(values), tuple(grad_names), num_warps, num_stages, forced_atomic(), accumulate)
         found = self._derived.get(key)
         if found is None:
             ir = fwd.ir(*values, num_warps=num_warps, num_stages=num_stages)
             signature = [f"{p.name}: tl.constexpr" if _is_constexpr_param(p) else p.name for p in fwd.params]
-            derivation = Derivation(ir, grad_names, self.__name__, fwd.arg_names)
+            derivation = Derivation(ir, grad_names, self.__name__, fwd.arg_names, accumulate)
             source = derivation.source(signature)
             kernel = compile_source(source, self.__name__)
             found = Derived(source, kernel, derivation.w.decisions,
-                            [derivation.grad_param[n] for n in grad_names], list(derivation.partial_params))
+                            [derivation.grad_param[n] for n in grad_names], list(derivation.partial_params),
+                            [] if accumulate else [n for n, dec in derivation.decisions.items() if not dec.plain])
             self._derived[key] = found
         return found
 
-    def _prepare(self, args, kwargs):
+    def _prepare(self, args, kwargs, launching=False):
         """(derived kernel, its arguments, launch options, [(gradient array, partial buffer)])."""
-        values, grads, options = self._split(args, kwargs)
+        values, grads, options, accumulate = self._split(args, kwargs)
         names = list(grads)
-        d = self.derived(values, names, options.get("num_warps", 4), options.get("num_stages", 3))
+        d = self.derived(values, names, options.get("num_warps", 4), options.get("num_stages", 3), accumulate)
+        for n in d.zeroed_inputs if launching else ():
+            _ZERO[type(grads[n]).__module__.split(".")[0]](grads[n])
         hidden, buffers = [], []
         for n in d.partial_inputs:
             buffer = partials.buffer_for(grads[n])
@@ -103,7 +111,7 @@ class BackwardKernel:
     # -- the kernel object's entry points --------------------------------------------------------------
     def __getitem__(self, grid):
         def launch(*args, **kwargs):
-            d, values, options, buffers = self._prepare(args, kwargs)
+            d, values, options, buffers = self._prepare(args, kwargs, launching=True)
             d.kernel[grid](*values, **options)
             for grad, buffer in buffers:
                 partials.reduce_into(grad, buffer)
@@ -116,7 +124,7 @@ class BackwardKernel:
         class _Interpret:
             def __getitem__(self, grid):
                 def run(*args, **kwargs):
-                    d, values, options, buffers = outer._prepare(args, kwargs)
+                    d, values, options, buffers = outer._prepare(args, kwargs, launching=True)
                     options.pop("stream", None)
                     d.kernel.interpret[grid](*values, **options)
                     for grad, buffer in buffers:

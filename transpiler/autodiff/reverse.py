@@ -36,11 +36,12 @@ def pointer_root(v, arg_names):
 class Derivation:
     """The transform of one forward IR; `source()` is the backward kernel's Python text."""
 
-    def __init__(self, ir, grads, name, param_names):
+    def __init__(self, ir, grads, name, param_names, accumulate=True):
         self.ir = ir
         self.name = name
         self.arg_names = {a.value: a.name for a in ir.args}
         self.grads = list(grads)
+        self.accumulate = accumulate     # False: plain writes store the gradient (kernel.py zeroes the others)
         self.w = Writer(taken_names=set(param_names) | {"tl", "libdevice", "transpiler", "float"})
         self.grad_param = {}
         for n in self.grads:
@@ -315,7 +316,7 @@ class Derivation:
         mask = self.p(op.operands[1]) if len(op.operands) > 1 else None
         masked = f", mask={mask}" if mask else ""
         old = f"tl.load({ptr}{masked}{', other=0.0' if mask else ''})"
-        plain = f"tl.store({ptr}, {old} + {d}{masked})"
+        plain = f"tl.store({ptr}, {old} + {d}{masked})" if self.accumulate else f"tl.store({ptr}, {d}{masked})"
         atomic = f"tl.atomic_add({ptr}, {d}{masked}, sem='relaxed')"
         if decision.plain:
             self.w.line(plain)
