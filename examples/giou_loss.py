@@ -140,8 +140,8 @@ def reference(pred, target, eps=EPS, xp=np):
         pred, target = H.to_float64(pred), H.to_float64(target)
     pl, pt, pr, pb = (pred[..., k] for k in range(4))
     tl_, tt, tr, tb = (target[..., k] for k in range(4))
-    lo = 0.0 if xp is np else xp.tensor(0.0, dtype=pred.dtype)
-    e = eps if xp is np else xp.tensor(eps, dtype=pred.dtype)
+    lo = 0.0 if xp is np else xp.tensor(0.0, dtype=pred.dtype, device=pred.device)
+    e = eps if xp is np else xp.tensor(eps, dtype=pred.dtype, device=pred.device)
     inter_w = xp.maximum(xp.minimum(pr, tr) - xp.maximum(pl, tl_), lo)
     inter = inter_w * xp.maximum(xp.minimum(pb, tb) - xp.maximum(pt, tt), lo)
     union = (pr - pl) * (pb - pt) + (tr - tl_) * (tb - tt) - inter
