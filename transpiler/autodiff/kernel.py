@@ -102,8 +102,8 @@ class BackwardKernel:
         for n in d.zeroed_inputs if launching else ():
             _ZERO[type(grads[n]).__module__.split(".")[0]](grads[n])
         hidden, buffers = [], []
-        for n in d.partial_inputs:
-            buffer = partials.buffer_for(grads[n])
+        for slot, n in enumerate(d.partial_inputs):
+            buffer = partials.buffer_for(grads[n], slot)
             hidden += [buffer, partials.numel(grads[n])]
             buffers.append((grads[n], buffer))
         return d, tuple(values) + tuple(grads[n] for n in names) + tuple(hidden), options, buffers
@@ -112,9 +112,13 @@ class BackwardKernel:
     def __getitem__(self, grid):
         def launch(*args, **kwargs):
             d, values, options, buffers = self._prepare(args, kwargs, launching=True)
-            d.kernel[grid](*values, **options)
-            for grad, buffer in buffers:
-                partials.reduce_into(grad, buffer)
+            try:
+                d.kernel[grid](*values, **options)
+                for grad, buffer in buffers:
+                    partials.reduce_into(grad, buffer)
+            except BaseException:
+                partials.forget([buffer for _, buffer in buffers])     # possibly left non-zero
+                raise
         return launch
 
     @property
