@@ -155,7 +155,8 @@ class WriteDecision:
     plain: bool
     reason: str
     condition: str | None = None    # Python text: plain where it holds at run time, atomic adds otherwise
-    partials: bool = False          # atomic adds into per-group partial rows, summed by a second kernel
+    partials: bool = False          # per-program partial rows summed by a second kernel (partials.py)
+    full_row: int = 0               # partials: the read covers [0, full_row) one lane per element
 
 
 def _live_lane_bound(mask, forms, arg_names):
@@ -267,10 +268,13 @@ def decide(loads, forms: AffineForms) -> WriteDecision:
         why = _injective(f, shape)
         if why:
             if len(loads) == 1 and _lanes_injective(f, shape):
-                return WriteDecision(False, f"{why}: each program adds into row program_id(0) % GROUPS of a "
-                                            "float32 partial buffer (contention cut GROUPS-fold), a second kernel "
-                                            "(partials.sum_partials) adds the rows into the gradient",
-                                     partials=True)
+                full = len(shape) == 1 and f.terms == ((("lane", 0), 1),) and f.constant == 0
+                how = (f"each program stores its row of {shape[0]} (a row per program while the buffer stays "
+                       "under 256 MiB, else atomic adds into 64 shared rows)" if full else
+                       "each program adds atomically into row program % 64")
+                return WriteDecision(False, f"{why}: per-program partial sums: {how} of a partial buffer; a second "
+                                            "kernel (partials.sum_partials) adds the rows into the gradient",
+                                     partials=True, full_row=shape[0] if full else 0)
             if len(loads) == 1:
                 condition = _strided_rows(loads[0], f, shape, forms)
                 if condition:

@@ -29,13 +29,14 @@ _ZERO = {"torch": lambda a: a.zero_(), "cupy": lambda a: a.fill(0), "numpy": lam
 class Derived:
     """One derived backward: its Python source, compiled kernel, and the autodiff decisions."""
 
-    def __init__(self, source, kernel, decisions, grad_names, partial_inputs, zeroed_inputs=()):
+    def __init__(self, source, kernel, decisions, grad_names, partial_inputs, zeroed_inputs=(), full_rows=()):
         self.source = source
         self.kernel = kernel
         self.decisions = decisions
         self.grad_names = grad_names
         self.partial_inputs = partial_inputs    # inputs whose gradient goes through partials.py's buffer
         self.zeroed_inputs = list(zeroed_inputs)    # accumulate=False: arrays zeroed before the launch
+        self.full_rows = list(full_rows)            # per partial input: its full row length, or 0
 
 
 def _module_namespace():
@@ -90,35 +91,37 @@ class BackwardKernel:
             kernel = compile_source(source, self.__name__)
             found = Derived(source, kernel, derivation.w.decisions,
                             [derivation.grad_param[n] for n in grad_names], list(derivation.partial_params),
-                            [] if accumulate else [n for n, dec in derivation.decisions.items() if not dec.plain])
+                            [] if accumulate else [n for n, dec in derivation.decisions.items() if not dec.plain],
+                            [derivation.decisions[n].full_row for n in derivation.partial_params])
             self._derived[key] = found
         return found
 
-    def _prepare(self, args, kwargs, launching=False):
-        """(derived kernel, its arguments, launch options, [(gradient array, partial buffer)])."""
+    def _prepare(self, args, kwargs, launching=False, grid=None):
+        """(derived kernel, its arguments, launch options, [partials.Plan]); `grid` (None: not launching)
+        sizes the partial buffers."""
         values, grads, options, accumulate = self._split(args, kwargs)
         names = list(grads)
         d = self.derived(values, names, options.get("num_warps", 4), options.get("num_stages", 3), accumulate)
         for n in d.zeroed_inputs if launching else ():
             _ZERO[type(grads[n]).__module__.split(".")[0]](grads[n])
-        hidden, buffers = [], []
-        for slot, n in enumerate(d.partial_inputs):
-            buffer = partials.buffer_for(grads[n], slot)
-            hidden += [buffer, partials.numel(grads[n])]
-            buffers.append((grads[n], buffer))
-        return d, tuple(values) + tuple(grads[n] for n in names) + tuple(hidden), options, buffers
+        programs = partials.GROUPS
+        if grid is not None and d.partial_inputs:
+            size = self.forward._grid(grid, values, options.get("num_warps", 4), options.get("num_stages", 3))
+            programs = max(size[0] * size[1] * size[2], 1)
+        hidden, plans = [], []
+        for slot, (n, full) in enumerate(zip(d.partial_inputs, d.full_rows)):
+            plan = partials.Plan(grads[n], slot, programs, full)
+            hidden += plan.arguments()
+            plans.append(plan)
+        return d, tuple(values) + tuple(grads[n] for n in names) + tuple(hidden), options, plans
 
     # -- the kernel object's entry points --------------------------------------------------------------
     def __getitem__(self, grid):
         def launch(*args, **kwargs):
-            d, values, options, buffers = self._prepare(args, kwargs, launching=True)
-            try:
-                d.kernel[grid](*values, **options)
-                for grad, buffer in buffers:
-                    partials.reduce_into(grad, buffer)
-            except BaseException:
-                partials.forget([buffer for _, buffer in buffers])     # possibly left non-zero
-                raise
+            d, values, options, plans = self._prepare(args, kwargs, launching=True, grid=grid)
+            d.kernel[grid](*values, **options)
+            for plan in plans:
+                plan.reduce()
         return launch
 
     @property
@@ -128,11 +131,11 @@ class BackwardKernel:
         class _Interpret:
             def __getitem__(self, grid):
                 def run(*args, **kwargs):
-                    d, values, options, buffers = outer._prepare(args, kwargs, launching=True)
+                    d, values, options, plans = outer._prepare(args, kwargs, launching=True, grid=grid)
                     options.pop("stream", None)
                     d.kernel.interpret[grid](*values, **options)
-                    for grad, buffer in buffers:
-                        partials.reduce_into(grad, buffer, interpret=True)
+                    for plan in plans:
+                        plan.reduce(interpret=True)
                 return run
         return _Interpret()
 

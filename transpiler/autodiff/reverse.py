@@ -14,7 +14,7 @@ each input once either way. Runtime loops and ifs are handled in `regions.py`.
 from __future__ import annotations
 
 from ..parse.ir import walk
-from . import derivatives, gradient_writes, partials, refusals
+from . import derivatives, gradient_writes, refusals
 from .spelling import spell, tl_dtype, typed_constant, literal
 from .writer import Writer
 
@@ -309,8 +309,8 @@ class Derivation:
         decision = self.decisions[root]
         grad = self.grad_param[root]
         if decision.partials:
-            buffer, row = self.partial_params[root]
-            grad = self.w.let(f"{buffer} + (tl.program_id(0) % {partials.GROUPS}) * {row}", f"{buffer}_row")
+            self._write_partial(op, root, decision)
+            return
         ptr = self.gradient_pointer(op.operands[0], root, grad)
         d = self.adj[op.result]
         mask = self.p(op.operands[1]) if len(op.operands) > 1 else None
@@ -330,6 +330,31 @@ class Derivation:
         else:
             self.w.line(atomic)
 
+    def _write_partial(self, op, root, decision):
+        """Row `program` of the partial buffer (partials.py): whole rows stored when every program has its own
+        row, atomic adds into the shared row `program % rows` otherwise."""
+        buffer, stride, rows = self.partial_params[root]
+        program = self.w.let("tl.program_id(0) + tl.num_programs(0) * (tl.program_id(1) + tl.num_programs(1) * "
+                             "tl.program_id(2))", "program")
+        programs = self.w.let("tl.num_programs(0) * tl.num_programs(1) * tl.num_programs(2)", "programs")
+        base = self.w.let(f"{buffer} + ({program} % {rows}) * {stride}", f"{buffer}_row")
+        ptr = self.gradient_pointer(op.operands[0], root, base)
+        self.respelled = {k: v for k, v in self.respelled.items() if k[1] != base}
+        d = self.adj[op.result]
+        mask = self.p(op.operands[1]) if len(op.operands) > 1 else None
+        masked = f", mask={mask}" if mask else ""
+        atomic = f"tl.atomic_add({ptr}, {d}{masked}, sem='relaxed')"
+        if decision.full_row:
+            self.w.line(f"if {rows} >= {programs}:")
+            with self.w.indent():
+                whole = f"tl.where({mask}, {d}, 0.0)" if mask else d
+                self.w.line(f"tl.store({ptr}, {whole})        # the whole row: no zeroed buffer needed")
+            self.w.line("else:")
+            with self.w.indent():
+                self.w.line(atomic)
+        else:
+            self.w.line(atomic)
+
     # -- the whole kernel ------------------------------------------------------------------------------
     def source(self, signature) -> str:
         self.decisions = {n: gradient_writes.decide(self.loads_of[n], self.forms) for n in self.inputs}
@@ -337,7 +362,7 @@ class Derivation:
         for n in self.inputs:
             if self.decisions[n].partials:
                 names = []
-                for base in (f"partial_{n}", f"partial_{n}_row"):
+                for base in (f"partial_{n}", f"partial_{n}_row", f"partial_{n}_rows"):
                     name = base
                     while name in self.w.taken:
                         name = "_" + name
