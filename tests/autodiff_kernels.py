@@ -253,6 +253,25 @@ def dot_loop_kernel(A, B, C, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl
     tl.store(C + rm[:, None] * N + rn[None, :], libdevice.tanh(acc), mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
+@transpiler.jit
+def dot_pointer_loop_kernel(A, B, C, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """A matmul as Triton writes it: pointers advanced by the loop (carried), the accumulator carried (the
+    gradient through the carried pointers is refused, not supported yet)."""
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a_ptrs = A + rm[:, None] * K + rk[None, :]
+    b_ptrs = B + rk[:, None] * N + rn[None, :]
+    acc = tl.zeros((BM, BN), tl.float64)
+    for k0 in range(0, K, BK):
+        a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] + k0 < K), other=0.0)
+        b = tl.load(b_ptrs, mask=(rk[:, None] + k0 < K) & (rn[None, :] < N), other=0.0)
+        acc += tl.dot(a, b)
+        a_ptrs += BK
+        b_ptrs += BK * N
+    tl.store(C + rm[:, None] * N + rn[None, :], acc * acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
 def _positive(rng, *shape):
     return rng.uniform(0.5, 2.0, shape)
 

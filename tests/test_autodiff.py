@@ -169,6 +169,25 @@ def test_refusals_point_at_the_python_line():
 
 # ---- explain, torch, the example ------------------------------------------------------------------------
 
+def test_a_loop_reverse_recomputes_only_what_it_reads():
+    """The reverse of a K loop reads the loop's loads, not its accumulator: no replay up to each iteration,
+    and the only dots are the forward's (its result feeds tanh's derivative) and dA, dB."""
+    case = _case("dot_loop")
+    source = case["kernel"].backward.python_source(*case["args"], grads=_grads(case), **case["constexprs"])
+    code = [line for line in source.splitlines() if not line.strip().startswith("#")]
+    assert sum(line.count("tl.dot(") for line in code) == 3 and "_replayed" not in source
+    assert "reads none of its carried values" in _decisions(case)
+
+
+def test_gradients_through_loop_carried_pointers_are_refused_at_the_loop():
+    from autodiff_kernels import dot_pointer_loop_kernel
+    a, b, c = np.ones((20, 40)), np.ones((40, 18)), np.zeros((20, 18))
+    with pytest.raises(UnsupportedSyntaxError, match="pointer this loop advances") as info:
+        dot_pointer_loop_kernel.backward.python_source(a, b, c, 20, 18, 40, grads={"A": a, "B": b, "C": c},
+                                                      BM=16, BN=16, BK=16)
+    assert "for k0 in range(0, K, BK)" in info.value.loc.source_line()
+
+
 def test_explain_says_what_each_loop_recomputes():
     assert "reads none of its carried values" in _decisions(_case("loop_sum"))
     assert "replays the forward loop up to it" in _decisions(_case("loop_recurrence"))

@@ -29,7 +29,7 @@ def replay(d, op):
 
 
 def _loop_bounds(d, op):
-    lo, hi, step = (d.p(v) for v in op.operands[:3])
+    lo, hi, step = (d.names[v] for v in op.operands[:3])
     return lo, hi, step
 
 
@@ -50,7 +50,7 @@ def _emit_forward_loop(d, op, lo, hi, step, suffix=""):
     for k in _carried_slots(d, op):
         arg = carried_args[k]
         name = d.w.fresh((arg.name or "carried") + suffix)
-        d.w.line(f"{name} = {d.p(inits[k])}")
+        d.w.line(f"{name} = {d.names[inits[k]]}")
         carried[k] = name
         d.names[arg] = name
     iv = d.w.fresh((iv_arg.name or "i") + suffix)
@@ -66,7 +66,7 @@ def _emit_forward_loop(d, op, lo, hi, step, suffix=""):
 
 def _assign_yield(d, targets, values):
     if targets:
-        d.w.line(f"{', '.join(targets)} = {', '.join(d.p(v) for v in values)}")
+        d.w.line(f"{', '.join(targets)} = {', '.join(d.names[v] for v in values)}")
     else:
         d.w.line("pass")
 
@@ -86,7 +86,7 @@ def _replay_if(d, op):
         return
     results = [d.w.fresh(op.results[k].name or "sel") for k in slots]
     d.w.comment(op.loc)
-    d.w.line(f"if {d.p(op.operands[0])}:")
+    d.w.line(f"if {d.names[op.operands[0]]}:")
     for i, region in enumerate(op.regions):
         if i == 1:
             d.w.line("else:")

@@ -21,16 +21,50 @@ from .writer import Writer
 _DROPPED = {"store", "atomic_rmw", "device_print", "device_assert", "barrier"}
 
 
-def pointer_root(v, arg_names):
-    """The kernel argument a pointer value is derived from (through splat, broadcast, addptr and shape ops),
-    or None (a pointer loaded from memory or chosen by a select)."""
+class _Everything:
+    def __contains__(self, value):
+        return True
+
+
+_EVERYTHING = _Everything()
+
+
+_POINTER_PATH = ("splat", "broadcast", "addptr", "expand_dims", "reshape", "permute", "hint")
+
+
+def loop_carried(ir):
+    """region argument or loop result -> (the for op, its carried slot)."""
+    out = {}
+    for op in walk(ir.body):
+        if op.name == "for":
+            for k, (arg, res) in enumerate(zip(op.regions[0].args[1:], op.results)):
+                out[arg] = out[res] = (op, k)
+    return out
+
+
+def pointer_root(v, arg_names, carried=None, seen=None):
+    """The kernel argument a pointer value is derived from (through splat, broadcast, addptr, shape ops and
+    loop-carried pointers advanced by the loop), or None (a pointer loaded from memory, chosen by a select, or
+    carried by a loop that swaps it for another)."""
+    carried = carried or {}
+    seen = set() if seen is None else seen
     while v not in arg_names:
+        if v in carried:
+            if v in seen:
+                return _SELF
+            seen.add(v)
+            op, k = carried[v]
+            first = pointer_root(op.operands[3 + k], arg_names, carried, seen)
+            then = pointer_root(op.regions[0].ops[-1].operands[k], arg_names, carried, seen)
+            return first if then in (first, _SELF) else None
         op = v.owner
-        if op is None or not hasattr(op, "name") or op.name not in ("splat", "broadcast", "addptr", "expand_dims",
-                                                                     "reshape", "permute", "hint"):
+        if op is None or not hasattr(op, "name") or op.name not in _POINTER_PATH:
             return None
         v = op.operands[0]
     return arg_names[v]
+
+
+_SELF = object()        # pointer_root met the carried pointer it started from: the loop advances it
 
 
 class Derivation:
@@ -61,11 +95,12 @@ class Derivation:
     # -- which pointers are differentiated -----------------------------------------------------------
     def _classify(self):
         self.load_root, self.write_root = {}, {}
+        self.carried = loop_carried(self.ir)
         for op in walk(self.ir.body):
             if op.name == "load":
-                self.load_root[op] = pointer_root(op.operands[0], self.arg_names)
+                self.load_root[op] = pointer_root(op.operands[0], self.arg_names, self.carried)
             elif op.name in ("store", "atomic_rmw", "atomic_cas"):
-                self.write_root[op] = pointer_root(op.operands[0], self.arg_names)
+                self.write_root[op] = pointer_root(op.operands[0], self.arg_names, self.carried)
         refusals.check(self.ir, self.load_root, self.write_root)
         loaded = {r for r in self.load_root.values() if r}
         written = {r for r in self.write_root.values() if r}
@@ -88,6 +123,7 @@ class Derivation:
                 refusals.refuse(writes[1], f"{n} is stored more than once; the gradient of an overwritten "
                                            "store is not supported yet")
         self.varied = self._activity()
+        self.reads = None               # what the reverse sweep reads: known after the dry pass (source())
         self.needed = self._needed()
 
     def _activity(self):
@@ -112,11 +148,15 @@ class Derivation:
         return varied
 
     def _needed(self, reversed_loop=None):
-        """Forward values the backward reads (a backward slice): loop-carried values and loop results outside it
-        are not replayed, so no loop computes a value nobody reads. With `reversed_loop`, what one reverse
-        iteration of that loop reads: its body's yields feed the next forward iteration, not the reverse."""
+        """Forward values the backward reads (a backward slice of what the reverse sweep's rules read, found by a
+        first, dry pass): values nobody reads are not replayed, so no loop computes (or carries) a value nobody
+        reads, and a loop's accumulator is not recomputed for a rule that reads only the loop's loads. With
+        `reversed_loop`, what one reverse iteration of that loop reads: its body's yields feed the next forward
+        iteration, not the reverse."""
+        if self.reads is None:
+            return _EVERYTHING                     # the dry pass replays everything
         self._reversed_loop = reversed_loop
-        seeds = set()
+        seeds = set(self.reads)
         for op in walk(self.ir.body):
             if op in self.write_root and self.write_root[op] in self.outputs:
                 seeds.update(op.operands[:1] + op.operands[2:3])
@@ -126,9 +166,6 @@ class Derivation:
                 seeds.update(op.operands[:3])       # the reverse loop runs over the same range
             elif op.name == "if":
                 seeds.add(op.operands[0])           # and takes the same branch
-            elif any(r in self.varied for r in op.results):
-                seeds.update(op.operands)
-                seeds.update(op.results)
         needed, work = set(), list(seeds)
         while work:
             v = work.pop()
@@ -144,6 +181,8 @@ class Derivation:
             if owner.name == "for":
                 k = owner.results.index(v)
                 body = owner.regions[0]
+                if owner is self._reversed_loop:        # one reverse iteration does not compute the result
+                    return [owner.operands[3 + k], body.args[1 + k]] + owner.operands[:3]
                 return [owner.operands[3 + k], body.ops[-1].operands[k], body.args[1 + k]] + owner.operands[:3]
             if owner.name == "if":
                 k = owner.results.index(v)
@@ -255,6 +294,11 @@ class Derivation:
             return self.respelled[key]
         if v in self.arg_names:
             out = grad_name
+        elif v in self.carried:
+            op = self.carried[v][0]
+            refusals.refuse(op, f"the gradient of {root_name} through a pointer this loop advances (ptrs += ...) "
+                                "is not supported yet", hint="index inside the loop instead: "
+                                                             "X + offsets + k * BLOCK")
         else:
             op = v.owner
             inner = self.gradient_pointer(op.operands[0], root_name, grad_name)
@@ -377,6 +421,17 @@ class Derivation:
             self.w.decide(f"incoming gradient of {n} read from {self.grad_param[n]} (masked as the store)")
         self.w.decide("forward values recomputed in the backward (straight-line code and its reductions cost "
                       "what the forward costs; nothing is saved between the two kernels)")
+        # The dry pass: everything replayed, to learn what the reverse sweep reads; then the real one.
+        decisions = list(self.w.decisions)
+        with self.w.capture():
+            self.replay(self.ir.body)
+            self.used_primals = set()
+            self.sweep(self.ir.body)
+        self.reads = set(self.used_primals)
+        self.w.decisions = decisions
+        self.names = {v: n for v, n in self.arg_names.items()}
+        self.adj, self.respelled, self.incoming, self.used_primals = {}, {}, {}, set()
+        self.needed = self._needed()
         self.w.line("# ---- the forward recomputed (primal replay) ----")
         self.replay(self.ir.body)
         self.w.line("# ---- the reverse sweep ----")

@@ -74,10 +74,12 @@ class Writer:
             def __enter__(self):
                 self.saved = writer.lines
                 writer.lines = []
+                writer._last_comment = None
                 return writer.lines
 
             def __exit__(self, *exc):
                 writer.lines = self.saved
+                writer._last_comment = None
         return _Capture()
 
     def splice(self, lines, extra_depth=0):
