@@ -11,7 +11,7 @@ import pytest
 
 from transpiler import dtypes
 from transpiler.analysis.layouts import blocked
-from transpiler.emit_cuda.banks import _passes, conversion_padding
+from transpiler.analysis.bank_padding import _passes, conversion_padding
 from transpiler.emit_cuda.tiles import SharedTile
 
 GEOMETRIES = [((64, 32), 1, dtypes.float16), ((32, 64), 1, dtypes.float16), ((16, 256), 1, dtypes.float16),

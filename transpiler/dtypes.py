@@ -365,3 +365,8 @@ def computation_type(a: dtype, a_is_python_scalar: bool, b: dtype, b_is_python_s
 
 def float_of_width(bits: int) -> dtype:
     return {16: float16, 32: float32, 64: float64}[bits]
+
+
+def accumulate_type(dt):
+    """The type a reduction or scan accumulates in: float32 for the 16-bit floats, the type itself otherwise."""
+    return float32 if dt in (float16, bfloat16) else dt

@@ -10,6 +10,8 @@ from .decisions import DecisionLog
 from .layout_assignment import LayoutAssignment, coalesced_order
 from .load_combining import combine_loads
 from .pipelining import plan_pipelines
+from .read_only import ReadOnlyPointers, plan_read_only
+from .shared_memory import SharedMemoryPlan, plan_shared_memory
 from .tensor_cores import plan_dots
 from .vectorize import vectorize
 
@@ -25,6 +27,8 @@ class KernelAnalysis:
     pipelines: dict     # for op -> PipelinePlan (pipelining.py)
     combined_loads: dict  # load op -> CombinedLoad (load_combining.py)
     atomics: dict       # atomic op -> AtomicPlan (atomics.py)
+    shared_memory: SharedMemoryPlan   # the buffers in tp_smem (shared_memory.py)
+    read_only: ReadOnlyPointers       # pointers no store writes through (read_only.py)
     target: str | None = None   # the architecture the source is emitted for, where that matters
     required_arch: ArchRequirement | None = None   # the oldest GPU it runs on (arch_requirements.py)
 
@@ -47,5 +51,6 @@ def analyze(kernel, target=None) -> KernelAnalysis:
     pipelines = plan_pipelines(kernel, widths, fastest_dim, decisions, dots)
     combined = combine_loads(kernel, axis, layouts, widths, decisions)
     atomics = plan_atomics(kernel, layouts, decisions)
-    return KernelAnalysis(axis, layouts, widths, uniform, decisions, dots, pipelines, combined, atomics, target,
-                          required_arch(kernel))
+    smem = plan_shared_memory(kernel, layouts, pipelines, any(p.kind == "wgmma" for p in dots.values()))
+    return KernelAnalysis(axis, layouts, widths, uniform, decisions, dots, pipelines, combined, atomics, smem,
+                          plan_read_only(kernel), target, required_arch(kernel))

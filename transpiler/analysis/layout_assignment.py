@@ -20,6 +20,25 @@ def coalesced_order(info, rank):
     return sorted(range(rank), key=lambda d: (-info.contiguity[d], -d))
 
 
+MAX_ACCESS_BYTES = 16   # the widest access one thread makes (ld.global.v4.b32, cp.async, a 16-byte shared store)
+
+
+def widest_access(elem_bytes, *limits) -> int:
+    """Elements one thread moves in one access: the largest power of two within 16 bytes and every limit
+    (contiguity, alignment in elements, elements per thread, contiguous registers). The one rule of vector width:
+    the coalesced anchors below, the access widths (vectorize.py) and the register layout of a dot operand
+    written to shared memory all use it."""
+    n = min(max(1, MAX_ACCESS_BYTES // elem_bytes), *limits)
+    return _pow2_floor(max(n, 1))
+
+
+def operand_tile_layout(value, k_dim, num_warps):
+    """The layout a dot operand computed on demand is made in before it is written to a shared-memory tile: blocked,
+    as many elements per thread along `k_dim` as one access moves."""
+    per_thread = widest_access(value.dtype.itemsize, value.type.numel // (32 * num_warps))
+    return blocked(value.shape, per_thread, [k_dim, 1 - k_dim], num_warps)
+
+
 def coalesced_layout(shape, info, elem_bytes, num_warps, decisions=None, op=None):
     rank = len(shape)
     order = coalesced_order(info, rank)
@@ -30,8 +49,7 @@ def coalesced_layout(shape, info, elem_bytes, num_warps, decisions=None, op=None
     for s in shape:
         numel *= s
     per_thread = max(numel // (32 * num_warps), 1)
-    vec = min(contig, _pow2_floor(align_elems), max(1, 16 // elem_bytes), per_thread)
-    vec = _pow2_floor(max(vec, 1))
+    vec = widest_access(elem_bytes, contig, align_elems, per_thread)
     layout = blocked(shape, vec, order, num_warps)
     if decisions is not None and op is not None:
         why = (f"dim {fastest} contiguous by {info.contiguity[fastest]}, first element aligned to "

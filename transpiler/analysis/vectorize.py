@@ -7,11 +7,7 @@ each run is tested as a whole and only a ragged run falls back to element access
 """
 from __future__ import annotations
 
-from .layout_assignment import coalesced_order
-
-
-def _pow2_floor(n):
-    return 1 << (int(n).bit_length() - 1) if n >= 1 else 1
+from .layout_assignment import coalesced_order, widest_access
 
 
 def vectorize(kernel, axis, layouts, decisions):
@@ -22,8 +18,7 @@ def vectorize(kernel, axis, layouts, decisions):
         elem = ptr.dtype.element_ty.itemsize
         fastest = coalesced_order(info, len(ptr.shape))[0]
         regs = layout.contiguous_regs(fastest)
-        align = _pow2_floor(max(1, info.divisibility[fastest] // elem))
-        vec = min(regs, _pow2_floor(info.contiguity[fastest]), align, max(1, 16 // elem))
+        vec = widest_access(elem, regs, info.contiguity[fastest], max(1, info.divisibility[fastest] // elem))
         widths[op] = vec
         mask_index = 2 if op.name == "store" else 1
         if len(op.operands) > mask_index:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from . import cspell
 from . import rules  # noqa: F401  (registers the lowering rules)
-from .emitter import Emitter, Read, SharedMemoryPool, jinja_env, templates_dir
+from .emitter import Emitter, Read, jinja_env, templates_dir
 
 
 def _params(kernel, written, c_names):
@@ -21,64 +21,6 @@ def _params(kernel, written, c_names):
         else:
             out.append(f"{cspell.ctype(dt)} {name}")
     return out
-
-
-_WRITES_MEMORY = ("store", "atomic_rmw", "atomic_cas")
-
-
-def written_pointer_args(kernel):
-    """Names of pointer arguments some store or atomic writes through (the rest become `const T*`)."""
-    roots = {a.value: a.name for a in kernel.args}
-    written = set()
-    for op in kernel.walk():
-        if op.name not in _WRITES_MEMORY:
-            continue
-        stack = [op.operands[0]]
-        seen = set()
-        while stack:
-            v = stack.pop()
-            if v in seen:
-                continue
-            seen.add(v)
-            if v in roots:
-                written.add(roots[v])
-                continue
-            owner = v.owner
-            if owner is None or not hasattr(owner, "operands"):
-                written.update(roots.values())  # a pointer carried through control flow: be conservative
-                continue
-            stack.extend(o for o in owner.operands if o.dtype.is_ptr())
-    return written
-
-
-def const_pointer_values(kernel, written):
-    """Pointer values whose every root argument is read-only (so their C type is `const T*`). A loop-carried
-    pointer is read-only when its initial value is."""
-    const = {a.value for a in kernel.args if a.value.dtype.is_ptr() and a.name not in written}
-
-    def visit(region):
-        for op in region.ops:
-            if op.name in ("for", "while"):
-                inits = op.operands[3:] if op.name == "for" else op.operands
-                for reg in op.regions:
-                    carried = reg.args[-len(inits):] if inits else []
-                    const.update(a for a, init in zip(carried, inits) if init in const)
-                const.update(r for r, init in zip(op.results, inits) if init in const)
-                for reg in op.regions:
-                    visit(reg)
-                continue
-            for reg in op.regions:
-                visit(reg)
-            if op.name == "if":
-                const.update(r for i, r in enumerate(op.results)
-                             if all(reg.ops[-1].operands[i] in const for reg in op.regions))
-                continue
-            for r in op.results:
-                ptr_operands = [o for o in op.operands if o.dtype.is_ptr()]
-                if r.dtype.is_ptr() and ptr_operands and all(o in const for o in ptr_operands):
-                    const.add(r)
-    visit(kernel.body)
-    return const
 
 
 def _specialization_text(kernel):
@@ -137,8 +79,6 @@ def _referenced_thread_bases(lines, body):
 
 def emit_kernel(kernel, analysis) -> EmittedKernel:
     em = Emitter(kernel, analysis)
-    written = written_pointer_args(kernel)
-    em.const_pointers = const_pointer_values(kernel, written)
     for a in kernel.args:
         name = em.name_of(a.value, a.name)    # a parameter named like a template local (`r`) is renamed
         em.bind(a.value, Read(scalar=name, ctype=cspell.ctype(a.value.dtype)), None)
@@ -146,8 +86,9 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
     notes = []
     for layout, i in sorted(em.layout_ids.items(), key=lambda kv: kv[1]):
         notes.append(f"layout L{i}: {layout.describe()} ({layout.num_regs} registers per thread)")
-    shared_bytes, smem_constants = em.smem.layout()
-    params, body = _params(kernel, written, em.names), "\n".join(em.lines)
+    shared_bytes = em.smem.total_bytes()
+    smem_constants = [f"constexpr int {name} = {value};" for name, value in em.smem.constants()]
+    params, body = _params(kernel, analysis.read_only.written_args, em.names), "\n".join(em.lines)
     uses_fp8 = any("__nv_fp8" in text for text in params + [body])
     source = jinja_env().get_template("kernel.cu.j2").render(
         source_file=os.path.basename(kernel.source_file),  # no absolute path: stable snapshots
@@ -157,10 +98,10 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
         occupancy_macro=None if em.uses_tiles else OCCUPANCY_MACRO, maxnreg_macro=MAXNREG_MACRO,
         device_header=_device_header(em.uses_tiles, uses_fp8), device_functions=em.device_functions,
         params=params, shared_bytes=shared_bytes,
-        smem_align=SharedMemoryPool.WGMMA_ALIGN if analysis.uses_wgmma else SharedMemoryPool.ALIGN,
+        smem_align=em.smem.align,
         shared_decls=(smem_constants + em.shared_decls) if shared_bytes else [],
         thread_bases=_referenced_thread_bases(em.thread_base_lines, body), body=body)
-    return EmittedKernel(source, shared_bytes, tuple(em.smem.buffers), analysis.required_arch)
+    return EmittedKernel(source, shared_bytes, em.smem.report(), analysis.required_arch)
 
 
 __all__ = ["emit_kernel", "EmittedKernel", "OCCUPANCY_MACRO", "MAXNREG_MACRO"]

@@ -15,10 +15,10 @@ import jinja2
 
 from .. import dtypes
 from ..analysis import conversion_chunks
+from ..analysis.bank_padding import conversion_padding
 from ..analysis.layouts import LinearLayout, register_map
 from ..parse.ir import Value
 from . import cspell
-from .banks import conversion_padding
 from .bits import bit_moves
 from .names import CNames
 
@@ -91,7 +91,7 @@ class Emitter:
         self.thread_base_lines: list = []
         self.thread_bases: dict = {}
         self.shared_decls: list = []
-        self.smem = SharedMemoryPool(SharedMemoryPool.WGMMA_ALIGN if analysis.uses_wgmma else SharedMemoryPool.ALIGN)
+        self.smem = analysis.shared_memory.fork()   # the plan (analysis/shared_memory.py), plus this emission's scratch
         self.tiles: dict = {}              # value -> SharedTile holding it (staged loads of a pipelined loop)
         self.invariant_buffers: dict = {}  # value -> (buffer, tile, scope written in): a loop-invariant dot operand
         self.stage_tiles: dict = {}        # staged load op -> its ring of stage tiles
@@ -106,7 +106,7 @@ class Emitter:
         self.loop_depth = 0
         self.macros = jinja_env().get_template("ops.j2").module
         self.dot_macros = jinja_env().get_template("dot.j2").module
-        self.const_pointers = set()   # pointer values derived only from read-only arguments
+        self.const_pointers = analysis.read_only.const_values   # pointers derived only from read-only arguments
 
     # -- text ----------------------------------------------------------------------------------------------
     def write(self, text: str):
@@ -208,7 +208,7 @@ class Emitter:
 
     def padded_index(self, layout: LinearLayout, pad: int, r="r") -> str:
         """Offset in a conversion buffer: row-major, each row of the last dimension padded by `pad` elements
-        (chosen in banks.py so the warp's writes and reads spread over the banks)."""
+        (chosen in analysis/bank_padding.py so the warp's writes and reads spread over the banks)."""
         if not pad:
             return self.linear_index(layout, r)
         terms = []
@@ -235,13 +235,20 @@ class Emitter:
         return " + ".join(reversed(terms)) if terms else "0"
 
     # -- shared memory -------------------------------------------------------------------------------------
-    def shared_buffer(self, dt, count: int, hint: str, purpose="cross-warp reduction") -> str:
-        """A buffer of its own for the whole kernel (reduction or scan scratch), declared at the top."""
+    def _declare_buffer(self, buffer, dt, hint, ctype=None) -> str:
         name = self.fresh(hint)
-        offset = self.smem.persistent(count * dt.itemsize)
-        ct = cspell.ctype(dt)
-        self.shared_decls.append(f"{ct}* {name} = reinterpret_cast<{ct}*>(tp_smem + {offset});")
-        self.smem.record(name, ct, count, dt.itemsize, purpose)
+        ct = ctype or cspell.ctype(dt)
+        self.smem.declare(buffer, name, ct)
+        return name
+
+    def shared_buffer(self, dt, count: int, hint: str, key) -> str:
+        """The planned buffer `key` of its own for the whole kernel (reduction or scan scratch, a loop-invariant
+        dot operand), declared at the top."""
+        buffer = self.smem.planned(key)
+        assert (buffer.dtype, buffer.count) == (dt, count), (key, buffer, dt, count)
+        name = self._declare_buffer(buffer, dt, hint)
+        ct = buffer.ctype
+        self.shared_decls.append(f"{ct}* {name} = reinterpret_cast<{ct}*>(tp_smem + {buffer.offset});")
         return name
 
     def scratch_buffers(self, requests, purpose):
@@ -250,19 +257,21 @@ class Emitter:
         barrier = self.smem.begin_scratch(self.loop_depth > 0)
         names = []
         for dt, count, hint, *ctype in requests:
-            name = self.fresh(hint)
-            ct = ctype[0] if ctype else cspell.ctype(dt)
-            self.write(f"{ct}* {name} = reinterpret_cast<{ct}*>(tp_smem + {self.smem.scratch(count * dt.itemsize)});")
-            self.smem.record(name, ct, count, dt.itemsize, purpose)
+            buffer = self.smem.scratch(count * dt.itemsize, purpose, dt, count)
+            name = self._declare_buffer(buffer, dt, hint, ctype[0] if ctype else None)
+            ct = buffer.ctype
+            self.write(f"{ct}* {name} = reinterpret_cast<{ct}*>(tp_smem + {buffer.offset});")
             names.append(name)
         return names, barrier
 
-    def stage_buffer(self, dt, count: int, hint: str) -> str:
-        """The ring of stage buffers of a pipelined loop (declared by the caller before the prologue)."""
-        name = self.fresh(hint)
-        ct = cspell.ctype(dt)
-        self.write(f"{ct}* {name} = reinterpret_cast<{ct}*>(tp_smem + {self.smem.stage(count * dt.itemsize)});")
-        self.smem.record(name, ct, count, dt.itemsize, "pipeline stages of a loop")
+    def stage_buffer(self, dt, count: int, hint: str, key) -> str:
+        """The planned ring `key` of stage buffers of a pipelined loop (declared by the caller before the
+        prologue)."""
+        buffer = self.smem.planned(key)
+        assert (buffer.dtype, buffer.count) == (dt, count), (key, buffer, dt, count)
+        name = self._declare_buffer(buffer, dt, hint)
+        ct = buffer.ctype
+        self.write(f"{ct}* {name} = reinterpret_cast<{ct}*>(tp_smem + {buffer.offset});")
         return name
 
     # -- values --------------------------------------------------------------------------------------------
@@ -394,82 +403,6 @@ class Emitter:
 
     def pop_scope(self):
         self.scopes.pop()
-
-
-class SharedMemoryPool:
-    """Offsets into the one dynamic shared buffer `tp_smem` of a kernel.
-
-    Three kinds of space: *persistent* buffers (reduction scratch, each its own bytes for the whole kernel);
-    *stage* buffers, the rings of a pipelined loop, alive from its prologue to its end; and *scratch* for
-    one conversion or one dot's operands, dead as soon as it has been read back. All scratch uses start at
-    the same offset (after a barrier), and outside a pipelined loop they reuse the stage buffers' bytes.
-    Offsets are written as expressions of `tp_smem_stage` / `tp_smem_scratch`, fixed once the kernel is
-    emitted."""
-
-    ALIGN = 128
-    WGMMA_ALIGN = 1024      # warpgroup MMA reads tiles whose swizzle atoms start on 1024-byte boundaries
-
-    def __init__(self, align=ALIGN):
-        self.align = align
-        self.persistent_bytes = 0
-        self.stage_bytes = 0          # the current pipelined loop's rings
-        self.max_stage_bytes = 0
-        self.in_pipeline = False
-        self.scratch_bytes = 0        # the current scratch use
-        self.max_scratch = 0          # outside pipelined loops
-        self.max_scratch_in_pipeline = 0
-        self.scratch_used = False
-        self.buffers = []             # (name, C type, count, bytes, purpose), for reports
-
-    def record(self, name, ctype, count, itemsize, purpose):
-        self.buffers.append((name, ctype, count, count * itemsize, purpose))
-
-    def _align(self, n):
-        return (n + self.align - 1) // self.align * self.align
-
-    def persistent(self, nbytes) -> str:
-        offset = self.persistent_bytes
-        self.persistent_bytes += (nbytes + 15) // 16 * 16
-        return str(offset)
-
-    def begin_pipeline(self):
-        self.in_pipeline, self.stage_bytes = True, 0
-
-    def end_pipeline(self):
-        self.in_pipeline = False
-
-    def stage(self, nbytes) -> str:
-        offset = self.stage_bytes
-        self.stage_bytes += self._align(nbytes)
-        self.max_stage_bytes = max(self.max_stage_bytes, self.stage_bytes)
-        return f"tp_smem_stage + {offset}" if offset else "tp_smem_stage"
-
-    def begin_scratch(self, in_loop) -> bool:
-        barrier = self.scratch_used or in_loop
-        self.scratch_used = True
-        self.scratch_bytes = 0
-        return barrier
-
-    def scratch(self, nbytes) -> str:
-        offset = self.scratch_bytes
-        self.scratch_bytes += self._align(nbytes)
-        if self.in_pipeline:
-            self.max_scratch_in_pipeline = max(self.max_scratch_in_pipeline, self.scratch_bytes)
-            base = "tp_smem_scratch_in_loop"
-        else:
-            self.max_scratch = max(self.max_scratch, self.scratch_bytes)
-            base = "tp_smem_stage"
-        return f"{base} + {offset}" if offset else base
-
-    def layout(self):
-        """(total bytes, [constexpr declarations]) once everything has been allocated."""
-        stage_base = self._align(self.persistent_bytes)
-        in_loop = stage_base + self.max_stage_bytes
-        total = max(stage_base + self.max_scratch, in_loop + self.max_scratch_in_pipeline, self.persistent_bytes)
-        decls = [f"constexpr int tp_smem_stage = {stage_base};"] if self.max_stage_bytes or self.max_scratch else []
-        if self.max_scratch_in_pipeline:
-            decls.append(f"constexpr int tp_smem_scratch_in_loop = {in_loop};")
-        return total, decls
 
 
 def _hint_for(v):

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..analysis.layouts import blocked
+from ..analysis.layout_assignment import operand_tile_layout, widest_access
 
 
 @dataclass(frozen=True)
@@ -132,11 +132,7 @@ def register_layout_for(em, value, k_dim):
     """The layout `value` is read in before it is written to a tile: its own, or for a value computed on
     demand, a blocked layout with 16 bytes per thread along `k_dim`."""
     own = em.layouts.layout.get(value)
-    if own is not None:
-        return own
-    elems = value.type.numel
-    per_thread = max(1, min(16 // value.dtype.itemsize, elems // (32 * em.kernel.num_warps)))
-    return blocked(value.shape, per_thread, [k_dim, 1 - k_dim], em.kernel.num_warps)
+    return own if own is not None else operand_tile_layout(value, k_dim, em.kernel.num_warps)
 
 
 def write_to_tile(em, value, buffer, k_dim) -> OperandView:
@@ -147,7 +143,7 @@ def write_to_tile(em, value, buffer, k_dim) -> OperandView:
     reg_dims = [d for d in range(2) if layout.contiguous_regs(d) > 1]
     col_dim = reg_dims[0] if reg_dims else k_dim
     tile = SharedTile(buffer, value.shape, col_dim, value.dtype, em.analysis.uses_wgmma)
-    vec = min(layout.contiguous_regs(col_dim), max(1, 16 // value.dtype.itemsize)) if read.is_identity_array else 1
+    vec = widest_access(value.dtype.itemsize, layout.contiguous_regs(col_dim)) if read.is_identity_array else 1
     element = f"{buffer}[{em.tile_offset(layout, tile, 'r')}]"
     if vec > 1:
         em.write(em.macros.run_loop(layout.num_regs // vec, vec,

@@ -52,7 +52,7 @@ def hoist_invariant_operands(em, loop) -> list:
         if tile is None or not any(s is scope for s in em.scopes):
             if buffer is None:
                 buffer = em.shared_buffer(value.dtype, value.type.numel, f"{em.name_of(value)}_tile",
-                                          "loop-invariant dot operand")
+                                          (value, "invariant operand", 0))
             if not written:
                 em.write("// dot operands the loop does not change: written to shared memory once, before it")
                 em.write("__syncthreads();  // earlier readers of these tiles are done")

@@ -100,7 +100,7 @@ def pipelined_for(em, op, plan):
     em.smem.begin_pipeline()
     for staged in plan.loads:
         v = staged.op.result
-        buf = em.stage_buffer(v.dtype, v.type.numel * stages, f"{em.name_of(v)}_stages")
+        buf = em.stage_buffer(v.dtype, v.type.numel * stages, f"{em.name_of(v)}_stages", (staged.op, "stages", 0))
         em.stage_tiles[staged.op] = StageRing(buf, v.shape, staged.col_dim, v.dtype, em.analysis.uses_wgmma)
 
     # Prologue: the first S-1 iterations' copies.

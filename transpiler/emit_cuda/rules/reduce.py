@@ -91,7 +91,7 @@ def reduce(em, op, layout_unused):
     if warp_bits:
         n_groups = 1 << len(warp_bits)
         n_slots = max(out_layout.shape and _numel(out_layout.shape) or 1, 1)
-        bufs = [em.shared_buffer(d, n_groups * n_slots, f"{base}{i}_smem") for i, d in enumerate(acc_dts)]
+        bufs = [em.shared_buffer(d, n_groups * n_slots, f"{base}{i}_smem", (op, "reduce", i)) for i, d in enumerate(acc_dts)]
         slot = em.linear_index(out_layout, "o")
         group = bit_moves("warp", [(b, j) for j, b in enumerate(warp_bits)], len(src_layout.warp))
         lane_axis_mask = sum(lane_masks)

@@ -131,7 +131,7 @@ def scan(em, op, layout_unused):
         ctx["lane_steps"] = [dict(delta=1 << (p + j), reach=1 << j) for j in range(len(plan.lane_bits))]
 
     if plan.warp_bits:
-        _cross_warp_context(em, ctx, plan, arrays, acc_dts, base, reverse)
+        _cross_warp_context(em, op, ctx, plan, arrays, acc_dts, base, reverse)
     elif plan.hi_regs:
         # One warp spans the axis: each chunk's total is in the last lane along it.
         ctx["chunks_by_shuffle"] = True
@@ -151,7 +151,7 @@ def scan(em, op, layout_unused):
             em.bind(res, Read(array=a["name"], ctype=a["ctype"]), layout)
 
 
-def _cross_warp_context(em, ctx, plan, arrays, acc_dts, base, reverse):
+def _cross_warp_context(em, op, ctx, plan, arrays, acc_dts, base, reverse):
     """Shared-memory slots [chunk in scan order][warp along the axis][element of the other dimensions]."""
     layout = plan.layout
     n_warps, n_chunks = 1 << len(plan.warp_bits), 1 << len(plan.hi_regs)
@@ -160,9 +160,8 @@ def _cross_warp_context(em, ctx, plan, arrays, acc_dts, base, reverse):
     for s in others.shape:
         n_slots *= s
     slot = em.linear_index(others, "o")
-    for a, dt in zip(arrays, acc_dts):
-        a["buf"] = em.shared_buffer(dt, n_chunks * n_warps * n_slots, f"{a['name']}_smem",
-                                    "totals of warps and register chunks of a scan")
+    for i, (a, dt) in enumerate(zip(arrays, acc_dts)):
+        a["buf"] = em.shared_buffer(dt, n_chunks * n_warps * n_slots, f"{a['name']}_smem", (op, "scan", i))
     place = bit_moves("warp", [(b, j) for j, b in enumerate(plan.warp_bits)], len(layout.warp))
     ctx["warp_pos"] = em.fresh(f"{base}_warp")
     ctx["warp_pos_expr"] = f"{n_warps - 1} - ({place})" if reverse else place

@@ -1,0 +1,272 @@
+"""The shared-memory plan: every buffer of a kernel in its one dynamic buffer `tp_smem`, with its bytes, its
+alignment and where it lives, decided here and only spelled by the emitter.
+
+Three kinds of space, by lifetime:
+- *persistent*: a buffer of its own for the whole kernel (cross-warp reduction and scan scratch, a loop-invariant
+  dot operand's tile), laid out first, each rounded to 16 bytes;
+- *stages*: the rings of a pipelined loop, alive from its prologue to its end, after the persistent ones;
+- *scratch*: one layout conversion's or one dot's operands' bytes, dead as soon as they are read back. Every
+  scratch use starts at the same offset (after a barrier): outside a pipelined loop it reuses the stage rings'
+  bytes, inside one it follows them.
+Stage rings and scratch are aligned to 128 bytes (1024 with warpgroup MMA, whose swizzled tiles start on 1024-byte
+boundaries). A new kind of buffer (a TMA ring, an mbarrier array) is one more `Buffer` with its kind and alignment.
+
+`plan_shared_memory` walks the kernel in program order, the order the emitter spells it, and plans the buffers
+the IR and the other passes decide: the cross-warp scratch of each reduction and scan (from its layout), the
+loop-invariant dot operand tiles (`invariant_operands.py`), the stage rings of each pipelined loop
+(`pipelining.py`), each a `Buffer` keyed by (op or value, role, index). Scratch for layout conversions and for dot
+operands held in registers is still requested where a rule needs it (through the same plan, so the same rules of
+reuse apply); the padding of a conversion buffer comes from `bank_padding.py`.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+from dataclasses import dataclass
+
+from ..dtypes import accumulate_type
+from .invariant_operands import invariant_dot_operands
+
+PERSISTENT, STAGES, SCRATCH = "persistent", "stages", "scratch"
+ALIGN = 128
+WGMMA_ALIGN = 1024      # warpgroup MMA reads tiles whose swizzle atoms start on 1024-byte boundaries
+PERSISTENT_ALIGN = 16
+
+
+@dataclass
+class Buffer:
+    """One buffer of the plan. `offset` is a C expression of the plan's base constants (`tp_smem_stage`,
+    `tp_smem_scratch_in_loop`), fixed once every buffer is known; `name` is the C name the emitter gave it."""
+
+    kind: str
+    nbytes: int
+    purpose: str
+    dtype: object = None    # element type (None: bytes the emitter types itself)
+    count: int = 0          # elements
+    offset: str = "0"
+    name: str = ""
+    ctype: str = ""         # the C element type the emitter declared it with, for reports
+    key: tuple = ()
+
+
+class SharedMemoryPlan:
+    """Buffers and their offsets in `tp_smem`. Analysis adds what it decides (`persistent`, `stage` rings inside
+    `begin_pipeline`/`end_pipeline`); the emitter adds the scratch uses it spells (`begin_scratch`, `scratch`)
+    and takes the planned buffers by key (`planned`)."""
+
+    def __init__(self, align=ALIGN):
+        self.align = align
+        self.persistent_bytes = 0
+        self.stage_bytes = 0          # the current pipelined loop's rings
+        self.max_stage_bytes = 0
+        self.in_pipeline = False
+        self.scratch_bytes = 0        # the current scratch use
+        self.max_scratch = 0          # outside pipelined loops
+        self.max_scratch_in_pipeline = 0
+        self.scratch_used = False
+        self.buffers: list = []       # every Buffer, in the order they were planned
+        self.by_key: dict = {}
+        self.declared: list = []      # the buffers the emitter declared, in its order
+
+    def fork(self) -> "SharedMemoryPlan":
+        """A copy for one emission to add its scratch uses to (the analysis' plan stays as planned)."""
+        other = copy.copy(self)
+        other.buffers = [dataclasses.replace(b) for b in self.buffers]
+        other.by_key = {b.key: b for b in other.buffers if b.key}
+        other.declared = []
+        return other
+
+    def declare(self, buffer, name, ctype):
+        """Record the C name and element type the emitter declared `buffer` with."""
+        buffer.name, buffer.ctype = name, ctype
+        self.declared.append(buffer)
+
+    def _align(self, n):
+        return (n + self.align - 1) // self.align * self.align
+
+    def _add(self, buffer):
+        self.buffers.append(buffer)
+        if buffer.key:
+            self.by_key[buffer.key] = buffer
+        return buffer
+
+    def planned(self, key) -> Buffer:
+        """The buffer analysis planned for `key` (an internal error when it planned none: the emitter spells
+        only what the plan holds)."""
+        if key not in self.by_key:
+            raise AssertionError(f"no shared-memory buffer planned for {key!r}")
+        return self.by_key[key]
+
+    # -- persistent ----------------------------------------------------------------------------------------
+    def persistent(self, nbytes, purpose, dtype=None, count=0, key=()) -> Buffer:
+        offset = self.persistent_bytes
+        self.persistent_bytes += (nbytes + PERSISTENT_ALIGN - 1) // PERSISTENT_ALIGN * PERSISTENT_ALIGN
+        return self._add(Buffer(PERSISTENT, nbytes, purpose, dtype, count, str(offset), key=key))
+
+    # -- stage rings ---------------------------------------------------------------------------------------
+    def begin_pipeline(self):
+        self.in_pipeline, self.stage_bytes = True, 0
+
+    def end_pipeline(self):
+        self.in_pipeline = False
+
+    def stage(self, nbytes, purpose, dtype=None, count=0, key=()) -> Buffer:
+        offset = self.stage_bytes
+        self.stage_bytes += self._align(nbytes)
+        self.max_stage_bytes = max(self.max_stage_bytes, self.stage_bytes)
+        text = f"tp_smem_stage + {offset}" if offset else "tp_smem_stage"
+        return self._add(Buffer(STAGES, nbytes, purpose, dtype, count, text, key=key))
+
+    # -- scratch -------------------------------------------------------------------------------------------
+    def begin_scratch(self, in_loop) -> bool:
+        """Start one scratch use; whether a barrier must come first (earlier readers may still be reading)."""
+        barrier = self.scratch_used or in_loop
+        self.scratch_used = True
+        self.scratch_bytes = 0
+        return barrier
+
+    def scratch(self, nbytes, purpose, dtype=None, count=0, in_pipeline=None) -> Buffer:
+        in_pipeline = self.in_pipeline if in_pipeline is None else in_pipeline
+        offset = self.scratch_bytes
+        self.scratch_bytes += self._align(nbytes)
+        if in_pipeline:
+            self.max_scratch_in_pipeline = max(self.max_scratch_in_pipeline, self.scratch_bytes)
+            base = "tp_smem_scratch_in_loop"
+        else:
+            self.max_scratch = max(self.max_scratch, self.scratch_bytes)
+            base = "tp_smem_stage"
+        return self._add(Buffer(SCRATCH, nbytes, purpose, dtype, count, f"{base} + {offset}" if offset else base))
+
+    # -- totals --------------------------------------------------------------------------------------------
+    def stage_base(self) -> int:
+        return self._align(self.persistent_bytes)
+
+    def total_bytes(self) -> int:
+        stage_base = self.stage_base()
+        in_loop = stage_base + self.max_stage_bytes
+        return max(stage_base + self.max_scratch, in_loop + self.max_scratch_in_pipeline, self.persistent_bytes)
+
+    def constants(self) -> list:
+        """The base constants the offsets are written in: [(C name, bytes)]."""
+        stage_base = self.stage_base()
+        out = [("tp_smem_stage", stage_base)] if self.max_stage_bytes or self.max_scratch else []
+        if self.max_scratch_in_pipeline:
+            out.append(("tp_smem_scratch_in_loop", stage_base + self.max_stage_bytes))
+        return out
+
+    def report(self) -> tuple:
+        """(name, C type, count, bytes, purpose) of each buffer the emitter declared, for reports."""
+        return tuple((b.name, b.ctype, b.count, b.nbytes, b.purpose) for b in self.declared)
+
+
+# -- planning from the IR ---------------------------------------------------------------------------------
+def _numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def reduction_slots(op, layouts):
+    """(warp groups, slots per group) of a reduction that crosses warps, or None when it stays in a warp."""
+    src = layouts.reduce_input[op]
+    axis = op.attrs["axis"]
+    warp_bits = [i for i, b in enumerate(src.warp) if b[axis]]
+    if not warp_bits:
+        return None
+    out = src.drop_dims([axis])
+    return 1 << len(warp_bits), max(out.shape and _numel(out.shape) or 1, 1)
+
+
+def scan_slots(op, layouts):
+    """Slots of a scan's cross-warp totals ([chunk][warp along the axis][other element]), or None."""
+    plan = layouts.scan_plan[op]
+    if not plan.warp_bits:
+        return None
+    others = plan.layout.drop_dims([plan.axis])
+    return (1 << len(plan.hi_regs)) * (1 << len(plan.warp_bits)) * _numel(others.shape)
+
+
+class _Planner:
+    def __init__(self, layouts, pipelines, uses_wgmma):
+        self.layouts, self.pipelines, self.uses_wgmma = layouts, pipelines, uses_wgmma
+        self.plan = SharedMemoryPlan(WGMMA_ALIGN if uses_wgmma else ALIGN)
+        self.staged = []          # staged load results of the pipelined loops being walked
+    def region(self, region, skip=()):
+        for op in region.ops:
+            if op not in skip:
+                self.op(op)
+
+    def op(self, op):
+        if op.name == "reduce":
+            self.reduction(op)
+        elif op.name == "scan":
+            self.scan(op)
+        elif op.name in ("for", "while"):
+            self.loop(op)
+            return
+        for region in op.regions:
+            self.region(region)
+
+    def reduction(self, op):
+        slots = reduction_slots(op, self.layouts)
+        if slots is None:
+            return
+        elems = [v.dtype for v in op.operands]
+        accs = elems if op.attrs["combine"] == "custom" else [accumulate_type(elems[0])] + elems[1:]
+        for i, dt in enumerate(accs):
+            count = slots[0] * slots[1]
+            self.plan.persistent(count * dt.itemsize, "cross-warp reduction", dt, count,
+                                 key=(op, "reduce", i))
+
+    def scan(self, op):
+        count = scan_slots(op, self.layouts)
+        if count is None:
+            return
+        elems = [v.dtype for v in op.operands]
+        accs = elems if op.attrs["combine"] == "custom" else [accumulate_type(d) for d in elems]
+        for i, dt in enumerate(accs):
+            self.plan.persistent(count * dt.itemsize, "totals of warps and register chunks of a scan",
+                                 dt, count, key=(op, "scan", i))
+
+    def _is_staged(self, value):
+        owner = value.owner
+        return value in self.staged or (getattr(owner, "name", None) == "permute" and owner.operands[0] in self.staged)
+
+    def loop(self, op):
+        if not self.uses_wgmma:   # wgmma tiles need 1024-byte aligned buffers; persistent ones are 16-byte aligned
+            for value, _ in invariant_dot_operands(op):
+                key = (value, "invariant operand", 0)
+                if not self._is_staged(value) and key not in self.plan.by_key:
+                    self.plan.persistent(value.type.numel * value.dtype.itemsize, "loop-invariant dot operand",
+                                         value.dtype, value.type.numel, key=key)
+        pipeline = self.pipelines.get(op) if op.name == "for" else None
+        if pipeline is None:
+            for region in op.regions:
+                self.region(region)
+            return
+        self.plan.begin_pipeline()
+        for staged in pipeline.loads:
+            v = staged.op.result
+            count = v.type.numel * pipeline.stages
+            self.plan.stage(count * v.dtype.itemsize, "pipeline stages of a loop", v.dtype, count,
+                            key=(staged.op, "stages", 0))
+        region = op.regions[0]
+        staged_values = {staged.op.result for staged in pipeline.loads}
+        skip = {o for o in region.ops if o in pipeline.main_dead_ops or pipeline.is_staged(o)
+                or (o.name == "permute" and o.operands[0] in staged_values)}
+        self.staged += list(staged_values)
+        self.region(region, skip)
+        del self.staged[-len(staged_values):]
+        self.plan.end_pipeline()
+
+
+def plan_shared_memory(kernel, layouts, pipelines, uses_wgmma) -> SharedMemoryPlan:
+    """The buffers the IR and the other passes decide, in the order the emitter meets them."""
+    planner = _Planner(layouts, pipelines, uses_wgmma)
+    planner.region(kernel.body)
+    return planner.plan
+
+
+__all__ = ["SharedMemoryPlan", "Buffer", "plan_shared_memory", "reduction_slots", "scan_slots", "ALIGN",
+           "WGMMA_ALIGN", "PERSISTENT", "STAGES", "SCRATCH"]
