@@ -191,8 +191,8 @@ def test_gradients_through_loop_carried_pointers_are_refused_at_the_loop():
 def test_explain_says_what_each_loop_recomputes():
     assert "reads none of its carried values" in _decisions(_case("loop_sum"))
     assert "replays the forward loop up to it" in _decisions(_case("loop_recurrence"))
-    text = _case("boxes_giou")["kernel"].backward.explain(*_case("boxes_giou")["args"], grads=_grads(_case("boxes_giou")),
-                                                         **_case("boxes_giou")["constexprs"])
+    boxes = _case("boxes_giou")
+    text = boxes["kernel"].backward.explain(*boxes["args"], grads=_grads(boxes), **boxes["constexprs"])
     assert "autodiff: boxes_kernel_backward" in text and "layout" in text    # the ordinary explain follows
 
 

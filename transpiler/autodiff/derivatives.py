@@ -7,8 +7,9 @@ bind intermediate values with `ctx.let`. Primal (forward) values are named by `c
 sweep recomputes them, so a rule may use any of them.
 
 Choices: elementwise min/max route the gradient to the chosen side, half to each on a tie (torch's rule);
-max/min reductions route it to the first position of the maximum (Triton's argmax tie break); `where` routes to the taken side; comparisons,
-casts to integers, bit operations, floor/ceil, argmax/argmin indices have no gradient (zero).
+max/min reductions route it to the first position of the maximum (Triton's argmax tie break); `where` routes
+to the taken side; comparisons, casts to integers, bit operations, floor/ceil, argmax/argmin indices have no
+gradient (zero).
 Kinds absent here and in `NO_GRADIENT` are refused when an active value reaches them.
 """
 from __future__ import annotations

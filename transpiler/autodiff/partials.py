@@ -1,8 +1,8 @@
 """Partial sums for gradients of blocks every program reads (a weight vector), and the second kernel.
 
 Every program adding into the same N elements would serialise at the L2. Instead program p (its linear id over
-the grid) writes its contribution into row p of a buffer [rows, row_stride] (float32; float64 for float64 gradients), and `sum_partials` adds
-the rows into the gradient array afterwards:
+the grid) writes its contribution into row p of a buffer [rows, row_stride] (float32; float64 for float64
+gradients), and `sum_partials` adds the rows into the gradient array afterwards:
 - *full rows* (the read is one lane per element of [0, BLOCK): `W + arange(0, BLOCK)`, masked): row_stride is
   BLOCK and, when the buffer has a row per program, each program stores its whole row with plain (vector)
   stores, its masked-off lanes as zeros, so the buffer needs no zeroing. The buffer has a row per program
