@@ -103,3 +103,33 @@ def test_gpu_torch_gradcheck_through_the_derived_backward():
     f = transpiler.autograd(case["kernel"], grid=case["grid"], outputs=["LOSS"], **case["constexprs"])
     like = torch.zeros(case["args"][2].shape, dtype=torch.float64, device="cuda")
     assert torch.autograd.gradcheck(lambda p, t: f(p, t, like, case["args"][3], case["args"][4]), (pred, target))
+
+
+@pytest.mark.parametrize("example,case", [("softmax", dict(dtype="float32", shape=(1823, 781))),
+                                          ("softmax", dict(dtype="float32", shape=(800, 4093), pitch=4096)),
+                                          ("softmax", dict(dtype="float16", shape=(512, 3000))),
+                                          ("layernorm", dict(dtype="float16", shape=(2049, 4000))),
+                                          ("layernorm", dict(dtype="float16", shape=(300, 1000)))])
+def test_gpu_example_backwards_match_float64_formulas(example, case):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+    module = __import__(example)
+    assert "backward rel error" in module.run_case("cupy", **case)
+
+
+def test_gpu_partial_rows_shared_by_programs_agree_with_own_rows(monkeypatch):
+    """More programs than shared rows (the buffer cap forced to 0): atomic adds into 64 rows."""
+    from transpiler.autodiff import partials
+    torch = pytest.importorskip("torch")
+    rows, cols = 700, 1000
+    x, w, b = torch.randn(rows, cols, device="cuda"), torch.randn(cols, device="cuda"), torch.randn(cols, device="cuda")
+    dy = torch.randn(rows, cols, device="cuda")
+    results = []
+    for cap in (partials.CAP_BYTES, 0):
+        monkeypatch.setattr(partials, "CAP_BYTES", cap)
+        grads = {"X": torch.zeros_like(x), "W": torch.zeros_like(w), "B": torch.zeros_like(b), "Y": dy}
+        layernorm_kernel.backward[(rows,)](x, w, b, torch.empty_like(x), cols, cols, 1e-5, BLOCK=1024,
+                                           num_warps=4, grads=grads)
+        torch.cuda.synchronize()
+        results.append(grads)
+    for n in ("W", "B"):
+        torch.testing.assert_close(results[0][n], results[1][n], rtol=1e-4, atol=1e-4)
