@@ -5,9 +5,13 @@ With a GPU (CuPy, and torch when present), the steps run for real on a tiny 4-ar
     key            the kernel's generated binder over (x, y, n, scale): key, slot values, device
     stream         CuPy's / torch's current-stream lookup
     ctx            cuCtxGetCurrent (one per launch)
-    pack           struct.pack_into of the 4 parameter slots
-    cuLaunchKernel the driver call alone, parameters packed once
-    ours           the whole `kernel[(1,)](x, y, n, scale)` (CuPy arrays, then torch tensors when torch is there)
+    pack           struct.pack_into of the launch configuration and the 4 parameter slots
+    driver calls   the launch call alone, parameters packed once, through each candidate binding: ctypes
+                   cuLaunchKernel (11 arguments), ctypes cuLaunchKernelEx (4), CuPy's Cython `launchKernel`,
+                   cuda.bindings' `cuLaunchKernel` (where importable)
+    ours           the whole `kernel[(1,)](x, y, n, scale)` under each launch plan (`launcher.PLANS`: `cupy`,
+                   `ex`, `driver`, and the candidate `cuda-bindings` defined here), CuPy arrays, then torch
+                   tensors when torch is there
     RawKernel      cupy.RawKernel of the same kind of kernel, for scale
 Without a GPU the driver, the streams and the module loading are faked (no-ops), so `ours` is the pure-Python
 part of a launch on this machine: run it to see the effect of a change to the launch path before a GPU run.
@@ -17,6 +21,7 @@ part of a launch on this machine: run it to see the effect of a change to the la
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import statistics
 import sys
@@ -31,7 +36,8 @@ import numpy as np  # noqa: E402
 
 import transpiler  # noqa: E402
 import transpiler.language as tl  # noqa: E402
-from transpiler.runtime import compiler, kernel as kernel_mod, launch_key, launcher as launcher_mod  # noqa: E402
+from transpiler.runtime import compiler, driver as driver_mod, kernel as kernel_mod, launch_key  # noqa: E402
+from transpiler.runtime import launcher as launcher_mod  # noqa: E402
 
 
 @transpiler.jit
@@ -86,6 +92,114 @@ def fake_gpu():
     return FakeCupy(1 << 40), FakeCupy((1 << 40) + 4096)
 
 
+def driver_calls(launcher, n, sync):
+    """The launch call alone through each candidate binding, on the launcher's parameters packed once."""
+    driver = driver_mod.driver
+    rows = {}
+    f, params = launcher._func, launcher._params
+    ex_launcher = launcher_mod.Launcher(None, f, launcher.context, launcher.kinds, 4, plan="ex")
+    ex_launcher._pack(ex_launcher._buffer, ex_launcher._offset, 1, 1, 1, 128, 1, 1, 0, 0, *SLOTS)
+    launch_ex, get_current = driver.raw_launch_functions()
+    config, ex_params = ctypes.addressof(ex_launcher._buffer) + ex_launcher._offset, ex_launcher._params
+    out = ctypes.c_void_p()
+    out_ref = ctypes.byref(out)
+    calls = {
+        "ctx: cuCtxGetCurrent (ctypes, raw)": lambda: get_current(out_ref),
+        "ctx: cuCtxGetCurrent (ctypes method)": driver.ctxGetCurrent,
+        "call: cuLaunchKernel (ctypes, 11 args)": lambda: driver.launchKernel(f, 1, 1, 1, 128, 1, 1, 0, 0, params, 0),
+        "call: cuLaunchKernelEx (ctypes, 4 args)": lambda: launch_ex(config, f, ex_params, None),
+    }
+    from cupy_backends.cuda.api import driver as cupy_driver
+    calls["call: cuLaunchKernel (CuPy Cython)"] = lambda: cupy_driver.launchKernel(f, 1, 1, 1, 128, 1, 1, 0, 0,
+                                                                                   params, 0)
+    bindings = _cuda_bindings()
+    if bindings is not None:
+        cf, cs = bindings.CUfunction(f), bindings.CUstream(0)
+        calls["call: cuLaunchKernel (cuda.bindings)"] = lambda: bindings.cuLaunchKernel(cf, 1, 1, 1, 128, 1, 1, 0,
+                                                                                        cs, params, 0)
+    for name, call in calls.items():
+        try:
+            rows[name] = per_call_us(call, n, sync)
+        except Exception as e:       # a candidate that does not run here is reported, not fatal
+            print(f"{name} failed: {type(e).__name__}: {e}")
+    return rows
+
+
+SLOTS = []
+
+
+def _cuda_bindings():
+    try:
+        from cuda.bindings import driver as bindings
+    except ImportError:
+        try:
+            from cuda import cuda as bindings      # cuda-python before 12.6
+        except ImportError:
+            return None
+    return bindings
+
+
+def _binding_plan(call_for):
+    """A candidate launch plan like `launcher._driver_plan`, but launching through `call_for(launcher)`:
+    `call(gx, gy, gz, stream)` with the parameters already packed (the context check as in the `ex` plan)."""
+    def plan(launcher):
+        launcher._lay_out()
+        pack, buffer, offset, context, name = launcher._pack, launcher._buffer, launcher._offset, launcher.context, \
+            launcher.name
+        call = call_for(launcher)
+        _, get_current = driver_mod.driver.raw_launch_functions()
+        current = ctypes.c_void_p()
+        current_ref = ctypes.byref(current)
+        record = launcher_mod.recent_launches.append
+
+        def launch(gx, gy, gz, values, stream):
+            with launcher._lock:
+                pack(buffer, offset, *values)
+                get_current(current_ref)
+                if current.value != context:
+                    raise RuntimeError("candidate plans are timed in the arrays' context only")
+                call(gx, gy, gz, stream)
+                record((name, gx, gy, gz))
+        return launch
+    return plan
+
+
+def _cuda_bindings_call(launcher):
+    bindings = _cuda_bindings()
+    f, block, shared, params = bindings.CUfunction(launcher._func), launcher.block, launcher.shared_bytes, \
+        launcher._params
+    streams = {}
+
+    def call(gx, gy, gz, stream):
+        s = streams.get(stream) or streams.setdefault(stream, bindings.CUstream(stream))
+        (status,) = bindings.cuLaunchKernel(f, gx, gy, gz, block, 1, 1, shared, s, params, 0)
+        if status != bindings.CUresult.CUDA_SUCCESS:
+            raise RuntimeError(f"cuLaunchKernel: {status}")
+    return call
+
+
+def full_path_per_plan(x, y, n, sync):
+    """The whole `kernel[(1,)](x, y, 100, 2.0)` under each launch plan (a fresh kernel object per plan)."""
+    if _cuda_bindings() is not None:
+        launcher_mod.PLANS.setdefault("cuda-bindings", _binding_plan(_cuda_bindings_call))
+    rows = {}
+    import cupy
+    for plan in launcher_mod.PLANS:
+        launcher_mod.forced_plan = plan
+        try:
+            k = transpiler.jit(tiny.fn)
+            y[...] = 0
+            k[(1,)](x, y, 100, 2.0)
+            sync()
+            assert np.allclose(cupy.asnumpy(y)[:100], 2 * cupy.asnumpy(x)[:100]), f"wrong result ({plan})"
+            rows[f"ours, plan {plan}"] = per_call_us(lambda: k[(1,)](x, y, 100, 2.0), n, sync)
+        except Exception as e:       # a candidate that does not run here is reported, not fatal
+            print(f"plan {plan} failed: {type(e).__name__}: {e}")
+        finally:
+            launcher_mod.forced_plan = None
+    return rows
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=None, help="calls per repeat (default 500 on a GPU, 20000 without)")
@@ -107,9 +221,11 @@ def main(argv=None) -> int:
     rows["key"] = per_call_us(lambda: tiny._binder(values, 4, 3), n, sync)
     (launcher,) = tiny._launchers.values()
     slots = [values[0].data.ptr, values[1].data.ptr, 100, 2.0]
-    rows["pack"] = per_call_us(lambda: launcher._pack(launcher._buffer, 0, *slots), n, sync)
+    SLOTS[:] = slots
+    pack, buffer, offset = launcher._pack, launcher._buffer, launcher._offset
+    rows["pack"] = per_call_us(lambda: pack(buffer, offset, 1, 1, 1, 128, 1, 1, 0, 0, *slots)
+                               if launcher.plan == "ex" else pack(buffer, offset, *slots), n, sync)
     if on_gpu:
-        from cupy_backends.cuda.api import driver
         rows["stream (CuPy)"] = per_call_us(lambda: launcher_mod.cupy_stream(0), n, sync)
         try:
             import torch
@@ -117,10 +233,8 @@ def main(argv=None) -> int:
             rows["stream (torch)"] = per_call_us(lambda: launcher_mod.torch_stream(0), n, sync)
         except ImportError:
             pass
-        rows["ctx"] = per_call_us(driver.ctxGetCurrent, n, sync)
-        f, p = launcher._func, launcher._params
-        rows["cuLaunchKernel"] = per_call_us(lambda: driver.launchKernel(f, 1, 1, 1, 128, 1, 1, 0, 0, p, 0), n, sync)
-        cupy.cuda.runtime.deviceSynchronize()
+        rows.update(driver_calls(launcher, n, sync))
+        rows.update(full_path_per_plan(x, y, n, sync))
     rows["ours"] = per_call_us(lambda: tiny[(1,)](x, y, 100, 2.0), n, sync)
     rows["ours via run(grid=...)"] = per_call_us(lambda: tiny.run(x, y, 100, 2.0, grid=(1,)), n, sync)
     if on_gpu:

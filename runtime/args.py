@@ -14,7 +14,6 @@ import numpy as np
 from ..dtypes import from_array_dtype
 from ..errors import LaunchError
 
-ALIGNMENT = 16
 
 
 class ArrayInfo:
@@ -87,7 +86,40 @@ def reinterpret(tensor, dtype):
     return TensorWrapper(tensor, dtype)
 
 
+class FakeTensorArgument(LaunchError):
+    """An argument that stands for a value torch.compile is tracing: a FakeTensor (its tracing, a custom op's
+    fake run, see `torch_ops.py`), a functional wrapper of one, a meta tensor, or a symbolic size (`SymInt`).
+    A FakeTensor's `data_ptr()` is 0 (with a warning), so a launch on one must never be made."""
+
+    def __init__(self, value, name=None, kernel=None):
+        what = f"argument '{name}'" if name else "an argument"
+        device = getattr(value, "device", None)
+        where = f" on device {device}" if device is not None else ""
+        super().__init__(f"{what} is a {type(value).__name__}{where}, which stands for a value torch.compile is "
+                         "tracing (no memory, no number): no kernel can run on it", kernel=kernel,
+                         hint="register the host wrapper with transpiler.custom_op(...) (docs/torch.md): "
+                              "torch.compile then calls it on real tensors")
+        self.tensor = value
+
+
+def _is_fake(t):
+    device = getattr(t, "device", None)
+    if device is None:                   # SymInt, SymFloat, SymBool: symbolic scalars of a trace
+        return type(t).__name__.startswith("Sym")
+    if device.type == "meta":
+        return True
+    if type(t).__name__ == "Tensor":
+        return False
+    try:
+        from torch._subclasses.fake_tensor import is_fake
+    except ImportError:          # a torch without fake tensors
+        return False
+    return is_fake(t)
+
+
 def _torch_info(t):
+    if _is_fake(t):
+        raise FakeTensorArgument(t)
     if t.device.type != "cuda":
         return ArrayInfo(t.data_ptr(), from_array_dtype(t.dtype), None, "torch-cpu", t)
     return ArrayInfo(t.data_ptr(), from_array_dtype(t.dtype), t.device.index, "torch", t)
@@ -107,7 +139,7 @@ def array_info(x):
     if isinstance(x, np.ndarray):
         return ArrayInfo(x.ctypes.data, from_array_dtype(x.dtype), None, "numpy", x)
     if isinstance(x, StandIn):
-        return ArrayInfo(0 if x.aligned else 2, x.dtype, None, "stand-in", x)
+        return ArrayInfo(0 if x.aligned else 1, x.dtype, None, "stand-in", x)   # 1: alignment unknown
     cai = getattr(x, "__cuda_array_interface__", None)
     if cai is not None:
         ptr = cai["data"][0]

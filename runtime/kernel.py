@@ -33,10 +33,14 @@ from .. import options as options_mod
 from ..language.core import constexpr, current_interpreter
 from ..targets import source_target
 from . import cache, compiler, launch_key, tuple_args
+from .args import FakeTensorArgument
 from .launch_key import HOST, TORCH, binder_source, make_binder
-from .launcher import STICKY_ERRORS, DebugLauncher, Launcher, cupy_stream, fault_error, stream_handle, torch_stream
+from .launcher import (STICKY_ERRORS, DebugLauncher, Launcher, RowLoopLauncher, cupy_stream, fault_error,
+                       stream_handle, torch_stream)
 from ..tracebacks import user_facing
 from .once import OnceMap
+from .tensor_maps import TensorMaps
+from .torch_ops import launches_elided
 from .triton_options import check_launch_options, jit_options
 
 MAX_GRID = (2**31 - 1, 65535, 65535)    # every CUDA device since compute capability 3.0 (cudaDevAttrMaxGridDimX..Z)
@@ -51,21 +55,27 @@ def _interpreting():
     return os.environ.get("TRANSPILER_INTERPRET") == "1"
 
 
+MULTIPROCESSOR_COUNT = 16     # CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+UNKNOWN_RESIDENT_PROGRAMS = 1 << 16   # a row loop on an SM of unknown limits: launch this many, still correct
+
+
 class CompiledVariant:
     """One specialization: its source, the dynamic shared memory a launch gives each program, its cubin per
     architecture and its loaded function per device."""
 
     def __init__(self, name, source, param_kinds, shared_bytes=0, disk_key=None, options=options_mod.DEFAULT,
-                 required_arch=None, maxnreg=None):
+                 required_arch=None, maxnreg=None, tensor_maps=(), row_loop=False):
         self.name = name
         self.source = source
         self.param_kinds = param_kinds       # per kernel parameter: "ptr", a dtype name, or None (constexpr)
-        self.slot_kinds = [k for k in param_kinds if k is not None]
+        self.row_loop = row_loop             # folded into a row loop: the grid's x is a last int32 parameter
+        self.slot_kinds = [k for k in param_kinds if k is not None] + (["int32"] if row_loop else [])
         self.shared_bytes = shared_bytes     # dynamic shared memory per program
         self.disk_key = disk_key
         self.options = options               # transpiler.options.CompileOptions it was made under
         self.required_arch = required_arch   # ArchRequirement: the oldest GPU the source runs on, or None
         self.maxnreg = maxnreg               # registers per thread a launch asked for (maxnreg=), or None
+        self.tensor_maps = tuple(tensor_maps)   # TMA parameters after the arguments (runtime/tensor_maps.py)
         self._cubins = OnceMap()             # arch -> cubin bytes
         self._functions = OnceMap()          # device -> (module, function, context)
         self._from_disk = set()              # architectures whose cubin came from the disk cache
@@ -106,6 +116,17 @@ class CompiledVariant:
         if self.disk_key:
             cache.store_cubin(self.disk_key, arch, cubin)
         return cubin
+
+    def resident_programs(self, device, num_warps):
+        """Programs of this variant all SMs of `device` hold at once (one wave), from the cubin's registers;
+        None when the architecture's limits or the register count are unknown."""
+        from .occupancy import blocks_per_sm, cubin_resources, limits_for
+        arch = compiler.device_arch(device)
+        limits, report = limits_for(arch), cubin_resources(self.cubin(arch))
+        if limits is None or report is None:
+            return None
+        per_sm = blocks_per_sm(report.registers, 32 * num_warps, self.shared_bytes, limits)
+        return max(1, per_sm) * compiler.device_attribute(MULTIPROCESSOR_COUNT, device)
 
     def function(self, device):
         """`(module, function, context)` of this variant loaded on `device` (loaded once per device). Its
@@ -311,6 +332,10 @@ class Kernel(KernelInterface):
                     key = key[:-3] + maxnreg_part + key[-3:]
                 launcher = self._launchers.get(key)
             except Exception as e:          # host arrays, two devices, an unsupported argument, no CUDA at all
+                if type(e) is FakeTensorArgument:   # no memory: never launched, nor interpreted
+                    if launches_elided():
+                        return None     # a custom op's fake run (torch_ops.py): the wrapper makes the outputs
+                    raise
                 flat = tuple_args.flattened(self, args) if isinstance(e, LaunchError) else None
                 if flat is not None:                        # tuple arguments: one parameter per leaf
                     view, leaves = flat
@@ -395,9 +420,14 @@ class Kernel(KernelInterface):
                 raise
             raise fault from e
         cls = DebugLauncher if var.options.debug else Launcher
-        return cls(module, function, context, var.slot_kinds, num_warps, name=self.__name__,
-                   shared_bytes=var.shared_bytes,
-                   slot_names=[n for n, c in zip(self._names, self._constexpr_mask) if not c])
+        slot_names = [n for n, c in zip(self._names, self._constexpr_mask) if not c]
+        launcher = cls(module, function, context, var.slot_kinds, num_warps, name=self.__name__,
+                       shared_bytes=var.shared_bytes, slot_names=slot_names + ["grid x"] * var.row_loop,
+                       tensor_maps=TensorMaps(var.tensor_maps) if var.tensor_maps else None)
+        if not var.row_loop:
+            return launcher
+        programs = var.resident_programs(device, num_warps)
+        return RowLoopLauncher(launcher, programs or UNKNOWN_RESIDENT_PROGRAMS)
 
     # -- binding -----------------------------------------------------------------------------------------
     def _bind_args(self, args, kwargs):
@@ -506,8 +536,9 @@ class Kernel(KernelInterface):
             param_kinds = [None if c else ("ptr" if part[0] in ("ptr", "none") else part[0])
                            for part, c in zip(key, self._constexpr_mask)]
             entry = {"name": self.fn.__name__, "source": emitted.source, "param_kinds": param_kinds,
-                     "shared_bytes": emitted.shared_bytes,
-                     "required_arch": requirement_to_json(emitted.required_arch, self.fn)}
+                     "shared_bytes": emitted.shared_bytes, "row_loop": emitted.row_loop,
+                     "required_arch": requirement_to_json(emitted.required_arch, self.fn),
+                     "tensor_maps": list(emitted.tensor_maps)}
             cache.store(disk_key, entry)
         dump = os.environ.get("TRANSPILER_DUMP_DIR")
         if dump:
@@ -517,7 +548,7 @@ class Kernel(KernelInterface):
         extra = dict(key[len(self._names):])        # launch options after the parameters' parts (maxnreg)
         return CompiledVariant(entry["name"], entry["source"], entry["param_kinds"], entry.get("shared_bytes", 0),
                                disk_key, opts, requirement_from_json(entry.get("required_arch"), self.fn),
-                               extra.get("maxnreg"))
+                               extra.get("maxnreg"), entry.get("tensor_maps", ()), entry.get("row_loop", False))
 
     def _arg_specs(self, key, values):
         from ..analysis.specialization import arg_spec

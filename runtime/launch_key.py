@@ -1,8 +1,10 @@
 """The specialization key of one launch, computed in one pass over the arguments, cheap enough for every launch.
 
-Decides, per argument, the key part that selects a compiled variant, as Triton does: for pointers the element
-type and whether the address is 16-byte aligned; for integers int32 / int64 / uint64 by value,
-whether the value is 1 (then folded to the constant 1) and whether it is divisible by 16; Python floats are
+Decides, per argument, the key part that selects a compiled variant, as Triton does but finer: for pointers the
+element type and the address's alignment (the largest of 1, 2, 4, 8, 16 bytes dividing it); for integers int32 /
+int64 / uint64 by value, whether the value is 1 (then folded to the constant 1) and the largest of 1, 2, 4, 8, 16
+dividing it (Triton knows only 16: a row stride of 4k fp32 elements then still proves 16-byte rows); each is one
+field, so a value selects one of at most five variants per argument where Triton's has two; Python floats are
 fp32, bools int1; NumPy scalars keep their type; None is None to the compiler (as in Triton: `if B is not
 None:` folds) and a null pointer in its slot; constexprs by value. The same pass collects what the launch
 needs: the value of each runtime parameter slot (an address or a scalar), the device holding the arrays and
@@ -29,7 +31,7 @@ from .. import dtypes
 from ..errors import LaunchError
 from ..language.core import constexpr  # noqa: F401  (named by the generated binders)
 from . import cache
-from .args import ALIGNMENT, ArrayInfo, array_info, device_error
+from .args import ArrayInfo, FakeTensorArgument, array_info, device_error
 
 # Framework bits of a launch: they choose the stream (torch's current stream when any tensor is a torch one).
 TORCH, CUPY, FOREIGN, HOST = 1, 2, 4, 8
@@ -39,17 +41,29 @@ NO_DEVICE = -1
 FP32 = ("fp32",)
 INT1 = ("int1",)
 NONE = ("none",)         # a None given for a pointer (an optional bias): a null slot, None to the compiler
-_INT_PARTS = {}          # (dtype name, equal to one, divisible by 16) -> the one shared tuple
-_PTR_PARTS = {}          # array dtype object (NumPy, torch) -> (unaligned part, aligned part)
-_PTR_BY_NAME = {}        # our dtype name -> the same pair
+_INT_PARTS = {}          # (dtype name, equal to one, power of two <= 16 dividing it) -> the one shared tuple
+_PTR_PARTS = {}          # array dtype object (NumPy, torch) -> its 16 parts, indexed by address & 15
+_PTR_BY_NAME = {}        # our dtype name -> the same 16 parts
+
+MAX_KEYED_DIVISOR = 16   # the widest access is 16 bytes: a larger power of two proves nothing more
+
+
+def low_pow2(low_bits: int) -> int:
+    """The largest power of two <= 16 dividing a number whose four low bits are `low_bits`."""
+    return low_bits & -low_bits if low_bits else MAX_KEYED_DIVISOR
+
+
+# Indexed by `x & 15`: what the binder's straight-line code looks up instead of computing a divisor.
+_LOW_POW2 = tuple(low_pow2(b) for b in range(16))
 
 
 def int_part(name: str, value: int):
-    part = (name, value == 1, value % 16 == 0)
+    part = (name, value == 1, low_pow2(value & 15))
     return _INT_PARTS.setdefault(part, part)
 
 
-_I32_PLAIN, _I32_ONE, _I32_DIV16 = int_part("int32", 3), int_part("int32", 1), int_part("int32", 16)
+_I32_ONE = int_part("int32", 1)
+_I32_BY_LOW_BITS = tuple(_INT_PARTS.setdefault(("int32", False, d), ("int32", False, d)) for d in _LOW_POW2)
 
 
 def integer_dtype(value: int):
@@ -82,7 +96,7 @@ def scalar_key(value):
 
 
 def pointer_parts(array_dtype):
-    """(unaligned, aligned) key parts for arrays of `array_dtype` (a NumPy or torch dtype, or ours)."""
+    """The key parts for arrays of `array_dtype` (a NumPy or torch dtype, or ours), indexed by address & 15."""
     if isinstance(array_dtype, dtypes.dtype):
         return _by_name(array_dtype.name)
     parts = _PTR_PARTS.get(array_dtype)
@@ -94,7 +108,7 @@ def pointer_parts(array_dtype):
 def _by_name(name):
     parts = _PTR_BY_NAME.get(name)
     if parts is None:
-        parts = _PTR_BY_NAME[name] = (("ptr", name, False), ("ptr", name, True))
+        parts = _PTR_BY_NAME[name] = tuple(("ptr", name, _LOW_POW2[b]) for b in range(16))
     return parts
 
 
@@ -155,19 +169,19 @@ _PARAM = """\
         m = a{i}.data
         v{i} = m.ptr
         d = m.device_id
-        k{i} = (_PTR_PARTS.get(a{i}.dtype) or _parts(a{i}.dtype, {name!r}, {kernel!r}))[v{i} % 16 == 0]
+        k{i} = (_PTR_PARTS.get(a{i}.dtype) or _parts(a{i}.dtype, {name!r}, {kernel!r}))[v{i} & 15]
         frameworks |= CUPY
     elif t is int:
         v{i} = a{i}
         d = -1
         if -2147483648 <= a{i} <= 2147483647:
-            k{i} = _I32_ONE if a{i} == 1 else (_I32_DIV16 if a{i} & 15 == 0 else _I32_PLAIN)
+            k{i} = _I32_ONE if a{i} == 1 else _I32_BY_LOW_BITS[a{i} & 15]
         else:
             k{i} = wide_int_part(a{i}, {name!r}, {kernel!r})
     elif t is _torch_tensor:
         v{i} = a{i}.data_ptr()
         d = a{i}.get_device()
-        k{i} = (_PTR_PARTS.get(a{i}.dtype) or _parts(a{i}.dtype, {name!r}, {kernel!r}))[v{i} % 16 == 0]
+        k{i} = (_PTR_PARTS.get(a{i}.dtype) or _parts(a{i}.dtype, {name!r}, {kernel!r}))[v{i} & 15]
         frameworks |= TORCH if d >= 0 else HOST
     elif t is float:
         v{i} = a{i}
@@ -199,9 +213,9 @@ _GENERIC = """\
 def generic_part(part):
     """The key part of a `do_not_specialize` parameter: the type only, never ==1, divisibility or alignment."""
     if part[0] == "ptr":
-        return _by_name(part[1])[0]
+        return _by_name(part[1])[1]          # address 1 mod 16: alignment 1
     if len(part) == 3:
-        generic = (part[0], False, False)
+        generic = (part[0], False, 1)
         return _INT_PARTS.setdefault(generic, generic)
     return part
 
@@ -275,7 +289,7 @@ def _other(v, name, kernel_name):
     if v is None:
         return NONE, 0, NO_DEVICE, 0
     info = _array(v, name, kernel_name)
-    part = _parts(info.dtype, name, kernel_name)[info.ptr % ALIGNMENT == 0]
+    part = _parts(info.dtype, name, kernel_name)[info.ptr & 15]
     if info.device is None:
         return part, info.ptr, NO_DEVICE, HOST
     return part, info.ptr, info.device, TORCH if info.framework == "torch" else FOREIGN
@@ -318,6 +332,8 @@ def _array(v, name, kernel_name):
         info = array_info(v)
     except TypeError as e:
         raise _bad_element_type(name, e, kernel_name) from None
+    except FakeTensorArgument as e:
+        raise FakeTensorArgument(e.tensor, name, kernel_name) from None
     if info is None:
         raise _unsupported(v, name, kernel_name)
     return info

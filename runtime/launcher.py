@@ -1,16 +1,19 @@
 """One compiled variant on one device, launched with as little host work as possible.
 
 A `Launcher` holds the loaded CUDA function, the device's context, the block size, the dynamic shared memory
-each program gets and a parameter buffer laid out once: one 8-byte slot per runtime parameter, and the array of
-slot addresses that cuLaunchKernel reads. A function that needs more than the 48 KiB of dynamic shared memory
-any kernel may use is opted in to its amount once, when its launcher is made (cuFuncSetAttribute,
-CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES); `compiler.check_shared_memory` has already refused amounts
-past the device's limit.
-A launch packs the slot values with one `struct.pack_into` (which also converts them to the C types: `int`
-to a 4-byte int for an int32 parameter, `float` to a float), makes the device's context current if it is
-not, and calls cuLaunchKernel (through ctypes, `driver.py`) on the chosen stream. The driver copies the
-parameters during the call, so the buffer is reused; a lock per launcher keeps two threads from packing into
-it at once. Nothing here synchronises or allocates device memory, so launches can be captured in CUDA graphs.
+each program gets and a buffer laid out once: the launch configuration (CUlaunchConfig: grid, block, shared
+memory, stream), one 8-byte slot per runtime parameter, and the array of slot addresses the driver reads. A
+function that needs more than the 48 KiB of dynamic shared memory any kernel may use is opted in to its amount
+once, when its launcher is made (cuFuncSetAttribute, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
+`compiler.check_shared_memory` has already refused amounts past the device's limit.
+A launch is a closure made once per launcher by a launch plan (`PLANS`, below): one `struct.pack_into` writes
+the slot values (converting them to the C types: `int` to a 4-byte int for an int32 parameter, `float` to a
+float; a value that does not fit is named), and under the `ex` plan the grid and the stream too; one
+cuCtxGetCurrent checks that the device's context is current (else it is made current for the launch and the
+caller's put back); one driver call launches on the chosen stream (CuPy's Cython binding where CuPy is loaded,
+else cuLaunchKernelEx through ctypes). The driver copies the parameters during the call, so the buffer is
+reused; a lock per launcher keeps two threads from packing into it at once. Nothing here
+synchronises or allocates device memory, so launches can be captured in CUDA graphs.
 
 Faults: a kernel that faults (an illegal address, a trap) leaves the context unusable, and the driver reports it
 at a later call, often another kernel's launch. Each launch therefore records `(kernel, gx, gy, gz)` in
@@ -39,16 +42,46 @@ _CODE = {"ptr": "Q", "int1": "?", "int8": "b", "int16": "h", "int32": "i", "int6
          "uint16": "H", "uint32": "I", "uint64": "Q", "fp16": "e", "fp32": "f", "fp64": "d"}
 
 
-def slot_format(kinds) -> str:
-    """The `struct` format of the parameter buffer for these parameter kinds ("ptr" or a dtype name)."""
-    parts = []
+# Parameters passed by value that are wider than a slot, by kind: (bytes, alignment). Their launch value is a
+# `bytes` of exactly that size, made on the host (a CUtensorMap for TMA: 128 bytes, 64-aligned, passed as a
+# __grid_constant__ parameter); `register_by_value` adds one.
+BY_VALUE = {}
+
+
+def register_by_value(kind: str, size: int, alignment: int):
+    """Let parameters of `kind` be passed by value as `size` bytes aligned to `alignment` (a power of two)."""
+    if alignment & (alignment - 1) or size % alignment:
+        raise ValueError(f"a by-value parameter needs a power-of-two alignment dividing its size, not {size}, "
+                         f"{alignment}")
+    BY_VALUE[kind] = (size, alignment)
+
+
+def slot_layout(kinds, start: int = 0):
+    """`(struct format without its '<', offset of each slot, end)` for parameters of these kinds laid out from
+    byte `start` (itself aligned to every slot's alignment): a scalar or pointer takes an 8-byte slot, a
+    by-value kind its size at its alignment."""
+    parts, offsets, at = [], [], start
     for kind in kinds:
         code = _CODE.get(kind)
-        if code is None:
+        if code is not None:
+            size, align = struct.calcsize("<" + code), SLOT
+        elif kind in BY_VALUE:
+            size, align = BY_VALUE[kind]
+            code = f"{size}s"
+        else:
             raise LaunchError(f"scalar parameters of type {kind} cannot be passed to a kernel")
-        pad = SLOT - struct.calcsize("<" + code)
-        parts.append(code + (f"{pad}x" if pad else ""))
-    return "<" + "".join(parts)
+        gap = -at % align
+        offsets.append(at + gap)
+        width = max(size, SLOT)
+        parts.append((f"{gap}x" if gap else "") + code + (f"{width - size}x" if width > size else ""))
+        at += gap + width
+    return "".join(parts), offsets, at
+
+
+def slot_format(kinds) -> str:
+    """The `struct` format of the parameter slots for these parameter kinds ("ptr", a dtype name, a by-value
+    kind)."""
+    return "<" + slot_layout(kinds)[0]
 
 
 class _Driver:
@@ -95,13 +128,14 @@ def fault_error(error, kernel_name):
 
 
 class Launcher:
-    """Launch one loaded function: `launch(gx, gy, gz, values, stream)`."""
+    """Launch one loaded function: `launch(gx, gy, gz, values, stream)`, a closure made once by a launch plan
+    (`PLANS`, `default_plan`)."""
 
     __slots__ = ("module", "function", "name", "context", "block", "shared_bytes", "_pack", "_buffer", "_slots",
-                 "_params", "_func", "_lock", "kinds", "slot_names")
+                 "_params", "_func", "_lock", "kinds", "slot_names", "launch", "plan", "_offset", "_maps")
 
     def __init__(self, module, function, context: int, kinds, num_warps: int, name: str = "", shared_bytes=0,
-                 slot_names=None):
+                 slot_names=None, plan=None, tensor_maps=None):
         self.module = module          # the CUmodule handle (or an object owning it)
         self.function = function      # the CUfunction handle (or an object with `.ptr`)
         self.name = name
@@ -110,16 +144,34 @@ class Launcher:
         self.context = context
         self.block = 32 * num_warps
         self.shared_bytes = shared_bytes
-        n = len(kinds)
-        self._pack = struct.Struct(slot_format(kinds)).pack_into
-        self._buffer = ctypes.create_string_buffer(max(n, 1) * SLOT)
-        base = ctypes.addressof(self._buffer)
-        self._slots = (ctypes.c_void_p * max(n, 1))(*[base + SLOT * i for i in range(n)])
-        self._params = ctypes.addressof(self._slots)
         self._func = function.ptr if hasattr(function, "ptr") else int(function)
         self._lock = threading.Lock()
         if shared_bytes > OPT_IN_ABOVE:
             self._in_context(driver.funcSetAttribute, self._func, _MAX_DYNAMIC_SHARED_SIZE_BYTES, shared_bytes)
+        # TMA kernels take their tensor maps and a flag after the slots (runtime/tensor_maps.py): per launch,
+        # the addresses of the encoded maps for its arguments go into the address array's last entries.
+        self._maps = tensor_maps
+        self.plan = plan or forced_plan or default_plan()
+        self.launch = self._wrap(PLANS[self.plan](self))
+
+    def _wrap(self, launch):
+        return launch
+
+    def _lay_out(self, header_format="<", header_bytes=0):
+        """The parameter buffer: `header_bytes` of launch configuration, then the parameter slots
+        (`slot_layout`), and the array of slot addresses the driver reads; `_pack(buffer, _offset, ...)` fills
+        header and slots in one call. Returns the address of the header (aligned for every slot)."""
+        n = len(self.kinds)
+        align = max([SLOT] + [BY_VALUE[k][1] for k in self.kinds if k in BY_VALUE])
+        slots_format, offsets, end = slot_layout(self.kinds, header_bytes)
+        self._pack = struct.Struct(header_format + slots_format).pack_into
+        self._buffer = ctypes.create_string_buffer(max(end, header_bytes + SLOT) + align)
+        self._offset = -ctypes.addressof(self._buffer) % align
+        base = ctypes.addressof(self._buffer) + self._offset
+        extra = len(self._maps.specs) + 1 if self._maps is not None else 0
+        self._slots = (ctypes.c_void_p * max(n + extra, 1))(*[base + offset for offset in offsets])
+        self._params = ctypes.addressof(self._slots)
+        return base
 
     def _in_context(self, call, *args):
         """`call(*args)` with this launcher's context current, then the caller's context (or none) back."""
@@ -132,37 +184,164 @@ class Launcher:
         finally:
             driver.ctxSetCurrent(current)
 
-    def launch(self, gx, gy, gz, values, stream):
-        with self._lock:
-            try:
-                self._pack(self._buffer, 0, *values)
-            except struct.error:
-                raise self._misfit(values) from None
-            current = driver.ctxGetCurrent()
-            if current == self.context:
-                driver.launchKernel(self._func, gx, gy, gz, self.block, 1, 1, self.shared_bytes, stream, self._params,
-                                    0)
-                recent_launches.append((self.name, gx, gy, gz))
-                return
-            # The arrays live on another device than the current one (or this thread has no context yet):
-            # launch in their device's context and put the caller's back (none, if it had none).
-            driver.ctxSetCurrent(self.context)
-            try:
-                driver.launchKernel(self._func, gx, gy, gz, self.block, 1, 1, self.shared_bytes, stream, self._params,
-                                    0)
-                recent_launches.append((self.name, gx, gy, gz))
-            finally:
-                driver.ctxSetCurrent(current)
-
-    def _misfit(self, values):
-        """The LaunchError naming the first value that does not fit its slot's C type."""
+    def _refusal(self, gx, gy, gz, stream, values):
+        """What a launch whose values did not pack raises: TypeError for a grid or stream that is not a C
+        unsigned int (the caller's general path then checks the grid), else the LaunchError naming the first
+        argument that does not fit its slot's C type."""
+        if not all(type(v) is int and 0 <= v < 2**32 for v in (gx, gy, gz)) or type(stream) is not int:
+            return TypeError(f"grid ({gx!r}, {gy!r}, {gz!r}) and stream {stream!r} must be C unsigned ints")
         for name, kind, value in zip(self.slot_names, self.kinds, values):
             try:
-                struct.pack("<" + _CODE[kind], value)
+                struct.pack("<" + (_CODE.get(kind) or f"{BY_VALUE[kind][0]}s"), value)
             except struct.error as e:
                 return LaunchError(f"argument '{name}' = {value!r} does not fit the kernel's {kind} parameter ({e})",
                                    kernel=self.name, hint="pass a value in the parameter type's range")
         return LaunchError(f"the arguments {values!r} do not fit the parameter types {self.kinds}", kernel=self.name)
+
+    def _misfit(self, values):
+        return self._refusal(1, 1, 1, 0, values)
+
+    def _map_filler(self):
+        """None for a kernel without tensor maps, else `fill(values)` writing the addresses of the maps encoded
+        for these argument values (and of the all-encoded flag) after the slots' addresses."""
+        if self._maps is None:
+            return None
+        maps, slots, n = self._maps, self._slots, len(self.kinds)
+
+        def fill(values):
+            for j, address in enumerate(maps.addresses(values)):
+                slots[n + j] = address
+        return fill
+
+
+# ---- launch plans -------------------------------------------------------------------------------------------
+#
+# A plan makes a launcher's `launch(gx, gy, gz, values, stream)` once, with everything that does not change
+# between launches bound in its closure. Measured side by side in one run on the H200 host (bench/launch_path.py:
+# the whole `kernel[(1,)](x, y, n, scale)` of a 4-parameter kernel on CuPy arrays; the same run's RawKernel took
+# 5.37 us): `cupy` 6.94 us, `ex` 7.42, `driver` 9.48; cuda.bindings' `cuLaunchKernel` did not run there. The
+# launch call alone: CuPy's Cython `launchKernel` 3.80 us, ctypes' 4-argument cuLaunchKernelEx 4.33, ctypes'
+# 11-argument cuLaunchKernel 5.59 (ctypes converts each argument in Python). So:
+#   cupy    CuPy's Cython binding, when the process has loaded CuPy already (never imported for this);
+#   ex      else cuLaunchKernelEx through ctypes: the grid, block, shared memory and stream go into the
+#           CUlaunchConfig in the same `struct.pack_into` as the parameter slots, and the call takes four
+#           constant pointers;
+#   driver  the `driver` object's methods: tests' fakes, and drivers before CUDA 11.8.
+# We keep these rather than cuda.bindings (a well-kept binding, but not a dependency of ours, and its Python
+# layer converts the parameter array on each call) for the measured launch time.
+
+CONFIG_FORMAT = "<7I4xQ16x"   # CUlaunchConfig: grid x, y, z, block x, y, z, dynamic shared bytes, (padding),
+CONFIG_BYTES = 56             # stream, attrs = NULL, numAttrs = 0 (and padding): no launch attributes
+
+
+def _raw_functions():
+    """`(cuLaunchKernelEx, cuCtxGetCurrent)` of the real driver as raw ctypes functions, or None under a
+    driver without them (a fake, a driver before CUDA 11.8, a machine without libcuda)."""
+    raw = getattr(driver, "raw_launch_functions", None)
+    try:
+        return raw() if raw is not None else None
+    except OSError:     # no libcuda here: the driver plan, whose first call says so
+        return None
+
+
+def _ex_plan(launcher):
+    """cuLaunchKernelEx through ctypes: one pack of the CUlaunchConfig and the slots, one cuCtxGetCurrent
+    (its out-parameter made once), one call with four constant pointers."""
+    from .driver import CudaDriverError
+    launch_ex, get_current = _raw_functions()
+    config = launcher._lay_out(CONFIG_FORMAT, CONFIG_BYTES)
+    pack, buffer, offset, function, params = launcher._pack, launcher._buffer, launcher._offset, launcher._func, \
+        launcher._params
+    lock, context, block, shared, name = launcher._lock, launcher.context, launcher.block, launcher.shared_bytes, \
+        launcher.name
+    fill_maps = launcher._map_filler()
+    current = ctypes.c_void_p()
+    current_ref = ctypes.byref(current)
+    record = recent_launches.append
+
+    def launch(gx, gy, gz, values, stream):
+        with lock:
+            try:
+                pack(buffer, offset, gx, gy, gz, block, 1, 1, shared, stream, *values)
+            except struct.error:
+                raise launcher._refusal(gx, gy, gz, stream, values) from None
+            if fill_maps is not None:
+                fill_maps(values)
+            status = get_current(current_ref)
+            if status:
+                raise CudaDriverError("cuCtxGetCurrent", status)
+            if current.value == context:
+                status = launch_ex(config, function, params, None)
+            else:
+                # The arrays live on another device than the current one (or this thread has no context yet):
+                # launch in their device's context and put the caller's back (none, if it had none).
+                previous = current.value or 0
+                driver.ctxSetCurrent(context)
+                try:
+                    status = launch_ex(config, function, params, None)
+                finally:
+                    driver.ctxSetCurrent(previous)
+            if status:
+                raise CudaDriverError("cuLaunchKernelEx", status)
+            record((name, gx, gy, gz))
+    return launch
+
+
+def _slots_plan(launcher, launch_kernel, get_current):
+    """cuLaunchKernel as `launch_kernel(func, gx, gy, gz, bx, by, bz, shared, stream, params, extra)` (the
+    binding's names and order), after one pack of the slots and a check of the current context by
+    `get_current()`."""
+    launcher._lay_out()
+    fill_maps = launcher._map_filler()
+    pack, buffer, offset, function, params = launcher._pack, launcher._buffer, launcher._offset, launcher._func, \
+        launcher._params
+    lock, context, block, shared, name = launcher._lock, launcher.context, launcher.block, launcher.shared_bytes, \
+        launcher.name
+    record = recent_launches.append
+
+    def launch(gx, gy, gz, values, stream):
+        with lock:
+            try:
+                pack(buffer, offset, *values)
+            except struct.error:
+                raise launcher._misfit(values) from None
+            if fill_maps is not None:
+                fill_maps(values)
+            current = get_current()
+            if current == context:
+                launch_kernel(function, gx, gy, gz, block, 1, 1, shared, stream, params, 0)
+            else:
+                driver.ctxSetCurrent(context)
+                try:
+                    launch_kernel(function, gx, gy, gz, block, 1, 1, shared, stream, params, 0)
+                finally:
+                    driver.ctxSetCurrent(current)
+            record((name, gx, gy, gz))
+    return launch
+
+
+def _driver_plan(launcher):
+    """Through the `driver` object's methods, looked up at each launch (any object with the binding's names:
+    tests' fakes, which replace them between launches, or a driver without cuLaunchKernelEx)."""
+    return _slots_plan(launcher, lambda *a: driver.launchKernel(*a), lambda: driver.ctxGetCurrent())
+
+
+def _cupy_plan(launcher):
+    """CuPy's Cython `launchKernel` and `ctxGetCurrent` (C calls, the GIL released during the launch)."""
+    binding = driver.cupy_binding()
+    return _slots_plan(launcher, binding.launchKernel, binding.ctxGetCurrent)
+
+
+def default_plan():
+    """The measured-fastest plan this process's driver object offers (see above)."""
+    if _raw_functions() is None:
+        return "driver"
+    binding = getattr(driver, "cupy_binding", None)
+    return "cupy" if binding is not None and binding() is not None else "ex"
+
+
+PLANS = {"cupy": _cupy_plan, "ex": _ex_plan, "driver": _driver_plan}
+forced_plan = None     # a name in PLANS for every launcher made from now on (bench/launch_path.py compares them)
 
 
 class DebugLauncher(Launcher):
@@ -171,16 +350,42 @@ class DebugLauncher(Launcher):
 
     __slots__ = ()
 
+    def _wrap(self, launch):
+        def launch_and_wait(gx, gy, gz, values, stream):
+            launch(gx, gy, gz, values, stream)
+            try:
+                self._in_context(driver.streamSynchronize, stream)
+            except Exception as e:
+                what = STICKY_ERRORS.get(getattr(e, "status", None), "an error")
+                raise LaunchError(f"the kernel faulted with {what} during this launch, grid ({gx}, {gy}, {gz}) "
+                                  f"({e}); the GPU context is now unusable", kernel=self.name,
+                                  hint="the process must be restarted; compute-sanitizer --tool memcheck names the "
+                                       "faulting access") from e
+        return launch_and_wait
+
+
+class RowLoopLauncher:
+    """Launches a kernel whose programs along x were folded into a row loop (`analysis/row_loop.py`): at most
+    `programs` of them, each looping over the user's program ids, which it learns from a last parameter holding
+    the user's grid x. Everything else is the wrapped launcher's."""
+
+    __slots__ = ("inner", "programs")
+    # The loop computes `row + programs` for rows below the grid's x: that sum must stay an int.
+    MAX_GRID_X = 2**31 - 1
+
+    def __init__(self, inner, programs: int):
+        self.inner = inner
+        self.programs = max(1, programs)
+
     def launch(self, gx, gy, gz, values, stream):
-        super().launch(gx, gy, gz, values, stream)
-        try:
-            self._in_context(driver.streamSynchronize, stream)
-        except Exception as e:
-            what = STICKY_ERRORS.get(getattr(e, "status", None), "an error")
-            raise LaunchError(f"the kernel faulted with {what} during this launch, grid ({gx}, {gy}, {gz}) ({e}); "
-                              "the GPU context is now unusable", kernel=self.name,
-                              hint="the process must be restarted; compute-sanitizer --tool memcheck names the "
-                                   "faulting access") from e
+        if gx + self.programs > self.MAX_GRID_X:
+            raise LaunchError(f"grid x of {gx} programs is not supported yet by a kernel folded into a row loop "
+                              f"(at most {self.MAX_GRID_X - self.programs})", kernel=self.inner.name,
+                              hint="set TRANSPILER_ROW_LOOP=0, or put part of the count on grid axis 1")
+        self.inner.launch(min(gx, self.programs), gy, gz, (*values, gx), stream)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
 
 
 # ---- streams -----------------------------------------------------------------------------------------------

@@ -81,7 +81,7 @@ def test_launcher_checks_exactly_what_the_specialization_assumed(kernel_file, tm
 
 def test_a_none_argument_cannot_be_compiled_ahead_of_time():
     with pytest.raises(SignatureError, match="None argument"):
-        host_interface(["X", "B"], [("ptr", "fp32", True), ("none",)], ["ptr", "ptr"])
+        host_interface(["X", "B"], [("ptr", "fp32", 16), ("none",)], ["ptr", "ptr"])
 
 
 def test_compile_for_an_old_arch_refuses_dot(kernel_file, tmp_path, capsys):
@@ -106,3 +106,18 @@ def test_launcher_and_a_program_using_it_build_with_nvcc_without_warnings(kernel
     if symbols.returncode == 0:
         assert "scale_launch(CUstream_st*, unsigned int, unsigned int, unsigned int" in symbols.stdout
         assert "cuLaunchKernel" in symbols.stdout and "cuModuleLoadData" in symbols.stdout
+
+
+@needs_nvrtc
+def test_a_kernel_folded_into_a_row_loop_gets_the_grid_x_from_its_launcher(tmp_path, capsys):
+    """The row loop reads the user's grid x from a last parameter: the AOT launcher passes gx and launches all
+    gx programs (each runs its one row), refusing a gx whose row sum would overflow."""
+    softmax = str(Path(__file__).resolve().parent.parent / "examples" / "softmax.py")
+    rc = main(["compile", softmax, "--kernel", "softmax_kernel", "--signature", "*fp16:16,*fp16:16,i32:16,i32:16,i32",
+               "-D", "BLOCK=1024", "--num-warps", "4", "--arch", "sm_90a", "--out", str(tmp_path)])
+    assert rc == 0, capsys.readouterr().err
+    source = (tmp_path / "softmax_kernel.cu").read_text()
+    cpp = (tmp_path / "softmax_kernel_launcher.cpp").read_text()
+    assert "const int n_rows) {" in source and "row < n_rows" in source
+    assert "int tp_grid_x = static_cast<int>(gx);" in cpp and "&n_cols, &tp_grid_x}" in cpp
+    assert "if (gx > 0x7fffffffu / 2) return CUDA_ERROR_INVALID_VALUE;" in cpp

@@ -53,17 +53,25 @@ def test_registers_scan_in_order_then_one_exclusive_shuffle():
 
 
 def test_one_warp_register_chunks_carry_the_last_lanes_total():
-    """Registers 32 elements apart (a row length with no known alignment): chunk totals come from lane 31."""
-    src = _source(case_cumsum_rows(np.random.default_rng(0), n=50, block=64, num_warps=1))
+    """Registers 32 elements apart (an odd row length: no known alignment): chunk totals come from lane 31."""
+    src = _source(case_cumsum_rows(np.random.default_rng(0), n=51, block=64, num_warps=1))
     assert "tp::shfl_from(y[" in src and "lane | 31" in src
     assert "__syncthreads" not in src
 
 
-def test_several_warps_carry_totals_through_shared_memory_with_one_barrier():
+def test_several_warps_carry_totals_through_shared_memory_with_one_barrier(monkeypatch):
+    monkeypatch.setenv("TRANSPILER_ROW_LOOP", "0")      # one row per program: the scan runs once
     src = _source(case_cumsum_rows(np.random.default_rng(0), n=1000, block=1024))
     scan = src[src.index("y = tl.cumsum("):src.index("tl.store(Y")]
     assert scan.count("__syncthreads();") == 1
     assert "y_smem[" in scan and "(lane & 31) == 31" in scan
+
+
+def test_a_scan_in_a_row_loop_waits_before_the_next_row_reuses_its_buffer():
+    src = _source(case_cumsum_rows(np.random.default_rng(0), n=500, block=512))    # 16 bytes a thread: folded
+    loop = src[src.index(" = row_start; "):]        # the row loop (its variable renamed: the kernel has a `row`)
+    scan = loop[loop.index("y = tl.cumsum("):]
+    assert scan[:scan.index("y_smem[")].count("__syncthreads();") == 1
 
 
 def test_scan_inside_a_loop_waits_before_reusing_its_buffer():

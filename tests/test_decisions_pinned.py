@@ -91,7 +91,9 @@ def test_vector_width_of_each_example_access(name):
     assert got == expected
     # The decision log says the same, per access.
     logged = [d for d in analysis.decisions.for_pass("vectorize")]
-    assert len(logged) == sum(1 for w in expected.values() if w is not None)
+    # (a row loop loads its first row before the loop and the next ones inside it: one decision per copy)
+    logged_accesses = {(d.what.split(":")[0], ir.source_lines[d.line].strip()) for d in logged}
+    assert len(logged_accesses) == sum(1 for w in expected.values() if w is not None)
     for d in logged:
         width = int(d.what.split(": ")[1].split(" x ")[0])
         text = ir.source_lines[d.line].strip()

@@ -84,7 +84,7 @@ def test_another_dtype_never_reaches_the_launcher_cached_for_the_first(gpu):
     f32, f16 = k.variants.values()
     assert "X ptr<fp32>" in f32.source and "X ptr<fp16>" in f16.source
     keys = list(k._launchers)
-    assert keys[0][0] == ("ptr", "fp32", True) and keys[1][0] == ("ptr", "fp16", True)
+    assert keys[0][0] == ("ptr", "fp32", 16) and keys[1][0] == ("ptr", "fp16", 16)
 
 
 def test_an_unsupported_element_type_is_refused_on_the_fast_path(gpu):

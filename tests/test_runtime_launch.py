@@ -98,11 +98,53 @@ class FakeDriver:
         self.attributes.append((f, attribute, value, self.current))
 
 
-@pytest.fixture
-def gpu(monkeypatch, tmp_path):
-    """Fakes at the GPU's edges; returns a namespace with the fake driver and the compile/load counters."""
+class FakeRawDriver(FakeDriver):
+    """A FakeDriver that also offers raw C functions, as the real one does, so launchers take the `ex` plan
+    (`launcher.PLANS`): cuLaunchKernelEx and cuCtxGetCurrent are C callbacks reading the memory the plan
+    wrote (the CUlaunchConfig, the slot addresses) and handing it to `launchKernel` above, so every test
+    records the same launches under either plan; an exception there becomes the status it carries."""
+
+    CONFIG = struct.Struct("<7I4xQQI4x")
+
+    def raw_launch_functions(self):
+        def launch_ex(config, function, params, extra):
+            gx, gy, gz, bx, by, bz, smem, stream, attrs, n_attrs = self.CONFIG.unpack(ctypes.string_at(config, 56))
+            try:
+                assert attrs == 0 and n_attrs == 0 and extra is None, (attrs, n_attrs, extra)
+                self.launchKernel(function, gx, gy, gz, bx, by, bz, smem, stream, params, 0)
+            except Exception as e:        # nothing may unwind through C: the driver's answer is a status
+                self.raw_errors.append(e)
+                return getattr(e, "status", 1)        # CUDA_ERROR_INVALID_VALUE
+            return 0
+
+        def get_current(out):
+            ctypes.c_void_p.from_address(out).value = self.current or None
+            return 0
+        self.raw_errors = []
+        self._raw = (ctypes.CFUNCTYPE(ctypes.c_int, *[ctypes.c_void_p] * 4)(launch_ex),
+                     ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(get_current))
+        return self._raw
+
+
+class FakeCupyDriver(FakeRawDriver):
+    """A FakeRawDriver that also offers CuPy's Cython binding, as the real one does in a process that loaded
+    CuPy, so launchers take the `cupy` plan; the binding's calls are this fake's."""
+
+    def cupy_binding(self):
+        return SimpleNamespace(launchKernel=lambda *a: self.launchKernel(*a), ctxGetCurrent=lambda: self.current)
+
+
+PLAN_DRIVERS = {"cupy": FakeCupyDriver, "ex": FakeRawDriver, "driver": FakeDriver}
+
+
+@pytest.fixture(params=list(PLAN_DRIVERS))
+def gpu(monkeypatch, tmp_path, request):
+    """Fakes at the GPU's edges; returns a namespace with the fake driver and the compile/load counters. Each
+    test runs under every launch plan: `cupy` (CuPy's binding, where CuPy is loaded), `ex` (raw
+    cuLaunchKernelEx) and `driver` (the driver object's methods)."""
     monkeypatch.setenv("TRANSPILER_CACHE_DIR", str(tmp_path / "cache"))
-    state = SimpleNamespace(compiles=[], loads=[], driver=FakeDriver(nslots=4), current_device=0)
+    fake = PLAN_DRIVERS[request.param](nslots=4)
+    state = SimpleNamespace(compiles=[], loads=[], driver=fake, current_device=0, plan=request.param)
 
     def compile_tuned(source, name, arch, shared_bytes=0):
         state.compiles.append((name, arch))
@@ -143,18 +185,33 @@ def test_fast_key_part_of_a_scalar_equals_the_general_rule(value):
 
 
 def test_int_key_parts_say_type_one_and_divisibility():
-    assert launch_key.scalar_key(1) == ("int32", True, False)
-    assert launch_key.scalar_key(32) == ("int32", False, True)
-    assert launch_key.scalar_key(2**31) == ("int64", False, True)     # as Triton: no uint32 for arguments
-    assert launch_key.scalar_key(-2**40) == ("int64", False, True)
+    assert launch_key.scalar_key(1) == ("int32", True, 1)
+    assert launch_key.scalar_key(32) == ("int32", False, 16)
+    assert launch_key.scalar_key(2**31) == ("int64", False, 16)     # as Triton: no uint32 for arguments
+    assert launch_key.scalar_key(-2**40) == ("int64", False, 16)
     assert launch_key.scalar_key(True) == ("int1",)
+
+
+@pytest.mark.parametrize("value, divisor", [(3, 1), (17, 1), (4094, 2), (4092, 4), (-12, 4), (1000, 8), (24, 8),
+                                            (4000, 16), (0, 16), (2**33 + 6, 2), (-2**40 + 4, 4)])
+def test_int_key_part_is_the_largest_power_of_two_up_to_16_dividing_it(value, divisor):
+    """Finer than Triton's divisible-by-16: one field, at most five variants per argument."""
+    assert launch_key.scalar_key(value)[2] == divisor
+    key, _, _, _ = launch_key.launch_facts((False,), (value,), ("n",), "k")    # the binder's fast path agrees
+    assert key == [launch_key.scalar_key(value)]
+
+
+@pytest.mark.parametrize("address, alignment", [(4096, 16), (4100, 4), (4098, 2), (4104, 8), (4097, 1)])
+def test_pointer_key_part_is_the_address_alignment_up_to_16_bytes(gpu, address, alignment):
+    key, _, _, _ = launch_key.launch_facts((False,), (FakeCupy(address, dtype=np.int8),), ("x",), "k")
+    assert key == [("ptr", "int8", alignment)]
 
 
 def test_pointer_key_part_is_dtype_and_16_byte_alignment(gpu):
     key, values, device, fw = launch_key.launch_facts(
         (False, False, False), (FakeCupy(4096), FakeCupy(4100, dtype=np.float16), FakeTensor(64, dtype=np.int8)),
         ("a", "b", "c"), "k")
-    assert key == [("ptr", "fp32", True), ("ptr", "fp16", False), ("ptr", "int8", True)]
+    assert key == [("ptr", "fp32", 16), ("ptr", "fp16", 4), ("ptr", "int8", 16)]
     assert values == [4096, 4100, 64] and device == 0
     assert fw == launch_key.CUPY | launch_key.TORCH
 
@@ -183,10 +240,17 @@ def test_launch_packs_pointers_and_c_typed_scalars(gpu):
 
 
 def test_second_launch_reuses_the_launcher_and_compiles_nothing(gpu):
-    for n in (100, 200, 300):
+    for n in (100, 300, 500):                       # each 4 times an odd number: one divisibility key
         gpu.kernel[(1,)](FakeCupy(4096), FakeCupy(8192), n, 1.0, BLOCK=128)
     assert len(gpu.compiles) == 1 and len(gpu.loads) == 1 and len(gpu.kernel._launchers) == 1
-    assert [unpack(x.raw, "QQif")[2] for x in gpu.driver.launches] == [100, 200, 300]
+    assert [unpack(x.raw, "QQif")[2] for x in gpu.driver.launches] == [100, 300, 500]
+
+
+def test_integers_select_at_most_five_variants_by_divisibility(gpu):
+    """An integer's key is the largest of 1, 2, 4, 8, 16 dividing it: ten sizes, five variants."""
+    for n in (101, 102, 104, 108, 116, 201, 202, 204, 208, 216):
+        gpu.kernel[(1,)](FakeCupy(4096), FakeCupy(8192), n, 1.0, BLOCK=128)
+    assert len(gpu.compiles) == 5 and len(gpu.kernel._launchers) == 5
 
 
 def test_a_new_specialization_builds_a_new_variant(gpu):
@@ -435,7 +499,7 @@ def test_8_threads_launching_one_new_key_compile_once(gpu):
     def worker(i):
         try:
             barrier.wait(timeout=120)
-            gpu.kernel[(1,)](FakeCupy(4096), FakeCupy(8192), 100 + i, 1.0, BLOCK=128)
+            gpu.kernel[(1,)](FakeCupy(4096), FakeCupy(8192), 101 + 2 * i, 1.0, BLOCK=128)   # odd: one key
         except Exception as e:        # pragma: no cover - reported below
             errors.append(e)
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
@@ -443,7 +507,7 @@ def test_8_threads_launching_one_new_key_compile_once(gpu):
     [t.join() for t in threads]
     assert errors == []
     assert len(gpu.compiles) == 1 and len(gpu.loads) == 1 and len(gpu.driver.launches) == 8
-    assert sorted(unpack(x.raw, "QQif")[2] for x in gpu.driver.launches) == list(range(100, 108))
+    assert sorted(unpack(x.raw, "QQif")[2] for x in gpu.driver.launches) == list(range(101, 117, 2))
 
 
 def test_threads_on_three_devices_compile_once_and_load_once_per_device(gpu):
@@ -556,3 +620,42 @@ def test_kernel_getitem_reuses_the_launch_function_of_a_tuple_grid(gpu):
     k[(1,)](FakeCupy(4096), FakeCupy(8192), 100, 1.0, BLOCK=128)
     assert [x.grid for x in gpu.driver.launches] == [(2, 3, 1), (1, 1, 1)]
     assert k[([1],)] is not k[([1],)]                   # unhashable grids are made anew (and refused at launch)
+
+
+@pytest.mark.parametrize("plan", list(PLAN_DRIVERS))
+def test_a_by_value_parameter_wider_than_a_slot_is_laid_at_its_alignment_and_packed_whole(monkeypatch, plan):
+    # A CUtensorMap-like parameter (128 bytes, 64-aligned) between a pointer and an int32: the slot addresses
+    # the driver reads point at each value, the wide one aligned, and each holds exactly what was passed.
+    fake = PLAN_DRIVERS[plan](nslots=3)
+    monkeypatch.setattr(launcher_mod, "driver", fake)
+    monkeypatch.setitem(launcher_mod.BY_VALUE, "test_map128", (128, 64))
+    launcher = launcher_mod.Launcher(None, 1, CONTEXT[0], ["ptr", "test_map128", "int32"], 4, name="k",
+                                     slot_names=["X", "desc", "n"])
+    assert launcher.plan == plan
+    rng = np.random.default_rng(5)
+    desc = rng.integers(0, 256, 128, dtype=np.uint8).tobytes()
+    launcher.launch(3, 1, 1, (4096, desc, -77), 0)
+    (launch,) = fake.launches
+    slots = (ctypes.c_void_p * 3).from_address(launcher._params)
+    assert slots[1] % 64 == 0 and slots[0] % 8 == 0 and slots[2] % 8 == 0
+    assert ctypes.string_at(slots[1], 128) == desc
+    assert struct.unpack("<Q", ctypes.string_at(slots[0], 8))[0] == 4096
+    assert struct.unpack("<i", ctypes.string_at(slots[2], 4))[0] == -77
+    assert launch.grid == (3, 1, 1)
+    with pytest.raises(LaunchError, match=r"argument 'desc' = 5 does not fit the kernel's test_map128 parameter"):
+        launcher.launch(1, 1, 1, (4096, 5, 1), 0)
+
+
+def test_register_by_value_refuses_an_alignment_that_does_not_divide_the_size():
+    with pytest.raises(ValueError, match="power-of-two alignment"):
+        launcher_mod.register_by_value("bad", 100, 64)
+
+
+def test_each_driver_gets_the_plan_it_offers_and_a_forced_plan_wins(gpu, monkeypatch):
+    gpu.kernel[(2,)](FakeCupy(4096), FakeCupy(8192), 100, 1.0, BLOCK=128)
+    (launcher,) = gpu.kernel._launchers.values()
+    assert launcher.plan == gpu.plan and len(gpu.driver.launches) == 1
+    monkeypatch.setattr(launcher_mod, "forced_plan", "driver")
+    k = transpiler.jit(_scale)
+    k[(2,)](FakeCupy(4096), FakeCupy(8192), 100, 1.0, BLOCK=128)
+    assert next(iter(k._launchers.values())).plan == "driver" and len(gpu.driver.launches) == 2

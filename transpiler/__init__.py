@@ -46,6 +46,7 @@ from .runtime import JITFunction, Kernel, KernelInterface, gpu_available, transp
 from .runtime.args import StandIn, TensorWrapper, reinterpret  # noqa: E402
 from . import testing  # noqa: E402,F401  (`transpiler.testing.do_bench`, as `triton.testing` after `import triton`)
 from .runtime.autotune import AutotuneWarning, Autotuner, Config, Heuristics, autotune, heuristics  # noqa: E402
+from .runtime.torch_ops import custom_op  # noqa: E402  (torch is imported only when an op is registered)
 
 jit = transpile
 
@@ -68,7 +69,12 @@ def next_power_of_2(n: int) -> int:
 
 
 __all__ = ["transpile", "jit", "Kernel", "JITFunction", "KernelInterface", "StandIn", "TensorWrapper", "reinterpret",
+<<<<<<< HEAD
            "OutOfResources", "cdiv", "next_power_of_2", "gpu_available", "language",
            "autotune", "heuristics", "autograd", "Config", "Autotuner", "Heuristics", "AutotuneError", "AutotuneWarning",
+=======
+           "OutOfResources", "cdiv", "next_power_of_2", "gpu_available", "language", "custom_op",
+           "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "AutotuneError", "AutotuneWarning",
+>>>>>>> main
            "TranspilerError", "UnsupportedSyntaxError", "NameResolutionError", "CompileTimeError", "ShapeError",
            "DTypeError", "LaunchError", "IgnoredOptionWarning", "InterpreterError", "InternalCompilerError"]

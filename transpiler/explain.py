@@ -97,11 +97,11 @@ def _specialization(ir) -> list:
         dt = a.value.dtype
         note = ""
         if dt.is_ptr():
-            note = "16-byte aligned" if a.divisibility >= 16 else "alignment unknown"
+            note = f"{a.divisibility}-byte aligned" if a.divisibility > 1 else "alignment unknown"
         elif a.equal_to_one:
             note = "== 1, folded"
         elif dt.is_int():
-            note = "multiple of 16" if a.divisibility >= 16 else "no divisibility known"
+            note = f"multiple of {a.divisibility}" if a.divisibility > 1 else "no divisibility known"
         lines.append(f"  {a.name}: {dt}" + (f" ({note})" if note else ""))
     lines += [f"  {k} = {v!r} (constexpr)" for k, v in ir.constexprs.items()]
     return lines

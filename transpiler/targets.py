@@ -18,11 +18,20 @@ SWITCHES = {
     "TRANSPILER_WGMMA_IN_FLIGHT": "0",   # 1: a wgmma group stays in flight into the next iteration (measured slower)
     "TRANSPILER_WGMMA_CP_FENCE": "0",    # 1: fence.proxy.async after every cp.async wait, not only after stores
     "TRANSPILER_CP_ZFILL": "1",          # 0: masked-off runs of an other=0 load go through registers, as before
+    "TRANSPILER_TMA": "1",               # 0: pipelined loops on sm_90a copy their tiles by cp.async, never TMA
+    "TRANSPILER_TMA_IN_FLIGHT": "1",     # 0: a TMA loop waits for its wgmma group in its own iteration
+    "TRANSPILER_ROW_LOOP": "1",          # 0: one row per program, no persistent row loop (analysis/row_loop.py)
+    "TRANSPILER_ROW_LOOP_BYTES": "16",   # bytes a thread may hold one row ahead (32 and 64 measured slower)
 }
 
 
 def switch(name) -> bool:
     return os.environ.get(name, SWITCHES[name]) != "0"
+
+
+def switch_value(name) -> int:
+    """A numeric switch (its value, not on/off)."""
+    return int(os.environ.get(name, SWITCHES[name]))
 
 
 def switches_key() -> tuple:

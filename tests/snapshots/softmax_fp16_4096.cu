@@ -218,7 +218,8 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
     const __half* __restrict__ IN,
     int in_stride,
     int out_stride,
-    int n_cols) {
+    int n_cols,
+    const int n_rows) {
   extern __shared__ __align__(128) unsigned char tp_smem[];
   float* red_acc0_smem = reinterpret_cast<float*>(tp_smem + 0);
   float* red_acc_10_smem = reinterpret_cast<float*>(tp_smem + 64);
@@ -227,11 +228,10 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
   (void)lane; (void)warp;
   const int L0_dim0 = (lane << 3) | (warp << 8);
 
-  // row = tl.program_id(0)
-  const int row = static_cast<int>(blockIdx.x);
-
   // x = tl.load(IN + row * in_stride + cols, mask=valid, other=-float("inf")).to(tl.float32)
-  const int mul = row * in_stride;
+  const int row_start = static_cast<int>(blockIdx.x);
+  const int row_step = static_cast<int>(gridDim.x);
+  const int mul = row_start * in_stride;
   const __half* ptr = IN + mul;
 
   // cols = tl.arange(0, BLOCK)
@@ -250,125 +250,189 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
   for (int r = 0; r < 8; ++r) valid[r] = cols[r] < n_cols;
 
   // x = tl.load(IN + row * in_stride + cols, mask=valid, other=-float("inf")).to(tl.float32)
-  __half ld[8];
+  __half row_data[8];
   #pragma unroll
   for (int v = 0; v < 1; ++v) {
     const int r = v * 8;
     if (valid[r] && valid[r + 1] && valid[r + 2] && valid[r + 3] && valid[r + 4] && valid[r + 5] && valid[r + 6] && valid[r + 7]) {
-      tp::load<8, tp::CACHE_DEFAULT, tp::EVICT_NORMAL>(&ld[r], ptr_1[r]);
+      tp::load<8, tp::CACHE_DEFAULT, tp::EVICT_NORMAL>(&row_data[r], ptr_1[r]);
     } else {
       // the ragged run: element by element from the run's first address (a contiguous run)
   #pragma unroll
       for (int j = 0; j < 8; ++j) {
-        ld[r + j] = (valid[(r + j)]) ? *(ptr_1[r] + j) : tp::cast<__half>(-tp::inf<float>());
+        row_data[r + j] = (valid[(r + j)]) ? *(ptr_1[r] + j) : tp::cast<__half>(-tp::inf<float>());
       }
     }
   }
-  float x[8];
+  __half this_row[8];
   #pragma unroll
-  for (int r = 0; r < 8; ++r) x[r] = tp::cast<float>(ld[r]);
+  for (int r = 0; r < 8; ++r) this_row[r] = row_data[r];
+  #pragma unroll 1
+  for (int row = row_start; row < n_rows; row += row_step) {
+    const int row_ahead = row + row_step;
+    const bool lt = row_ahead < n_rows;
+    const int mul_1 = row_ahead * in_stride;
+    const __half* ptr_2 = IN + mul_1;
 
-  // x = x - tl.max(x, axis=0)
-  float red_acc[1];
-  #pragma unroll
-  for (int o = 0; o < 1; ++o) {
-    {
-      const int r = 0;
-      red_acc[o] = x[r];
-    }
-  #pragma unroll
-    for (int k = 1; k < 8; ++k) {
-      const int r = k;
-      tp::combine_max(red_acc[o], x[r]);
-    }
-    tp::combine_max(red_acc[o], tp::shfl_xor(red_acc[o], 1));
-    tp::combine_max(red_acc[o], tp::shfl_xor(red_acc[o], 2));
-    tp::combine_max(red_acc[o], tp::shfl_xor(red_acc[o], 4));
-    tp::combine_max(red_acc[o], tp::shfl_xor(red_acc[o], 8));
-    tp::combine_max(red_acc[o], tp::shfl_xor(red_acc[o], 16));
-  }
-  if ((lane & 31) == 0) {
-  #pragma unroll
-    for (int o = 0; o < 1; ++o) {
-      red_acc0_smem[(warp) * 1] = red_acc[o];
-    }
-  }
-  __syncthreads();
-  #pragma unroll
-  for (int o = 0; o < 1; ++o) {
-    red_acc[o] = red_acc0_smem[0];
-  #pragma unroll
-    for (int w = 1; w < 16; ++w) {
-      tp::combine_max(red_acc[o], red_acc0_smem[w * 1 + 0]);
-    }
-  }
-  const float red = red_acc[0];
-  float x_1[8];
-  #pragma unroll
-  for (int r = 0; r < 8; ++r) x_1[r] = x[r] - red;
+    // cols = tl.arange(0, BLOCK)
+    int cols_1[8];
+    #pragma unroll
+    for (int r = 0; r < 8; ++r) cols_1[r] = L0_dim0 + r;
 
-  // e = tl.exp(x)
-  float e[8];
-  #pragma unroll
-  for (int r = 0; r < 8; ++r) e[r] = __expf(x_1[r]);
+    // x = tl.load(IN + row * in_stride + cols, mask=valid, other=-float("inf")).to(tl.float32)
+    const __half* ptr_3[8];
+    #pragma unroll
+    for (int r = 0; r < 8; ++r) ptr_3[r] = ptr_2 + cols_1[r];
 
-  // tl.store(OUT + row * out_stride + cols, e / tl.sum(e, axis=0), mask=valid)
-  const int mul_1 = row * out_stride;
-  __half* ptr_2 = OUT + mul_1;
-  float red_acc_1[1];
-  #pragma unroll
-  for (int o = 0; o < 1; ++o) {
-    {
-      const int r = 0;
-      red_acc_1[o] = e[r];
-    }
-  #pragma unroll
-    for (int k = 1; k < 8; ++k) {
-      const int r = k;
-      tp::combine_add(red_acc_1[o], e[r]);
-    }
-    tp::combine_add(red_acc_1[o], tp::shfl_xor(red_acc_1[o], 1));
-    tp::combine_add(red_acc_1[o], tp::shfl_xor(red_acc_1[o], 2));
-    tp::combine_add(red_acc_1[o], tp::shfl_xor(red_acc_1[o], 4));
-    tp::combine_add(red_acc_1[o], tp::shfl_xor(red_acc_1[o], 8));
-    tp::combine_add(red_acc_1[o], tp::shfl_xor(red_acc_1[o], 16));
-  }
-  if ((lane & 31) == 0) {
-  #pragma unroll
-    for (int o = 0; o < 1; ++o) {
-      red_acc_10_smem[(warp) * 1] = red_acc_1[o];
-    }
-  }
-  __syncthreads();
-  #pragma unroll
-  for (int o = 0; o < 1; ++o) {
-    red_acc_1[o] = red_acc_10_smem[0];
-  #pragma unroll
-    for (int w = 1; w < 16; ++w) {
-      tp::combine_add(red_acc_1[o], red_acc_10_smem[w * 1 + 0]);
-    }
-  }
-  const float red_1 = red_acc_1[0];
-  float truediv[8];
-  #pragma unroll
-  for (int r = 0; r < 8; ++r) truediv[r] = tp::div_full(e[r], red_1);
-  __half cvt[8];
-  #pragma unroll
-  for (int r = 0; r < 8; ++r) cvt[r] = tp::cast<__half>(truediv[r]);
-  __half* ptr_3[8];
-  #pragma unroll
-  for (int r = 0; r < 8; ++r) ptr_3[r] = ptr_2 + cols[r];
-  #pragma unroll
-  for (int v = 0; v < 1; ++v) {
-    const int r = v * 8;
-    const __half* src = &cvt[r];
-    if (valid[r] && valid[r + 1] && valid[r + 2] && valid[r + 3] && valid[r + 4] && valid[r + 5] && valid[r + 6] && valid[r + 7]) {
-      tp::store<8, tp::CACHE_DEFAULT>(ptr_3[r], src);
-    } else {
-  #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        if (valid[(r + j)]) *(ptr_3[r] + j) = src[j];
+    // valid = cols < n_cols
+    bool valid_1[8];
+    #pragma unroll
+    for (int r = 0; r < 8; ++r) valid_1[r] = cols_1[r] < n_cols;
+
+    // x = tl.load(IN + row * in_stride + cols, mask=valid, other=-float("inf")).to(tl.float32)
+    bool and_[8];
+    #pragma unroll
+    for (int r = 0; r < 8; ++r) and_[r] = valid_1[r] && lt;
+    __half row_next[8];
+    #pragma unroll
+    for (int v = 0; v < 1; ++v) {
+      const int r = v * 8;
+      if (and_[r] && and_[r + 1] && and_[r + 2] && and_[r + 3] && and_[r + 4] && and_[r + 5] && and_[r + 6] && and_[r + 7]) {
+        tp::load<8, tp::CACHE_DEFAULT, tp::EVICT_NORMAL>(&row_next[r], ptr_3[r]);
+      } else {
+        // the ragged run: element by element from the run's first address (a contiguous run)
+    #pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          row_next[r + j] = (and_[(r + j)]) ? *(ptr_3[r] + j) : tp::cast<__half>(-tp::inf<float>());
+        }
       }
     }
+    float x[8];
+    #pragma unroll
+    for (int r = 0; r < 8; ++r) x[r] = tp::cast<float>(this_row[r]);
+
+    // x = x - tl.max(x, axis=0)
+    float red_acc[1];
+    #pragma unroll
+    for (int o = 0; o < 1; ++o) {
+      {
+        const int r = 0;
+        red_acc[o] = x[r];
+      }
+    #pragma unroll
+      for (int k = 1; k < 8; ++k) {
+        const int r = k;
+        tp::combine_max(red_acc[o], x[r]);
+      }
+      tp::combine_max(red_acc[o], tp::shfl_xor(red_acc[o], 1));
+      tp::combine_max(red_acc[o], tp::shfl_xor(red_acc[o], 2));
+      tp::combine_max(red_acc[o], tp::shfl_xor(red_acc[o], 4));
+      tp::combine_max(red_acc[o], tp::shfl_xor(red_acc[o], 8));
+      tp::combine_max(red_acc[o], tp::shfl_xor(red_acc[o], 16));
+    }
+    __syncthreads();
+    if ((lane & 31) == 0) {
+    #pragma unroll
+      for (int o = 0; o < 1; ++o) {
+        red_acc0_smem[(warp) * 1] = red_acc[o];
+      }
+    }
+    __syncthreads();
+    #pragma unroll
+    for (int o = 0; o < 1; ++o) {
+      red_acc[o] = red_acc0_smem[0];
+    #pragma unroll
+      for (int w = 1; w < 16; ++w) {
+        tp::combine_max(red_acc[o], red_acc0_smem[w * 1 + 0]);
+      }
+    }
+    const float red = red_acc[0];
+    float x_1[8];
+    #pragma unroll
+    for (int r = 0; r < 8; ++r) x_1[r] = x[r] - red;
+
+    // e = tl.exp(x)
+    float e[8];
+    #pragma unroll
+    for (int r = 0; r < 8; ++r) e[r] = __expf(x_1[r]);
+
+    // tl.store(OUT + row * out_stride + cols, e / tl.sum(e, axis=0), mask=valid)
+    const int mul_2 = row * out_stride;
+    __half* ptr_4 = OUT + mul_2;
+    float red_acc_1[1];
+    #pragma unroll
+    for (int o = 0; o < 1; ++o) {
+      {
+        const int r = 0;
+        red_acc_1[o] = e[r];
+      }
+    #pragma unroll
+      for (int k = 1; k < 8; ++k) {
+        const int r = k;
+        tp::combine_add(red_acc_1[o], e[r]);
+      }
+      tp::combine_add(red_acc_1[o], tp::shfl_xor(red_acc_1[o], 1));
+      tp::combine_add(red_acc_1[o], tp::shfl_xor(red_acc_1[o], 2));
+      tp::combine_add(red_acc_1[o], tp::shfl_xor(red_acc_1[o], 4));
+      tp::combine_add(red_acc_1[o], tp::shfl_xor(red_acc_1[o], 8));
+      tp::combine_add(red_acc_1[o], tp::shfl_xor(red_acc_1[o], 16));
+    }
+    __syncthreads();
+    if ((lane & 31) == 0) {
+    #pragma unroll
+      for (int o = 0; o < 1; ++o) {
+        red_acc_10_smem[(warp) * 1] = red_acc_1[o];
+      }
+    }
+    __syncthreads();
+    #pragma unroll
+    for (int o = 0; o < 1; ++o) {
+      red_acc_1[o] = red_acc_10_smem[0];
+    #pragma unroll
+      for (int w = 1; w < 16; ++w) {
+        tp::combine_add(red_acc_1[o], red_acc_10_smem[w * 1 + 0]);
+      }
+    }
+    const float red_1 = red_acc_1[0];
+    float truediv[8];
+    #pragma unroll
+    for (int r = 0; r < 8; ++r) truediv[r] = tp::div_full(e[r], red_1);
+    __half cvt[8];
+    #pragma unroll
+    for (int r = 0; r < 8; ++r) cvt[r] = tp::cast<__half>(truediv[r]);
+
+    // cols = tl.arange(0, BLOCK)
+    int cols_2[8];
+    #pragma unroll
+    for (int r = 0; r < 8; ++r) cols_2[r] = L0_dim0 + r;
+
+    // tl.store(OUT + row * out_stride + cols, e / tl.sum(e, axis=0), mask=valid)
+    __half* ptr_5[8];
+    #pragma unroll
+    for (int r = 0; r < 8; ++r) ptr_5[r] = ptr_4 + cols_2[r];
+
+    // valid = cols < n_cols
+    bool valid_2[8];
+    #pragma unroll
+    for (int r = 0; r < 8; ++r) valid_2[r] = cols_2[r] < n_cols;
+
+    // tl.store(OUT + row * out_stride + cols, e / tl.sum(e, axis=0), mask=valid)
+    #pragma unroll
+    for (int v = 0; v < 1; ++v) {
+      const int r = v * 8;
+      const __half* src = &cvt[r];
+      if (valid_2[r] && valid_2[r + 1] && valid_2[r + 2] && valid_2[r + 3] && valid_2[r + 4] && valid_2[r + 5] && valid_2[r + 6] && valid_2[r + 7]) {
+        tp::store<8, tp::CACHE_DEFAULT>(ptr_5[r], src);
+      } else {
+    #pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          if (valid_2[(r + j)]) *(ptr_5[r] + j) = src[j];
+        }
+      }
+    }
+
+    // x = tl.load(IN + row * in_stride + cols, mask=valid, other=-float("inf")).to(tl.float32)
+    #pragma unroll
+    for (int r = 0; r < 8; ++r) this_row[r] = row_next[r];
   }
 }

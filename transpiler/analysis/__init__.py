@@ -11,8 +11,10 @@ from .layout_assignment import LayoutAssignment, coalesced_order
 from .load_combining import combine_loads
 from .pipelining import plan_pipelines
 from .read_only import ReadOnlyPointers, plan_read_only
+from .row_loop import fold_row_loop
 from .shared_memory import SharedMemoryPlan, plan_shared_memory
 from .tensor_cores import plan_dots
+from .tma import plan_tma
 from .vectorize import vectorize
 
 
@@ -31,6 +33,8 @@ class KernelAnalysis:
     read_only: ReadOnlyPointers       # pointers no store writes through (read_only.py)
     target: str | None = None   # the architecture the source is emitted for, where that matters
     required_arch: ArchRequirement | None = None   # the oldest GPU it runs on (arch_requirements.py)
+    tma: dict = None    # for op -> TmaPlan (tma.py): loops whose tiles the copy engine brings in
+    row_loop: object = None     # RowLoopPlan when programs are folded into a row loop (row_loop.py)
 
     @property
     def uses_wgmma(self):
@@ -40,6 +44,7 @@ class KernelAnalysis:
 def analyze(kernel, target=None) -> KernelAnalysis:
     """`target`: the architecture the source is for when it matters ("sm_90a": warpgroup MMA), else None."""
     decisions = DecisionLog()
+    row_loop = fold_row_loop(kernel, decisions)      # rewrites the IR first: every later pass sees the loop
     axis = AxisInfoAnalysis(kernel)
     dots = plan_dots(kernel, decisions, target)
     layouts = LayoutAssignment(kernel, axis, decisions, dots)
@@ -51,6 +56,7 @@ def analyze(kernel, target=None) -> KernelAnalysis:
     pipelines = plan_pipelines(kernel, widths, fastest_dim, decisions, dots)
     combined = combine_loads(kernel, axis, layouts, widths, decisions)
     atomics = plan_atomics(kernel, layouts, decisions)
-    smem = plan_shared_memory(kernel, layouts, pipelines, any(p.kind == "wgmma" for p in dots.values()))
+    tma = plan_tma(kernel, pipelines, dots, decisions, target)
+    smem = plan_shared_memory(kernel, layouts, pipelines, any(p.kind == "wgmma" for p in dots.values()), tma)
     return KernelAnalysis(axis, layouts, widths, uniform, decisions, dots, pipelines, combined, atomics, smem,
-                          plan_read_only(kernel), target, required_arch(kernel))
+                          plan_read_only(kernel), target, required_arch(kernel), tma, row_loop)

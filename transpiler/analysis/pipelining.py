@@ -251,6 +251,22 @@ def plan_loop(loop, kernel, vector_width, order_of, decisions, dots=None):
     return plan
 
 
+def keep_in_flight(plan, dots, decisions, why):
+    """Leave the loop's wgmma group in flight across iterations when its dot allows it (see the module
+    docstring; the TMA pass asks for it: with the copy engine filling the stages the shorter load distance costs
+    nothing measurable). Returns whether it does."""
+    if plan.async_dot is not None or plan.stages < 3:
+        return plan.async_dot is not None
+    dot, carried = _async_dot(plan.loop, plan.loads, dots, _users(plan.loop.regions[0]))
+    if dot is None:
+        return False
+    plan.async_dot, plan.async_carried = dot, carried
+    decisions.add("pipeline", dot, "wgmma left in flight across iterations (wait_group 1)",
+                  f"{why}; the copies run {plan.distance} iteration(s) ahead, into the stage the group before the "
+                  "previous one read")
+    return True
+
+
 def _values_used_outside(kernel, loop):
     inside = {id(op) for op in walk(loop.regions[0])}
     used = set()
@@ -270,4 +286,4 @@ def plan_pipelines(kernel, vector_width, order_of, decisions, dots=None):
     return plans
 
 
-__all__ = ["PipelinePlan", "StagedLoad", "plan_pipelines"]
+__all__ = ["PipelinePlan", "StagedLoad", "keep_in_flight", "plan_pipelines"]

@@ -9,7 +9,8 @@ Three kinds of space, by lifetime:
   scratch use starts at the same offset (after a barrier): outside a pipelined loop it reuses the stage rings'
   bytes, inside one it follows them.
 Stage rings and scratch are aligned to 128 bytes (1024 with warpgroup MMA, whose swizzled tiles start on 1024-byte
-boundaries). A new kind of buffer (a TMA ring, an mbarrier array) is one more `Buffer` with its kind and alignment.
+boundaries). A new kind of buffer is one more `Buffer` with its kind and alignment; a TMA ring's mbarriers (one
+8-byte object per stage, tma.py) are a persistent buffer of the loop.
 
 `plan_shared_memory` walks the kernel in program order, the order the emitter spells it, and plans the buffers
 the IR and the other passes decide: the cross-warp scratch of each reduction and scan (from its layout), the
@@ -24,7 +25,7 @@ import copy
 import dataclasses
 from dataclasses import dataclass
 
-from ..dtypes import accumulate_type
+from ..dtypes import accumulate_type, uint64
 from .invariant_operands import invariant_dot_operands
 
 PERSISTENT, STAGES, SCRATCH = "persistent", "stages", "scratch"
@@ -188,8 +189,9 @@ def scan_slots(op, layouts):
 
 
 class _Planner:
-    def __init__(self, layouts, pipelines, uses_wgmma):
+    def __init__(self, layouts, pipelines, uses_wgmma, tma=None):
         self.layouts, self.pipelines, self.uses_wgmma = layouts, pipelines, uses_wgmma
+        self.tma = tma or {}      # loop -> TmaPlan (tma.py): its ring's mbarriers are planned too
         self.plan = SharedMemoryPlan(WGMMA_ALIGN if uses_wgmma else ALIGN)
         self.staged = []          # staged load results of the pipelined loops being walked
     def region(self, region, skip=()):
@@ -245,6 +247,9 @@ class _Planner:
             for region in op.regions:
                 self.region(region)
             return
+        if op in self.tma:
+            self.plan.persistent(8 * pipeline.stages, "mbarriers of a TMA ring", uint64, pipeline.stages,
+                                 key=(op, "mbarriers", 0))
         self.plan.begin_pipeline()
         for staged in pipeline.loads:
             v = staged.op.result
@@ -261,9 +266,10 @@ class _Planner:
         self.plan.end_pipeline()
 
 
-def plan_shared_memory(kernel, layouts, pipelines, uses_wgmma) -> SharedMemoryPlan:
-    """The buffers the IR and the other passes decide, in the order the emitter meets them."""
-    planner = _Planner(layouts, pipelines, uses_wgmma)
+def plan_shared_memory(kernel, layouts, pipelines, uses_wgmma, tma=None) -> SharedMemoryPlan:
+    """The buffers the IR and the other passes decide, in the order the emitter meets them (`tma`: the loops
+    tma.py stages by TMA, which also need one mbarrier per stage)."""
+    planner = _Planner(layouts, pipelines, uses_wgmma, tma)
     planner.region(kernel.body)
     return planner.plan
 

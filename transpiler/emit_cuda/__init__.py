@@ -28,18 +28,18 @@ def _specialization_text(kernel):
     for a in kernel.args:
         dt = a.value.dtype
         note = ""
-        if dt.is_ptr() and a.divisibility >= 16:
-            note = " (16-byte aligned)"
+        if dt.is_ptr() and a.divisibility > 1:
+            note = f" ({a.divisibility}-byte aligned)"
         elif not dt.is_ptr() and a.equal_to_one:
             note = " (== 1)"
-        elif not dt.is_ptr() and a.divisibility >= 16:
-            note = " (multiple of 16)"
+        elif not dt.is_ptr() and a.divisibility > 1:
+            note = f" (multiple of {a.divisibility})"
         parts.append(f"{a.name} None (a null pointer, unused)" if a.is_none else f"{a.name} {dt}{note}")
     parts += [f"{k} = {getattr(v, '__transpiler_builtin__', None) or repr(v)}" for k, v in kernel.constexprs.items()]
     return ", ".join(parts)
 
 
-def _device_header(with_tiles: bool, with_fp8: bool = False) -> str:
+def _device_header(with_tiles: bool, with_fp8: bool = False, with_tma: bool = False) -> str:
     """Our device helpers, inlined so the `.cu` stands alone; the tile and tensor-core ones only where used, and
     CUDA's fp8 types only in kernels that name them."""
     text = (templates_dir() / "device.cuh").read_text()
@@ -47,6 +47,8 @@ def _device_header(with_tiles: bool, with_fp8: bool = False) -> str:
         text = "#include <cuda_fp8.h>\n" + text
     if with_tiles:
         text += "\n" + (templates_dir() / "device_tiles.cuh").read_text()
+    if with_tma:
+        text += "\n" + (templates_dir() / "device_tma.cuh").read_text()
     return text
 
 
@@ -62,6 +64,8 @@ class EmittedKernel:
     shared_bytes: int      # dynamic shared memory per program
     shared_buffers: tuple = ()   # (name, C type, count, bytes, purpose) of each buffer, for reports
     required_arch: object = None  # analysis.arch_requirements.ArchRequirement, or None
+    tensor_maps: tuple = ()       # host descriptions of the tensor map parameters after the arguments (rules/tma.py)
+    row_loop: bool = False       # programs folded into a row loop: a launch adds the grid's x as a last parameter
 
 
 def _referenced_thread_bases(lines, body):
@@ -89,6 +93,11 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
     shared_bytes = em.smem.total_bytes()
     smem_constants = [f"constexpr int {name} = {value};" for name, value in em.smem.constants()]
     params, body = _params(kernel, analysis.read_only.written_args, em.names), "\n".join(em.lines)
+    row_loop = getattr(em, "row_count_param", None) is not None
+    if row_loop:       # the user's grid x, appended by the runtime after the arguments' slots
+        params.append(f"const int {em.row_count_param}")
+    if em.uses_tma:     # after the slots: the tensor maps, then whether the host encoded them all
+        params += [decl for decl, _ in em.tma_params] + [f"int {em.tma_ready}"]
     uses_fp8 = any("__nv_fp8" in text for text in params + [body])
     source = jinja_env().get_template("kernel.cu.j2").render(
         source_file=os.path.basename(kernel.source_file),  # no absolute path: stable snapshots
@@ -96,12 +105,13 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
         num_warps=kernel.num_warps, threads=32 * kernel.num_warps, layout_notes=notes,
         # Tensor-core kernels plan their registers (fragments, stages); the others let the runtime tune occupancy.
         occupancy_macro=None if em.uses_tiles else OCCUPANCY_MACRO, maxnreg_macro=MAXNREG_MACRO,
-        device_header=_device_header(em.uses_tiles, uses_fp8), device_functions=em.device_functions,
+        device_header=_device_header(em.uses_tiles, uses_fp8, em.uses_tma), device_functions=em.device_functions,
         params=params, shared_bytes=shared_bytes,
         smem_align=em.smem.align,
         shared_decls=(smem_constants + em.shared_decls) if shared_bytes else [],
         thread_bases=_referenced_thread_bases(em.thread_base_lines, body), body=body)
-    return EmittedKernel(source, shared_bytes, em.smem.report(), analysis.required_arch)
+    return EmittedKernel(source, shared_bytes, em.smem.report(), analysis.required_arch,
+                         tuple(spec for _, spec in em.tma_params), row_loop)
 
 
 __all__ = ["emit_kernel", "EmittedKernel", "OCCUPANCY_MACRO", "MAXNREG_MACRO"]

@@ -12,7 +12,7 @@ import importlib
 RULES: dict[str, object] = {}
 
 _RULE_MODULES = ("rules", "math_rules", "libdevice_rules", "standard_rules", "reductions", "scans", "dot", "atomics",
-                 "block_pointers")
+                 "block_pointers", "tensor_descriptors")
 
 
 def rule(name: str):

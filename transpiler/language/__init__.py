@@ -115,6 +115,26 @@ def advance(base, offsets):
     """The block pointer `base` moved by `offsets` (one per dimension); `base` itself is unchanged."""
 
 
+# ---- tensor descriptors ---------------------------------------------------------------------------------
+
+
+@builtin
+def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="zero"):
+    """A descriptor of the tensor (`shape`, `strides`, the last stride 1) at `base`, read and written in
+    `block_shape` blocks: `desc.load(offsets)`, `desc.store(offsets, value)`; outside the tensor, loads give the
+    padding (zero or NaN) and stores write nothing."""
+
+
+@builtin
+def load_tensor_descriptor(desc, offsets):
+    """`desc.load(offsets)`: the block of `desc` whose first element is at `offsets`."""
+
+
+@builtin
+def store_tensor_descriptor(desc, offsets, value):
+    """`desc.store(offsets, value)`: write `value` (a block of the descriptor's block shape) at `offsets`."""
+
+
 # ---- shape manipulation ---------------------------------------------------------------------------------
 
 

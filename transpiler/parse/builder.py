@@ -22,7 +22,7 @@ from ..language import TENSOR_METHODS, TENSOR_PROPERTIES
 from ..language import core
 from ..language.core import BUILTINS, builtin_name, constexpr
 from . import (semantic, semantic_atomic, semantic_block_ptr, semantic_dot,  # noqa: F401  (they register rules)
-               semantic_libdevice, semantic_reduce, semantic_scan, semantic_standard)
+               semantic_libdevice, semantic_reduce, semantic_scan, semantic_standard, semantic_tensor_desc)
 from ..options import DEFAULT as DEFAULT_OPTIONS
 from .dead_code import remove_dead_code
 from .ir import Argument, KernelIR, Op, Region, Type, Value, walk
@@ -895,8 +895,11 @@ class Builder:
         if isinstance(base, Record):
             if attr in base.ATTRIBUTES:   # `p.dtype`, `p.type` of a block pointer, as Triton types it
                 return getattr(base, attr)
-            if attr in base.METHODS:
-                return BoundMethod(BUILTINS[attr], base)
+            if attr in base.METHODS:      # a tuple of builtin names, or {attribute: builtin name}
+                return BoundMethod(BUILTINS[base.METHODS[attr] if isinstance(base.METHODS, dict) else attr], base)
+            if attr in base.NOT_YET:
+                raise self.error(UnsupportedSyntaxError, f"{base.KIND} method '{attr}' is not supported yet",
+                                 hint=base.HINT)
             raise self.error(NameResolutionError, f"a {base.KIND} has no attribute '{attr}'", hint=base.HINT)
         try:
             return getattr(base, attr)

@@ -23,6 +23,7 @@ class Record:
     RULES: dict = {}         # builtin name -> typing rule, for calls whose first argument is such a record
     METHODS: tuple = ()      # attributes that call the builtin of the same name: `p.advance(...)`
     ATTRIBUTES: tuple = ()   # attributes read as the record's own (compile-time) properties: `p.dtype`
+    NOT_YET: tuple = ()      # Triton's methods of such a record that are not supported yet
     HINT = None              # what to do instead, when a builtin or an attribute does not take the record
     name = None              # the variable it was last assigned to
 

@@ -78,82 +78,70 @@ class StageRing:
         return SharedTile(base, self.shape, self.col_dim, self.dtype, self.slabs)
 
 
+class _Loop:
+    """What both rings of one loop share: its bounds and the carried values the body keeps."""
+
+    def __init__(self, em, op, plan):
+        region = op.regions[0]
+        self.op, self.plan, self.region = op, plan, region
+        self.iv, self.carried, self.yields = region.args[0], region.args[1:], region.ops[-1].operands
+        self.lo, self.hi, self.step = (em.scalar(x) for x in op.operands[:3])
+        self.sign = op.attrs.get("step_sign", 1)
+        self.ct = cspell.ctype(self.iv.dtype)
+        self.main = [i for i in range(len(self.carried)) if i not in plan.main_dead_carried]
+
+    def condition(self, ivname):
+        return loop_condition(ivname, self.hi, self.step, self.sign)
+
+
 def pipelined_for(em, op, plan):
     em.uses_tiles = True
-    region = op.regions[0]
-    iv, carried, yields = region.args[0], region.args[1:], region.ops[-1].operands
-    lo, hi, step = (em.scalar(x) for x in op.operands[:3])
-    stages, distance = plan.stages, plan.distance
-    sign = op.attrs.get("step_sign", 1)
-    ct = cspell.ctype(iv.dtype)
-    lines = ", ".join(str(s.op.loc.line) for s in plan.loads if s.op.loc)
-    em.write(f"// software pipeline, {stages} stages: the loads on line(s) {lines} are copied to shared memory "
-             f"{distance} iteration(s) ahead (cp.async)")
-
-    main = [i for i in range(len(carried)) if i not in plan.main_dead_carried]
-    targets = declare_carried(em, [op.results[i] for i in main], [op.operands[3 + i] for i in main])
-    for i, (rd, lay) in zip(main, targets):
+    loop = _Loop(em, op, plan)
+    tma = (em.analysis.tma or {}).get(op)
+    if tma is None:
+        _cp_async_comment(em, plan)
+    targets = declare_carried(em, [op.results[i] for i in loop.main], [op.operands[3 + i] for i in loop.main])
+    for i, (rd, lay) in zip(loop.main, targets):
         em.bind(op.results[i], rd, lay)
-    ahead = declare_carried(em, [op.results[i] for i in plan.prefetch_carried],
-                            [op.operands[3 + i] for i in plan.prefetch_carried], suffix="_ahead")
+    if tma is None:
+        _cp_async_ring(em, loop, targets)
+        return
+    # Two versions of the loop: the TMA ring where the analysis' run-time guard and the host's tensor maps hold
+    # (analysis/tma.py), the cp.async ring otherwise (a wrapped edge tile, a map the driver would not encode).
+    from .tma import tma_condition, tma_ring
+    em.write(f"if ({tma_condition(em, tma)}) {{")
+    em.indent += 1
+    em.push_scope()
+    tma_ring(em, loop, targets, tma)
+    em.pop_scope()
+    em.indent -= 1
+    em.write("} else {")
+    em.indent += 1
+    em.push_scope()
+    _cp_async_comment(em, plan)
+    _cp_async_ring(em, loop, targets)
+    em.pop_scope()
+    em.indent -= 1
+    em.write("}")
 
+
+def stage_rings(em, plan):
+    """Allocate the stage rings of the loop's staged loads (the pipeline's shared memory from here on)."""
     em.smem.begin_pipeline()
     for staged in plan.loads:
         v = staged.op.result
-        buf = em.stage_buffer(v.dtype, v.type.numel * stages, f"{em.name_of(v)}_stages", (staged.op, "stages", 0))
+        buf = em.stage_buffer(v.dtype, v.type.numel * plan.stages, f"{em.name_of(v)}_stages",
+                              (staged.op, "stages", 0))
         em.stage_tiles[staged.op] = StageRing(buf, v.shape, staged.col_dim, v.dtype, em.analysis.uses_wgmma)
 
-    # Prologue: the first S-1 iterations' copies.
-    s = em.fresh("stage")
-    iv_ahead = em.fresh(f"{iv.name or 'i'}_ahead")
-    em.loop_depth += 1
-    em.write(f"for (int {s} = 0; {s} < {distance}; ++{s}) {{")
-    em.indent += 1
-    em.write(f"const {ct} {iv_ahead} = {lo} + {s} * {step};")
-    em.write(f"if ({loop_condition(iv_ahead, hi, step, sign)}) {{")
-    em.indent += 1
-    _prefetch(em, plan, iv, iv_ahead, ct, carried, ahead, yields, s)
-    em.indent -= 1
-    em.write("}")
-    em.write("tp::cp_async_commit();  // one group per iteration, even an empty one")
-    em.indent -= 1
-    em.write("}")
-    em.loop_depth -= 1
 
-    # The loop.
-    ivname = em.name_of(iv, "i")
-    em.write(f"int {s} = 0;  // the stage this iteration reads")
-    em.write(unroll_pragma(op))
-    em.write(f"for ({ct} {ivname} = {lo}; {loop_condition(ivname, hi, step, sign)}; {ivname} += {step}) {{")
-    em.push_scope()
-    em.indent += 1
-    em.loop_depth += 1
-    em.bind(iv, Read(scalar=ivname, ctype=ct), None)
-    em.write(f"tp::cp_async_wait<{distance - 1}>();  // this iteration's stage has landed (for this thread)")
-    if em.analysis.uses_wgmma and switch("TRANSPILER_WGMMA_CP_FENCE"):
-        em.write("tp::fence_proxy_async();         // ... and is visible to the tensor cores' reads (wgmma)")
-    em.write("__syncthreads();                 // ... for every thread; and the stage refilled next is free")
-    # The copies for iteration i+S-1 go to the stage read in iteration i-1, which the barrier above freed;
-    # they may be issued anywhere in the body: the first dot issues them after its first k step.
-    outer_lines, outer_indent = em.lines, em.indent
-    em.lines, em.indent = [], 0
-    em.write("{")
-    em.indent += 1
-    em.write(f"const {ct} {iv_ahead} = {ivname} + {distance} * {step};")
-    em.write(f"if ({loop_condition(iv_ahead, hi, step, sign)}) {{")
-    em.indent += 1
-    _prefetch(em, plan, iv, iv_ahead, ct, carried, ahead, yields, f"({s} + {distance}) % {stages}")
-    em.indent -= 1
-    em.write("}")
-    em.indent -= 1
-    em.write("}")
-    em.write("tp::cp_async_commit();")
-    prefetch = "\n".join(em.lines)
-    em.lines, em.indent = outer_lines, outer_indent
-    em.last_line = None
-    bind_args(em, [carried[i] for i in main], targets)
+def emit_body(em, loop, targets, stage, prefetch):
+    """The loop body reading stage `stage`, with the copies `prefetch` issued by its first dot (or at its end),
+    and the carried values assigned; returns whether the dot left a wgmma group in flight."""
+    plan, region = loop.plan, loop.region
+    bind_args(em, [loop.carried[i] for i in loop.main], targets)
     for staged in plan.loads:
-        em.tiles[staged.op.result] = em.stage_tiles[staged.op].at_stage(s)
+        em.tiles[staged.op.result] = em.stage_tiles[staged.op].at_stage(stage)
     staged_values = {staged.op.result for staged in plan.loads}
     # Staged loads have no registers to fill, and a tl.trans of one is only a different view of its tile.
     skip = {o for o in region.ops if o in plan.main_dead_ops or plan.is_staged(o)
@@ -170,18 +158,100 @@ def pipelined_for(em, op, plan):
     em.prefetch_host = None
     in_flight, em.async_dot = em.async_dot_issued, None
     em.last_line = None
-    assign_yield(em, targets, [yields[i] for i in main], [carried[i] for i in main])
-    em.write(f"{s} = {s} + 1 == {stages} ? 0 : {s} + 1;")
-    for staged in plan.loads:
+    assign_yield(em, targets, [loop.yields[i] for i in loop.main], [loop.carried[i] for i in loop.main])
+    return in_flight
+
+
+def ring_loop(em, loop, targets, stage, top, prefetch, advance):
+    """The loop of a ring: `top` lines first in each iteration, then the body reading stage `stage`, whose first
+    dot issues the copies `prefetch(ivname)` writes, then the `advance` lines; after it, the last wgmma group."""
+    iv, ct = loop.iv, loop.ct
+    ivname = em.name_of(iv, "i")
+    em.write(unroll_pragma(loop.op))
+    em.write(f"for ({ct} {ivname} = {loop.lo}; {loop.condition(ivname)}; {ivname} += {loop.step}) {{")
+    em.push_scope()
+    em.indent += 1
+    em.loop_depth += 1
+    em.bind(iv, Read(scalar=ivname, ctype=ct), None)
+    for line in top:
+        em.write(line)
+    outer_lines, outer_indent = em.lines, em.indent
+    em.lines, em.indent = [], 0
+    prefetch(ivname)
+    copies = "\n".join(em.lines)
+    em.lines, em.indent = outer_lines, outer_indent
+    in_flight = emit_body(em, loop, targets, stage, copies)
+    for line in advance:
+        em.write(line)
+    for staged in loop.plan.loads:
         del em.tiles[staged.op.result]
     em.loop_depth -= 1
     em.indent -= 1
     em.pop_scope()
     em.write("}")
+    finish_in_flight(em, loop, targets, in_flight)
+
+
+def finish_in_flight(em, loop, targets, in_flight):
     if in_flight:
-        acc, layout = targets[main.index(plan.async_carried)]
+        acc, layout = targets[loop.main.index(loop.plan.async_carried)]
         em.write("tp::wgmma_wait<0>();  // the last iteration's wgmma group")
         em.write(f"tp::wgmma_pin<{layout.num_regs}>({acc.array});")
+
+
+def _cp_async_comment(em, plan):
+    lines = ", ".join(str(s.op.loc.line) for s in plan.loads if s.op.loc)
+    em.write(f"// software pipeline, {plan.stages} stages: the loads on line(s) {lines} are copied to shared memory "
+             f"{plan.distance} iteration(s) ahead (cp.async)")
+
+
+def _cp_async_ring(em, loop, targets):
+    op, plan = loop.op, loop.plan
+    iv, carried, yields, ct, lo, step = loop.iv, loop.carried, loop.yields, loop.ct, loop.lo, loop.step
+    stages, distance = plan.stages, plan.distance
+    ahead = declare_carried(em, [op.results[i] for i in plan.prefetch_carried],
+                            [op.operands[3 + i] for i in plan.prefetch_carried], suffix="_ahead")
+    stage_rings(em, plan)
+
+    # Prologue: the first S-1 iterations' copies.
+    s = em.fresh("stage")
+    iv_ahead = em.fresh(f"{iv.name or 'i'}_ahead")
+    em.loop_depth += 1
+    em.write(f"for (int {s} = 0; {s} < {distance}; ++{s}) {{")
+    em.indent += 1
+    em.write(f"const {ct} {iv_ahead} = {lo} + {s} * {step};")
+    em.write(f"if ({loop.condition(iv_ahead)}) {{")
+    em.indent += 1
+    _prefetch(em, plan, iv, iv_ahead, ct, carried, ahead, yields, s)
+    em.indent -= 1
+    em.write("}")
+    em.write("tp::cp_async_commit();  // one group per iteration, even an empty one")
+    em.indent -= 1
+    em.write("}")
+    em.loop_depth -= 1
+
+    # The loop.
+    em.write(f"int {s} = 0;  // the stage this iteration reads")
+    top = [f"tp::cp_async_wait<{distance - 1}>();  // this iteration's stage has landed (for this thread)"]
+    if em.analysis.uses_wgmma and switch("TRANSPILER_WGMMA_CP_FENCE"):
+        top.append("tp::fence_proxy_async();         // ... and is visible to the tensor cores' reads (wgmma)")
+    top.append("__syncthreads();                 // ... for every thread; and the stage refilled next is free")
+
+    # The copies for iteration i+S-1 go to the stage read in iteration i-1, which the barrier above freed;
+    # they may be issued anywhere in the body: the first dot issues them after its first k step.
+    def prefetch(ivname):
+        em.write("{")
+        em.indent += 1
+        em.write(f"const {ct} {iv_ahead} = {ivname} + {distance} * {step};")
+        em.write(f"if ({loop.condition(iv_ahead)}) {{")
+        em.indent += 1
+        _prefetch(em, plan, iv, iv_ahead, ct, carried, ahead, yields, f"({s} + {distance}) % {stages}")
+        em.indent -= 1
+        em.write("}")
+        em.indent -= 1
+        em.write("}")
+        em.write("tp::cp_async_commit();")
+    ring_loop(em, loop, targets, s, top, prefetch, [f"{s} = {s} + 1 == {stages} ? 0 : {s} + 1;"])
     em.write("tp::cp_async_wait<0>();")
     em.write("__syncthreads();  // the stage buffers may be reused from here on")
     em.smem.end_pipeline()

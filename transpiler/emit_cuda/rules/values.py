@@ -25,6 +25,20 @@ def num_programs(em, op, layout):
     em.define_scalar(op.result, f"static_cast<int>(gridDim.{'xyz'[op.attrs['axis']]})")
 
 
+@lowering("launched_programs")
+def launched_programs(em, op, layout):
+    """The programs actually launched along an axis (the row loop's step), not the user's grid."""
+    em.define_scalar(op.result, f"static_cast<int>(gridDim.{'xyz'[op.attrs['axis']]})")
+
+
+@lowering("row_count")
+def row_count(em, op, layout):
+    """The user's grid along axis 0, a parameter after the kernel's own (analysis/row_loop.py)."""
+    name = em.name_of(op.result, "n_rows")
+    em.bind(op.result, Read(scalar=name, ctype="int"), None)
+    em.row_count_param = name
+
+
 @lowering("arange")
 def arange(em, op, layout):
     start = op.attrs["start"]

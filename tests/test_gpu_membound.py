@@ -1,0 +1,76 @@
+"""GPU: the memory-bound mechanisms against NumPy float64 on fresh random inputs, outputs poisoned: kernels
+folded into row loops (ragged rows, odd and 4k strides, row counts over many waves, a 2-D grid, early returns,
+a load after the program's own store) and the same with the fold off; divisibility-keyed 2-D copies."""
+import numpy as np
+import pytest
+
+import membound_kernels as K
+from test_divisibility_keys import tile_copy_kernel
+
+pytestmark = pytest.mark.gpu
+
+NAMES = [c[0] for c in K.all_cases(np.random.default_rng(0))]
+
+
+def _fresh(case):
+    """The case with a new Kernel object for its function: launchers are kept per specialization, not per
+    compile option, so a test that changes a switch needs a kernel that has not launched yet."""
+    import transpiler
+    return dict(case, kernel=transpiler.jit(case["kernel"].fn))
+
+
+def _run(case):
+    import cupy
+    dev = [cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in case["args"]]
+    case["kernel"][case["grid"]](*dev, num_warps=case["num_warps"], **case["constexprs"])
+    cupy.cuda.runtime.deviceSynchronize()
+    return [cupy.asnumpy(a) if isinstance(a, cupy.ndarray) else a for a in dev]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_row_loop_kernel_matches_numpy(name):
+    case = dict(K.all_cases(np.random.default_rng()))[name]
+    K.check(case, _run(case))
+
+
+@pytest.mark.parametrize("name", ["softmax_fp32_ragged_odd_stride", "grid_facts_2d_grid",
+                                  "early_return_every_third_row"])
+def test_same_results_with_the_fold_off(name, monkeypatch):
+    monkeypatch.setenv("TRANSPILER_ROW_LOOP", "0")
+    case = _fresh(dict(K.all_cases(np.random.default_rng()))[name])
+    K.check(case, _run(case))
+
+
+@pytest.mark.parametrize("name", ["softmax_fp32_ragged_odd_stride", "softmax_fp16_long_rows", "norm_fp32_ragged",
+                                  "softmax_fp32_stride_4k"])
+def test_wider_rows_folded_under_a_larger_budget(name, monkeypatch):
+    """Rows of 32-64 bytes a thread are folded only when TRANSPILER_ROW_LOOP_BYTES allows it (slower, still right)."""
+    monkeypatch.setenv("TRANSPILER_ROW_LOOP_BYTES", "64")
+    case = _fresh(dict(K.all_cases(np.random.default_rng()))[name])
+    K.check(case, _run(case))
+    assert "row < n_rows" in case["kernel"].cuda_source(*case["args"], num_warps=case["num_warps"],
+                                                         **case["constexprs"])
+
+
+def test_row_loop_launches_one_wave():
+    from transpiler.runtime import launcher
+    case = dict(K.all_cases(np.random.default_rng()))["argmax_fp32_many_rows"]
+    K.check(case, _run(case))
+    name, gx, gy, gz = launcher.recent_launches[-1]
+    assert name == "row_argmax" and 132 <= gx < 33333
+
+
+@pytest.mark.parametrize("dtype, stride, offset", [(np.float32, 4092, 0), (np.float32, 4094, 0),
+                                                   (np.float16, 4092, 0), (np.float32, 4096, 2),
+                                                   (np.float16, 4093, 1)])
+def test_divisibility_keyed_tile_copy_matches_numpy(dtype, stride, offset):
+    import cupy
+    rng = np.random.default_rng()
+    n_rows, n_cols = 37, 100           # ragged inside the 128-column tile
+    raw = cupy.asarray(rng.standard_normal(n_rows * stride + offset).astype(dtype))
+    x = raw[offset:offset + n_rows * stride]
+    y = cupy.full(n_rows * stride, np.nan, dtype)
+    tile_copy_kernel[(-(-n_rows // 8),)](x, y, n_rows, n_cols, stride, stride, BR=8, BC=128)
+    got, src = cupy.asnumpy(y).reshape(n_rows, stride), cupy.asnumpy(x).reshape(n_rows, stride)
+    np.testing.assert_array_equal(got[:, :n_cols], src[:, :n_cols])
+    assert np.isnan(got[:, n_cols:]).all()
