@@ -69,12 +69,7 @@ def next_power_of_2(n: int) -> int:
 
 
 __all__ = ["transpile", "jit", "Kernel", "JITFunction", "KernelInterface", "StandIn", "TensorWrapper", "reinterpret",
-<<<<<<< HEAD
-           "OutOfResources", "cdiv", "next_power_of_2", "gpu_available", "language",
-           "autotune", "heuristics", "autograd", "Config", "Autotuner", "Heuristics", "AutotuneError", "AutotuneWarning",
-=======
-           "OutOfResources", "cdiv", "next_power_of_2", "gpu_available", "language", "custom_op",
+           "OutOfResources", "cdiv", "next_power_of_2", "gpu_available", "language", "custom_op", "autograd",
            "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "AutotuneError", "AutotuneWarning",
->>>>>>> main
            "TranspilerError", "UnsupportedSyntaxError", "NameResolutionError", "CompileTimeError", "ShapeError",
            "DTypeError", "LaunchError", "IgnoredOptionWarning", "InterpreterError", "InternalCompilerError"]
