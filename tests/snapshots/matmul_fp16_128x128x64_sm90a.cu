@@ -300,11 +300,12 @@ template <typename T> __device__ __forceinline__ unsigned pack2(T lo, T hi) {
   memcpy(&b, &hi, 2);
   return static_cast<unsigned>(a) | (static_cast<unsigned>(b) << 16);
 }
-__device__ __forceinline__ unsigned pack4(signed char x0, signed char x1, signed char x2, signed char x3) {
-  return (static_cast<unsigned>(static_cast<unsigned char>(x0))) |
-         (static_cast<unsigned>(static_cast<unsigned char>(x1)) << 8) |
-         (static_cast<unsigned>(static_cast<unsigned char>(x2)) << 16) |
-         (static_cast<unsigned>(static_cast<unsigned char>(x3)) << 24);
+// Four 8-bit values (int8, or fp8 as cuda_fp8.h's one-byte types) given by reference (elements of a tile: their
+// bytes are read in place), the first in the low byte.
+template <typename T> __device__ __forceinline__ unsigned pack4(const T& x0, const T& x1, const T& x2, const T& x3) {
+  static_assert(sizeof(T) == 1, "pack4 packs 8-bit values");
+  const auto byte = [](const T& x) { return static_cast<unsigned>(*reinterpret_cast<const unsigned char*>(&x)); };
+  return byte(x0) | (byte(x1) << 8) | (byte(x2) << 16) | (byte(x3) << 24);
 }
 // fp32 -> tf32 (round to nearest, ties away), as the tensor cores expect it.
 __device__ __forceinline__ unsigned tf32(float x) {
@@ -330,6 +331,19 @@ __device__ __forceinline__ void mma_m16n8k16_bf16(float* d, const unsigned* a, c
 }
 __device__ __forceinline__ void mma_m16n8k8_tf32(float* d, const unsigned* a, const unsigned* b) {
   asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+// fp8 (sm_89+): A and B fragments as for int8 (four values a register), an fp32 accumulator.
+__device__ __forceinline__ void mma_m16n8k32_e4m3(float* d, const unsigned* a, const unsigned* b) {
+  asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+__device__ __forceinline__ void mma_m16n8k32_e5m2(float* d, const unsigned* a, const unsigned* b) {
+  asm("mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
                "{%0,%1,%2,%3};"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
@@ -363,6 +377,15 @@ template <int N> __device__ __forceinline__ void wgmma_wait() {
 template <int N> __device__ __forceinline__ void wgmma_pin(float* d) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i]) :: "memory");
+}
+template <int N> __device__ __forceinline__ void wgmma_pin(int* d) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+r"(d[i]) :: "memory");
+}
+// The same for register-A fragments: they stay in their registers until the wait that follows the wgmmas.
+template <int N> __device__ __forceinline__ void wgmma_pin(unsigned* a) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+r"(a[i]) :: "memory");
 }
 // Shared memory written by ordinary stores and cp.async becomes visible to the async proxy (wgmma reads).
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
@@ -425,8 +448,8 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const TensorMap* map, uns
 
 
 namespace tp {
-// D (64 x 128, fp32) += A (64 x 16) * B (16 x 128), both read from shared memory through descriptors;
-// TRANS_A / TRANS_B are 1 for an M-major A / N-major B. Issued by all 128 threads of a warpgroup.
+// D (64 x 128, f32) += A (64 x 16) * B (16 x 128), both f16, read from shared memory
+// through descriptors; TRANS_A / TRANS_B are 1 for an M-major A / N-major B. Issued by all 128 threads of a warpgroup.
 template <int TRANS_A, int TRANS_B>
 __device__ __forceinline__ void wgmma_m64n128k16_f16(float* d, unsigned long long a, unsigned long long b) {
   asm volatile(
@@ -579,7 +602,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
       for (int r = 0; r < 128; ++r) accumulator_1[r] = accumulator[r];
       {
         const int group_m0 = 0;  // this warpgroup's first row
-        const int group_n0 = 0;  // ... and column
+        const int group_n0 = 0;  // this warpgroup's first column
         tp::wgmma_pin<128>(accumulator_1);
         tp::wgmma_fence();
         #pragma unroll
@@ -763,7 +786,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
       for (int r = 0; r < 128; ++r) accumulator_1_L8[r] = accumulator[r];
       {
         const int group_m0_1 = 0;  // this warpgroup's first row
-        const int group_n0_1 = 0;  // ... and column
+        const int group_n0_1 = 0;  // this warpgroup's first column
         tp::wgmma_pin<128>(accumulator_1_L8);
         tp::wgmma_fence();
         #pragma unroll

@@ -46,7 +46,7 @@ def analyze(kernel, target=None) -> KernelAnalysis:
     decisions = DecisionLog()
     row_loop = fold_row_loop(kernel, decisions)      # rewrites the IR first: every later pass sees the loop
     axis = AxisInfoAnalysis(kernel)
-    dots = plan_dots(kernel, decisions, target)
+    dots = plan_dots(kernel, decisions, target, axis)
     layouts = LayoutAssignment(kernel, axis, decisions, dots)
     widths, uniform = vectorize(kernel, axis, layouts, decisions)
 

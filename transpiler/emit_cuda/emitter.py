@@ -101,6 +101,7 @@ class Emitter:
         self.device_functions: list = []
         self.async_dot = None                # the wgmma dot a pipelined loop leaves in flight (pipelining.py)
         self.async_dot_issued = False
+        self.in_flight_acc = None            # (C array, registers) of its accumulator, for the other dots' waits
         self.last_line = None
         self.line_stack: list = []
         self.loop_depth = 0
