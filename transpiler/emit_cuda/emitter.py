@@ -45,6 +45,12 @@ def templates_dir() -> Path:
 _env = None
 
 
+def comment_text(text: str) -> str:
+    """`text` made safe to end a `//` comment: a trailing backslash (a Python line continued onto the next) would
+    splice the next C++ line into the comment and silently drop that statement."""
+    return text.strip().rstrip("\\").rstrip()
+
+
 def jinja_env():
     global _env
     if _env is None:
@@ -127,7 +133,7 @@ class Emitter:
         text = self.kernel.source_lines.get(line)
         if text:
             self.lines.append("")
-            self.lines.append("  " * self.indent + f"// {text.strip()}")
+            self.lines.append("  " * self.indent + f"// {comment_text(text)}")
             if self.kernel.options.line_directives:
                 self.lines.append(f'#line {line + 1} "{self.kernel.source_file}"')
 
