@@ -32,3 +32,8 @@ timeout $((BENCH_S + 30)) "$PY" bench/run.py --quick --only "${BENCH_ONLY:-matmu
   --rounds 2 --budget-s "$BENCH_S" \
   --out "$OUT/bench" >"$OUT/bench.log" 2>&1
 echo "bench: exit $? | $(grep -i geomean "$OUT/bench.log" | tr '\n' ' ')"
+
+if [ -f bench/autodiff.py ]; then
+  timeout ${AUTODIFF_S:-40} "$PY" bench/autodiff.py --quick >"$OUT/autodiff.log" 2>&1
+  echo "autodiff bench: exit $? | $(tail -n 4 "$OUT/autodiff.log" | tr '\n' ' ')"
+fi
