@@ -1,28 +1,39 @@
 #!/usr/bin/env bash
-# The lead's end-of-session H200 check in two device calls of at most 600 s each (a part per call):
-#   PART=tests: bench/gpu_parallel.sh — every GPU test file, the fuzzer against Triton beside them;
-#   PART=robust: the sanitizer sweep (four tools), the one-minute load test, and the bench (quick + matmul).
-# Logs under $OUT/<part>; one summary line per step on stdout.
-#     OUT=folder PART=tests bash bench/gpu_final.sh
+# The lead's end-of-session H200 check in one device call (about 450 s):
+#   1. at once: every GPU test file (bench/gpu_parallel.sh: tensor-core tests in their own session, the rest over
+#      xdist workers), the fuzzer against Triton beside them, and the sanitizer sweep (four tools);
+#   2. the one-minute load test;
+#   3. the bench on a quiet GPU: matmul and attention against Triton and cuBLAS / SDPA, then the memory-bound
+#      workloads' quick points.
+# Logs under $OUT; one summary line per step on stdout. Budgets in seconds: TEST_LIMIT, FUZZ_BUDGET, BENCH_S.
+#     OUT=folder bash bench/gpu_final.sh
 set -u
 mkdir -p "${OUT:=gpu_out}"
 OUT=$(cd "$OUT" && pwd)
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-case "${PART:-tests}" in
-  tests)
-    OUT="$OUT/tests" LIMIT=${LIMIT:-330} PER_TEST=${PER_TEST:-200} JOBS=${JOBS:-9} DOT_JOBS=${DOT_JOBS:-3} \
-      FUZZ_BUDGET=${FUZZ_BUDGET:-300} FUZZ_JOBS=${FUZZ_JOBS:-4} FUZZ_COUNT=${FUZZ_COUNT:-10000} \
-      FUZZ_SEED=${FUZZ_SEED:-500000} bash bench/gpu_parallel.sh ;;
-  robust)
-    mkdir -p "$OUT/robust"
-    OUT="$OUT/robust" timeout 150 bash bench/sanitize.sh --budget 110 --timeout 40 --jobs 16 >"$OUT/robust/sanitize.log" 2>&1
-    echo "sanitizer sweep: exit $? | $(grep -m1 -A4 '^| kernels' "$OUT/robust/sanitize/summary.md" 2>/dev/null | tr '\n' ' ')"
-    timeout 100 "$PY" bench/load_test.py --duration 60 --out "$OUT/robust" >"$OUT/robust/load.log" 2>&1
-    echo "load test: exit $? | $(tail -n 2 "$OUT/robust/load.log" | tr '\n' ' ')"
-    timeout 150 "$PY" bench/run.py --quick --out "$OUT/robust/bench" >"$OUT/robust/bench.log" 2>&1
-    echo "bench quick: exit $?"
-    timeout 120 "$PY" bench/run.py --only matmul --rounds 2 --budget-s 90 --out "$OUT/robust/matmul" \
-      >"$OUT/robust/matmul.log" 2>&1
-    echo "bench matmul: exit $?" ;;
-esac
+TEST_LIMIT=${TEST_LIMIT:-230}
+
+OUT="$OUT/tests" LIMIT=$TEST_LIMIT PER_TEST=${PER_TEST:-180} JOBS=${JOBS:-8} DOT_JOBS=${DOT_JOBS:-3} \
+  FUZZ_BUDGET=${FUZZ_BUDGET:-200} FUZZ_JOBS=${FUZZ_JOBS:-3} FUZZ_COUNT=${FUZZ_COUNT:-10000} \
+  FUZZ_SEED=${FUZZ_SEED:-500000} bash bench/gpu_parallel.sh >"$OUT/tests.txt" 2>&1 &
+tests=$!
+mkdir -p "$OUT/robust"
+OUT="$OUT/robust" timeout $((TEST_LIMIT + 10)) bash bench/sanitize.sh --budget $((TEST_LIMIT - 40)) --timeout 40 \
+  --jobs ${SAN_JOBS:-3} >"$OUT/robust/sanitize.log" 2>&1
+echo "sanitizer sweep: exit $?"
+wait $tests; cat "$OUT/tests.txt"
+
+timeout 90 "$PY" bench/load_test.py --duration 60 --out "$OUT/robust" >"$OUT/robust/load.log" 2>&1
+echo "load test: exit $? | $(tail -n 2 "$OUT/robust/load.log" | tr '\n' ' ')"
+
+BENCH_S=${BENCH_S:-120}
+timeout $((BENCH_S + 30)) "$PY" bench/run.py --quick --only "${BENCH_ONLY:-matmul,attention,softmax,layernorm}" \
+  --rounds 2 --budget-s "$BENCH_S" \
+  --out "$OUT/bench" >"$OUT/bench.log" 2>&1
+echo "bench: exit $? | $(grep -i geomean "$OUT/bench.log" | tr '\n' ' ')"
+
+if [ -f bench/autodiff.py ]; then
+  timeout ${AUTODIFF_S:-40} "$PY" bench/autodiff.py --quick >"$OUT/autodiff.log" 2>&1
+  echo "autodiff bench: exit $? | $(tail -n 4 "$OUT/autodiff.log" | tr '\n' ' ')"
+fi

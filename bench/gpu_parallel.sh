@@ -14,11 +14,12 @@ LIMIT=${LIMIT:-330}            # seconds for each part; SIGINT first so pytest w
 PER_TEST=${PER_TEST:-240}      # pytest-timeout per test
 limited() { timeout --signal=INT --kill-after=15 "$LIMIT" "$@"; }
 
+TENSOR_CORE_TESTS="tests/test_gpu_dot.py tests/test_gpu_dot_dtypes.py tests/test_gpu_attention.py"
 limited "$PY" -m pytest -m gpu -q -p no:cacheprovider -n "${DOT_JOBS:-3}" --timeout "$PER_TEST" \
-  tests/test_gpu_dot.py >"$OUT/dot.log" 2>&1 &
+  $TENSOR_CORE_TESTS >"$OUT/dot.log" 2>&1 &
 dot=$!
 limited "$PY" -m pytest -m gpu -q -p no:cacheprovider -n "${JOBS:-9}" --timeout "$PER_TEST" \
-  tests --ignore tests/test_gpu_dot.py >"$OUT/rest.log" 2>&1 &
+  tests $(for f in $TENSOR_CORE_TESTS; do echo --ignore "$f"; done) >"$OUT/rest.log" 2>&1 &
 rest=$!
 if [ "${FUZZ_BUDGET:-0}" -gt 0 ]; then
   limited "$PY" bench/fuzz.py --count "${FUZZ_COUNT:-6000}" --seed "${FUZZ_SEED:-100000}" --out "$OUT/fuzz" \

@@ -333,6 +333,39 @@ def matmul_case(twins, p):
                 compare=close(p.dtype))
 
 
+def _attention_points(quick):
+    """[batch, heads, seq, head_dim] with batch * seq = 16384 tokens (FlashAttention's benchmark shapes) and
+    heads * head_dim = 4096, causal and not; issue 12's B4 H32 S4096 D128 first (a time budget keeps it)."""
+    first = (4, 32, 4096, 128)
+    shapes = [first] + [(16384 // s, 4096 // d, s, d) for d in (128, 64) for s in (1024, 4096, 16384)
+                        if (16384 // s, 4096 // d, s, d) != first]
+    if quick:
+        shapes = [first]
+    points = [Point("float16", sh, v) for sh in shapes for v in ("full", "causal")]
+    return points + ([] if quick else [Point("bfloat16", first, v) for v in ("full", "causal")])
+
+
+def _attention_label(p):
+    z, h, n, d = p.shape
+    return f"B{z} H{h} S{n} D{d}"
+
+
+@workload("attention", EXAMPLES / "attention.py", _attention_points, label=_attention_label, unit="TFLOP/s")
+def attention_case(twins, p):
+    causal = p.variant == "causal"
+    q, k, v = (randn(p.shape, p.dtype) for _ in range(3))
+
+    def impl(module):
+        out = torch.empty_like(q)
+        return lambda: module.attention(q, k, v, out=out, causal=causal)
+
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    z, h, n, d = p.shape
+    return Case({"torch": lambda: sdpa(q, k, v, is_causal=causal), **flavors(twins, impl)},
+                bytes=4 * q.numel() * ITEMSIZE[p.dtype], flops=4 * z * h * n * n * d // (2 if causal else 1),
+                compare=close(p.dtype))
+
+
 # ---- timing ---------------------------------------------------------------------------------------------------
 
 

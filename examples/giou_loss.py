@@ -13,6 +13,12 @@ Two departures from the blog's kernel: the intersection's width and height are c
 product of two negative extents makes disjoint boxes overlap), and the last block is masked, so the number
 of boxes needs not be a multiple of BLOCK.
 
+The backward is derived, not written: `giou_loss_kernel.backward` is the kernel transpiler.autodiff derives
+from this forward (recomputing the forward's values, routing the gradient through each min/max to the chosen
+side, writing each box's four gradient fields with plain stores, as the analysis proves every box is read by
+one lane of one program). `giou_loss_backward` launches it for the mean loss; `reference_backward` is torch
+autograd of the float64 reference (central differences when torch is absent).
+
 Run: `python examples/giou_loss.py` (GPU: checked and timed, bf16 through torch; no GPU: the CPU interpreter
 on small batches in fp32 and fp16).
 """
@@ -85,17 +91,64 @@ def giou_loss(pred, target) -> float:
     return float(loss.sum()) / max(int(valid.sum()), 1)
 
 
-def reference(pred, target, eps=EPS):
-    """(loss, valid) per box pair in float64, by the same formula."""
-    pl, pt, pr, pb = np.moveaxis(H.to_float64(pred), -1, 0)
-    tl_, tt, tr, tb = np.moveaxis(H.to_float64(target), -1, 0)
-    inter_w = np.maximum(np.minimum(pr, tr) - np.maximum(pl, tl_), 0)
-    inter = inter_w * np.maximum(np.minimum(pb, tb) - np.maximum(pt, tt), 0)
+def giou_loss_per_box_backward(pred, target, grad_loss, grad_pred=None):
+    """The gradient of sum(grad_loss * loss) with respect to `pred`, by the derived backward kernel; added
+    into `grad_pred` when given (torch's `.grad` convention), else into a new zero array."""
+    n_boxes = H.numel(pred) // 4
+    if grad_pred is None:
+        grad_pred = H.empty(pred, tuple(pred.shape))
+        grad_pred[...] = 0
+    loss_like, valid_like = H.empty(pred, grad_loss.shape, "float32"), H.empty(pred, grad_loss.shape, "bool")
+    grid = (transpiler.cdiv(n_boxes, BLOCK),)
+    H.launcher(giou_loss_kernel.backward, pred)[grid](pred, target, loss_like, valid_like, n_boxes, EPS,
+                                                      BLOCK=BLOCK, num_warps=4,
+                                                      grads={"PRED": grad_pred, "LOSS": grad_loss})
+    return grad_pred
+
+
+def giou_loss_backward(pred, target):
+    """The gradient of the mean loss `giou_loss(pred, target)` with respect to `pred`."""
+    _, valid = giou_loss_per_box(pred, target)
+    n_valid = max(int(valid.sum()), 1)
+    grad_loss = valid.astype("float32") / n_valid if H.library(pred) != "torch" else valid.float() / n_valid
+    return giou_loss_per_box_backward(pred, target, grad_loss)
+
+
+def reference_backward(pred, target, grad_loss, eps=EPS):
+    """d sum(grad_loss * loss) / d pred in float64: torch autograd of `reference`'s formula, or central
+    differences of `reference` when torch is not installed (boxes are independent: 8 evaluations)."""
+    p, t, g = H.to_float64(pred), H.to_float64(target), H.to_float64(grad_loss)
+    try:
+        import torch
+    except ImportError:
+        grad = np.zeros_like(p)
+        for k in range(4):
+            step = np.zeros_like(p)
+            step[..., k] = 1e-6
+            grad[..., k] = g * (reference(p + step, t, eps)[0] - reference(p - step, t, eps)[0]) / 2e-6
+        return grad
+    pt = torch.tensor(p, requires_grad=True)
+    loss, _ = reference(pt, torch.tensor(t), eps, xp=torch)
+    (loss * torch.tensor(g)).sum().backward()
+    return pt.grad.numpy()
+
+
+def reference(pred, target, eps=EPS, xp=np):
+    """(loss, valid) per box pair in float64, by the same formula (`xp=torch` on float64 CPU tensors: the
+    same formula under torch autograd)."""
+    if xp is np:
+        pred, target = H.to_float64(pred), H.to_float64(target)
+    pl, pt, pr, pb = (pred[..., k] for k in range(4))
+    tl_, tt, tr, tb = (target[..., k] for k in range(4))
+    lo = 0.0 if xp is np else xp.tensor(0.0, dtype=pred.dtype, device=pred.device)
+    e = eps if xp is np else xp.tensor(eps, dtype=pred.dtype, device=pred.device)
+    inter_w = xp.maximum(xp.minimum(pr, tr) - xp.maximum(pl, tl_), lo)
+    inter = inter_w * xp.maximum(xp.minimum(pb, tb) - xp.maximum(pt, tt), lo)
     union = (pr - pl) * (pb - pt) + (tr - tl_) * (tb - tt) - inter
-    enclose = (np.maximum(pr, tr) - np.minimum(pl, tl_)) * (np.maximum(pb, tb) - np.minimum(pt, tt))
-    giou = inter / np.maximum(union, eps) - (enclose - union) / np.maximum(enclose, eps)
+    enclose = (xp.maximum(pr, tr) - xp.minimum(pl, tl_)) * (xp.maximum(pb, tb) - xp.minimum(pt, tt))
+    giou = inter / xp.maximum(union, e) - (enclose - union) / xp.maximum(enclose, e)
     valid = tb > 0
-    return np.where(valid, 1.0 - giou, 0.0), valid
+    return xp.where(valid, 1.0 - giou, 0.0 * giou), valid
 
 
 def random_boxes(rng, batch: int, n: int, padded_fraction: float = 0.25):
@@ -128,6 +181,22 @@ def run_case(lib, dtype="float32", batch=3, n=100, timed=False) -> str:
     if timed:
         nbytes = batch * n * (2 * 4 * H.ITEMSIZE[dtype] + 4 + 1)
         line += H.throughput(nbytes, H.gpu_time_ms(lambda: giou_loss_per_box(pred, target, out=out)))
+    # The derived backward, for incoming gradients drawn at random, against torch autograd of the reference.
+    grad_loss = H.to_library(np.random.default_rng(n).normal(size=(batch, n)), lib, "float32")
+    grad_pred = H.poison(H.empty(pred, tuple(pred.shape)))
+    grad_pred[...] = 0
+    giou_loss_per_box_backward(pred, target, grad_loss, grad_pred)
+    want = reference_backward(pred, target, grad_loss)
+    scale = max(float(np.abs(want).max()), 1e-30)
+    worst = float(np.abs(H.to_float64(grad_pred) - want).max()) / scale
+    # fp32 arithmetic through divisions; fp16/bf16 gradients are rounded once when stored.
+    if worst > {"float32": 1e-4, "float16": 2e-3, "bfloat16": 1e-2}[dtype]:
+        raise H.Mismatch(f"d loss / d pred: relative error {worst:.1e} against torch autograd of the reference")
+    line += f" | backward rel error {worst:.1e}"
+    if timed:
+        nbytes = batch * n * (3 * 4 * H.ITEMSIZE[dtype] + 4)     # pred, target, grad_loss read; grad_pred r+w
+        line += H.throughput(nbytes, H.gpu_time_ms(lambda: giou_loss_per_box_backward(pred, target, grad_loss,
+                                                                                      grad_pred)))
     return line
 
 

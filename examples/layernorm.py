@@ -51,6 +51,32 @@ def layer_norm(x, weight, bias, eps=1e-5, out=None):
     return y, mean, rstd
 
 
+def layer_norm_backward(x, weight, bias, dy, eps=1e-5):
+    """(dx, dw, db): the gradients of sum(dy * y) by the derived backward `layernorm_kernel.backward` (mean and
+    rstd recomputed, not read back; dw and db through per-program partial rows and a second kernel)."""
+    n_rows, n_cols = x.shape
+    dx = H.empty(x, x.shape)
+    dw, db = H.empty(x, (n_cols,), "float32"), H.empty(x, (n_cols,), "float32")
+    y, mean, rstd = H.empty(x, x.shape), H.empty(x, (n_rows,), "float32"), H.empty(x, (n_rows,), "float32")
+    block = transpiler.next_power_of_2(n_cols)
+    num_warps = min(max(block // 256, 1), 8)
+    H.launcher(layernorm_kernel.backward, x)[(n_rows,)](x, y, weight, bias, mean, rstd, H.row_stride(x),
+                                                        H.row_stride(y), n_cols, eps, BLOCK=block,
+                                                        num_warps=num_warps, accumulate=False,
+                                                        grads={"X": dx, "W": dw, "B": db, "Y": dy})
+    return dx, dw, db
+
+
+def reference_backward(x, weight, bias, dy, eps=1e-5):
+    """(dx, dw, db) in float64 by the textbook formulas."""
+    x, w, dy = H.to_float64(x), H.to_float64(weight), H.to_float64(dy)
+    _, mean, rstd = reference(x, weight, bias, eps)
+    xhat = (x - mean[:, None]) * rstd[:, None]
+    wdy = w * dy
+    dx = rstd[:, None] * (wdy - wdy.mean(axis=1, keepdims=True) - xhat * (wdy * xhat).mean(axis=1, keepdims=True))
+    return dx, (dy * xhat).sum(axis=0), dy.sum(axis=0)
+
+
 def reference(x, weight, bias, eps=1e-5):
     """(y, mean, rstd) in float64."""
     x, w, b = H.to_float64(x), H.to_float64(weight), H.to_float64(bias)
@@ -77,6 +103,19 @@ def run_case(lib, dtype="float16", shape=(13, 100), timed=False) -> str:
         item = H.ITEMSIZE[dtype]
         nbytes = 2 * n_rows * n_cols * item + 2 * n_cols * item + 2 * n_rows * 4
         line += H.throughput(nbytes, H.gpu_time_ms(lambda: layer_norm(x, w, b, out=out)))
+    # The derived backward against the float64 formulas.
+    dy = H.to_library(rng.standard_normal(shape), lib, dtype)
+    got = layer_norm_backward(x, w, b, dy)
+    worst = 0.0
+    for name, g, r in zip(("dx", "dw", "db"), got, reference_backward(x, w, b, dy)):
+        err = float(np.abs(H.to_float64(g) - r).max()) / max(float(np.abs(r).max()), 1e-30)
+        if not err < {"float16": 1e-2, "bfloat16": 2e-2}.get(dtype, 1e-4):
+            raise H.Mismatch(f"layernorm backward {name}: relative error {err:.1e}")
+        worst = max(worst, err)
+    line += f" | backward rel error {worst:.1e}"
+    if timed:
+        item = H.ITEMSIZE[dtype]
+        line += H.throughput(3 * n_rows * n_cols * item, H.gpu_time_ms(lambda: layer_norm_backward(x, w, b, dy)))
     return line
 
 

@@ -51,6 +51,24 @@ def softmax(x, out=None):
     return out
 
 
+def softmax_backward(x, dy, dx):
+    """d sum(dy * softmax(x)) / dx, written into `dx` (laid out like `x`: the gradient is written at the
+    offsets the forward reads), by the derived backward `softmax_kernel.backward`: the forward's max and sum
+    recomputed, the gradient routed back through both reductions."""
+    n_rows, n_cols = x.shape
+    block = transpiler.next_power_of_2(n_cols)
+    y_like = H.empty(x, x.shape)
+    H.launcher(softmax_kernel.backward, x)[(n_rows,)](y_like, x, H.row_stride(x), H.row_stride(y_like), n_cols,
+                                                      BLOCK=block, num_warps=num_warps_for(block),
+                                                      grads={"OUT": dy, "IN": dx}, accumulate=False)
+    return dx
+
+
+def reference_backward(x, dy) -> np.ndarray:
+    y, dy = reference(x), H.to_float64(dy)
+    return y * (dy - (dy * y).sum(axis=1, keepdims=True))
+
+
 def reference(x) -> np.ndarray:
     x = H.to_float64(x)
     e = np.exp(x - x.max(axis=1, keepdims=True))
@@ -70,6 +88,18 @@ def run_case(lib, dtype="float32", shape=(37, 100), pitch=None, timed=False) -> 
     line = f"softmax {dtype:8} {shape_text:28} max abs error {error:.1e}"
     if timed:
         line += H.throughput(2 * n_rows * n_cols * H.ITEMSIZE[dtype], H.gpu_time_ms(lambda: softmax(x, out=y)))
+    # The derived backward, into a gradient laid out like x (a view of a pitch-wide array when x is one).
+    dy = H.to_library(rng.standard_normal(shape), lib, "float32")
+    dx = H.poison(H.empty(wide, tuple(wide.shape)))[:, :n_cols]
+    softmax_backward(x, dy, dx)
+    want = reference_backward(x, dy)
+    worst = float(np.abs(H.to_float64(dx) - want).max()) / max(float(np.abs(want).max()), 1e-30)
+    if not worst < {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1e-2}[dtype]:
+        raise H.Mismatch(f"softmax backward: relative error {worst:.1e}")
+    line += f" | backward rel error {worst:.1e}"
+    if timed:
+        ms = H.gpu_time_ms(lambda: softmax_backward(x, dy, dx))
+        line += H.throughput(3 * n_rows * n_cols * H.ITEMSIZE[dtype], ms)
     return line
 
 

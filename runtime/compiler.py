@@ -62,11 +62,13 @@ def _save_failed_source(kernel_name, source):
 
 @functools.lru_cache(maxsize=None)
 def nvrtc_options(arch: str, extra: tuple = ()) -> tuple:
-    """NVRTC options for `arch`: CuPy's own set when this CuPy exposes it (its include folders, -ftz=true), else
-    the same flags with the CUDA headers found on this machine."""
+    """NVRTC options for `arch`: CuPy's own set when this CuPy exposes it (its include folders; fp32 subnormals
+    kept, unlike CuPy's default), else the same flags with the CUDA headers found on this machine."""
     # 186 is "pointless comparison of unsigned integer with zero": a user's `x_uint >= 0` is valid Triton (always
     # true), and the warning would blame the generated code for the kernel's own comparison.
-    opts = (f"-arch={arch}", "--std=c++17", "-ftz=true", "--device-as-default-execution-space",
+    # -ftz=false: Triton's fp32 arithmetic keeps subnormals (LLVM's fadd/fmul carry no flush; only libdevice is
+    # linked flushing), so `x * 2**-130` is a subnormal there, where CuPy's usual -ftz=true gave 0.
+    opts = (f"-arch={arch}", "--std=c++17", "-ftz=false", "--device-as-default-execution-space",
             "--diag-suppress=186") + tuple(extra)
     try:
         from cupy._core.core import assemble_cupy_compiler_options
@@ -211,7 +213,7 @@ def nvrtc_available() -> bool:
 
 def compile_offline(source: str, arch: str = "sm_90a", name: str = "kernel.cu", extra_options: tuple = ()
                     ) -> OfflineResult:
-    """NVRTC to cubin with ptxas' report, as CuPy would compile it (-ftz=true, C++17)."""
+    """NVRTC to cubin with ptxas' report, with the options the runtime compiles with (`nvrtc_options`)."""
     from cupy.cuda import nvrtc
     opts = list(nvrtc_options(arch, tuple(extra_options) + ("--ptxas-options=-v",)))
     prog = nvrtc.createProgram(source, name, [], [])

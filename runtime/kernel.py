@@ -281,6 +281,12 @@ class Kernel(KernelInterface):
                                  hint="call it directly only from inside another kernel, where it is inlined")
 
     @property
+    def backward(self):
+        """The derived backward kernel (`transpiler/autodiff`): `kernel.backward[grid](*args, grads={...})`."""
+        from ..autodiff import backward_of
+        return backward_of(self)
+
+    @property
     def interpret(self):
         """`kernel.interpret[grid](*args)`: run on the CPU with NumPy."""
         kernel = self

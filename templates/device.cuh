@@ -59,7 +59,32 @@ __device__ __forceinline__ float div_full(float a, float b) {
   return r;
 }
 
-template <typename T> __device__ __forceinline__ T iabs(T x) { return x < T(0) ? T(-x) : x; }
+// Triton's integer +, -, *, << and unary - wrap around (LLVM's add, sub, mul, shl without an nsw flag); in C a
+// signed result out of range is undefined behaviour and NVVM builds on that (`(x + y) < x` became `y < 0`). These compute in an
+// unsigned type of at least 32 bits (narrower operands would be promoted back to int) and convert back,
+// which wraps.
+template <typename T> struct wrapping { using U = unsigned; };
+template <> struct wrapping<long long> { using U = unsigned long long; };
+template <> struct wrapping<unsigned long long> { using U = unsigned long long; };
+template <typename T> __device__ __forceinline__ T wrap_add(T a, T b) {
+  using U = typename wrapping<T>::U;
+  return T(U(a) + U(b));
+}
+template <typename T> __device__ __forceinline__ T wrap_sub(T a, T b) {
+  using U = typename wrapping<T>::U;
+  return T(U(a) - U(b));
+}
+template <typename T> __device__ __forceinline__ T wrap_mul(T a, T b) {
+  using U = typename wrapping<T>::U;
+  return T(U(a) * U(b));
+}
+template <typename T> __device__ __forceinline__ T wrap_shl(T a, T b) {
+  using U = typename wrapping<T>::U;
+  return T(U(a) << U(b));
+}
+template <typename T> __device__ __forceinline__ T wrap_neg(T a) { return wrap_sub<T>(T(0), a); }
+// |INT_MIN| wraps to INT_MIN, as Triton's abs does.
+template <typename T> __device__ __forceinline__ T iabs(T x) { return x < T(0) ? wrap_neg<T>(x) : x; }
 // tl.umulhi: the high half of the unsigned product, whatever the signedness of the type (as Triton does).
 __device__ __forceinline__ unsigned mulhi(unsigned a, unsigned b) { return __umulhi(a, b); }
 __device__ __forceinline__ int mulhi(int a, int b) { return int(__umulhi(unsigned(a), unsigned(b))); }
@@ -78,7 +103,11 @@ template <typename T> __device__ __forceinline__ T max_propagate_nan(T a, T b) {
 }
 
 // ---- combiners of the built-in reductions: fold x into the accumulator -----------------------------------
-template <typename T> __device__ __forceinline__ void combine_add(T& acc, same_t<T> x) { acc = acc + x; }
+template <typename T> __device__ __forceinline__ void combine_add(T& acc, same_t<T> x) {
+  // integer sums wrap, as Triton's do (see wrap_add)
+  if constexpr (same_type<T, int>::value || same_type<T, long long>::value) acc = wrap_add<T>(acc, x);
+  else acc = acc + x;
+}
 template <typename T> __device__ __forceinline__ void combine_xor(T& acc, same_t<T> x) { acc = acc ^ x; }
 template <typename T> __device__ __forceinline__ void combine_max(T& acc, same_t<T> x) {
   if constexpr (same_type<T, float>::value) acc = fmaxf(acc, x);

@@ -86,11 +86,12 @@ template <typename T> __device__ __forceinline__ unsigned pack2(T lo, T hi) {
   memcpy(&b, &hi, 2);
   return static_cast<unsigned>(a) | (static_cast<unsigned>(b) << 16);
 }
-__device__ __forceinline__ unsigned pack4(signed char x0, signed char x1, signed char x2, signed char x3) {
-  return (static_cast<unsigned>(static_cast<unsigned char>(x0))) |
-         (static_cast<unsigned>(static_cast<unsigned char>(x1)) << 8) |
-         (static_cast<unsigned>(static_cast<unsigned char>(x2)) << 16) |
-         (static_cast<unsigned>(static_cast<unsigned char>(x3)) << 24);
+// Four 8-bit values (int8, or fp8 as cuda_fp8.h's one-byte types) given by reference (elements of a tile: their
+// bytes are read in place), the first in the low byte.
+template <typename T> __device__ __forceinline__ unsigned pack4(const T& x0, const T& x1, const T& x2, const T& x3) {
+  static_assert(sizeof(T) == 1, "pack4 packs 8-bit values");
+  const auto byte = [](const T& x) { return static_cast<unsigned>(*reinterpret_cast<const unsigned char*>(&x)); };
+  return byte(x0) | (byte(x1) << 8) | (byte(x2) << 16) | (byte(x3) << 24);
 }
 // fp32 -> tf32 (round to nearest, ties away), as the tensor cores expect it.
 __device__ __forceinline__ unsigned tf32(float x) {
@@ -116,6 +117,19 @@ __device__ __forceinline__ void mma_m16n8k16_bf16(float* d, const unsigned* a, c
 }
 __device__ __forceinline__ void mma_m16n8k8_tf32(float* d, const unsigned* a, const unsigned* b) {
   asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+// fp8 (sm_89+): A and B fragments as for int8 (four values a register), an fp32 accumulator.
+__device__ __forceinline__ void mma_m16n8k32_e4m3(float* d, const unsigned* a, const unsigned* b) {
+  asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+__device__ __forceinline__ void mma_m16n8k32_e5m2(float* d, const unsigned* a, const unsigned* b) {
+  asm("mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
                "{%0,%1,%2,%3};"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
@@ -150,6 +164,15 @@ template <int N> __device__ __forceinline__ void wgmma_pin(float* d) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i]) :: "memory");
 }
+template <int N> __device__ __forceinline__ void wgmma_pin(int* d) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+r"(d[i]) :: "memory");
+}
+// The same for register-A fragments: they stay in their registers until the wait that follows the wgmmas.
+template <int N> __device__ __forceinline__ void wgmma_pin(unsigned* a) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+r"(a[i]) :: "memory");
+}
 // Shared memory written by ordinary stores and cp.async becomes visible to the async proxy (wgmma reads).
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 
@@ -157,7 +180,7 @@ __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.
 template <typename Acc, typename T> __device__ __forceinline__ void madd(Acc& acc, T a, T b) {
   if constexpr (same_type<Acc, float>::value) acc = fmaf(cast<float>(a), cast<float>(b), acc);
   else if constexpr (same_type<Acc, double>::value) acc = fma(cast<double>(a), cast<double>(b), acc);
-  else acc += static_cast<Acc>(a) * static_cast<Acc>(b);
+  else acc = wrap_add<Acc>(acc, wrap_mul<Acc>(static_cast<Acc>(a), static_cast<Acc>(b)));   // integers wrap
 }
 
 }  // namespace tp

@@ -76,6 +76,13 @@ def _matmul(m=4096, n=4096, k=4096):
                     n, 1]
 
 
+def _attention(seq=4096, head_dim=128, heads=32):
+    return lambda: [aligned(64, np.float16) for _ in range(4)] + [0.088, heads, seq] + \
+        [heads * seq * head_dim, seq * head_dim, head_dim, 1] * 4
+
+
+ATTENTION_128 = dict(HEAD_DIM=128, BLOCK_M=128, BLOCK_N=64, CAUSAL=True)
+
 MATMUL_128 = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, ACTIVATION="leaky_relu")
 
 SPECS = [
@@ -97,6 +104,10 @@ SPECS = [
     # matmul 4096^3 fp16, 128x128x64 blocks, 4 warps, 3 stages: mma.sync for any device, wgmma for sm_90a.
     Spec("matmul_fp16_128x128x64", "matmul", "matmul_kernel", _matmul(), MATMUL_128, 4),
     Spec("matmul_fp16_128x128x64_sm90a", "matmul", "matmul_kernel", _matmul(), MATMUL_128, 4, arch="sm_90a"),
+    # causal flash attention, fp16, head_dim 128, 128 x 64 blocks on 8 warps (two warpgroups): both products on
+    # wgmma for sm_90a, P @ V with P in registers (the register-A form) and its group left in flight (4 stages).
+    Spec("attention_fp16_d128_causal_sm90a", "attention", "attention_kernel", _attention(), ATTENTION_128, 8,
+         num_stages=4, arch="sm_90a"),
 ]
 BY_NAME = {s.name: s for s in SPECS}
 

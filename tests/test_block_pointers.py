@@ -91,7 +91,7 @@ def test_the_row_sums_loop_carries_one_offset_and_vectorizes():
     ir = bp_row_sums_kernel.ir(F32, F32, 1000, 4096, 4096, BM=16, BN=128)
     (loop,) = ops_of(ir, "for")
     assert [r.name for r in loop.results] == ["acc", "block_offset1"]
-    assert "block_offset1 + 128" in variant.source                          # the advance, in int32
+    assert "tp::wrap_add<int>(block_offset1, 128)" in variant.source        # the advance, in int32 (wrapping)
     assert "16 bytes" in bp_row_sums_kernel.analysis(F32, F32, 1000, 4096, 4096, BM=16, BN=128)[1].decisions.report()
 
 

@@ -28,6 +28,9 @@ ELSEWHERE = {
     "TRANSPILER_PRINT_AUTOTUNING": "whether the autotuner prints its choice",
     "CUDA_PATH": "where NVRTC finds CUDA's headers (the cubin, not the generated source)",
     "CUDA_HOME": "where NVRTC finds CUDA's headers (the cubin, not the generated source)",
+    "TRANSPILER_AUTODIFF_WRITES": "which gradient writes a derived backward makes: it changes the derived kernel's "
+                                  "Python source (keyed in transpiler/autodiff/kernel.py), whose text is that "
+                                  "kernel's own cache key",
 }
 
 

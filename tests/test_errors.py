@@ -472,3 +472,36 @@ def test_interpreter_raises_the_same_class_at_the_same_line(kernel, args, conste
     assert type(interpreted.value) is type(compiled.value)
     assert interpreted.value.line == compiled.value.line
     assert f"in kernel '{kernel.__name__}'" in str(interpreted.value)
+
+
+# Refusals in the words of Triton's own (test_core.py matches them), on both paths.
+@transpiler.jit
+def _bounded_slice_kernel(dst):
+    dst[10:]
+
+
+@transpiler.jit
+def _pid_axis_kernel(dst, AXIS: tl.constexpr):
+    tl.store(dst, tl.program_id(AXIS))
+
+
+@transpiler.jit
+def _mixed_signedness_kernel(X, Y):
+    tl.store(X, tl.load(X) % tl.load(Y))
+
+
+@pytest.mark.parametrize("path", ["compiler", "interpreter"])
+def test_refusals_use_tritons_words(path):
+    dst = np.zeros(16, np.int32)
+
+    def launch(kernel, *args, **kw):
+        if path == "compiler":
+            kernel.ir(*args, **kw)
+        else:
+            kernel.interpret[(1,)](*args, **kw)
+    with pytest.raises(transpiler.TranspilerError, match="unsupported tensor index.*not Triton's language"):
+        launch(_bounded_slice_kernel, dst)
+    with pytest.raises(transpiler.TranspilerError, match="program_id axis must be 0, 1, or 2 but got 20"):
+        launch(_pid_axis_kernel, dst, AXIS=20)
+    with pytest.raises(transpiler.TranspilerError, match="Cannot use .* because they have different signedness"):
+        launch(_mixed_signedness_kernel, dst, np.ones(16, np.uint32))

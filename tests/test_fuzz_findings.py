@@ -244,3 +244,146 @@ def test_negation_is_triton_s_zero_minus_x_so_plus_zero_stays_plus_zero():
     src = negate_kernel.cuda_source(x, h, out, out_h, 100, BLOCK=128)
     assert "0.0f - " in src
     compiles_cleanly(src)
+
+
+@transpiler.jit
+def wrapping_arithmetic_kernel(X, Y, CARRY, PROD_GT, NEG, ABS, USQ, SHL, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < N
+    x = tl.load(X + offs, mask=mask, other=0)
+    y = tl.load(Y + offs, mask=mask, other=0)
+    tl.store(CARRY + offs, ((x + y) < x).to(tl.int8), mask=mask)     # an overflow check, as users write it
+    tl.store(PROD_GT + offs, (x * 3 - y > x).to(tl.int8), mask=mask)
+    tl.store(NEG + offs, -x, mask=mask)
+    tl.store(ABS + offs, tl.abs(x), mask=mask)
+    u = x.to(tl.uint16)
+    tl.store(USQ + offs, (u * u).to(tl.int32), mask=mask)            # 16-bit operands: C promotes them to int
+    tl.store(SHL + offs, (x.to(tl.int8) << 3).to(tl.int32), mask=mask)
+
+
+@transpiler.jit
+def overflow_check_kernel(X, Y, CARRY, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(X + offs)
+    y = tl.load(Y + offs)
+    tl.store(CARRY + offs, ((x + y) < x).to(tl.int8))
+
+
+def _wrapping_case(dtype, n, rng):
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, n, endpoint=True, dtype=np.int64).astype(dtype)
+    y = rng.integers(info.min, info.max, n, endpoint=True, dtype=np.int64).astype(dtype)
+    x[:4] = [info.max, info.min, -1, info.max]
+    y[:4] = [1, -1, info.min, info.max]
+    outs = [np.full(n, -7, np.int8), np.full(n, -7, np.int8), np.full(n, -7, dtype), np.full(n, -7, dtype),
+            np.full(n, -7, np.int32), np.full(n, -7, np.int32)]
+    with np.errstate(over="ignore"):
+        u = x.astype(np.uint16)
+        expected = [((x + y) < x).astype(np.int8), (x * dtype(3) - y > x).astype(np.int8), (dtype(0) - x),
+                    np.where(x < 0, dtype(0) - x, x).astype(dtype), (u * u).astype(np.uint16).astype(np.int32),
+                    (x.astype(np.int8) << np.int8(3)).astype(np.int8).astype(np.int32)]
+    return x, y, outs, expected
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_signed_integer_arithmetic_wraps_as_in_triton(dtype):
+    """Triton's integer +, -, * and << wrap; C's signed overflow is undefined and the C compiler folded
+    `(x + y) < x` into `y < 0` (x not even loaded): computed in unsigned arithmetic now."""
+    rng = np.random.default_rng(5)
+    n = 300
+    x, y, outs, expected = _wrapping_case(dtype, n, rng)
+    wrapping_arithmetic_kernel.interpret[(-(-n // 128),)](x, y, *outs, n, BLOCK=128)
+    for got, want in zip(outs, expected):
+        np.testing.assert_array_equal(got, want)
+    src = wrapping_arithmetic_kernel.cuda_source(x, y, *outs, n, BLOCK=128)
+    compiles_cleanly(src)
+    if nvrtc_available():
+        ptx = compile_offline(overflow_check_kernel.cuda_source(x, y, outs[0], BLOCK=128), "sm_90a").ptx
+        width = 8 * np.dtype(dtype).itemsize
+        # both operands are read and the sum is compared: the overflow check was not folded away
+        assert len(re.findall(rf"ld\.global(?:\.nc)?(?:\.v\d)?\.[us]{width}", ptx)) >= 2, ptx[:3000]
+        assert re.search(rf"setp\.lt\.s{width}", ptx), ptx[:3000]
+
+
+@transpiler.jit
+def literal_beyond_fp32_kernel(X, OUT, OUT16, TINY, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < N
+    x = tl.load(X + offs, mask=mask, other=1.0)
+    tl.store(OUT + offs, x * 1.3611294676837539e+39, mask=mask)        # the literal is inf as fp32
+    tl.store(OUT16 + offs, x.to(tl.float16) * 1.0e5, mask=mask)         # inf as fp16
+    tl.store(TINY + offs, x * 1.0e-50 + 1.0, mask=mask)                 # 0 as fp32
+
+
+def test_a_float_literal_beyond_the_blocks_type_is_inf_there_and_compiles():
+    """A literal out of fp32's range met an fp32 block: Triton casts it to inf; we spelled a C float constant
+    NVRTC refuses ("floating constant is out of range"). Found by the fuzzer's subnormal family."""
+    n = 100
+    x = np.linspace(-3, 3, n).astype(np.float32)
+    outs = [np.full(n, np.nan, np.float32), np.full(n, np.nan, np.float16), np.full(n, np.nan, np.float32)]
+    literal_beyond_fp32_kernel.interpret[(1,)](x, *outs, n, BLOCK=128)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(outs[0], x * np.float32(np.inf))
+        np.testing.assert_array_equal(outs[1], x.astype(np.float16) * np.float16(np.inf))
+    np.testing.assert_array_equal(outs[2], np.ones(n, np.float32))
+    compiles_cleanly(literal_beyond_fp32_kernel.cuda_source(x, *outs, n, BLOCK=128))
+
+
+@transpiler.jit
+def pointer_cast_kernel(T, X, B, N, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < N
+    x = tl.load(X + offs, mask=m, other=0)
+    old = tl.atomic_max((T + offs).to(tl.pointer_type(tl.uint32)), x.to(tl.uint32), mask=m)   # unsigned max
+    tl.store(X + offs, old.to(tl.int32, bitcast=True), mask=m)
+    tl.store(B.to(tl.pointer_type(tl.uint8)) + offs * 4 + 1, tl.full((BLOCK,), 1, tl.uint8), mask=m)
+
+
+def test_pointer_casts_reinterpret_memory_on_the_interpreter():
+    """The interpreter refused `ptr.to(tl.pointer_type(...))` (Triton's pointer bitcast) that the compiler
+    accepts: unsigned atomics on an int32 array, bytes of an int32 array."""
+    rng = np.random.default_rng(3)
+    n = 60
+    t = rng.integers(-2**31, 2**31, 64).astype(np.int32)
+    x = rng.integers(-2**31, 2**31, 64).astype(np.int32)
+    b = np.zeros(64, np.int32)
+    t0, x0 = t.copy(), x.copy()
+    pointer_cast_kernel.interpret[(1,)](t, x, b, n, BLOCK=64)
+    active = np.arange(64) < n
+    want_t = np.where(active, np.maximum(t0.view(np.uint32), x0.view(np.uint32)), t0.view(np.uint32))
+    np.testing.assert_array_equal(t, want_t.view(np.int32))
+    np.testing.assert_array_equal(x, np.where(active, t0, x0))
+    np.testing.assert_array_equal(b, np.where(active, 256, 0))
+    compiles_cleanly(pointer_cast_kernel.cuda_source(t, x, b, n, BLOCK=64))
+
+
+@transpiler.jit
+def subnormal_kernel(X, OUT, POSITIVE, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < N
+    x = tl.load(X + offs, mask=mask, other=1.0)
+    t = x * 7.346839692639297e-40                   # 2**-130: subnormal products
+    tl.store(POSITIVE + offs, (t > 0).to(tl.int8), mask=mask)
+    tl.store(OUT + offs, (t + t) * 3.6893488147419103e+19 * 3.6893488147419103e+19, mask=mask)   # * 2**130
+
+
+def _subnormal_expected(x):
+    t = (x.astype(np.float64) * 2.0**-130).astype(np.float32)
+    return ((t.astype(np.float64) * 2) * 2.0**130).astype(np.float32), (t > 0).astype(np.int8)
+
+
+def test_fp32_subnormals_are_kept_as_in_triton():
+    """Triton's fp32 arithmetic keeps subnormals (only its libdevice is linked flushing); we compiled with
+    CuPy's -ftz=true, so x * 2**-130 was 0 on the GPU. Found by the fuzzer's subnormal family."""
+    n = 100
+    x = (np.arange(1, n + 1) / 8.0).astype(np.float32)
+    out, positive = np.full(n, np.nan, np.float32), np.full(n, -7, np.int8)
+    subnormal_kernel.interpret[(1,)](x, out, positive, n, BLOCK=128)
+    want_out, want_positive = _subnormal_expected(x)
+    np.testing.assert_array_equal(out, want_out)
+    np.testing.assert_array_equal(positive, want_positive)
+    src = subnormal_kernel.cuda_source(x, out, positive, n, BLOCK=128)
+    compiles_cleanly(src)
+    if nvrtc_available():
+        ptx = compile_offline(src, "sm_90a").ptx
+        assert re.search(r"mul(\.rn)?\.f32", ptx) and not re.search(r"\.ftz\.f32", ptx), ptx[-3000:]

@@ -51,6 +51,12 @@ from .runtime.torch_ops import custom_op  # noqa: E402  (torch is imported only 
 jit = transpile
 
 
+def autograd(kernel, grid, outputs, **options):
+    """A kernel and its derived backward as a torch function (`transpiler/autodiff/torch_function.py`)."""
+    from .autodiff import autograd as make
+    return make(kernel, grid, outputs, **options)
+
+
 def cdiv(x, y):
     """Ceiling division of integers."""
     return -(-x // y)
@@ -63,7 +69,7 @@ def next_power_of_2(n: int) -> int:
 
 
 __all__ = ["transpile", "jit", "Kernel", "JITFunction", "KernelInterface", "StandIn", "TensorWrapper", "reinterpret",
-           "OutOfResources", "cdiv", "next_power_of_2", "gpu_available", "language", "custom_op",
+           "OutOfResources", "cdiv", "next_power_of_2", "gpu_available", "language", "custom_op", "autograd",
            "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "AutotuneError", "AutotuneWarning",
            "TranspilerError", "UnsupportedSyntaxError", "NameResolutionError", "CompileTimeError", "ShapeError",
            "DTypeError", "LaunchError", "IgnoredOptionWarning", "InterpreterError", "InternalCompilerError"]

@@ -358,7 +358,7 @@ def computation_type(a: dtype, a_is_python_scalar: bool, b: dtype, b_is_python_s
         return bfloat16 if (a is bfloat16 and b is bfloat16) else float32
     # int1 counts as unsigned here, as in Triton (its UINT_TYPES): `bools // 2` and `bools / int32s` are refused.
     if div_or_mod and a.signed != b.signed and a.is_int() and b.is_int():
-        raise TypeError(f"cannot use /, // or % with {a!r} and {b!r} because they have different signedness; "
+        raise TypeError(f"Cannot use /, // or % with {a!r} and {b!r} because they have different signedness; "
                         "cast them to the same signedness")
     return integer_promote(a, b)
 

@@ -16,6 +16,7 @@ def wgmma_enabled(target) -> bool:
 # their values are part of every cache key through options.CompileOptions.
 SWITCHES = {
     "TRANSPILER_WGMMA_IN_FLIGHT": "0",   # 1: a wgmma group stays in flight into the next iteration (measured slower)
+    "TRANSPILER_WGMMA_CHAIN_IN_FLIGHT": "1",  # 0: the last of several wgmma dots of a loop waits for its group
     "TRANSPILER_WGMMA_CP_FENCE": "0",    # 1: fence.proxy.async after every cp.async wait, not only after stores
     "TRANSPILER_CP_ZFILL": "1",          # 0: masked-off runs of an other=0 load go through registers, as before
     "TRANSPILER_TMA": "1",               # 0: pipelined loops on sm_90a copy their tiles by cp.async, never TMA

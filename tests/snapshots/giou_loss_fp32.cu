@@ -22,6 +22,22 @@ __device__ __forceinline__ float div_full(float a, float b) {
   return r;
 }
 
+// Triton's integer +, -, *, << and unary - wrap around (LLVM's add, sub, mul, shl without an nsw flag); in C a
+// signed result out of range is undefined behaviour and NVVM builds on that (`(x + y) < x` became `y < 0`). These compute in an
+// unsigned type of at least 32 bits (narrower operands would be promoted back to int) and convert back,
+// which wraps.
+template <typename T> struct wrapping { using U = unsigned; };
+template <> struct wrapping<long long> { using U = unsigned long long; };
+template <> struct wrapping<unsigned long long> { using U = unsigned long long; };
+template <typename T> __device__ __forceinline__ T wrap_add(T a, T b) {
+  using U = typename wrapping<T>::U;
+  return T(U(a) + U(b));
+}
+template <typename T> __device__ __forceinline__ T wrap_mul(T a, T b) {
+  using U = typename wrapping<T>::U;
+  return T(U(a) * U(b));
+}
+
 // ---- wide global loads and stores ----------------------------------------------------------------------
 template <int BYTES> struct raw;
 template <> struct raw<16> { typedef uint4 type; };
@@ -136,18 +152,18 @@ extern "C" __global__ void __launch_bounds__(128) giou_loss_kernel(
   const int pid = static_cast<int>(blockIdx.x);
 
   // box = pid * BLOCK + tl.arange(0, BLOCK)
-  const int mul = pid * 512;
+  const int mul = tp::wrap_mul<int>(pid, 512);
   int idx[4];
   #pragma unroll
   for (int r = 0; r < 4; ++r) idx[r] = L0_dim0 + ((r << 7));
   int box[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) box[r] = mul + idx[r];
+  for (int r = 0; r < 4; ++r) box[r] = tp::wrap_add<int>(mul, idx[r]);
 
   // p_left = tl.load(PRED + 4 * box + 0, mask=live, other=0.0).to(tl.float32)
   int mul_1[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) mul_1[r] = 4 * box[r];
+  for (int r = 0; r < 4; ++r) mul_1[r] = tp::wrap_mul<int>(4, box[r]);
   const float* ptr[4];
   #pragma unroll
   for (int r = 0; r < 4; ++r) ptr[r] = PRED + mul_1[r];
@@ -185,7 +201,7 @@ extern "C" __global__ void __launch_bounds__(128) giou_loss_kernel(
   // t_left = tl.load(TARGET + 4 * box + 0, mask=live, other=0.0).to(tl.float32)
   int mul_2[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) mul_2[r] = 4 * box[r];
+  for (int r = 0; r < 4; ++r) mul_2[r] = tp::wrap_mul<int>(4, box[r]);
   const float* ptr_2[4];
   #pragma unroll
   for (int r = 0; r < 4; ++r) ptr_2[r] = TARGET + mul_2[r];
@@ -344,7 +360,7 @@ extern "C" __global__ void __launch_bounds__(128) giou_loss_kernel(
   for (int r = 0; r < 4; ++r) idx_L1[r] = L1_dim0 + r;
   int box_L1[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) box_L1[r] = mul + idx_L1[r];
+  for (int r = 0; r < 4; ++r) box_L1[r] = tp::wrap_add<int>(mul, idx_L1[r]);
 
   // tl.store(LOSS + box, tl.where(valid, 1.0 - giou, 0.0), mask=live)
   float* ptr_4[4];

@@ -53,8 +53,28 @@ __device__ __forceinline__ float div_full(float a, float b) {
   return r;
 }
 
+// Triton's integer +, -, *, << and unary - wrap around (LLVM's add, sub, mul, shl without an nsw flag); in C a
+// signed result out of range is undefined behaviour and NVVM builds on that (`(x + y) < x` became `y < 0`). These compute in an
+// unsigned type of at least 32 bits (narrower operands would be promoted back to int) and convert back,
+// which wraps.
+template <typename T> struct wrapping { using U = unsigned; };
+template <> struct wrapping<long long> { using U = unsigned long long; };
+template <> struct wrapping<unsigned long long> { using U = unsigned long long; };
+template <typename T> __device__ __forceinline__ T wrap_add(T a, T b) {
+  using U = typename wrapping<T>::U;
+  return T(U(a) + U(b));
+}
+template <typename T> __device__ __forceinline__ T wrap_mul(T a, T b) {
+  using U = typename wrapping<T>::U;
+  return T(U(a) * U(b));
+}
+
 // ---- combiners of the built-in reductions: fold x into the accumulator -----------------------------------
-template <typename T> __device__ __forceinline__ void combine_add(T& acc, same_t<T> x) { acc = acc + x; }
+template <typename T> __device__ __forceinline__ void combine_add(T& acc, same_t<T> x) {
+  // integer sums wrap, as Triton's do (see wrap_add)
+  if constexpr (same_type<T, int>::value || same_type<T, long long>::value) acc = wrap_add<T>(acc, x);
+  else acc = acc + x;
+}
 
 // ---- warp shuffles for every element type --------------------------------------------------------------
 template <typename T> __device__ __forceinline__ T shfl_xor(T v, int lane_mask) {
@@ -185,7 +205,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_kernel(
   const int row = static_cast<int>(blockIdx.x);
 
   // x = tl.load(X + row * x_stride + cols, mask=valid, other=0.0).to(tl.float32)
-  const int mul = row * x_stride;
+  const int mul = tp::wrap_mul<int>(row, x_stride);
   const __nv_bfloat16* ptr = X + mul;
 
   // cols = tl.arange(0, BLOCK)
@@ -353,7 +373,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_kernel(
   for (int r = 0; r < 16; ++r) b[r] = tp::cast<float>(ld_2[r]);
 
   // tl.store(Y + row * y_stride + cols, centered * rstd * w + b, mask=valid)
-  const int mul_2 = row * y_stride;
+  const int mul_2 = tp::wrap_mul<int>(row, y_stride);
   __nv_bfloat16* ptr_4 = Y + mul_2;
   float mul_3[16];
   #pragma unroll

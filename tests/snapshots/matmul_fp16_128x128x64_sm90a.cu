@@ -49,6 +49,26 @@ template <typename To, typename From> __device__ __forceinline__ To cast(From x)
   }
 }
 
+// Triton's integer +, -, *, << and unary - wrap around (LLVM's add, sub, mul, shl without an nsw flag); in C a
+// signed result out of range is undefined behaviour and NVVM builds on that (`(x + y) < x` became `y < 0`). These compute in an
+// unsigned type of at least 32 bits (narrower operands would be promoted back to int) and convert back,
+// which wraps.
+template <typename T> struct wrapping { using U = unsigned; };
+template <> struct wrapping<long long> { using U = unsigned long long; };
+template <> struct wrapping<unsigned long long> { using U = unsigned long long; };
+template <typename T> __device__ __forceinline__ T wrap_add(T a, T b) {
+  using U = typename wrapping<T>::U;
+  return T(U(a) + U(b));
+}
+template <typename T> __device__ __forceinline__ T wrap_sub(T a, T b) {
+  using U = typename wrapping<T>::U;
+  return T(U(a) - U(b));
+}
+template <typename T> __device__ __forceinline__ T wrap_mul(T a, T b) {
+  using U = typename wrapping<T>::U;
+  return T(U(a) * U(b));
+}
+
 // ---- wide global loads and stores ----------------------------------------------------------------------
 template <int BYTES> struct raw;
 template <> struct raw<16> { typedef uint4 type; };
@@ -207,6 +227,15 @@ template <int N> __device__ __forceinline__ void wgmma_pin(float* d) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i]) :: "memory");
 }
+template <int N> __device__ __forceinline__ void wgmma_pin(int* d) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+r"(d[i]) :: "memory");
+}
+// The same for register-A fragments: they stay in their registers until the wait that follows the wgmmas.
+template <int N> __device__ __forceinline__ void wgmma_pin(unsigned* a) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+r"(a[i]) :: "memory");
+}
 // Shared memory written by ordinary stores and cp.async becomes visible to the async proxy (wgmma reads).
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 
@@ -261,8 +290,8 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const TensorMap* map, uns
 
 
 namespace tp {
-// D (64 x 128, fp32) += A (64 x 16) * B (16 x 128), both read from shared memory through descriptors;
-// TRANS_A / TRANS_B are 1 for an M-major A / N-major B. Issued by all 128 threads of a warpgroup.
+// D (64 x 128, f32) += A (64 x 16) * B (16 x 128), both f16, read from shared memory
+// through descriptors; TRANS_A / TRANS_B are 1 for an M-major A / N-major B. Issued by all 128 threads of a warpgroup.
 template <int TRANS_A, int TRANS_B>
 __device__ __forceinline__ void wgmma_m64n128k16_f16(float* d, unsigned long long a, unsigned long long b) {
   asm volatile(
@@ -335,43 +364,43 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
   const int pid = static_cast<int>(blockIdx.x);
 
   // num_pid_m = tl.cdiv(M, BLOCK_M)
-  const int add = M + 127;
+  const int add = tp::wrap_add<int>(M, 127);
   const int num_pid_m = add / 128;
 
   // num_pid_n = tl.cdiv(N, BLOCK_N)
-  const int add_1 = N + 127;
+  const int add_1 = tp::wrap_add<int>(N, 127);
   const int num_pid_n = add_1 / 128;
 
   // num_pid_in_group = GROUP_M * num_pid_n
-  const int num_pid_in_group = 8 * num_pid_n;
+  const int num_pid_in_group = tp::wrap_mul<int>(8, num_pid_n);
 
   // group_id = pid // num_pid_in_group
   const int group_id = pid / num_pid_in_group;
 
   // first_pid_m = group_id * GROUP_M
-  const int first_pid_m = group_id * 8;
+  const int first_pid_m = tp::wrap_mul<int>(group_id, 8);
 
   // group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-  const int sub = num_pid_m - first_pid_m;
+  const int sub = tp::wrap_sub<int>(num_pid_m, first_pid_m);
   const int group_size_m = min(sub, 8);
 
   // pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
   const int mod = pid % num_pid_in_group;
   const int mod_1 = mod % group_size_m;
-  const int pid_m = first_pid_m + mod_1;
+  const int pid_m = tp::wrap_add<int>(first_pid_m, mod_1);
 
   // pid_n = (pid % num_pid_in_group) // group_size_m
   const int mod_2 = pid % num_pid_in_group;
   const int pid_n = mod_2 / group_size_m;
 
   // offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
-  const int mul = pid_m * 128;
+  const int mul = tp::wrap_mul<int>(pid_m, 128);
 
   // offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
-  const int mul_1 = pid_n * 128;
+  const int mul_1 = tp::wrap_mul<int>(pid_n, 128);
 
   // for k in range(0, tl.cdiv(K, BLOCK_K)):
-  const int add_2 = K + 63;
+  const int add_2 = tp::wrap_add<int>(K, 63);
   const int floordiv = add_2 / 64;
   float accumulator[128];
   #pragma unroll
@@ -415,7 +444,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
       for (int r = 0; r < 128; ++r) accumulator_1[r] = accumulator[r];
       {
         const int group_m0 = 0;  // this warpgroup's first row
-        const int group_n0 = 0;  // ... and column
+        const int group_n0 = 0;  // this warpgroup's first column
         tp::wgmma_pin<128>(accumulator_1);
         tp::wgmma_fence();
         #pragma unroll
@@ -466,7 +495,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
     for (int r = 0; r < 8; ++r) idx[r] = L0_dim0 + ((r << 4));
     int add_3[8];
     #pragma unroll
-    for (int r = 0; r < 8; ++r) add_3[r] = mul + idx[r];
+    for (int r = 0; r < 8; ++r) add_3[r] = tp::wrap_add<int>(mul, idx[r]);
     int offs_am[8];
     #pragma unroll
     for (int r = 0; r < 8; ++r) offs_am[r] = add_3[r] % M;
@@ -474,7 +503,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
     // a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
     int mul_2[8];
     #pragma unroll
-    for (int r = 0; r < 8; ++r) mul_2[r] = offs_am[r] * stride_am;
+    for (int r = 0; r < 8; ++r) mul_2[r] = tp::wrap_mul<int>(offs_am[r], stride_am);
 
     // offs_k = tl.arange(0, BLOCK_K)
     int offs_k[8];
@@ -484,7 +513,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
     // a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
     int add_4[64];
     #pragma unroll
-    for (int r = 0; r < 64; ++r) add_4[r] = (mul_2[((r >> 3) & 7)]) + (offs_k[(r & 7)]);
+    for (int r = 0; r < 64; ++r) add_4[r] = tp::wrap_add<int>((mul_2[((r >> 3) & 7)]), (offs_k[(r & 7)]));
     const __half* a_ptrs_1[64];
     #pragma unroll
     for (int r = 0; r < 64; ++r) a_ptrs_1[r] = a_ptr + add_4[r];
@@ -502,7 +531,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
     // b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
     int mul_3[8];
     #pragma unroll
-    for (int r = 0; r < 8; ++r) mul_3[r] = offs_k_L2[r] * stride_bk;
+    for (int r = 0; r < 8; ++r) mul_3[r] = tp::wrap_mul<int>(offs_k_L2[r], stride_bk);
 
     // offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
     int idx_1[8];
@@ -510,7 +539,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
     for (int r = 0; r < 8; ++r) idx_1[r] = L3_dim0 + r;
     int add_5[8];
     #pragma unroll
-    for (int r = 0; r < 8; ++r) add_5[r] = mul_1 + idx_1[r];
+    for (int r = 0; r < 8; ++r) add_5[r] = tp::wrap_add<int>(mul_1, idx_1[r]);
     int offs_bn[8];
     #pragma unroll
     for (int r = 0; r < 8; ++r) offs_bn[r] = add_5[r] % N;
@@ -518,7 +547,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
     // b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
     int add_6[64];
     #pragma unroll
-    for (int r = 0; r < 64; ++r) add_6[r] = (mul_3[((r >> 3) & 7)]) + (offs_bn[(r & 7)]);
+    for (int r = 0; r < 64; ++r) add_6[r] = tp::wrap_add<int>((mul_3[((r >> 3) & 7)]), (offs_bn[(r & 7)]));
     const __half* b_ptrs_1[64];
     #pragma unroll
     for (int r = 0; r < 64; ++r) b_ptrs_1[r] = b_ptr + add_6[r];
@@ -534,12 +563,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
       if (k_ahead_1 < floordiv) {
 
         // a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
-        const int mul_4 = k_ahead_1 * 64;
-        const int sub_1 = K - mul_4;
+        const int mul_4 = tp::wrap_mul<int>(k_ahead_1, 64);
+        const int sub_1 = tp::wrap_sub<int>(K, mul_4);
 
         // b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
-        const int mul_5 = k_ahead_1 * 64;
-        const int sub_2 = K - mul_5;
+        const int mul_5 = tp::wrap_mul<int>(k_ahead_1, 64);
+        const int sub_2 = tp::wrap_sub<int>(K, mul_5);
 
         // a_ptrs += BLOCK_K * stride_ak
         const __half* a_ptrs_2[64];
@@ -547,7 +576,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
         for (int r = 0; r < 64; ++r) a_ptrs_2[r] = a_ptrs_ahead[r] + 64;
 
         // b_ptrs += BLOCK_K * stride_bk
-        const int mul_6 = 64 * stride_bk;
+        const int mul_6 = tp::wrap_mul<int>(64, stride_bk);
         const __half* b_ptrs_2[64];
         #pragma unroll
         for (int r = 0; r < 64; ++r) b_ptrs_2[r] = b_ptrs_ahead[r] + mul_6;
@@ -599,7 +628,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
       for (int r = 0; r < 128; ++r) accumulator_1_L8[r] = accumulator[r];
       {
         const int group_m0_1 = 0;  // this warpgroup's first row
-        const int group_n0_1 = 0;  // ... and column
+        const int group_n0_1 = 0;  // this warpgroup's first column
         tp::wgmma_pin<128>(accumulator_1_L8);
         tp::wgmma_fence();
         #pragma unroll
@@ -618,12 +647,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
           if (k_ahead_1 < floordiv) {
 
             // a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
-            const int mul_4 = k_ahead_1 * 64;
-            const int sub_1 = K - mul_4;
+            const int mul_4 = tp::wrap_mul<int>(k_ahead_1, 64);
+            const int sub_1 = tp::wrap_sub<int>(K, mul_4);
 
             // b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
-            const int mul_5 = k_ahead_1 * 64;
-            const int sub_2 = K - mul_5;
+            const int mul_5 = tp::wrap_mul<int>(k_ahead_1, 64);
+            const int sub_2 = tp::wrap_sub<int>(K, mul_5);
 
             // a_ptrs += BLOCK_K * stride_ak
             const __half* a_ptrs_2_L4[64];
@@ -631,7 +660,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
             for (int r = 0; r < 64; ++r) a_ptrs_2_L4[r] = a_ptrs_ahead[r] + 64;
 
             // b_ptrs += BLOCK_K * stride_bk
-            const int mul_6 = 64 * stride_bk;
+            const int mul_6 = tp::wrap_mul<int>(64, stride_bk);
             const __half* b_ptrs_2_L5[64];
             #pragma unroll
             for (int r = 0; r < 64; ++r) b_ptrs_2_L5[r] = b_ptrs_ahead[r] + mul_6;
@@ -698,10 +727,10 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
   for (int r = 0; r < 128; ++r) c[r] = tp::cast<__half>(accumulator_2[r]);
 
   // offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-  const int mul_8 = pid_m * 128;
+  const int mul_8 = tp::wrap_mul<int>(pid_m, 128);
 
   // offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-  const int mul_9 = pid_n * 128;
+  const int mul_9 = tp::wrap_mul<int>(pid_n, 128);
 
   // offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
   int idx_2[16];
@@ -709,12 +738,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
   for (int r = 0; r < 16; ++r) idx_2[r] = L9_dim0 + ((r << 3));
   int offs_cm[16];
   #pragma unroll
-  for (int r = 0; r < 16; ++r) offs_cm[r] = mul_8 + idx_2[r];
+  for (int r = 0; r < 16; ++r) offs_cm[r] = tp::wrap_add<int>(mul_8, idx_2[r]);
 
   // c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
   int mul_10[16];
   #pragma unroll
-  for (int r = 0; r < 16; ++r) mul_10[r] = stride_cm * offs_cm[r];
+  for (int r = 0; r < 16; ++r) mul_10[r] = tp::wrap_mul<int>(stride_cm, offs_cm[r]);
   __half* ptr[16];
   #pragma unroll
   for (int r = 0; r < 16; ++r) ptr[r] = c_ptr + mul_10[r];
@@ -725,7 +754,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
   for (int r = 0; r < 8; ++r) idx_3[r] = L3_dim0 + r;
   int offs_cn[8];
   #pragma unroll
-  for (int r = 0; r < 8; ++r) offs_cn[r] = mul_9 + idx_3[r];
+  for (int r = 0; r < 8; ++r) offs_cn[r] = tp::wrap_add<int>(mul_9, idx_3[r]);
 
   // c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
   __half* c_ptrs[128];

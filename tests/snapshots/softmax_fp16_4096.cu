@@ -55,8 +55,28 @@ __device__ __forceinline__ float div_full(float a, float b) {
   return r;
 }
 
+// Triton's integer +, -, *, << and unary - wrap around (LLVM's add, sub, mul, shl without an nsw flag); in C a
+// signed result out of range is undefined behaviour and NVVM builds on that (`(x + y) < x` became `y < 0`). These compute in an
+// unsigned type of at least 32 bits (narrower operands would be promoted back to int) and convert back,
+// which wraps.
+template <typename T> struct wrapping { using U = unsigned; };
+template <> struct wrapping<long long> { using U = unsigned long long; };
+template <> struct wrapping<unsigned long long> { using U = unsigned long long; };
+template <typename T> __device__ __forceinline__ T wrap_add(T a, T b) {
+  using U = typename wrapping<T>::U;
+  return T(U(a) + U(b));
+}
+template <typename T> __device__ __forceinline__ T wrap_mul(T a, T b) {
+  using U = typename wrapping<T>::U;
+  return T(U(a) * U(b));
+}
+
 // ---- combiners of the built-in reductions: fold x into the accumulator -----------------------------------
-template <typename T> __device__ __forceinline__ void combine_add(T& acc, same_t<T> x) { acc = acc + x; }
+template <typename T> __device__ __forceinline__ void combine_add(T& acc, same_t<T> x) {
+  // integer sums wrap, as Triton's do (see wrap_add)
+  if constexpr (same_type<T, int>::value || same_type<T, long long>::value) acc = wrap_add<T>(acc, x);
+  else acc = acc + x;
+}
 template <typename T> __device__ __forceinline__ void combine_max(T& acc, same_t<T> x) {
   if constexpr (same_type<T, float>::value) acc = fmaxf(acc, x);
   else if constexpr (same_type<T, double>::value) acc = fmax(acc, x);
@@ -187,7 +207,7 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
   // x = tl.load(IN + row * in_stride + cols, mask=valid, other=-float("inf")).to(tl.float32)
   const int row_start = static_cast<int>(blockIdx.x);
   const int row_step = static_cast<int>(gridDim.x);
-  const int mul = row_start * in_stride;
+  const int mul = tp::wrap_mul<int>(row_start, in_stride);
   const __half* ptr = IN + mul;
 
   // cols = tl.arange(0, BLOCK)
@@ -225,9 +245,9 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
   for (int r = 0; r < 8; ++r) this_row[r] = row_data[r];
   #pragma unroll 1
   for (int row = row_start; row < n_rows; row += row_step) {
-    const int row_ahead = row + row_step;
+    const int row_ahead = tp::wrap_add<int>(row, row_step);
     const bool lt = row_ahead < n_rows;
-    const int mul_1 = row_ahead * in_stride;
+    const int mul_1 = tp::wrap_mul<int>(row_ahead, in_stride);
     const __half* ptr_2 = IN + mul_1;
 
     // cols = tl.arange(0, BLOCK)
@@ -313,7 +333,7 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
     for (int r = 0; r < 8; ++r) e[r] = __expf(x_1[r]);
 
     // tl.store(OUT + row * out_stride + cols, e / tl.sum(e, axis=0), mask=valid)
-    const int mul_2 = row * out_stride;
+    const int mul_2 = tp::wrap_mul<int>(row, out_stride);
     __half* ptr_4 = OUT + mul_2;
     float red_acc_1[1];
     #pragma unroll

@@ -14,6 +14,22 @@
 
 namespace tp {
 
+// Triton's integer +, -, *, << and unary - wrap around (LLVM's add, sub, mul, shl without an nsw flag); in C a
+// signed result out of range is undefined behaviour and NVVM builds on that (`(x + y) < x` became `y < 0`). These compute in an
+// unsigned type of at least 32 bits (narrower operands would be promoted back to int) and convert back,
+// which wraps.
+template <typename T> struct wrapping { using U = unsigned; };
+template <> struct wrapping<long long> { using U = unsigned long long; };
+template <> struct wrapping<unsigned long long> { using U = unsigned long long; };
+template <typename T> __device__ __forceinline__ T wrap_add(T a, T b) {
+  using U = typename wrapping<T>::U;
+  return T(U(a) + U(b));
+}
+template <typename T> __device__ __forceinline__ T wrap_mul(T a, T b) {
+  using U = typename wrapping<T>::U;
+  return T(U(a) * U(b));
+}
+
 // ---- wide global loads and stores ----------------------------------------------------------------------
 template <int BYTES> struct raw;
 template <> struct raw<16> { typedef uint4 type; };
@@ -123,13 +139,13 @@ extern "C" __global__ void __launch_bounds__(128) add_kernel(
   const int pid = static_cast<int>(blockIdx.x);
 
   // offsets = pid * BLOCK + tl.arange(0, BLOCK)
-  const int mul = pid * 1024;
+  const int mul = tp::wrap_mul<int>(pid, 1024);
   int idx[8];
   #pragma unroll
   for (int r = 0; r < 8; ++r) idx[r] = L0_dim0 + ((r & 3) | ((r >> 2) << 9));
   int offsets[8];
   #pragma unroll
-  for (int r = 0; r < 8; ++r) offsets[r] = mul + idx[r];
+  for (int r = 0; r < 8; ++r) offsets[r] = tp::wrap_add<int>(mul, idx[r]);
 
   // x = tl.load(X + offsets, mask=mask)
   const float* ptr[8];

@@ -53,7 +53,7 @@ def analyze(kernel, options: CompileOptions) -> KernelAnalysis:
     decisions = DecisionLog()
     row_loop = fold_row_loop(kernel, decisions, options.num_warps)      # rewrites the IR first: every later pass sees the loop
     axis = AxisInfoAnalysis(kernel)
-    dots = plan_dots(kernel, decisions, options.arch, options.num_warps)
+    dots = plan_dots(kernel, decisions, options.arch, options.num_warps, axis)
     layouts = LayoutAssignment(kernel, axis, decisions, options.num_warps, dots)
     widths, uniform = vectorize(kernel, axis, layouts, decisions)
 

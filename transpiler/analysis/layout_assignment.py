@@ -3,7 +3,9 @@
 Decides, for each block value, either a fixed layout or that it is *flexible*. Memory operations anchor
 coalesced layouts (chosen here from axis information: the fastest dimension, and as many contiguous elements
 per thread as alignment and contiguity allow, up to 16 bytes); reductions produce the slice of their
-operand's layout; loops carry the layout their body yields. Values computed only from constants, scalars and
+operand's layout; loops carry the layout their body yields; a register-A warpgroup MMA reads its A operand
+in the wgmma A-fragment layout, and whether that costs nothing (the producer already holds the fragments, as
+attention's P computed from a product's accumulator does) or a conversion is recorded here. Values computed only from constants, scalars and
 `arange` (index arithmetic, masks, pointer offsets) are flexible: the emitter computes them directly in
 whatever layout their user needs, which costs nothing, instead of converting them. A fixed value needed in
 another layout is converted by the emitter (through shared memory unless `register_map` proves it free).
@@ -11,7 +13,7 @@ another layout is converted by the emitter (through shared memory unless `regist
 from __future__ import annotations
 
 from ..parse.ir import Region
-from .layouts import blocked, log2
+from .layouts import blocked, log2, register_map
 from .scan_layout import plan_scan
 
 
@@ -83,7 +85,10 @@ class LayoutAssignment:
         self.mem_layout = {}      # load/store op -> its layout
         self.reduce_input = {}    # reduce op -> the layout its operands are read in
         self.scan_plan = {}       # scan op -> its ScanPlan (the layout of its operands and results)
+        self.register_a = {}      # register-A dot op -> whether its A is read in place ("free"), computed
+        #                           in the fragment layout ("flexible") or converted ("convert")
         self._assign(kernel.body)
+        self._record_register_a()
 
     # -- helpers -------------------------------------------------------------------------------------------
     def is_fixed(self, v):
@@ -245,6 +250,26 @@ class LayoutAssignment:
     def _op_dot(self, op):
         # The tensor-core pass fixed the product's layout (the mma accumulator, or a blocked one for FMA).
         self._set(op.result, self.dots[op].layout)
+
+    def _record_register_a(self):
+        """For each register-A dot: is its A operand, in the layout it was given, already the A fragments?"""
+        for op, plan in self.dots.items():
+            if plan.a_layout is None:
+                continue
+            a = op.operands[0]
+            if a not in self.layout:
+                self.register_a[op] = "flexible"
+                what, why = "A computed in the wgmma A-fragment layout", "it is computed on demand"
+            elif register_map(plan.a_layout, self.layout[a]) is not None:
+                self.register_a[op] = "free"
+                what, why = ("A read in place as wgmma A fragments (no conversion)",
+                             "its layout holds every fragment element in the thread that needs it; the emitter "
+                             "packs register pairs")
+            else:
+                self.register_a[op] = "convert"
+                what, why = ("A converted to the wgmma A-fragment layout through shared memory",
+                             f"its layout ({self.layout[a].describe()}) puts fragment elements in other threads")
+            self.decisions.add("layout", op, what, why)
 
     # -- control flow --------------------------------------------------------------------------------------
     def _carried_layouts(self, op, inits, regions, yields_of):

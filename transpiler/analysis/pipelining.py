@@ -16,9 +16,12 @@ in Triton, only innermost loops are pipelined); otherwise its loads stay in regi
 shared memory itself.
 
 It also decides whether the loop's warpgroup MMA (sm_90a) stays *in flight* across iterations (`async_dot`):
-when the body has one wgmma dot, both its operands are staged here, its product only becomes the carried
-accumulator it was given, and `num_stages >= 3`, the body does not wait for its group; it waits until only
-that group is pending (the previous iteration's is done), so the next iteration's wgmmas queue behind it.
+when the body's last wgmma dot has its operands staged here (or A in registers), its product only becomes the
+carried accumulator it was given, and `num_stages >= 3`, the body does not wait for its group; it waits until
+only that group is pending (the previous iteration's is done), so the next iteration's wgmmas queue behind it
+(with a dot before it in the body, as attention's Q @ K^T before P @ V, that dot's wait retires it, and pins
+the carried accumulator there; taken with `num_stages >= 4`). Switches: TRANSPILER_WGMMA_IN_FLIGHT for a loop
+with one wgmma dot (off), TRANSPILER_WGMMA_CHAIN_IN_FLIGHT for the last of several (on).
 Then the stage of iteration i-1 may still be read during iteration i, so the copies run `num_stages - 2`
 iterations ahead into the stage of iteration i-2, which every warp finished with before the barrier at the
 top of iteration i. The loop waits for the last group after it ends.
@@ -160,26 +163,52 @@ def _stage_loads(loop, dot_loads, vector_width, order_of, decisions):
     return staged
 
 
+def _wgmma_dots(loop, dots):
+    return [op for op in walk(loop.regions[0]) if op.name == "dot" and getattr(dots.get(op), "kind", None) == "wgmma"]
+
+
+def _in_flight_by_default(loop, dots, stages) -> bool:
+    """The cp.async policy: the loop's only wgmma dot stays in flight under TRANSPILER_WGMMA_IN_FLIGHT (measured
+    slower for matmul); the last of a chain (TRANSPILER_WGMMA_CHAIN_IN_FLIGHT: attention's P @ V, whose group then
+    runs while the next iteration waits for its stage and issues Q @ K^T) from 4 stages on: in flight the copies
+    run one stage less far ahead, and with 3 stages (one iteration ahead) attention ran 1-3% slower on the H200,
+    with 4 as fast or faster than waiting."""
+    chain = len(_wgmma_dots(loop, dots)) > 1
+    if chain:
+        return switch("TRANSPILER_WGMMA_CHAIN_IN_FLIGHT") and stages >= 4
+    return switch("TRANSPILER_WGMMA_IN_FLIGHT")
+
+
 def _async_dot(loop, staged, dots, users):
-    """(dot, carried index) of the one wgmma dot of the loop that may stay in flight, or (None, None)."""
+    """(dot, carried index) of the wgmma dot of the loop that may stay in flight, or (None, None): the loop's
+    only wgmma dot, or the last of a chain whose earlier dots wait for their own groups (the first one's wait
+    retires it)."""
     region = loop.regions[0]
-    wgmma = [op for op in walk(region) if op.name == "dot" and getattr(dots.get(op), "kind", None) == "wgmma"]
-    if len(wgmma) != 1 or wgmma[0] not in region.ops:
+    wgmma = _wgmma_dots(loop, dots)
+    if not wgmma or not all(op in region.ops for op in wgmma):
         return None, None
-    dot = wgmma[0]
+    dot = wgmma[-1]
     staged_values = {s.op.result for s in staged}
 
     def is_staged(v):
         owner = v.owner
         return v in staged_values or (getattr(owner, "name", None) == "permute" and owner.operands[0] in staged_values)
-    acc, carried, yields = dot.operands[2], region.args[1:], region.ops[-1].operands
-    if not (is_staged(dot.operands[0]) and is_staged(dot.operands[1])) or acc not in carried:
+    a_ready = is_staged(dot.operands[0]) or dots[dot].a_layout is not None   # staged, or register-A fragments
+    yields = region.ops[-1].operands
+    if not (a_ready and is_staged(dot.operands[1])):
         return None, None
-    j = carried.index(acc)
-    readers = users.get(dot.result, [])
-    if readers != [region.ops[-1]] or [i for i, v in enumerate(yields) if v is dot.result] != [j]:
+    # its product only becomes one carried value (the accumulator it was given, or, as attention's rescaled
+    # one, a value computed from it), read again only in the next iteration
+    carried_at = [i for i, v in enumerate(yields) if v is dot.result]
+    if users.get(dot.result, []) != [region.ops[-1]] or len(carried_at) != 1:
         return None, None
-    return dot, j
+    if len(wgmma) > 1:
+        # the next iteration may read the carried product only once the first dot's wait has retired the group
+        first = region.ops.index(wgmma[0])
+        readers = users.get(region.args[1 + carried_at[0]], [])
+        if any(region.ops.index(op) < first for op in readers):
+            return None, None
+    return dot, carried_at[0]
 
 
 def plan_loop(loop, kernel, vector_width, order_of, decisions, num_stages, dots=None):
@@ -234,7 +263,7 @@ def plan_loop(loop, kernel, vector_width, order_of, decisions, num_stages, dots=
     live_ids |= {id(op) for op in roots_ops}
     live_carried = set(live_carried) | set(roots_carried)
     async_dot, async_carried = (_async_dot(loop, staged, dots or {}, users)
-                                if switch("TRANSPILER_WGMMA_IN_FLIGHT") and stages >= 3 else (None, None))
+                                if stages >= 3 and _in_flight_by_default(loop, dots or {}, stages) else (None, None))
     plan = PipelinePlan(loop, stages, staged, slice_ops, sorted(prefetch_carried),
                         {op for op in region.ops[:-1] if id(op) not in live_ids},
                         {i for i in prefetch_carried if i not in live_carried}, async_dot, async_carried)

@@ -9,8 +9,9 @@ Three kinds of space, by lifetime:
   scratch use starts at the same offset (after a barrier): outside a pipelined loop it reuses the stage rings'
   bytes, inside one it follows them.
 Stage rings and scratch are aligned to 128 bytes (1024 with warpgroup MMA, whose swizzled tiles start on 1024-byte
-boundaries). A new kind of buffer is one more `Buffer` with its kind and alignment; a TMA ring's mbarriers (one
-8-byte object per stage, tma.py) are a persistent buffer of the loop.
+boundaries; so are loop-invariant operand tiles then, which wgmma reads in place). A new kind of buffer is one more
+`Buffer` with its kind and alignment; a TMA ring's mbarriers (one 8-byte object per stage, tma.py) are a
+persistent buffer of the loop.
 
 `plan_shared_memory` walks the kernel in program order, the order the emitter spells it, and plans the buffers
 the IR and the other passes decide: the cross-warp scratch of each reduction and scan (from its layout), the
@@ -100,9 +101,9 @@ class SharedMemoryPlan:
         return self.by_key[key]
 
     # -- persistent ----------------------------------------------------------------------------------------
-    def persistent(self, nbytes, purpose, dtype=None, count=0, key=()) -> Buffer:
-        offset = self.persistent_bytes
-        self.persistent_bytes += (nbytes + PERSISTENT_ALIGN - 1) // PERSISTENT_ALIGN * PERSISTENT_ALIGN
+    def persistent(self, nbytes, purpose, dtype=None, count=0, key=(), align=PERSISTENT_ALIGN) -> Buffer:
+        offset = (self.persistent_bytes + align - 1) // align * align
+        self.persistent_bytes = offset + (nbytes + PERSISTENT_ALIGN - 1) // PERSISTENT_ALIGN * PERSISTENT_ALIGN
         return self._add(Buffer(PERSISTENT, nbytes, purpose, dtype, count, str(offset), key=key))
 
     # -- stage rings ---------------------------------------------------------------------------------------
@@ -238,12 +239,13 @@ class _Planner:
                                         and owner.operands[0] in self.staged)
 
     def loop(self, op):
-        if not self.uses_wgmma:   # wgmma tiles need 1024-byte aligned buffers; persistent ones are 16-byte aligned
-            for value, _ in invariant_dot_operands(op):
-                key = (value, "invariant operand", 0)
-                if not self._is_staged(value) and key not in self.plan.by_key:
-                    self.plan.persistent(value.type.numel * value.dtype.itemsize, "loop-invariant dot operand",
-                                         value.dtype, value.type.numel, key=key)
+        for value, _ in invariant_dot_operands(op):
+            key = (value, "invariant operand", 0)
+            if not self._is_staged(value) and key not in self.plan.by_key:
+                # wgmma reads the tile with its swizzle atoms on 1024-byte boundaries, like the stage rings
+                self.plan.persistent(value.type.numel * value.dtype.itemsize, "loop-invariant dot operand",
+                                     value.dtype, value.type.numel, key=key,
+                                     align=WGMMA_ALIGN if self.uses_wgmma else PERSISTENT_ALIGN)
         pipeline = self.pipelines.get(op) if op.name == OpKind.FOR else None
         if pipeline is None:
             for region in op.regions:

@@ -15,7 +15,7 @@ import time
 from contextlib import redirect_stdout
 from pathlib import Path
 
-EXAMPLES = ["vector_add", "softmax", "layernorm", "giou_loss", "matmul"]
+EXAMPLES = ["vector_add", "softmax", "layernorm", "giou_loss", "matmul", "attention"]
 
 
 def _examples_dir() -> Path:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
 from . import cspell
@@ -69,6 +70,19 @@ class EmittedKernel:
     row_loop: bool = False       # programs folded into a row loop: a launch adds the grid's x as a last parameter
 
 
+def _referenced_thread_bases(lines, body):
+    """The thread-base declarations the body reads: one asked for by an expression that was then not written
+    (a derived kernel's shapes can do that) would be an unused variable, which NVRTC warns about. Later lines
+    (tile offsets) may read earlier ones, so they are checked last to first."""
+    kept, text = [], body
+    for line in reversed(lines):
+        name = line.split("=")[0].split()[-1]
+        if re.search(rf"\b{re.escape(name)}\b", text):
+            kept.append(line)
+            text += "\n" + line
+    return kept[::-1]
+
+
 def emit_kernel(kernel, analysis) -> EmittedKernel:
     em = Emitter(kernel, analysis)
     for a in kernel.args:
@@ -97,7 +111,7 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
         params=params, shared_bytes=shared_bytes,
         smem_align=em.smem.align,
         shared_decls=(smem_constants + em.shared_decls) if shared_bytes else [],
-        thread_bases=em.thread_base_lines, body=body)
+        thread_bases=_referenced_thread_bases(em.thread_base_lines, body), body=body)
     template = jinja_env().get_template("kernel.cu.j2")
     context["device_header"] = _device_header(template.render(**context), em.uses_tiles, uses_fp8, em.uses_tma)
     source = template.render(**context)

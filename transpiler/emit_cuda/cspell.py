@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 import re
 
+import numpy as np
+
 from .. import dtypes
 from ..language import catalogue
 
@@ -28,6 +30,13 @@ def literal(value, dt) -> str:
     if dt.kind is dtypes.Kind.BOOL:
         return "true" if value else "false"
     if dt.kind is dtypes.Kind.FLOAT:
+        if dt is not dtypes.float64 and math.isfinite(value):
+            # spelled as a C float: a literal beyond float's range is inf in the block's type, as in Triton
+            # (NVRTC refuses such a constant), one below it is 0; others keep their shortest spelling
+            with np.errstate(over="ignore", under="ignore"):
+                single = float(np.float32(value))
+            if math.isinf(single) or single == 0.0:
+                value = single
         if math.isnan(value):
             core = "tp::nan<float>()" if dt is not dtypes.float64 else "tp::nan<double>()"
         elif math.isinf(value):
@@ -92,6 +101,9 @@ _BOOL_OPERATORS = {
     "xor": "{a} != {b}", "neg": "{a}", "invert": "!{a}",
 }
 
+# Integer operators that can overflow: spelled as device.cuh's wrapping helpers for signed and narrow types.
+_WRAPPING = {"add", "sub", "mul", "shl", "neg"}
+
 # Integer operators whose C result (int, for 8- and 16-bit operands) can leave the operands' range.
 _NARROWED = {"add", "sub", "mul", "shl", "neg", "invert"}
 
@@ -130,6 +142,10 @@ def elementwise_expr(fn: str, operand_dt, result_dt, args, propagate_nan=False) 
         return _OPERATORS[fn].format(a=a, b=b, c=c)
     if fn in _INT_FUNCS:
         return _INT_FUNCS[fn].format(a=a, b=b, c=c)
+    if fn in _WRAPPING and dt.kind is not dtypes.Kind.BOOL and (dt.signed or dt.bits < 32):
+        # Triton's integer arithmetic wraps; C's signed overflow (and 16-bit operands promoted to int) is
+        # undefined, which the C compiler exploits: computed in unsigned arithmetic (device.cuh).
+        return f"tp::wrap_{fn}<{dt.c_name}>({', '.join(args)})"
     if fn in _NARROWED and dt.kind is not dtypes.Kind.BOOL and dt.bits < 32:
         # C computes 8- and 16-bit operands as int; the conversion back wraps, as Triton's result does, and
         # spelled out it draws no truncation warning when both operands are constants.

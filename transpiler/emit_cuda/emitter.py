@@ -46,6 +46,12 @@ def templates_dir() -> Path:
 _env = None
 
 
+def comment_text(text: str) -> str:
+    """`text` made safe to end a `//` comment: a trailing backslash (a Python line continued onto the next) would
+    splice the next C++ line into the comment and silently drop that statement."""
+    return text.strip().rstrip("\\").rstrip()
+
+
 def jinja_env():
     global _env
     if _env is None:
@@ -103,6 +109,7 @@ class Emitter:
         self.device_functions: list = []
         self.async_dot = None                # the wgmma dot a pipelined loop leaves in flight (pipelining.py)
         self.async_dot_issued = False
+        self.in_flight_acc = None            # (C array, registers) of its accumulator, for the other dots' waits
         self.last_line = None
         self.line_stack: list = []
         self.loop_depth = 0
@@ -128,7 +135,7 @@ class Emitter:
         text = self.kernel.source_lines.get(line)
         if text:
             self.lines.append("")
-            self.lines.append("  " * self.indent + f"// {text.strip()}")
+            self.lines.append("  " * self.indent + f"// {comment_text(text)}")
             if self.options.line_directives:
                 self.lines.append(f'#line {line + 1} "{self.kernel.source_file}"')
 

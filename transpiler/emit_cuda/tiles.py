@@ -135,13 +135,14 @@ def register_layout_for(em, value, k_dim):
     return own if own is not None else operand_tile_layout(value, k_dim, em.options.num_warps)
 
 
-def write_to_tile(em, value, buffer, k_dim) -> OperandView:
+def write_to_tile(em, value, buffer, k_dim, k_major=False) -> OperandView:
     """Store a block held in registers into `buffer` as a swizzled tile (16 bytes per store where the
-    registers allow); the caller places the barriers."""
+    registers allow); with `k_major`, K along the rows whatever the registers hold (wgmma of types other than
+    fp16/bf16 reads no other tile). The caller places the barriers."""
     layout = register_layout_for(em, value, k_dim)
     read = em.operand(value, layout)
     reg_dims = [d for d in range(2) if layout.contiguous_regs(d) > 1]
-    col_dim = reg_dims[0] if reg_dims else k_dim
+    col_dim = k_dim if k_major or not reg_dims else reg_dims[0]
     tile = SharedTile(buffer, value.shape, col_dim, value.dtype, em.analysis.uses_wgmma)
     vec = widest_access(value.dtype.itemsize, layout.contiguous_regs(col_dim)) if read.is_identity_array else 1
     element = f"{buffer}[{em.tile_offset(layout, tile, 'r')}]"

@@ -104,7 +104,7 @@ def _apply(ptr: Pointer, mask, combine, operands, what: str) -> Tensor:
         current = memory[addresses[sel]]
         old[lanes[sel]] = current
         memory[addresses[sel]] = combine(current, *(v[sel] for v in values))
-    ptr.buffer.written = True
+    ptr.buffer.mark_written()
     return Tensor(old.reshape(ptr.shape), elem)
 
 

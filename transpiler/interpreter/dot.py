@@ -1,6 +1,7 @@
 """Interpreter rule for `tl.dot`: the matrix product of two blocks, with Triton's type and precision rules.
 
-fp16/bf16/fp32 inputs give an fp32 result (or `out_dtype`); int8 inputs give int32. With fp32 inputs and
+fp16/bf16/fp32 inputs give an fp32 result (or `out_dtype`); int8 inputs give int32; fp8 (e4nv, e5) inputs,
+whose values the interpreter holds as float32, give fp32. With fp32 inputs and
 `input_precision` "tf32" (the default, unless `allow_tf32=False`), both inputs are first rounded to tf32
 (10 mantissa bits; round to nearest, ties away from zero, like CUDA's cvt.rna.tf32.f32) as tensor cores do;
 "ieee" and "tf32x3" multiply the exact fp32 values. Products are summed in float64 (int64 for int8) and
@@ -20,6 +21,7 @@ from .tensor import Tensor, to_tensor, unwrap
 MIN_DOT_SIZE = 16
 _PRECISIONS = ("tf32", "tf32x3", "ieee")
 _FLOAT_INPUTS = (dt.float16, dt.bfloat16, dt.float32, dt.float64)
+_FP8_INPUTS = (dt.float8e4nv, dt.float8e5)   # held as float32 copies of their values (interpreter/fp8.py)
 
 
 def round_to_tf32(values: np.ndarray) -> np.ndarray:
@@ -56,15 +58,17 @@ def _result_type(in_dtype: dt.dtype, out_dtype) -> dt.dtype:
         if in_dtype is not dt.int8:
             raise error(DTypeError, f"tl.dot supports int8 integer inputs only, got {in_dtype!r}")
         return dt.int32
-    if in_dtype.is_fp8():
-        raise error(DTypeError, f"tl.dot on fp8 inputs ({in_dtype!r}) is not supported yet",
-                    hint="convert the operands to tl.float16 or tl.bfloat16 first")
-    if in_dtype not in _FLOAT_INPUTS:
+    if in_dtype.is_fp8() and in_dtype not in _FP8_INPUTS:
+        raise error(DTypeError, f"tl.dot on {in_dtype!r} inputs is not supported yet (CUDA has no such type)",
+                    hint="convert the operands to tl.float16 first")
+    if in_dtype not in _FLOAT_INPUTS + _FP8_INPUTS:
         raise error(DTypeError, f"tl.dot does not support {in_dtype!r} inputs")
     if in_dtype is dt.float64:
         return dt.float64
     out = unwrap(out_dtype)
     if out not in (dt.float32, dt.float16) or (out is dt.float16 and in_dtype is not dt.float16):
+        if in_dtype.is_fp8() and out is dt.float16:
+            raise error(DTypeError, "tl.dot: out_dtype=tl.float16 for fp8 inputs is not supported yet")
         raise error(DTypeError, f"tl.dot: out_dtype {out!r} is not allowed for {in_dtype!r} inputs")
     return out
 

@@ -24,14 +24,30 @@ _SHOWN_OFFSETS = 5  # how many offending offsets an out-of-bounds message lists
 class Buffer:
     """The host memory behind one array argument, seen as a flat array of `element_ty` storage."""
 
-    def __init__(self, name: str, element_ty: dt.dtype, values: np.ndarray):
+    def __init__(self, name: str, element_ty: dt.dtype, values: np.ndarray, parent: "Buffer | None" = None):
         self.name = name
         self.element_ty = element_ty
         self.values = values  # 1-D, storage dtype of element_ty; written in place by stores
         self.written = False
+        self.parent = parent  # the buffer this one reinterprets (a pointer cast), sharing its memory
+        self._views = {}
 
     def __len__(self):
         return self.values.shape[0]
+
+    def mark_written(self):
+        self.written = True
+        if self.parent is not None:
+            self.parent.mark_written()
+
+    def viewed_as(self, element_ty: dt.dtype) -> "Buffer":
+        """The same memory seen as `element_ty` elements (one Buffer per type, so its pointers combine)."""
+        if element_ty not in self._views:
+            size = element_ty.numpy.itemsize
+            count = self.values.nbytes // size
+            whole = self.values.view(np.uint8)[:count * size]
+            self._views[element_ty] = Buffer(self.name, element_ty, whole.view(element_ty.numpy), parent=self)
+        return self._views[element_ty]
 
 
 class Pointer(Tensor):
@@ -62,6 +78,24 @@ class Pointer(Tensor):
 
     def __repr__(self):
         return f"pointer(buffer='{self.buffer.name}', offsets={self.data!r}, dtype={self.dtype!r})"
+
+
+def reinterpret(ptr: Pointer, element_ty: dt.dtype) -> Pointer:
+    """`ptr.to(tl.pointer_type(element_ty))`: the same addresses read as another element type, as Triton's
+    pointer bitcast; offsets rescale by the widths and must land on whole elements of the new type."""
+    buffer = ptr.buffer
+    if element_ty is buffer.element_ty:
+        return ptr
+    for t in (buffer.element_ty, element_ty):
+        if t.numpy is None or buffer.values.dtype != buffer.element_ty.numpy:
+            raise error(DTypeError, f"a pointer cast from {ptr.dtype!r} to pointer<{element_ty!r}> is not "
+                        "supported yet by the interpreter (bf16 and fp8 elements are held as float32 copies)")
+    old, new = buffer.element_ty.numpy.itemsize, element_ty.numpy.itemsize
+    byte_offsets = ptr.data * old
+    if np.any(byte_offsets % new):
+        raise error(InterpreterError, f"a pointer cast to pointer<{element_ty!r}> of addresses that are not "
+                    f"multiples of its {new}-byte elements is not supported yet by the interpreter")
+    return Pointer(byte_offsets // new, buffer.viewed_as(element_ty))
 
 
 def same_buffer(a: Pointer, b: Pointer, what: str) -> Buffer:
@@ -174,4 +208,4 @@ def store(pointer, value, mask=None) -> None:
         offsets, data = offsets[active], np.broadcast_to(data, ptr.shape)[active]
     # Fancy assignment writes lanes in order: for duplicate offsets the last lane wins.
     ptr.buffer.values[np.ravel(offsets)] = np.ravel(data)
-    ptr.buffer.written = True
+    ptr.buffer.mark_written()

@@ -52,7 +52,7 @@ def _interpreter():
 def _grid_axis(axis, what: str) -> int:
     axis = _constexpr_int(axis, f"the axis of {what}")
     if axis not in (0, 1, 2):
-        raise error(CompileTimeError, f"{what}: axis must be 0, 1 or 2, got {axis}")
+        raise error(CompileTimeError, f"{what.removeprefix('tl.')} axis must be 0, 1, or 2 but got {axis}")
     return axis
 
 
@@ -132,7 +132,9 @@ def cast(input, dtype, fp_downcast_rounding=None, bitcast=False):
     if x.dtype.is_ptr() or target.is_ptr():
         if x.dtype is target:
             return x
-        raise error(DTypeError, f"the interpreter cannot convert {x.dtype!r} to {target!r}")
+        if x.dtype.is_ptr() and target.is_ptr() and isinstance(x, pointers.Pointer):
+            return pointers.reinterpret(x, target.element_ty)
+        raise error(DTypeError, f"the interpreter cannot convert {x.dtype!r} to {target!r} (not supported yet)")
     if unwrap(bitcast):
         if x.dtype.bits != target.bits:
             raise error(DTypeError, f"cannot bitcast {x.dtype!r} to {target!r}: they have different widths "

@@ -177,8 +177,8 @@ class Tensor:
         index = index if isinstance(index, tuple) else (index,)
         for item in index:
             if item is not None and item != slice(None):
-                raise error(UnsupportedSyntaxError, f"unsupported block index {item!r}: only None (new axis) "
-                            "and ':' (keep axis) are allowed, as in x[:, None]")
+                raise error(UnsupportedSyntaxError, f"unsupported tensor index {item!r}: only None (new axis) "
+                            "and ':' (keep axis) are allowed, as in x[:, None] (other indices are not Triton's language)")
         # As Triton indexes, left to right: None inserts an axis at the current position, ':' steps over one; a
         # ':' past the rank changes nothing (`Z[None, None, :]` on a scalar is [1, 1]), a None past it is refused.
         kept, rank, position = [], len(self.shape), 0

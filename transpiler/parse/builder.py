@@ -919,8 +919,9 @@ class Builder:
                     items.append(slice(None))
                 else:
                     if isinstance(base, Value):
-                        raise self.error(UnsupportedSyntaxError, "blocks can be indexed only with None and ':' "
-                                           "(other indices are not Triton's language)")
+                        raise self.error(UnsupportedSyntaxError, "unsupported tensor index (a slice with bounds): "
+                                           "blocks can be indexed only with None and ':' (other indices are not "
+                                           "Triton's language)")
                     items.append(slice(*(self.eval(p) if p is not None else None for p in (s.lower, s.upper, s.step))))
         if not isinstance(base, Value):
             key = items[0] if len(items) == 1 else tuple(items)
@@ -941,8 +942,8 @@ class Builder:
             elif item is Ellipsis:
                 dim = len(value.shape) - (len(items) - items.index(Ellipsis) - 1 - items.count(None))
             else:
-                raise self.error(UnsupportedSyntaxError, "blocks can be indexed only with None, ':' and '...' "
-                                 "(other indices are not Triton's language)")
+                raise self.error(UnsupportedSyntaxError, f"unsupported tensor index {item!r}: blocks can be indexed "
+                                 "only with None, ':' and '...' (other indices are not Triton's language)")
         # A ':' past the block's rank keeps nothing and changes nothing, as in Triton (`Z[None, None, :]` on a
         # scalar pointer is a [1, 1] block); a None past the rank is refused by expand_dims.
         return value

@@ -454,21 +454,21 @@ def logical(b, op, x, y):
 # Builtins
 # ---------------------------------------------------------------------------------------------------------
 
-def _axis(b, axis):
+def _axis(b, axis, what):
     axis = const_value(b, axis, "the grid axis")
-    if axis not in (0, 1, 2):
-        raise b.error(CompileTimeError, f"grid axis must be 0, 1 or 2, not {axis}")
+    if axis not in (0, 1, 2):      # Triton's words
+        raise b.error(CompileTimeError, f"{what} axis must be 0, 1, or 2 but got {axis}")
     return axis
 
 
 @rule("program_id")
 def _program_id(b, axis=0):
-    return b.emit("program_id", [], Type(dtypes.int32), axis=_axis(b, axis))
+    return b.emit("program_id", [], Type(dtypes.int32), axis=_axis(b, axis, "program_id"))
 
 
 @rule("num_programs")
 def _num_programs(b, axis=0):
-    return b.emit("num_programs", [], Type(dtypes.int32), axis=_axis(b, axis))
+    return b.emit("num_programs", [], Type(dtypes.int32), axis=_axis(b, axis, "num_programs"))
 
 
 def check_block_shape(b, shape):

@@ -2,7 +2,8 @@
 
 Follows Triton: two 2-D blocks [M, K] @ [K, N] with M, N, K >= 16; both inputs of one dtype; fp16 and bf16
 accumulate in fp32; fp32 inputs are rounded to tf32 unless `input_precision="ieee"` (or `allow_tf32=False`);
-int8 accumulates in int32; fp64 stays fp64. `acc` must already be [M, N] of the result dtype. The op is
+int8 accumulates in int32; fp64 stays fp64; fp8 (`tl.float8e4nv`, `tl.float8e5`, one of them for both inputs)
+accumulates in fp32. `acc` must already be [M, N] of the result dtype. The op is
 `dot(a, b, acc)` with the precision as an attribute; which hardware instruction computes it is decided by
 the tensor-core pass (`analysis/tensor_cores.py`), not here.
 """
@@ -16,6 +17,7 @@ from .semantic import cast, const_value, constant, rule, splat, to_value
 MIN_DOT_SIZE = 16
 PRECISIONS = ("tf32", "tf32x3", "ieee")
 _FLOAT_INPUTS = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
+FP8_INPUTS = (dtypes.float8e4nv, dtypes.float8e5)     # CUDA's e4m3 and e5m2: an fp32 product (sm_89+)
 
 
 def _precision(b, a_dtype, input_precision, allow_tf32):
@@ -40,6 +42,9 @@ def _result_dtype(b, a_dtype, out_dtype):
     out = const_value(b, out_dtype, "out_dtype")
     if out not in (dtypes.float32, dtypes.float16):
         raise b.error(DTypeError, f"tl.dot: out_dtype must be tl.float32 (or tl.float16 for fp16 inputs), not {out!r}")
+    if out is dtypes.float16 and a_dtype.is_fp8():
+        raise b.error(DTypeError, f"tl.dot: out_dtype=tl.float16 for fp8 inputs is not supported yet (the product "
+                      "is fp32)")
     if out is dtypes.float16 and a_dtype is not dtypes.float16:
         raise b.error(DTypeError, f"tl.dot: out_dtype=tl.float16 needs fp16 inputs, not {a_dtype!r}")
     return out
@@ -62,10 +67,10 @@ def _dot(b, input, other, acc=None, input_precision=None, allow_tf32=None, max_n
     if a.dtype is not w.dtype:
         raise b.error(DTypeError, f"tl.dot inputs must have one dtype, not {a.dtype!r} and {w.dtype!r}",
                       hint="cast one of them with .to(...)")
-    if a.dtype.is_fp8():
-        raise b.error(DTypeError, f"tl.dot on fp8 inputs ({a.dtype!r}) is not supported yet",
-                      hint="convert the operands to tl.float16 or tl.bfloat16 first")
-    if a.dtype not in _FLOAT_INPUTS and a.dtype is not dtypes.int8:
+    if a.dtype.is_fp8() and a.dtype not in FP8_INPUTS:
+        raise b.error(DTypeError, f"tl.dot on {a.dtype!r} inputs is not supported yet (CUDA has no such type; "
+                      "tl.float8e4nv and tl.float8e5 are)", hint="convert the operands to tl.float16 first")
+    if a.dtype not in _FLOAT_INPUTS + FP8_INPUTS and a.dtype is not dtypes.int8:
         raise b.error(DTypeError, f"tl.dot supports fp16, bf16, fp32, fp64 and int8 inputs, not {a.dtype!r}")
     precision = _precision(b, a.dtype, input_precision, allow_tf32)
     out = _result_dtype(b, a.dtype, out_dtype)

@@ -5,8 +5,10 @@ here, between two barriers. Fragment loads, per operand:
 - `ldmatrix` when the operand's K runs along the tile's rows (any 8- or 16-bit type);
 - `ldmatrix.trans` when the rows run along M (for A) or N (for B), for 16-bit types;
 - otherwise (tf32; 8-bit transposed) one shared-memory read per element, packed into registers.
-With warpgroup MMA (sm_90a) there are no fragment loads: each wgmma reads both tiles through descriptors
-(emit_cuda/wgmma.py), the tiles cut into the 128-byte slabs those describe.
+With warpgroup MMA (sm_90a) there are no fragment loads: each wgmma reads its tiles through descriptors
+(emit_cuda/wgmma.py), the tiles cut into the 128-byte slabs those describe; a register-A wgmma reads A in the
+A-fragment layout the tensor-core pass chose (a register renaming when the value already lives there) and
+packs its register pairs into the 32-bit fragment registers.
 The tensor-core pass chose the instruction, the warp grid and the product's layout.
 """
 from __future__ import annotations
@@ -20,10 +22,12 @@ from ...analysis.layouts import log2
 
 
 def _operand_views(em, op):
-    """Views of A and B in shared memory; operands held in registers are written to scratch first."""
+    """Views of A and B in shared memory; operands held in registers are written to scratch first (A of a
+    register-A wgmma stays in registers: its view is None)."""
     a, b = op.operands[0], op.operands[1]
     views = {a: staged_view(em, a), b: staged_view(em, b)}
-    pending = [(v, k_dim) for v, k_dim in ((a, 1), (b, 0)) if views[v] is None]
+    register_a = em.analysis.dots[op].a_layout is not None
+    pending = [(v, k_dim) for v, k_dim in ((a, 1), (b, 0)) if views[v] is None and not (register_a and v is a)]
     if pending:
         em.write("// dot operands: registers to shared memory")
         names, barrier = em.scratch_buffers([(v.dtype, v.type.numel, f"{em.name_of(v)}_tile") for v, _ in pending],
@@ -31,7 +35,7 @@ def _operand_views(em, op):
         if barrier:
             em.write("__syncthreads();  // earlier readers of this scratch space are done")
         for (v, k_dim), buf in zip(pending, names):
-            views[v] = write_to_tile(em, v, buf, k_dim)
+            views[v] = write_to_tile(em, v, buf, k_dim, _needs_k_major(em, v))
         if em.analysis.dots[op].kind == "wgmma":
             em.write("tp::fence_proxy_async();  // the stores above, seen by the tensor cores' reads")
         em.write("__syncthreads();")
@@ -43,8 +47,6 @@ def hoist_invariant_operands(em, loop) -> list:
     their own before it; the dots inside read them there. A tile written earlier on every path to this loop (in
     a scope still open) is read as it is: nothing else writes it. Returns the values to forget after the loop."""
     hoisted, written = [], []
-    if em.analysis.uses_wgmma:
-        return hoisted     # wgmma tiles need 1024-byte aligned buffers; the persistent ones are 16-byte aligned
     for value, k_dim in invariant_dot_operands(loop):
         if value in em.tiles or staged_view(em, value) is not None:
             continue
@@ -56,14 +58,22 @@ def hoist_invariant_operands(em, loop) -> list:
             if not written:
                 em.write("// dot operands the loop does not change: written to shared memory once, before it")
                 em.write("__syncthreads();  // earlier readers of these tiles are done")
-            tile = write_to_tile(em, value, buffer, k_dim).tile
+            tile = write_to_tile(em, value, buffer, k_dim, _needs_k_major(em, value)).tile
             em.invariant_buffers[value] = (buffer, tile, em.scopes[-1])
             written.append(value)
         em.tiles[value] = tile
         hoisted.append(value)
     if written:
+        if em.analysis.uses_wgmma:
+            em.write("tp::fence_proxy_async();  // the stores above, seen by the tensor cores' reads")
         em.write("__syncthreads();")
     return hoisted
+
+
+def _needs_k_major(em, value) -> bool:
+    """Whether a wgmma that cannot transpose (types other than fp16/bf16) reads `value` from a tile."""
+    return any(plan.kind == "wgmma" and not plan.wgmma.transposable and value in op.operands[:2]
+               for op, plan in em.analysis.dots.items())
 
 
 def forget_hoisted(em, hoisted):
@@ -176,8 +186,8 @@ def _describe(op, plan):
     m, k, n = a.shape[0], a.shape[1], b.shape[1]
     if plan.kind == "wgmma":
         w = plan.wgmma
-        return (f"{m}x{n}x{k} product on tensor cores: wgmma.mma_async m64n{w.n}k16, warpgroups "
-                f"{w.groups_m}x{w.groups_n}, each {64 * w.tiles_m}x{w.n} ({w.tiles_m} instruction(s) per k16 step)")
+        return (f"{m}x{n}x{k} product on tensor cores: wgmma.mma_async m64n{w.n}k{w.k}, warpgroups "
+                f"{w.groups_m}x{w.groups_n}, each {64 * w.tiles_m}x{w.n} ({w.tiles_m} instruction(s) per k{w.k} step)")
     if plan.kind == "fma":
         return f"{m}x{n}x{k} product on CUDA cores (FMA)"
     i = plan.instruction
@@ -235,16 +245,40 @@ def _wgmma(em, op, plan, a_view, b_view, name, ctype, acc, k):
     if helper not in em.device_functions:
         em.device_functions.append(helper)
     m0, n0 = em.fresh("group_m0"), em.fresh("group_n0")
-    da, db = wg.descriptor(a_view, 1), wg.descriptor(b_view, 0)
+    db = wg.descriptor(b_view, 0)
+    if not w.transposable:   # the tensor-core pass took wgmma for this type only with K-major tiles
+        assert db.transposed == 0 and (w.a_in_registers or not wg.descriptor(a_view, 1).transposed), \
+            f"{w.ptx_type} wgmma planned on a tile that is not K-major"
+    if w.a_in_registers:
+        a_frag = _register_a_fragments(em, op, plan, k)
+        trans_a, desc_a = None, None
+    else:
+        da = wg.descriptor(a_view, 1)
+        a_frag, trans_a, desc_a = None, da.transposed, da.spell(a_view.address(f"{m0} + 64 * mt", "kk"))
     prefetch = None
     if em.prefetch_host is op:
         prefetch, em.pending_prefetch = em.pending_prefetch, None
     in_flight = prefetch is not None and em.async_dot is op
     if in_flight:
         em.async_dot_issued = True
+    # another dot's group left in flight by the previous iteration retires at this dot's wait<0>
+    retires = em.in_flight_acc if em.async_dot is not None and em.async_dot is not op else None
     em.write(em.dot_macros.wgmma(dict(in_flight=in_flight,
         ctype=ctype, name=name, n=plan.layout.num_regs, acc=acc.at("r"), m0=m0, n0=n0,
         group_m=_group_origin(em, w, 0), group_n=_group_origin(em, w, 1), k=k, tiles_m=w.tiles_m,
-        instruction=w.helper, trans_a=da.transposed, trans_b=db.transposed, regs_per_tile=w.n // 2,
-        desc_a=da.spell(a_view.address(f"{m0} + 64 * mt", "kk")), desc_b=db.spell(b_view.address("kk", n0)),
-        prefetch=prefetch or "")))
+        instruction=w.helper, k_step=w.k, trans_a=trans_a, trans_b=db.transposed, regs_per_tile=w.n // 2,
+        desc_a=desc_a, desc_b=db.spell(b_view.address("kk", n0)), a_frag=a_frag, prefetch=prefetch or "",
+        retires=retires)))
+
+
+def _register_a_fragments(em, op, plan, k):
+    """The register-A form's operand: A read in the fragment layout (free when it already lives there), its
+    elements packed 4 bytes to a register in fragment order. Returns the render context's `a_frag` part: the
+    array's name and size, the packing expression of register `r`, the registers of one (mt, k16) step."""
+    a = op.operands[0]
+    read = em.operand(a, plan.a_layout)
+    per_reg = 4 // a.dtype.itemsize
+    elems = [read.at(f"({per_reg} * r + {i})" if i else f"({per_reg} * r)") for i in range(per_reg)]
+    pack = f"tp::pack2({elems[0]}, {elems[1]})" if per_reg == 2 else f"tp::pack4({', '.join(elems)})"
+    regs = plan.a_layout.num_regs // per_reg
+    return dict(name=em.fresh(f"{em.name_of(a)}_frag"), n=regs, pack=pack, per_step=4, k_steps=k // plan.wgmma.k)

@@ -148,6 +148,9 @@ def emit_body(em, loop, targets, stage, prefetch):
             or (o.name == "permute" and o.operands[0] in staged_values)}
     em.pending_prefetch = prefetch
     em.async_dot, em.async_dot_issued = plan.async_dot, False
+    if plan.async_dot is not None:   # the other dots' waits retire its group: they pin its accumulator
+        acc, acc_layout = targets[loop.main.index(plan.async_carried)]
+        em.in_flight_acc = (acc.array, acc_layout.num_regs)
     em.prefetch_host = plan.async_dot or next((o for o in region.ops if o.name == "dot"
                                                and any(staged_view(em, x) for x in o.operands[:2])), None)
     em.last_line = None
@@ -156,7 +159,7 @@ def emit_body(em, loop, targets, stage, prefetch):
         em.write(em.pending_prefetch)
         em.pending_prefetch = None
     em.prefetch_host = None
-    in_flight, em.async_dot = em.async_dot_issued, None
+    in_flight, em.async_dot, em.in_flight_acc = em.async_dot_issued, None, None
     em.last_line = None
     assign_yield(em, targets, [loop.yields[i] for i in loop.main], [loop.carried[i] for i in loop.main])
     return in_flight

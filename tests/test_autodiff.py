@@ -1,0 +1,248 @@
+"""Derived backward kernels (transpiler/autodiff) on the CPU: interpreter gradients against central finite
+differences in float64 for every differentiable builtin and the kernel shapes of autodiff_kernels.py; the
+gradient-write decision; refusals at the Python line; NVRTC compiles every derived kernel without spills."""
+import numpy as np
+import pytest
+
+import transpiler
+import transpiler.language as tl
+from autodiff_kernels import cases
+from transpiler.autodiff.checking import gradient_check
+from transpiler.errors import UnsupportedSyntaxError
+from transpiler.runtime.compiler import compile_offline, nvrtc_available
+
+CASES = cases(np.random.default_rng(7))
+needs_nvrtc = pytest.mark.skipif(not nvrtc_available(), reason="NVRTC and CUDA headers not installed")
+
+
+@pytest.mark.parametrize("name,case", CASES, ids=[c[0] for c in CASES])
+def test_gradient_matches_central_differences(name, case):
+    report = gradient_check(case["kernel"], case["grid"], case["args"], case["outputs"], case["inputs"],
+                            step=case.get("step", 1e-6), **case["constexprs"])
+    for input_name, (analytic, numeric, error) in report.items():
+        assert np.abs(numeric).max() > 0 or name in ("unary_floor",), f"{input_name}: a zero gradient tests nothing"
+        assert error < 1e-6, (input_name, error)
+
+
+def _grads(case):
+    names = case["kernel"].arg_names
+    return {n: np.zeros_like(case["args"][names.index(n)]) for n in case["outputs"] + case["inputs"]}
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("name,case", CASES, ids=[c[0] for c in CASES])
+def test_derived_kernel_compiles_without_spills(name, case, arch):
+    source = case["kernel"].backward.cuda_source(*case["args"], grads=_grads(case), arch=arch,
+                                                 **case["constexprs"])
+    result = compile_offline(source, arch)
+    assert result.spill_bytes == 0, result.log
+    assert not result.warnings, result.log
+
+
+# ---- the gradient-write decision --------------------------------------------------------------------------
+
+def _case(name):
+    return dict(CASES)[name]
+
+
+def _decisions(case):
+    text = case["kernel"].backward.explain(*case["args"], grads=_grads(case), **case["constexprs"])
+    return text.split("\n\n")[0]
+
+
+def test_four_field_box_loads_get_plain_writes():
+    text = _decisions(_case("boxes_giou"))
+    assert "gradient of PRED -> grad_PRED: plain read-add-write" in text
+    assert "4*lane[0] + 64*program_id(0)" in text
+
+
+def test_replicated_and_strided_reads_get_partials_and_runtime_tests_with_the_reason():
+    text = _decisions(_case("layernorm_affine"))
+    assert ("gradient of W -> grad_W: partial sums: every program reads the same elements (a block replicated "
+            "across programs): per-program partial sums: each program stores its row of 32") in text
+    source = _case("layernorm_affine")["kernel"].backward.python_source(
+        *_case("layernorm_affine")["args"], grads=_grads(_case("layernorm_affine")),
+        **_case("layernorm_affine")["constexprs"])
+    assert "if partial_W_rows >= programs_" in source and "tl.atomic_add(partial_W_row_" in source
+    assert "gradient of W -> grad_W: atomic add: its addresses are not affine" in _decisions(_case("loop_sum"))
+    assert ("gradient of X -> grad_X: plain or atomic by a runtime test: a row per program at a runtime stride "
+            "(offsets lane[0] + program_id(0)*stride): plain when stride >= n_cols holds") in text
+    text = _decisions(_case("broadcast_2d"))
+    assert "gradient of S -> grad_S: atomic add" in text       # S[rows] and S[0]: two index patterns
+
+
+def test_plain_and_atomic_writes_give_the_same_gradients(monkeypatch):
+    case = _case("boxes_giou")
+    results = []
+    for forced in (False, True):
+        if forced:
+            monkeypatch.setenv("TRANSPILER_AUTODIFF_WRITES", "atomic")
+        grads = {n: np.full_like(a, 0.25) for n, a in _grads(case).items()}
+        grads["LOSS"] = np.random.default_rng(0).normal(size=grads["LOSS"].shape)
+        case["kernel"].backward.interpret[case["grid"]](*case["args"], grads=grads, **case["constexprs"])
+        results.append(grads)
+    assert "tl.atomic_add(" in case["kernel"].backward.python_source(*case["args"], grads=_grads(case),
+                                                                      **case["constexprs"])
+    for n in ("PRED", "TARGET"):
+        np.testing.assert_allclose(results[0][n], results[1][n], rtol=1e-13)
+        assert np.abs(results[0][n] - 0.25).max() > 1e-3
+
+
+def test_masked_off_lanes_get_no_gradient():
+    case = _case("unary_exp")
+    n = case["args"][2]
+    x = np.random.default_rng(1).normal(size=n + 11)       # the array is longer than the kernel's n
+    grads = {"X": np.zeros(n + 11), "OUT": np.ones(n + 11)}
+    case["kernel"].backward.interpret[case["grid"]](x, np.zeros(n + 11), n, grads=grads, **case["constexprs"])
+    np.testing.assert_allclose(grads["X"][:n], np.exp(x[:n]), rtol=1e-12)
+    assert not grads["X"][n:].any()
+
+
+def test_grads_name_checks():
+    case = _case("unary_exp")
+    with pytest.raises(ValueError, match="not a pointer"):
+        case["kernel"].backward.python_source(*case["args"], grads={"n": 1}, **case["constexprs"])
+    with pytest.raises(TypeError, match="grads="):
+        case["kernel"].backward.python_source(*case["args"], **case["constexprs"])
+
+
+# ---- refusals at the Python line ----------------------------------------------------------------------------
+
+@transpiler.jit
+def _in_place(X, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(X + offs, mask=offs < n)
+    tl.store(X + offs, x * x, mask=offs < n)
+
+
+@transpiler.jit
+def _atomic_max(X, OUT, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.atomic_max(OUT, tl.max(tl.load(X + offs, mask=offs < n, other=0.0), axis=0))
+
+
+@transpiler.jit
+def _data_while(X, OUT, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(X + offs, mask=offs < n, other=0.0)
+    i = 0
+    while i < n:
+        x = x * 0.5
+        i += 1
+    tl.store(OUT + offs, x, mask=offs < n)
+
+
+@transpiler.jit
+def _random(X, OUT, n, seed, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(X + offs, mask=offs < n, other=0.0)
+    tl.store(OUT + offs, x * tl.rand(seed, offs), mask=offs < n)
+
+
+@transpiler.jit
+def _int_dot(A, B, C, OUT):
+    r = tl.arange(0, 16)
+    a = tl.load(A + r[:, None] * 16 + r[None, :])
+    b = tl.load(B + r[:, None] * 16 + r[None, :])
+    c = tl.load(C + r[:, None] * 16 + r[None, :])
+    tl.store(OUT + r[:, None] * 16 + r[None, :], tl.dot(a, b).to(tl.float32) * c)
+
+
+def _refusal(kernel, args, grads, match, line_text, **constexprs):
+    with pytest.raises(UnsupportedSyntaxError, match=match) as info:
+        kernel.backward.python_source(*args, grads=grads, **constexprs)
+    assert line_text in info.value.loc.source_line()
+
+
+def test_refusals_point_at_the_python_line():
+    x, o = np.ones(16), np.zeros(16)
+    _refusal(_in_place, [x, 16], {"X": x}, "in-place update", "tl.store(X + offs", BLOCK=16)
+    _refusal(_atomic_max, [x, o, 16], {"X": x, "OUT": o}, "atomic_max", "tl.atomic_max(", BLOCK=16)
+    _refusal(_data_while, [x, o, 16], {"X": x, "OUT": o}, "while loop", "while i < n", BLOCK=16)
+    _refusal(_random, [x, o, 16, 3], {"X": x, "OUT": o}, "random numbers", "", BLOCK=16)
+    a = np.ones((16, 16), np.int8)
+    _refusal(_int_dot, [a, a, np.ones((16, 16), np.float32), np.zeros((16, 16), np.float32)],
+             {"C": np.ones((16, 16), np.float32), "OUT": np.zeros((16, 16), np.float32)}, "integer types",
+             "tl.dot(a, b)")
+
+
+# ---- explain, torch, the example ------------------------------------------------------------------------
+
+def test_a_loop_reverse_recomputes_only_what_it_reads():
+    """The reverse of a K loop reads the loop's loads, not its accumulator: no replay up to each iteration,
+    and the only dots are the forward's (its result feeds tanh's derivative) and dA, dB."""
+    case = _case("dot_loop")
+    source = case["kernel"].backward.python_source(*case["args"], grads=_grads(case), **case["constexprs"])
+    code = [line for line in source.splitlines() if not line.strip().startswith("#")]
+    assert sum(line.count("tl.dot(") for line in code) == 3 and "_replayed" not in source
+    assert "reads none of its carried values" in _decisions(case)
+
+
+def test_gradients_through_loop_carried_pointers_are_refused_at_the_loop():
+    from autodiff_kernels import dot_pointer_loop_kernel
+    a, b, c = np.ones((20, 40)), np.ones((40, 18)), np.zeros((20, 18))
+    with pytest.raises(UnsupportedSyntaxError, match="pointer this loop advances") as info:
+        dot_pointer_loop_kernel.backward.python_source(a, b, c, 20, 18, 40, grads={"A": a, "B": b, "C": c},
+                                                      BM=16, BN=16, BK=16)
+    assert "for k0 in range(0, K, BK)" in info.value.loc.source_line()
+
+
+def test_explain_says_what_each_loop_recomputes():
+    assert "reads none of its carried values" in _decisions(_case("loop_sum"))
+    assert "replays the forward loop up to it" in _decisions(_case("loop_recurrence"))
+    boxes = _case("boxes_giou")
+    text = boxes["kernel"].backward.explain(*boxes["args"], grads=_grads(boxes), **boxes["constexprs"])
+    assert "autodiff: boxes_kernel_backward" in text and "layout" in text    # the ordinary explain follows
+
+
+def test_torch_autograd_function_passes_gradcheck():
+    torch = pytest.importorskip("torch")
+    case = _case("boxes_giou")
+    pred, target = (torch.tensor(a, requires_grad=True) for a in case["args"][:2])
+    f = transpiler.autograd(case["kernel"], grid=case["grid"], outputs=["LOSS"], **case["constexprs"])
+    loss_like = torch.zeros(case["args"][2].shape, dtype=torch.float64)
+    assert torch.autograd.gradcheck(lambda p, t: f(p, t, loss_like, case["args"][3], case["args"][4]),
+                                    (pred, target))
+
+
+def test_giou_example_backward_matches_the_reference():
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+    import giou_loss
+    assert giou_loss.run_case("numpy", "float32", batch=2, n=77).count("backward rel error") == 1
+
+
+def test_accumulate_false_overwrites_what_the_forward_reads():
+    for name in ("boxes_giou", "layernorm_affine", "row_sum_overlapping_rows"):
+        case = _case(name)
+        added = {n: np.zeros_like(g) for n, g in _grads(case).items()}
+        overwritten = {n: np.full_like(g, 7.5) for n, g in _grads(case).items()}
+        for grads in (added, overwritten):
+            for n in case["outputs"]:
+                grads[n] = np.random.default_rng(2).normal(size=grads[n].shape)
+        case["kernel"].backward.interpret[case["grid"]](*case["args"], grads=added, **case["constexprs"])
+        case["kernel"].backward.interpret[case["grid"]](*case["args"], grads=overwritten, accumulate=False,
+                                                        **case["constexprs"])
+        for n in case["inputs"]:
+            np.testing.assert_allclose(overwritten[n], added[n], rtol=1e-12, atol=1e-14)
+    source = _case("boxes_giou")["kernel"].backward.python_source(*_case("boxes_giou")["args"], accumulate=False,
+                                                                   grads=_grads(_case("boxes_giou")),
+                                                                   **_case("boxes_giou")["constexprs"])
+    assert "tl.load(grad_PRED" not in source
+
+
+def test_partial_rows_shared_by_programs_take_atomic_adds(monkeypatch):
+    """Past the buffer cap (set to 0 here) programs share GROUPS rows (2 here, for 3 programs): atomic adds."""
+    from transpiler.autodiff import partials
+    case = _case("layernorm_affine")
+    own = gradient_check(case["kernel"], case["grid"], case["args"], case["outputs"], case["inputs"],
+                         **case["constexprs"])
+    monkeypatch.setattr(partials, "CAP_BYTES", 0)
+    monkeypatch.setattr(partials, "GROUPS", 2)
+    shared = gradient_check(case["kernel"], case["grid"], case["args"], case["outputs"], case["inputs"],
+                            **case["constexprs"])
+    for n in ("W", "B"):
+        assert shared[n][2] < 1e-6
+        np.testing.assert_allclose(shared[n][0], own[n][0], rtol=1e-12, atol=1e-14)

@@ -1,0 +1,135 @@
+"""GPU: derived backward kernels against float64 references on fresh random inputs (sizes not multiples of the
+block, the forward's outputs poisoned with NaN, gradient arrays starting from random values they are added
+into); plain and atomic gradient writes giving the same answer; the GIoU example's backward against torch
+autograd of its reference in fp32/fp16/bf16; layernorm's derived backward against torch; gradcheck on CUDA."""
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import transpiler
+from autodiff_kernels import cases, layernorm_kernel
+from transpiler.autodiff.checking import gradient_check
+
+pytestmark = pytest.mark.gpu
+
+NAMES = [c[0] for c in cases(np.random.default_rng(0))]
+
+
+def _fresh_case(name):
+    return dict(cases(np.random.default_rng()))[name]
+
+
+def _run_backward_on_gpu(case, grads_host):
+    import cupy
+    args = [cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in case["args"]]
+    names = case["kernel"].arg_names
+    for n in case["outputs"]:
+        args[names.index(n)].fill(float("nan"))      # the backward must not read the forward's outputs
+    grads = {n: cupy.asarray(g) for n, g in grads_host.items()}
+    case["kernel"].backward[case["grid"]](*args, grads=grads, **case["constexprs"])
+    cupy.cuda.runtime.deviceSynchronize()
+    return {n: cupy.asnumpy(g) for n, g in grads.items()}
+
+
+def _host_grads(case, rng):
+    names = case["kernel"].arg_names
+    return {n: rng.normal(size=case["args"][names.index(n)].shape) for n in case["outputs"] + case["inputs"]}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_gpu_gradient_matches_the_float64_interpreter_and_finite_differences(name):
+    case = _fresh_case(name)
+    rng = np.random.default_rng()
+    start = _host_grads(case, rng)
+    got = _run_backward_on_gpu(case, start)
+    want = {n: g.copy() for n, g in start.items()}
+    case["kernel"].backward.interpret[case["grid"]](*case["args"], grads=want, **case["constexprs"])
+    for n in case["inputs"]:
+        scale = max(np.abs(want[n] - start[n]).max(), 1e-30)
+        assert np.abs(got[n] - want[n]).max() / scale < 1e-9, n
+    if name in ("boxes_giou", "layernorm_affine", "loop_recurrence", "dot_loop", "row_softmax"):
+        report = gradient_check(case["kernel"], case["grid"], case["args"], case["outputs"], case["inputs"],
+                                step=case.get("step", 1e-6), **case["constexprs"])
+        for n, (analytic, numeric, error) in report.items():
+            assert error < 1e-6, (n, error)
+
+
+@pytest.mark.parametrize("name", ["boxes_giou", "layernorm_affine", "loop_sum", "broadcast_2d"])
+def test_gpu_plain_and_atomic_writes_agree(name, monkeypatch):
+    case = _fresh_case(name)
+    start = _host_grads(case, np.random.default_rng())
+    first = _run_backward_on_gpu(case, start)
+    monkeypatch.setenv("TRANSPILER_AUTODIFF_WRITES", "atomic")
+    second = _run_backward_on_gpu(case, start)
+    for n in case["inputs"]:
+        np.testing.assert_allclose(first[n], second[n], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("lib,dtype,batch,n", [("cupy", "float32", 8, 10_007), ("cupy", "float16", 4, 16_411),
+                                               ("torch", "bfloat16", 4, 16_411)])
+def test_gpu_giou_example_backward_matches_torch_autograd(lib, dtype, batch, n):
+    if lib == "torch":
+        torch = pytest.importorskip("torch")
+        if not torch.cuda.is_available():
+            pytest.skip("torch without CUDA")
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+    import giou_loss
+    assert "backward rel error" in giou_loss.run_case(lib, dtype, batch=batch, n=n)
+
+
+def test_gpu_layernorm_derived_backward_matches_torch():
+    torch = pytest.importorskip("torch")
+    rows, cols = 300, 1000
+    x = torch.randn(rows, cols, device="cuda")
+    w, b = torch.randn(cols, device="cuda"), torch.randn(cols, device="cuda")
+    dy = torch.randn(rows, cols, device="cuda")
+    grads = {"X": torch.zeros_like(x), "W": torch.zeros_like(w), "B": torch.zeros_like(b), "Y": dy}
+    layernorm_kernel.backward[(rows,)](x, w, b, torch.empty_like(x), cols, cols, 1e-5, BLOCK=1024,
+                                       num_warps=8, grads=grads)
+    torch.cuda.synchronize()
+    xr, wr, br = (t.double().requires_grad_() for t in (x, w, b))
+    torch.nn.functional.layer_norm(xr, (cols,), wr, br, 1e-5).backward(dy.double())
+    for n, ref in (("X", xr), ("W", wr), ("B", br)):
+        err = (grads[n].double() - ref.grad).abs().max() / ref.grad.abs().max()
+        assert err < 1e-4, (n, float(err))
+
+
+def test_gpu_torch_gradcheck_through_the_derived_backward():
+    torch = pytest.importorskip("torch")
+    case = _fresh_case("boxes_giou")
+    pred, target = (torch.tensor(a, device="cuda", requires_grad=True) for a in case["args"][:2])
+    f = transpiler.autograd(case["kernel"], grid=case["grid"], outputs=["LOSS"], **case["constexprs"])
+    like = torch.zeros(case["args"][2].shape, dtype=torch.float64, device="cuda")
+    assert torch.autograd.gradcheck(lambda p, t: f(p, t, like, case["args"][3], case["args"][4]), (pred, target))
+
+
+@pytest.mark.parametrize("example,case", [("softmax", dict(dtype="float32", shape=(1823, 781))),
+                                          ("softmax", dict(dtype="float32", shape=(800, 4093), pitch=4096)),
+                                          ("softmax", dict(dtype="float16", shape=(512, 3000))),
+                                          ("layernorm", dict(dtype="float16", shape=(2049, 4000))),
+                                          ("layernorm", dict(dtype="float16", shape=(300, 1000)))])
+def test_gpu_example_backwards_match_float64_formulas(example, case):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+    module = __import__(example)
+    assert "backward rel error" in module.run_case("cupy", **case)
+
+
+def test_gpu_partial_rows_shared_by_programs_agree_with_own_rows(monkeypatch):
+    """More programs than shared rows (the buffer cap forced to 0): atomic adds into 64 rows."""
+    from transpiler.autodiff import partials
+    torch = pytest.importorskip("torch")
+    rows, cols = 700, 1000
+    x, w, b = torch.randn(rows, cols, device="cuda"), torch.randn(cols, device="cuda"), torch.randn(cols, device="cuda")
+    dy = torch.randn(rows, cols, device="cuda")
+    results = []
+    for cap in (partials.CAP_BYTES, 0):
+        monkeypatch.setattr(partials, "CAP_BYTES", cap)
+        grads = {"X": torch.zeros_like(x), "W": torch.zeros_like(w), "B": torch.zeros_like(b), "Y": dy}
+        layernorm_kernel.backward[(rows,)](x, w, b, torch.empty_like(x), cols, cols, 1e-5, BLOCK=1024,
+                                           num_warps=4, grads=grads)
+        torch.cuda.synchronize()
+        results.append(grads)
+    for n in ("W", "B"):
+        torch.testing.assert_close(results[0][n], results[1][n], rtol=1e-4, atol=1e-4)

@@ -1,0 +1,46 @@
+"""What the transform refuses, located at the forward's Python line: in-place updates (a pointer both loaded
+and stored), atomics other than add (and atomic adds whose old values are used), data-dependent `while`
+loops, random numbers, `tl.dot` in integer types. Each is an UnsupportedSyntaxError saying whether it is "not
+supported yet" or "not differentiable".
+"""
+from __future__ import annotations
+
+import os
+
+from ..errors import UnsupportedSyntaxError
+from ..parse.ir import walk
+
+_RANDOM_MODULE = os.path.join("language", "random.py")
+
+
+def refuse(op, message, hint=None):
+    raise UnsupportedSyntaxError(f"autodiff: {message}", op.loc if op is not None else None, hint=hint)
+
+
+def check(ir, roots_of_loads, roots_of_writes):
+    """Raise for the first op the backward cannot be derived for. `roots_of_*`: the argument each load and
+    each store/atomic goes through (op -> argument name or None)."""
+    loaded = {r for r in roots_of_loads.values() if r}
+    for op in walk(ir.body):
+        loc_file = op.loc.file if op.loc else ""
+        if loc_file.endswith(_RANDOM_MODULE):
+            refuse(op, "random numbers (tl.rand, tl.randn, tl.randint) in a differentiated kernel are not "
+                       "supported yet", hint="generate the random block in a separate kernel and pass it in")
+        if op.name == "while":
+            refuse(op, "a data-dependent while loop cannot be differentiated yet (not supported yet)",
+                   hint="write it as a for loop over a bounded range")
+        if op.name == "atomic_cas" or (op.name == "atomic_rmw" and op.attrs.get("op") != "add"):
+            refuse(op, f"tl.atomic_{op.attrs.get('op', 'cas')} has no derivative here (not supported yet); only "
+                       "tl.atomic_add is differentiated")
+        if op.name == "atomic_rmw" and _used(ir, op.result):
+            refuse(op, "the old values of an atomic add cannot be differentiated (not supported yet)")
+        if op.name == "dot" and not op.operands[0].dtype.is_floating():
+            refuse(op, f"tl.dot in {op.operands[0].dtype!r} is not differentiable (integer types)")
+        if op in roots_of_writes and roots_of_writes[op] in loaded:
+            refuse(op, f"an in-place update (loading and storing through {roots_of_writes[op]}) cannot be "
+                       "differentiated yet (not supported yet)",
+                   hint="write the result to a separate output array")
+
+
+def _used(ir, value):
+    return any(value in op.operands for op in walk(ir.body))
