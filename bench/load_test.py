@@ -115,10 +115,10 @@ class Counts:
         real_build, real_compile = kernel_mod.Kernel._build_variant, compiler.compile_cubin
         counts = self
 
-        def build(kernel, key, values, num_warps, num_stages, *rest):
+        def build(kernel, key, values, opts):
             with counts.lock:
-                counts.builds[(kernel.__name__, key, num_warps, num_stages, rest)] += 1
-            return real_build(kernel, key, values, num_warps, num_stages, *rest)
+                counts.builds[(kernel.__name__, key, opts)] += 1
+            return real_build(kernel, key, values, opts)
 
         def nvrtc(source, name, arch, extra=()):
             with counts.lock:

@@ -33,11 +33,10 @@ def install():
         return
     original = Kernel._build_variant
 
-    def counted(self, key, values, num_warps, num_stages, opts=None, target=None):
-        _records.add((self.fn.__module__, self.fn.__qualname__, key, num_warps, num_stages, opts, target))
-        if opts is None:
-            return original(self, key, values, num_warps, num_stages, target=target)
-        return original(self, key, values, num_warps, num_stages, opts, target)
+    def counted(self, key, values, opts):
+        # `opts`: the frozen CompileOptions (num_warps, num_stages, arch, ...), part of what makes a variant
+        _records.add((self.fn.__module__, self.fn.__qualname__, key, opts))
+        return original(self, key, values, opts)
 
     counted._counted = True
     Kernel._build_variant = counted
