@@ -16,7 +16,7 @@ from __future__ import annotations
 from .. import cspell
 from .. import wgmma as wg
 from ..emitter import Read, lowering
-from ..tiles import staged_view, write_to_tile
+from ..tiles import register_layout_for, staged_view, write_to_tile
 from ...analysis.invariant_operands import invariant_dot_operands
 from ...analysis.layouts import log2
 
@@ -29,6 +29,10 @@ def _operand_views(em, op):
     register_a = em.analysis.dots[op].a_layout is not None
     pending = [(v, k_dim) for v, k_dim in ((a, 1), (b, 0)) if views[v] is None and not (register_a and v is a)]
     if pending:
+        # Compute the operands first: what they come from (a join, a conversion through shared memory, ...)
+        # may use the same scratch bytes, and must be done with them before the tiles below are written.
+        for v, k_dim in pending:
+            em.operand(v, register_layout_for(em, v, k_dim))
         em.write("// dot operands: registers to shared memory")
         names, barrier = em.scratch_buffers([(v.dtype, v.type.numel, f"{em.name_of(v)}_tile") for v, _ in pending],
                                             "dot operand")
