@@ -215,6 +215,11 @@ def _cp_async_ring(em, loop, targets):
     ahead = declare_carried(em, [op.results[i] for i in plan.prefetch_carried],
                             [op.operands[3 + i] for i in plan.prefetch_carried], suffix="_ahead")
     stage_rings(em, plan)
+    if em.loop_depth > 0 or em.smem.scratch_used:
+        # The stages' bytes are the scratch space of what ran before: a conversion or reduction earlier in the
+        # program, or after this loop in the previous iteration of an enclosing one (a persistent kernel's
+        # epilogue). Its readers must be done before the copies below overwrite it.
+        em.write("__syncthreads();  // earlier readers of the scratch space the stages reuse are done")
 
     # Prologue: the first S-1 iterations' copies.
     s = em.fresh("stage")
