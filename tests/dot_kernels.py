@@ -43,6 +43,32 @@ def dot_kernel(A, B, C, M, N, K, s_am, s_ak, s_bk, s_bn, s_cm, s_cn,
 
 
 @transpiler.jit
+def dot_out_dtype_kernel(A, B, C, M, N, K, s_am, s_ak, s_bk, s_bn, s_cm, s_cn,
+                         BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, B_TRANSPOSED: tl.constexpr,
+                         ACC_IN_DOT: tl.constexpr, PRECISION: tl.constexpr, ACC_TYPE: tl.constexpr):
+    """dot_kernel as Triton requires it for int8 and fp8 inputs: a float `other` (Triton casts no int to fp8)
+    and `out_dtype` equal to the accumulator's type (Triton's default, fp32, refuses an int32 accumulator)."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=ACC_TYPE)
+    for k in range(0, K, BK):
+        a = tl.load(A + rm[:, None] * s_am + (k + rk)[None, :] * s_ak,
+                    mask=(rm[:, None] < M) & ((k + rk)[None, :] < K), other=0.0)
+        if B_TRANSPOSED:
+            bt = tl.load(B + rn[:, None] * s_bn + (k + rk)[None, :] * s_bk,
+                         mask=(rn[:, None] < N) & ((k + rk)[None, :] < K), other=0.0)
+            b = tl.trans(bt)
+        else:
+            b = tl.load(B + (k + rk)[:, None] * s_bk + rn[None, :] * s_bn,
+                        mask=((k + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc, input_precision=PRECISION, out_dtype=ACC_TYPE)
+    tl.store(C + rm[:, None] * s_cm + rn[None, :] * s_cn, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@transpiler.jit
 def dot_at_kernel(AT, B, C, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     """C = A @ B with A given as A^T ([K, M], M contiguous): `tl.trans` of the staged tile makes A M-major
     (wgmma reads it with the transpose bit)."""

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import transpiler.language as tl
-from dot_kernels import dot_kernel
+from dot_kernels import dot_kernel, dot_out_dtype_kernel
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.gpu
@@ -94,8 +94,8 @@ def test_dot_dtype_agrees_with_triton(dtype):
     sys.path.insert(0, str(ROOT / "bench"))
     from twins import load
     triton_kernels = load(ROOT / "tests" / "dot_kernels.py", "triton")
-    ours, expected = _run(dot_kernel, dtype, (128, 128, 64), 4, (300, 260, 336), True, seed=3)
-    theirs, _ = _run(triton_kernels.dot_kernel, dtype, (128, 128, 64), 4, (300, 260, 336), True, seed=3,
+    ours, expected = _run(dot_out_dtype_kernel, dtype, (128, 128, 64), 4, (300, 260, 336), True, seed=3)
+    theirs, _ = _run(triton_kernels.dot_out_dtype_kernel, dtype, (128, 128, 64), 4, (300, 260, 336), True, seed=3,
                      lang=triton.language)
     _check(dtype, ours, expected)
     _check(dtype, theirs, expected)
