@@ -246,3 +246,18 @@ def test_partial_rows_shared_by_programs_take_atomic_adds(monkeypatch):
     for n in ("W", "B"):
         assert shared[n][2] < 1e-6
         np.testing.assert_allclose(shared[n][0], own[n][0], rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("programs", [5, 16, 17, 300, 4099])
+def test_partial_rows_are_summed_in_passes_exactly(programs):
+    """The partial-row buffer is folded CHUNK_ROWS rows per program per pass (4096 rows in one program's loop
+    were serial: 3.2 ms on the H200), then added into the gradient: the same sum for every row count."""
+    from transpiler.autodiff import partials
+    rng = np.random.default_rng(programs)
+    grad = rng.standard_normal(37)
+    plan = partials.Plan(grad, 0, programs, 40)
+    assert plan.rows == programs
+    plan.buffer[...] = rng.standard_normal(plan.buffer.shape)
+    expected = grad + plan.buffer[:, :37].sum(axis=0)
+    plan.reduce(interpret=True)
+    np.testing.assert_allclose(grad, expected, rtol=1e-12, atol=1e-12)
