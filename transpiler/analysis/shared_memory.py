@@ -107,8 +107,12 @@ class SharedMemoryPlan:
         return self._add(Buffer(PERSISTENT, nbytes, purpose, dtype, count, str(offset), key=key))
 
     # -- stage rings ---------------------------------------------------------------------------------------
-    def begin_pipeline(self):
+    def begin_pipeline(self, in_loop=False) -> bool:
+        """Start a loop's stage rings; whether a barrier must come before their first copies: the stages reuse
+        the scratch bytes, which a use earlier in the program, or later in an enclosing loop's previous
+        iteration (a persistent kernel's epilogue), may still be reading."""
         self.in_pipeline, self.stage_bytes = True, 0
+        return self.scratch_used or in_loop
 
     def end_pipeline(self):
         self.in_pipeline = False

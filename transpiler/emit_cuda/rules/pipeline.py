@@ -126,13 +126,15 @@ def pipelined_for(em, op, plan):
 
 
 def stage_rings(em, plan):
-    """Allocate the stage rings of the loop's staged loads (the pipeline's shared memory from here on)."""
-    em.smem.begin_pipeline()
+    """Allocate the stage rings of the loop's staged loads (the pipeline's shared memory from here on); whether
+    a barrier must precede their first copies (`SharedMemoryPlan.begin_pipeline`)."""
+    barrier = em.smem.begin_pipeline(em.loop_depth > 0)
     for staged in plan.loads:
         v = staged.op.result
         buf = em.stage_buffer(v.dtype, v.type.numel * plan.stages, f"{em.name_of(v)}_stages",
                               (staged.op, "stages", 0))
         em.stage_tiles[staged.op] = StageRing(buf, v.shape, staged.col_dim, v.dtype, em.analysis.uses_wgmma)
+    return barrier
 
 
 def emit_body(em, loop, targets, stage, prefetch):
@@ -214,11 +216,7 @@ def _cp_async_ring(em, loop, targets):
     stages, distance = plan.stages, plan.distance
     ahead = declare_carried(em, [op.results[i] for i in plan.prefetch_carried],
                             [op.operands[3 + i] for i in plan.prefetch_carried], suffix="_ahead")
-    stage_rings(em, plan)
-    if em.loop_depth > 0 or em.smem.scratch_used:
-        # The stages' bytes are the scratch space of what ran before: a conversion or reduction earlier in the
-        # program, or after this loop in the previous iteration of an enclosing one (a persistent kernel's
-        # epilogue). Its readers must be done before the copies below overwrite it.
+    if stage_rings(em, plan):
         em.write("__syncthreads();  // earlier readers of the scratch space the stages reuse are done")
 
     # Prologue: the first S-1 iterations' copies.
