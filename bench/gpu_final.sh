@@ -5,7 +5,8 @@
 #   2. the one-minute load test;
 #   3. the bench on a quiet GPU: matmul and attention against Triton and cuBLAS / SDPA, then the memory-bound
 #      workloads' quick points.
-# Logs under $OUT; one summary line per step on stdout. Budgets in seconds: TEST_LIMIT, FUZZ_BUDGET, BENCH_S.
+# Logs under $OUT; one summary line per step on stdout. Budgets in seconds: TEST_LIMIT, FUZZ_BUDGET, BENCH_S, LOAD_S (0: skip),
+# AUTODIFF_S; COMPILE_TIME_KERNELS=attention adds the cold-compile comparison.
 #     OUT=folder bash bench/gpu_final.sh
 set -u
 mkdir -p "${OUT:=gpu_out}"
@@ -24,8 +25,11 @@ OUT="$OUT/robust" timeout $((TEST_LIMIT + 10)) bash bench/sanitize.sh --budget $
 echo "sanitizer sweep: exit $?"
 wait $tests; cat "$OUT/tests.txt"
 
-timeout 90 "$PY" bench/load_test.py --duration 60 --out "$OUT/robust" >"$OUT/robust/load.log" 2>&1
-echo "load test: exit $? | $(tail -n 2 "$OUT/robust/load.log" | tr '\n' ' ')"
+LOAD_S=${LOAD_S:-60}   # 0 skips the load test
+if [ "$LOAD_S" -gt 0 ]; then
+  timeout $((LOAD_S + 30)) "$PY" bench/load_test.py --duration "$LOAD_S" --out "$OUT/robust" >"$OUT/robust/load.log" 2>&1
+  echo "load test: exit $? | $(tail -n 2 "$OUT/robust/load.log" | tr '\n' ' ')"
+fi
 
 BENCH_S=${BENCH_S:-120}
 timeout $((BENCH_S + 30)) "$PY" bench/run.py --quick --only "${BENCH_ONLY:-matmul,attention,softmax,layernorm}" \
@@ -36,4 +40,10 @@ echo "bench: exit $? | $(grep -i geomean "$OUT/bench.log" | tr '\n' ' ')"
 if [ -f bench/autodiff.py ]; then
   timeout ${AUTODIFF_S:-40} "$PY" bench/autodiff.py --quick >"$OUT/autodiff.log" 2>&1
   echo "autodiff bench: exit $? | $(tail -n 4 "$OUT/autodiff.log" | tr '\n' ' ')"
+fi
+
+if [ -n "${COMPILE_TIME_KERNELS:-}" ]; then   # e.g. attention: cold compile, ours vs Triton
+  timeout 120 "$PY" bench/compile_time.py --kernels "$COMPILE_TIME_KERNELS" --out "$OUT/compile_time" \
+    >"$OUT/compile_time.log" 2>&1
+  echo "compile time: exit $? | $(tail -n 6 "$OUT/compile_time.log" | tr '\n' ' ')"
 fi
