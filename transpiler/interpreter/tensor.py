@@ -33,6 +33,11 @@ class BlockShape(tuple):
     __hash__ = tuple.__hash__
 
 
+class BlockAsScalarError(ShapeError):
+    """A block used where Python needs one value (an `if` condition, `int()`): the kernel is wrong, unless the
+    interpreter itself handed the block to a function the compiled path calls on scalars (a combine_fn)."""
+
+
 class Tensor:
     """A block (or 0-d scalar) value of the language."""
 
@@ -201,7 +206,7 @@ class Tensor:
     # ---- conversion of 0-d values to Python (control flow: `if x < y:`, `while`, `range(n)`) -------------
     def _scalar(self, what: str):
         if self.shape != ():
-            raise error(ShapeError, f"{what} needs a scalar, but this block has shape {self.shape}",
+            raise error(BlockAsScalarError, f"{what} needs a scalar, but this block has shape {self.shape}",
                         hint="reduce it first (tl.max, tl.sum, ...) or use tl.where")
         return self.data.item()
 
