@@ -80,6 +80,55 @@ def case_running_min_3d(rng, m=5, n=37, k=3, block_m=4, dtype=np.float16):
                 rtol=0, atol=0)
 
 
+# ---- `.value` of a helper's compile-time arguments (Triton wraps them in tl.constexpr) ----------------------
+
+@transpiler.jit
+def _lowest(dtype):
+    dtype_ = dtype.value
+    if dtype_.is_floating():
+        value: tl.constexpr = float("-inf")
+        return value
+    if dtype_.is_int_signed():
+        width: tl.constexpr = dtype_.int_bitwidth
+        value: tl.constexpr = -1 * 2 ** (width - 1)
+        return value
+    value: tl.constexpr = 0
+    return value
+
+
+@transpiler.jit
+def _scaled_block(x, scale):
+    return x * scale.value
+
+
+@transpiler.jit
+def block_max_kernel(X, OUT_MAX, OUT_ARG, N, SCALE: tl.constexpr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(X + offs, mask=offs < N, other=_lowest(X.type.element_ty))
+    big, arg = tl.max(x, axis=0, return_indices=True)
+    tl.store(OUT_MAX + pid, _scaled_block(big, SCALE))
+    tl.store(OUT_ARG + pid, arg + pid * BLOCK)
+
+
+def case_block_max(rng, dtype, n=1000, block=128):
+    if np.dtype(dtype).kind == "f":
+        x = (-np.abs(rng.standard_normal(n)) - 1).astype(dtype)     # all below zero: `other` must be -inf
+    else:
+        x = rng.integers(np.iinfo(dtype).min, 0, n).astype(dtype)
+    programs = _cdiv(n, block)
+
+    def reference(x, *_):
+        padded = np.full(programs * block, x.min(), x.dtype)
+        padded[:n] = x
+        rows = padded.reshape(programs, block)
+        return [rows.max(1) * 3, (rows.argmax(1) + np.arange(programs) * block).astype(np.int32)]
+    return dict(kernel=block_max_kernel, grid=(programs,),
+                args=[x, _poison(programs, dtype), _poison(programs, np.int32), n],
+                constexprs=dict(SCALE=3, BLOCK=block), outputs=[1, 2], reference=reference, rtol=0, atol=0)
+
+
 def all_cases(rng):
     """Every case with an id."""
-    return [("running_min_3d", case_running_min_3d(rng))]
+    return [("running_min_3d", case_running_min_3d(rng)), ("block_max_f32", case_block_max(rng, np.float32)),
+            ("block_max_i16", case_block_max(rng, np.int16))]

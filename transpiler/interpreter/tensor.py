@@ -282,6 +282,8 @@ class _NumberMethods:
     def __getattr__(self, name):
         if name in TENSOR_METHODS and not name.startswith("__"):
             return getattr(scalar_tensor(self._number()), name)
+        if name == "value":        # Triton's `constexpr.value`: a helper's constexpr argument unwrapped
+            return self._number()
         raise AttributeError(f"'{type(self).__mro__[2].__name__}' object has no attribute '{name}'")
 
 

@@ -84,6 +84,10 @@ class _Return(Exception):
     pass
 
 
+# Compile-time values that Triton would see as a `tl.constexpr` in a helper (so `.value` unwraps them).
+_CONSTEXPR_VALUES = (dtypes.dtype, bool, int, float, str, tuple, type(None))
+
+
 class _Returned:
     """A value returned from a branch: its runtime leaves (values and numbers, yielded by the if) and the
     nesting around them (tuples; compile-time leaves such as dtypes must be equal on both paths)."""
@@ -966,6 +970,10 @@ class Builder:
         try:
             return getattr(base, attr)
         except AttributeError:
+            if attr == "value" and isinstance(base, _CONSTEXPR_VALUES):
+                # Triton hands a helper its compile-time arguments wrapped in tl.constexpr, and library code
+                # unwraps them (`dtype_ = dtype.value`); ours arrive unwrapped, so `.value` is the value.
+                return base
             message, hint = missing_attribute(base, attr, _short(base))
             raise self.error(NameResolutionError, message, hint=hint) from None
 
