@@ -128,7 +128,89 @@ def case_block_max(rng, dtype, n=1000, block=128):
                 constexprs=dict(SCALE=3, BLOCK=block), outputs=[1, 2], reference=reference, rtol=0, atol=0)
 
 
+# ---- tl.sort, tl.topk, tl.gather, tl.histogram ------------------------------------------------------------
+
+@transpiler.jit
+def sort_rows_kernel(X, SORTED, TOP, ROWS, N, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr, K: tl.constexpr,
+                     DESCENDING: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    cols = tl.arange(0, BLOCK_N)
+    mask = (rows[:, None] < ROWS) & (cols[None, :] < N)
+    pad = -float("inf") if DESCENDING else float("inf")     # padding sorts to the end of each row
+    x = tl.load(X + rows[:, None] * N + cols[None, :], mask=mask, other=pad)
+    tl.store(SORTED + rows[:, None] * N + cols[None, :], tl.sort(x, descending=DESCENDING), mask=mask)
+    top = tl.where(mask, x, -float("inf")).topk(K)      # the largest K, whatever the padding
+    tl.store(TOP + rows[:, None] * K + tl.arange(0, K)[None, :], top, mask=rows[:, None] < ROWS)
+
+
+def case_sort_rows(rng, descending, dtype=np.float32, rows=6, n=50, block_r=4, k=8):
+    x = rng.standard_normal((rows, n)).astype(dtype)
+    x[0, :10] = x[0, 10:20]                  # ties
+
+    def reference(x, *_):
+        up = np.sort(x.astype(np.float64), axis=1)
+        return [up[:, ::-1] if descending else up, up[:, ::-1][:, :k]]
+    return dict(kernel=sort_rows_kernel, grid=(_cdiv(rows, block_r),),
+                args=[x, _poison((rows, n), dtype), _poison((rows, k), dtype), rows, n],
+                constexprs=dict(BLOCK_R=block_r, BLOCK_N=64, K=k, DESCENDING=descending), outputs=[1, 2],
+                reference=reference, rtol=0, atol=0)
+
+
+@transpiler.jit
+def sort_keys_kernel(KEYS, OUT, N, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    keys = tl.load(KEYS + offs, mask=offs < N, other=2147483647)
+    tl.store(OUT + offs, tl.sort(keys), mask=offs < N)
+
+
+def case_sort_keys(rng, n=200, block=256):
+    keys = rng.integers(-1000, 1000, n).astype(np.int32)
+    return dict(kernel=sort_keys_kernel, grid=(1,), args=[keys, _poison(n, np.int32), n],
+                constexprs=dict(BLOCK=block), outputs=[1], reference=lambda k, *_: [np.sort(k)], rtol=0, atol=0)
+
+
+@transpiler.jit
+def expert_histogram_kernel(TOPK_IDS, COUNTS, n, NUM_EXPERTS: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    ids = tl.load(TOPK_IDS + offs, mask=offs < n, other=0)
+    counts = tl.histogram(ids, NUM_EXPERTS, mask=offs < n)
+    tl.atomic_add(COUNTS + tl.arange(0, NUM_EXPERTS), counts)
+
+
+def case_expert_histogram(rng, n=700, experts=16, block=256):
+    ids = rng.integers(0, experts, n).astype(np.int64)
+    return dict(kernel=expert_histogram_kernel, grid=(_cdiv(n, block),), args=[ids, np.zeros(experts, np.int32), n],
+                constexprs=dict(NUM_EXPERTS=experts, BLOCK=block), outputs=[1],
+                reference=lambda ids, *_: [np.bincount(ids, minlength=experts)], rtol=0, atol=0)
+
+
+@transpiler.jit
+def gather_rows_kernel(X, PERM, Y, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    rows = tl.arange(0, BLOCK_M)
+    cols = tl.arange(0, BLOCK_N)
+    x = tl.load(X + rows[:, None] * N + cols[None, :], mask=(rows[:, None] < M) & (cols[None, :] < N))
+    perm = tl.load(PERM + rows[:, None] * N + cols[None, :], mask=(rows[:, None] < M) & (cols[None, :] < N),
+                   other=0)
+    down = tl.gather(x, perm, axis=0)                           # y[i, j] = x[perm[i, j], j]
+    across = tl.gather(x, tl.flip(cols)[None, :].broadcast_to(BLOCK_M, BLOCK_N), 1)
+    tl.store(Y + rows[:, None] * N + cols[None, :], down + across, mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+def case_gather_rows(rng, m=16, n=32):
+    x = rng.standard_normal((m, n)).astype(np.float16)
+    perm = rng.integers(0, m, (m, n)).astype(np.int32)
+
+    def reference(x, perm, *_):
+        xf = x.astype(np.float32)
+        return [(np.take_along_axis(xf, perm, 0) + xf[:, ::-1]).astype(np.float16)]
+    return dict(kernel=gather_rows_kernel, grid=(1,), args=[x, perm, _poison((m, n), np.float16), m, n],
+                constexprs=dict(BLOCK_M=m, BLOCK_N=n), outputs=[2], reference=reference, rtol=1e-3, atol=1e-3)
+
+
 def all_cases(rng):
     """Every case with an id."""
-    return [("running_min_3d", case_running_min_3d(rng)), ("block_max_f32", case_block_max(rng, np.float32)),
+    return [("sort_rows_up", case_sort_rows(rng, False)), ("sort_rows_down", case_sort_rows(rng, True)),
+            ("sort_rows_fp16", case_sort_rows(rng, True, np.float16)), ("sort_keys", case_sort_keys(rng)),
+            ("expert_histogram", case_expert_histogram(rng)), ("gather_rows", case_gather_rows(rng)),
+            ("running_min_3d", case_running_min_3d(rng)), ("block_max_f32", case_block_max(rng, np.float32)),
             ("block_max_i16", case_block_max(rng, np.int16))]

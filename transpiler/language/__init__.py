@@ -14,7 +14,7 @@ from ..dtypes import (bfloat16, block_type, dtype, float8e4b8, float8e4b15, floa
 from . import catalogue as _catalogue
 from . import extra  # `tl.extra.cuda.libdevice`, `tl.extra.libdevice`
 from .core import builtin, constexpr, tensor
-from .standard import cat, flip, interleave, join, ravel, softmax, split, swizzle2d
+from .standard import cat, flip, gather, histogram, interleave, join, ravel, softmax, sort, split, swizzle2d, topk
 
 void = _dtypes.void
 bool_ = int1
@@ -394,6 +394,7 @@ TENSOR_METHODS = {
     "atomic_add": "atomic_add", "atomic_max": "atomic_max", "atomic_min": "atomic_min", "atomic_and": "atomic_and",
     "atomic_or": "atomic_or", "atomic_xor": "atomic_xor", "atomic_xchg": "atomic_xchg", "atomic_cas": "atomic_cas",
     "cast": "cast", "cdiv": "cdiv", "softmax": "softmax", "ravel": "ravel", "flip": "flip", "split": "split",
+    "sort": "sort", "topk": "topk", "histogram": "histogram", "gather": "gather",
     **{f.name: f.name for f in _catalogue.FUNCTIONS},     # x.exp(), x.sqrt(), ...: every catalogue function
 }
 
