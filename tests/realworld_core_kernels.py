@@ -207,9 +207,29 @@ def case_gather_rows(rng, m=16, n=32):
                 constexprs=dict(BLOCK_M=m, BLOCK_N=n), outputs=[2], reference=reference, rtol=1e-3, atol=1e-3)
 
 
+# ---- tl.umulhi with a Python number wider than int32 (Triton makes it a uint32 tensor first) ---------------
+
+@transpiler.jit
+def multiplicative_hash_kernel(KEYS, HI, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    keys = tl.load(KEYS + offs, mask=offs < N)
+    high = tl.umulhi(keys, 0x9E3779B9)             # int32 x uint32 -> uint32
+    tl.store(HI + offs, high.to(tl.int64), mask=offs < N)
+
+
+def case_multiplicative_hash(rng, n=300, block=128):
+    keys = rng.integers(-2 ** 31, 2 ** 31, n).astype(np.int32)
+
+    def reference(keys, *_):
+        return [(keys.view(np.uint32).astype(np.uint64) * np.uint64(0x9E3779B9)) >> np.uint64(32)]
+    return dict(kernel=multiplicative_hash_kernel, grid=(_cdiv(n, block),), args=[keys, _poison(n, np.int64), n],
+                constexprs=dict(BLOCK=block), outputs=[1], reference=reference, rtol=0, atol=0)
+
+
 def all_cases(rng):
     """Every case with an id."""
-    return [("sort_rows_up", case_sort_rows(rng, False)), ("sort_rows_down", case_sort_rows(rng, True)),
+    return [("multiplicative_hash", case_multiplicative_hash(rng)),
+            ("sort_rows_up", case_sort_rows(rng, False)), ("sort_rows_down", case_sort_rows(rng, True)),
             ("sort_rows_fp16", case_sort_rows(rng, True, np.float16)), ("sort_keys", case_sort_keys(rng)),
             ("expert_histogram", case_expert_histogram(rng)), ("gather_rows", case_gather_rows(rng)),
             ("running_min_3d", case_running_min_3d(rng)), ("block_max_f32", case_block_max(rng, np.float32)),

@@ -198,7 +198,7 @@ def umulhi(x, y):
     for operand in (unwrap(x), unwrap(y)):
         if isinstance(operand, Tensor) and operand.dtype not in _UMULHI_TYPES:
             raise error(DTypeError, f"tl.umulhi expects 32- or 64-bit integers, got {operand.dtype!r}")
-    a, b = check_types(x, y, "tl.umulhi")
+    a, b = check_types(*_as_tensors("tl.umulhi", x, y), "tl.umulhi")
     ua, ub = numeric.unsigned_view(a.data, a.dtype), numeric.unsigned_view(b.data, b.dtype)
     # The high half of the unsigned 2N-bit product (CUDA's __umulhi / __umul64hi).
     if a.dtype.bits == 32:
