@@ -226,9 +226,49 @@ def case_multiplicative_hash(rng, n=300, block=128):
                 constexprs=dict(BLOCK=block), outputs=[1], reference=reference, rtol=0, atol=0)
 
 
+# ---- a variable a loop assigns only under a false constexpr condition (mamba's state passing) -------------
+
+@transpiler.jit
+def decayed_states_kernel(STATES, DECAY, SEGMENT, OUT, n_chunks, dim, HAS_SEGMENTS: tl.constexpr,
+                          BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    states = tl.zeros((BLOCK,), dtype=tl.float32)
+    segment = 0
+    for c in range(n_chunks):
+        scale = tl.exp(tl.load(DECAY + c))
+        if HAS_SEGMENTS:
+            new_segment = tl.load(SEGMENT + c)
+            scale = tl.where(new_segment == segment, scale, 0.0)
+            segment = new_segment
+        states = scale * states + tl.load(STATES + c * dim + offs, mask=offs < dim, other=0.0)
+        tl.store(OUT + c * dim + offs, states, mask=offs < dim)
+
+
+def case_decayed_states(rng, has_segments, chunks=6, dim=100, block=64):
+    states = rng.standard_normal((chunks, dim)).astype(np.float32)
+    decay = -rng.random(chunks).astype(np.float32)
+    segment = np.array([0, 0, 1, 1, 1, 2], np.int32)
+
+    def reference(states, decay, segment, *_):
+        out, h, seg = np.zeros((chunks, dim)), np.zeros(dim), 0
+        for c in range(chunks):
+            scale = np.exp(np.float64(decay[c]))
+            if has_segments:
+                scale, seg = (scale if segment[c] == seg else 0.0), segment[c]
+            h = scale * h + states[c]
+            out[c] = h
+        return [out]
+    return dict(kernel=decayed_states_kernel, grid=(_cdiv(dim, block),),
+                args=[states, decay, segment, _poison((chunks, dim), np.float32), chunks, dim],
+                constexprs=dict(HAS_SEGMENTS=has_segments, BLOCK=block), outputs=[3], reference=reference,
+                rtol=1e-5, atol=1e-5)
+
+
 def all_cases(rng):
     """Every case with an id."""
-    return [("multiplicative_hash", case_multiplicative_hash(rng)),
+    return [("decayed_states", case_decayed_states(rng, False)),
+            ("decayed_states_segments", case_decayed_states(rng, True)),
+            ("multiplicative_hash", case_multiplicative_hash(rng)),
             ("sort_rows_up", case_sort_rows(rng, False)), ("sort_rows_down", case_sort_rows(rng, True)),
             ("sort_rows_fp16", case_sort_rows(rng, True, np.float16)), ("sort_keys", case_sort_keys(rng)),
             ("expert_histogram", case_expert_histogram(rng)), ("gather_rows", case_gather_rows(rng)),

@@ -88,6 +88,9 @@ class _Return(Exception):
 _CONSTEXPR_VALUES = (dtypes.dtype, bool, int, float, str, tuple, type(None))
 
 
+_NOT_BOUND = object()
+
+
 class _Returned:
     """A value returned from a branch: its runtime leaves (values and numbers, yielded by the if) and the
     nesting around them (tuples; compile-time leaves such as dtypes must be equal on both paths)."""
@@ -707,6 +710,14 @@ class Builder:
                 break
         else:
             raise self.error(CompileTimeError, "could not settle the types of the loop-carried variables")
+        # A variable the built body leaves as it was (assigned only under a constexpr condition that is false
+        # here, `if HAS_SEQ_IDX: seq_idx = ...`) is not carried, as in Triton: rebuilt without it, it keeps its
+        # value before the loop (no unused C variable either).
+        unchanged = [n for n in carried if exit_env[n] is entry.get(n, _NOT_BOUND)]
+        if unchanged:
+            self.scope.locals = dict(before)
+            return self._build_loop([n for n in carried if n not in unchanged] + list(pinned), build, make_args,
+                                    offset)
         # Materialize constexpr yields and inits with the settled types.
         slot_types = [types[slot.key] for slot in entries]
         saved_region = self.region
