@@ -264,9 +264,45 @@ def case_decayed_states(rng, has_segments, chunks=6, dim=100, block=64):
                 rtol=1e-5, atol=1e-5)
 
 
+# ---- batched (3-D) tl.dot ----------------------------------------------------------------------------------
+
+@transpiler.jit
+def batched_matmul_kernel(A, B, C, n_batch, M, N, K, BLOCK_B: tl.constexpr, BLOCK_M: tl.constexpr,
+                          BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    ob = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
+    om = tl.program_id(1) * BLOCK_M + tl.arange(0, BLOCK_M)
+    on = tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_B, BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        ok = k0 + tl.arange(0, BLOCK_K)
+        a = tl.load(A + ob[:, None, None] * M * K + om[None, :, None] * K + ok[None, None, :],
+                    mask=(ob[:, None, None] < n_batch) & (om[None, :, None] < M) & (ok[None, None, :] < K),
+                    other=0.0)
+        b = tl.load(B + ob[:, None, None] * K * N + ok[None, :, None] * N + on[None, None, :],
+                    mask=(ob[:, None, None] < n_batch) & (ok[None, :, None] < K) & (on[None, None, :] < N),
+                    other=0.0)
+        acc = tl.dot(a, b, acc)
+    c = (acc * 0.5).to(C.dtype.element_ty)
+    tl.store(C + ob[:, None, None] * M * N + om[None, :, None] * N + on[None, None, :], c,
+             mask=(ob[:, None, None] < n_batch) & (om[None, :, None] < M) & (on[None, None, :] < N))
+
+
+def case_batched_matmul(rng, batch=5, m=40, n=24, k=70, block_b=2, block_m=32, block_k=32):
+    a = rng.standard_normal((batch, m, k)).astype(np.float16)
+    b = rng.standard_normal((batch, k, n)).astype(np.float16)
+
+    def reference(a, b, *_):
+        return [np.matmul(a.astype(np.float64), b.astype(np.float64)) * 0.5]
+    return dict(kernel=batched_matmul_kernel, grid=(_cdiv(batch, block_b), _cdiv(m, block_m)),
+                args=[a, b, _poison((batch, m, n), np.float16), batch, m, n, k],
+                constexprs=dict(BLOCK_B=block_b, BLOCK_M=block_m, BLOCK_N=32, BLOCK_K=block_k), outputs=[2],
+                reference=reference, rtol=2e-2, atol=5e-2)
+
+
 def all_cases(rng):
     """Every case with an id."""
-    return [("decayed_states", case_decayed_states(rng, False)),
+    return [("batched_matmul", case_batched_matmul(rng)),
+            ("decayed_states", case_decayed_states(rng, False)),
             ("decayed_states_segments", case_decayed_states(rng, True)),
             ("multiplicative_hash", case_multiplicative_hash(rng)),
             ("sort_rows_up", case_sort_rows(rng, False)), ("sort_rows_down", case_sort_rows(rng, True)),

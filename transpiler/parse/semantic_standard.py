@@ -58,13 +58,13 @@ def _swizzle2d(b, i, j, size_i, size_j, size_g):
 _BITS = {8: dtypes.int8, 16: dtypes.int16, 32: dtypes.int32, 64: dtypes.int64}
 
 
-def _to_bits(b, v):
+def to_bits(b, v):
     if v.dtype is dtypes.int1:
         return cast(b, v, dtypes.int8)
     return v if v.dtype.is_int() else cast(b, v, _BITS[v.dtype.bits], bitcast=True)
 
 
-def _from_bits(b, bits, dt):
+def from_bits(b, bits, dt):
     if dt is dtypes.int1:
         return cast(b, bits, dt)
     return bits if dt.is_int() else cast(b, bits, dt, bitcast=True)
@@ -95,12 +95,12 @@ def _split(b, a):
     v = to_value(b, a)
     if not v.shape or v.shape[-1] != 2:
         raise b.error(ShapeError, f"tl.split needs a last dimension of size 2, got shape {list(v.shape)}")
-    bits = _to_bits(b, v)
+    bits = to_bits(b, v)
     index = _index_along_last(b, v.shape)
     halves = []
     for k in (0, 1):
         only_k = RULES["where"](b, binary_op(b, "eq", index, k), bits, 0)
-        halves.append(_from_bits(b, RULES["xor_sum"](b, only_k, len(v.shape) - 1), v.dtype))
+        halves.append(from_bits(b, RULES["xor_sum"](b, only_k, len(v.shape) - 1), v.dtype))
     return tuple(halves)
 
 
@@ -136,10 +136,10 @@ def _flip(b, x, dim=None):
         return v
     # Index j along `dim` reversed is n - 1 - j: every bit of j complemented. With `dim` split into `steps`
     # axes of size 2, swapping the two halves of each axis (y ^ xor of the pair) complements one bit.
-    y = RULES["reshape"](b, _to_bits(b, v), *v.shape[:dim], *([2] * steps), *v.shape[dim + 1:])
+    y = RULES["reshape"](b, to_bits(b, v), *v.shape[:dim], *([2] * steps), *v.shape[dim + 1:])
     for axis in builtins.range(dim, dim + steps):
         y = binary_op(b, "xor", y, RULES["xor_sum"](b, y, axis, keep_dims=True))
-    return _from_bits(b, RULES["reshape"](b, y, *v.shape), v.dtype)
+    return from_bits(b, RULES["reshape"](b, y, *v.shape), v.dtype)
 
 
 # ---- sorting, counting and gathering ------------------------------------------------------------------
@@ -166,10 +166,10 @@ class _Ops:
         return RULES["arange"](self.b, 0, n)
 
     def to_bits(self, x):
-        return _to_bits(self.b, to_value(self.b, x))
+        return to_bits(self.b, to_value(self.b, x))
 
     def from_bits(self, bits, like):
-        return _from_bits(self.b, bits, to_value(self.b, like).dtype)
+        return from_bits(self.b, bits, to_value(self.b, like).dtype)
 
     def xor(self, x, y):
         return binary_op(self.b, "xor", x, y)
@@ -242,5 +242,5 @@ def _gather(b, src, index, axis):
     positions = RULES["reshape"](b, RULES["arange"](b, 0, extent),
                                  *([1] * (axis + 1) + [extent] + [1] * (rank - axis - 1)))
     hits = binary_op(b, "eq", expand_dims(b, i, axis + 1), positions)
-    picked = RULES["where"](b, hits, expand_dims(b, _to_bits(b, s), axis), 0)
-    return _from_bits(b, RULES["xor_sum"](b, picked, axis + 1), s.dtype)
+    picked = RULES["where"](b, hits, expand_dims(b, to_bits(b, s), axis), 0)
+    return from_bits(b, RULES["xor_sum"](b, picked, axis + 1), s.dtype)
