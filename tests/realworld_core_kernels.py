@@ -327,3 +327,34 @@ def all_cases(rng):
             ("expert_histogram", case_expert_histogram(rng)), ("gather_rows", case_gather_rows(rng)),
             ("running_min_3d", case_running_min_3d(rng)), ("block_max_f32", case_block_max(rng, np.float32)),
             ("block_max_i16", case_block_max(rng, np.int16))]
+
+
+# ---- tl.inline_asm_elementwise (compiled kernels only: the interpreter cannot run PTX) ---------------------
+
+@transpiler.jit
+def inline_asm_kernel(X, K, Y, Z, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(X + offs, mask=offs < N, other=0.0)
+    k = tl.load(K + offs, mask=offs < N, other=0)
+    # one fp32 register in, one out; and a scoped temporary with two integer operands (one a literal)
+    y = tl.inline_asm_elementwise("sqrt.rn.f32 $0, $1;", "=f,f", [x], dtype=tl.float32, is_pure=True, pack=1)
+    z = tl.inline_asm_elementwise("{\n .reg .u32 t;\n shl.b32 t, $1, 3;\n add.u32 $0, t, $2;\n}", "=r,r,r", [k, 5],
+                                  dtype=tl.int32, is_pure=True, pack=1)
+    tl.store(Y + offs, y, mask=offs < N)
+    tl.store(Z + offs, z, mask=offs < N)
+
+
+def case_inline_asm(rng, n=300, block=128):
+    x = rng.random(n).astype(np.float32) * 100
+    k = rng.integers(-1000, 1000, n).astype(np.int32)
+
+    def reference(x, k, *_):
+        return [np.sqrt(x), (k.astype(np.int64) * 8 + 5).astype(np.int32)]
+    return dict(kernel=inline_asm_kernel, grid=(_cdiv(n, block),),
+                args=[x, k, _poison(n, np.float32), _poison(n, np.int32), n], constexprs=dict(BLOCK=block),
+                outputs=[2, 3], reference=reference, rtol=0, atol=0)
+
+
+def compiled_only_cases(rng):
+    """Cases the interpreter cannot run (inline PTX), with an id: compiled on the CPU, run on the GPU."""
+    return [("inline_asm", case_inline_asm(rng))]

@@ -13,11 +13,12 @@ from twin_runs import run_compiled, run_triton
 
 pytestmark = pytest.mark.gpu
 
-NAMES = [c[0] for c in rk.all_cases(np.random.default_rng(0))]
+NAMES = [c[0] for c in rk.all_cases(np.random.default_rng(0)) + rk.compiled_only_cases(np.random.default_rng(0))]
 
 
 def _case(name):
-    return dict(rk.all_cases(np.random.default_rng()))[name]
+    rng = np.random.default_rng()
+    return dict(rk.all_cases(rng) + rk.compiled_only_cases(rng))[name]
 
 
 def _with_outputs(case, outputs):

@@ -12,6 +12,7 @@ from transpiler.errors import CompileTimeError
 from transpiler.runtime.compiler import compile_offline, nvrtc_available
 
 CASES = rk.all_cases(np.random.default_rng(13))
+COMPILED_ONLY = rk.compiled_only_cases(np.random.default_rng(13))
 needs_nvrtc = pytest.mark.skipif(not nvrtc_available(), reason="NVRTC and CUDA headers not installed")
 
 
@@ -24,7 +25,7 @@ def test_interpreted_matches_numpy(name, case):
 
 @needs_nvrtc
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
-@pytest.mark.parametrize("name,case", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("name,case", CASES + COMPILED_ONLY, ids=[c[0] for c in CASES + COMPILED_ONLY])
 def test_compiles_without_warnings_or_spills(name, case, arch):
     result = compile_offline(case["kernel"].cuda_source(*case["args"], **case["constexprs"]), arch)
     assert result.spill_bytes == 0 and not result.warnings, result.log
@@ -102,3 +103,37 @@ def test_nested_value_returns_pick_the_taken_path(last, lo, hi):
     assert y[0] == want
     result = compile_offline(_clip_kernel.cuda_source(x, y, lo, hi, 16, BLOCK=16), "sm_80")
     assert not result.warnings, result.log
+
+
+# ---- inline PTX ----------------------------------------------------------------------------------------------
+
+def test_inline_asm_is_spelled_with_cudas_operand_names_and_escaped_percent():
+    case = dict(COMPILED_ONLY)["inline_asm"]
+    src = case["kernel"].cuda_source(*case["args"], **case["constexprs"])
+    assert 'asm("sqrt.rn.f32 %0, %1;" : "=f"(out_) : "f"(' in src
+    assert '"{\\n .reg .u32 t;\\n shl.b32 t, %1, 3;\\n add.u32 %0, t, %2;\\n}"' in src
+
+
+def test_inline_asm_refuses_to_interpret_at_its_line():
+    case = dict(COMPILED_ONLY)["inline_asm"]
+    with pytest.raises(transpiler.InterpreterError, match="cannot execute") as info:
+        case["kernel"].interpret[case["grid"]](*case["args"], **case["constexprs"])
+    assert info.value.loc is not None
+
+
+@transpiler.jit
+def _packed_asm(X, BLOCK: tl.constexpr, PACK: tl.constexpr, LETTER: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(X + offs)
+    tl.store(X + offs, tl.inline_asm_elementwise("mov.b32 $0, $1;", "=" + LETTER + "," + LETTER, [x], dtype=x.dtype,
+                                                 is_pure=True, pack=PACK))
+
+
+@pytest.mark.parametrize("dtype,pack,letter,words", [
+    (np.int8, 4, "r", "pack=4 is not supported yet"),
+    (np.int8, 1, "r", "8 bits or fewer"),
+    (np.int64, 1, "r", "32-bit integer register"),
+    (np.float32, 1, "q", "constraint 'q'")])
+def test_inline_asm_refuses_what_it_cannot_spell(dtype, pack, letter, words):
+    with pytest.raises(transpiler.TranspilerError, match=words):
+        _packed_asm.cuda_source(np.zeros(32, dtype), BLOCK=32, PACK=pack, LETTER=letter)

@@ -23,8 +23,8 @@ def misspelled(X, BLOCK: tl.constexpr):
 @transpiler.jit
 def scales_in_asm(X, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
-    tl.store(X + offs, tl.inline_asm_elementwise("mul.f32 $0, $1, 2.0;", "=r,r", [tl.load(X + offs)],
-                                                 dtype=tl.float32, is_pure=True, pack=1))
+    x = tl.load(X + offs)
+    tl.store(X + offs, tl.dot_scaled(x, None, "e4m3", x, None, "e4m3"))
 
 
 @transpiler.jit
@@ -100,7 +100,7 @@ def test_misspelled_tl_name_gets_did_you_mean():
 
 def test_tritons_names_we_lack_are_not_supported_yet():
     with pytest.raises(transpiler.NameResolutionError,
-                       match=r"tl\.inline_asm_elementwise is Triton's but not supported yet"):
+                       match=r"tl\.dot_scaled is Triton's but not supported yet"):
         scales_in_asm.cuda_source(np.ones(16, np.float32), BLOCK=16)
 
 

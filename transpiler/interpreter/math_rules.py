@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import CompileTimeError, DTypeError
+from ..errors import CompileTimeError, DTypeError, InterpreterError
 from ..language import PropagateNan, catalogue
 from . import arith, numeric
 from .arith import cast_tensor, check_types, computable
@@ -206,3 +206,9 @@ def umulhi(x, y):
     else:
         high = _high_product_64(ua, ub)
     return Tensor(numeric.from_bits(high, a.dtype), a.dtype)
+
+
+@rule("inline_asm_elementwise")
+def inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack):
+    raise error(InterpreterError, "tl.inline_asm_elementwise runs PTX, which the CPU interpreter cannot execute; "
+                "it runs in compiled kernels only")

@@ -103,6 +103,13 @@ def atomic_cas(pointer, cmp, val, sem=None, scope=None):
     """Atomically store `val` to `*pointer` where `*pointer == cmp` (bitwise); returns the old values."""
 
 
+@builtin
+def inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack):
+    """Run the PTX `asm` once per element of the broadcast `args`: `$0` is the output (of `dtype`), `$1`, ...
+    the operands, each in the register its `constraints` letter names ("=r,r,f": a 32-bit output, a 32-bit
+    integer and an fp32 operand). Compiled kernels only (the CPU interpreter cannot run PTX); pack=1."""
+
+
 # ---- block pointers -------------------------------------------------------------------------------------
 
 
