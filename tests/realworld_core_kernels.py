@@ -332,27 +332,41 @@ def all_cases(rng):
 # ---- tl.inline_asm_elementwise (compiled kernels only: the interpreter cannot run PTX) ---------------------
 
 @transpiler.jit
-def inline_asm_kernel(X, K, Y, Z, N, BLOCK: tl.constexpr):
+def inline_asm_kernel(X, K, B, Y, Z, S, D, C, N, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(X + offs, mask=offs < N, other=0.0)
     k = tl.load(K + offs, mask=offs < N, other=0)
+    b = tl.load(B + offs, mask=offs < N, other=0)
     # one fp32 register in, one out; and a scoped temporary with two integer operands (one a literal)
     y = tl.inline_asm_elementwise("sqrt.rn.f32 $0, $1;", "=f,f", [x], dtype=tl.float32, is_pure=True, pack=1)
     z = tl.inline_asm_elementwise("{\n .reg .u32 t;\n shl.b32 t, $1, 3;\n add.u32 $0, t, $2;\n}", "=r,r,r", [k, 5],
                                   dtype=tl.int32, is_pure=True, pack=1)
+    # two outputs
+    s, d = tl.inline_asm_elementwise("add.s32 $0, $2, $3;\n sub.s32 $1, $2, $3;", "=r,=r,r,r", [k, k * 3],
+                                     dtype=(tl.int32, tl.int32), is_pure=True, pack=1)
+    # four uint8 lanes to a 32-bit register (Triton's test's asm: each lane on its own)
+    c = tl.inline_asm_elementwise("and.b32 $0, $1, 0x1F1F1F1F; shl.b32 $0, $0, 3;", "=r,r", [b], dtype=tl.uint8,
+                                  is_pure=True, pack=4)
     tl.store(Y + offs, y, mask=offs < N)
     tl.store(Z + offs, z, mask=offs < N)
+    tl.store(S + offs, s, mask=offs < N)
+    tl.store(D + offs, d, mask=offs < N)
+    tl.store(C + offs, c, mask=offs < N)
 
 
 def case_inline_asm(rng, n=300, block=128):
     x = rng.random(n).astype(np.float32) * 100
     k = rng.integers(-1000, 1000, n).astype(np.int32)
+    b = rng.integers(0, 256, n).astype(np.uint8)
 
-    def reference(x, k, *_):
-        return [np.sqrt(x), (k.astype(np.int64) * 8 + 5).astype(np.int32)]
+    def reference(x, k, b, *_):
+        k64 = k.astype(np.int64)
+        return [np.sqrt(x), (k64 * 8 + 5).astype(np.int32), (k64 * 4).astype(np.int32), (-2 * k64).astype(np.int32),
+                ((b & 0x1F).astype(np.int64) << 3).astype(np.uint8)]
     return dict(kernel=inline_asm_kernel, grid=(_cdiv(n, block),),
-                args=[x, k, _poison(n, np.float32), _poison(n, np.int32), n], constexprs=dict(BLOCK=block),
-                outputs=[2, 3], reference=reference, rtol=0, atol=0)
+                args=[x, k, b, _poison(n, np.float32), _poison(n, np.int32), _poison(n, np.int32),
+                      _poison(n, np.int32), _poison(n, np.uint8), n], constexprs=dict(BLOCK=block),
+                outputs=[3, 4, 5, 6, 7], reference=reference, rtol=0, atol=0)
 
 
 def compiled_only_cases(rng):

@@ -110,7 +110,8 @@ def test_nested_value_returns_pick_the_taken_path(last, lo, hi):
 def test_inline_asm_is_spelled_with_cudas_operand_names_and_escaped_percent():
     case = dict(COMPILED_ONLY)["inline_asm"]
     src = case["kernel"].cuda_source(*case["args"], **case["constexprs"])
-    assert 'asm("sqrt.rn.f32 %0, %1;" : "=f"(out_) : "f"(' in src
+    assert 'asm("sqrt.rn.f32 %0, %1;" : "=f"(out_[0]) : "f"(' in src
+    assert '"=r"(out_[0]), "=r"(out_[1])' in src
     assert '"{\\n .reg .u32 t;\\n shl.b32 t, %1, 3;\\n add.u32 %0, t, %2;\\n}"' in src
 
 
@@ -130,9 +131,10 @@ def _packed_asm(X, BLOCK: tl.constexpr, PACK: tl.constexpr, LETTER: tl.constexpr
 
 
 @pytest.mark.parametrize("dtype,pack,letter,words", [
-    (np.int8, 4, "r", "pack=4 is not supported yet"),
-    (np.int8, 1, "r", "8 bits or fewer"),
+    (np.int8, 3, "r", "pack must be 1, 2 or 4"),
+    (np.int8, 1, "r", "int8 with pack=1, but its constraint 'r' is a 32-bit integer register"),
     (np.int64, 1, "r", "32-bit integer register"),
+    (np.float16, 2, "f", "32-bit float register"),
     (np.float32, 1, "q", "constraint 'q'")])
 def test_inline_asm_refuses_what_it_cannot_spell(dtype, pack, letter, words):
     with pytest.raises(transpiler.TranspilerError, match=words):

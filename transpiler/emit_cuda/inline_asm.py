@@ -3,8 +3,10 @@
 Triton's assembly names its registers `$0` (the output), `$1`, ... and may use `%` for PTX's own names
 (`%tid.x`); CUDA's inline assembly names them `%0`, `%1`, ... and writes a literal `%` as `%%`. The element is
 an immediately invoked lambda (an expression, so the elementwise machinery places it like any other): each
-operand is moved bit for bit into a variable of its register's C type, the assembly runs (`volatile` unless the
-kernel said `is_pure=True`), and the output register is moved bit for bit into the result dtype.
+operand is moved bit for bit into the low bits of a variable of its register's C type (the other lanes of a
+packed register zero), the assembly runs (`volatile` unless the kernel said `is_pure=True`), and the low bits of
+this op's output register are moved bit for bit into the result dtype. An asm with several outputs is one op
+per output, each naming every output register and returning its own.
 """
 from __future__ import annotations
 
@@ -24,13 +26,36 @@ def cuda_assembly(asm: str) -> str:
     return f'"{escaped}"'
 
 
+# Element width in bits -> the unsigned C type of that width.
+_UNSIGNED = {8: "unsigned char", 16: "unsigned short", 32: "unsigned int", 64: "unsigned long long"}
+
+
+def _operand(letter, dt, arg):
+    register = REGISTER_CTYPES[letter]
+    if letter in "fd":
+        return f'"{letter}"({arg})'
+    bits = f"tp::bitcast<{_UNSIGNED[dt.bits]}>({arg})"
+    return f'"{letter}"(({register}){bits})'
+
+
 def inline_asm_expr(op, args) -> str:
     """The C expression of one element of the `inline_asm` elementwise op `op` from its operands `args`."""
-    out_letter, *in_letters = (c.lstrip("=") for c in op.attrs["constraints"])
-    result_ct = cspell.ctype(op.result.dtype)
-    out_ct = REGISTER_CTYPES[out_letter]
-    inputs = ", ".join(f'"{letter}"(tp::bitcast<{REGISTER_CTYPES[letter]}>({arg}))'
-                       for letter, arg in zip(in_letters, args))
+    letters = [c.lstrip("=") for c in op.attrs["constraints"]]
+    out_dtypes = op.attrs["outputs"]
+    out_letters, in_letters = letters[:len(out_dtypes)], letters[len(out_dtypes):]
+    mine = op.attrs["output"]
+    if len(set(out_letters)) > 1:
+        declare = " ".join(f"{REGISTER_CTYPES[letter]} out{i}_;" for i, letter in enumerate(out_letters))
+        names = [f"out{i}_" for i in range(len(out_letters))]
+        keep = "".join(f" asm volatile(\"\" :: \"{letter}\"({name}));" for i, (letter, name)
+                       in enumerate(zip(out_letters, names)) if i != mine)   # the other ops return these
+    else:       # outputs of one register kind: one array, whose other elements are the other ops' results
+        declare = f"{REGISTER_CTYPES[out_letters[0]]} out_[{len(out_letters)}];"
+        names, keep = [f"out_[{i}]" for i in range(len(out_letters))], ""
+    outputs = ", ".join(f'"={letter}"({name})' for letter, name in zip(out_letters, names))
+    inputs = ", ".join(_operand(letter, v.dtype, arg) for letter, v, arg in zip(in_letters, op.operands, args))
     volatile = "" if op.attrs["pure"] else " volatile"
-    return (f"[&]() {{ {out_ct} out_; asm{volatile}({cuda_assembly(op.attrs['asm'])} : \"={out_letter}\"(out_)"
-            f"{' : ' + inputs if inputs else ''}); return tp::bitcast<{result_ct}>(out_); }}()")
+    result = op.result.dtype
+    low = names[mine] if out_letters[mine] in "fd" else f"({_UNSIGNED[result.bits]}){names[mine]}"
+    return (f"[&]() {{ {declare} asm{volatile}({cuda_assembly(op.attrs['asm'])} : {outputs}"
+            f"{' : ' + inputs if inputs else ''});{keep} return tp::bitcast<{cspell.ctype(result)}>({low}); }}()")
