@@ -132,7 +132,7 @@ def _packed_asm(X, BLOCK: tl.constexpr, PACK: tl.constexpr, LETTER: tl.constexpr
 
 @pytest.mark.parametrize("dtype,pack,letter,words", [
     (np.int8, 3, "r", "pack must be 1, 2 or 4"),
-    (np.int8, 1, "r", "int8 with pack=1, but its constraint 'r' is a 32-bit integer register"),
+    (np.int64, 2, "l", "int64 with pack=2, but its constraint 'l' is a 64-bit integer register"),
     (np.int64, 1, "r", "32-bit integer register"),
     (np.float16, 2, "f", "32-bit float register"),
     (np.float32, 1, "q", "constraint 'q'")])

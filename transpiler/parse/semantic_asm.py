@@ -2,7 +2,7 @@
 
 Decides, from the constraint string and the dtypes, what each `$N` of the assembly is: the outputs first, then
 one register per operand, each of a width the constraint letter fixes (`h` 16, `r` 32, `l` 64 bits, `f` fp32,
-`d` fp64); an element's dtype times `pack` must fill it. Each output is one `elementwise` op of function
+`d` fp64); an element's dtype times `pack` must fit in it (integers in its low bits, pointers in `l`). Each output is one `elementwise` op of function
 `inline_asm` whose attributes hold the assembly, the letters and which output it is (`emit_cuda/inline_asm.py`
 spells it). With `pack` > 1 Triton puts `pack` neighbouring elements in one register and relies on the
 assembly treating them independently; we put one element in the lowest lanes and zeros in the others, which
@@ -26,7 +26,9 @@ def _check_register(b, letter, dt, pack, what):
     bits, is_float = REGISTERS[letter]
     if dt is dtypes.int1:
         raise b.error(DTypeError, f"tl.inline_asm_elementwise: {what} is a boolean block; convert it first")
-    if dt.bits * pack != bits or (is_float and (pack != 1 or not dt.is_floating())):
+    # Integers narrower than the register sit in its low bits (Triton: an int8 result of an "=r" at pack=1).
+    wide = dt.bits * pack > bits if not is_float else dt.bits != bits
+    if wide or (is_float and (pack != 1 or not dt.is_floating())):
         raise b.error(DTypeError, f"tl.inline_asm_elementwise: {what} is {dt!r} with pack={pack}, but its "
                       f"constraint '{letter}' is a {bits}-bit {'float' if is_float else 'integer'} register")
 
