@@ -1,0 +1,103 @@
+"""The function `kernel[grid]` returns for a tuple grid: a launch's whole host work in one generated frame.
+
+Decides nothing new: it is the kernel's launch binder (`launch_key.parameter_pass`, the same generated code, so
+the key cannot drift from the binder's), followed by the launcher lookup, the stream and the launch, in one
+function generated per kernel from its parameter list and made once per grid (the grid, checked once when the
+function is made, is a closure constant). Anything it does not handle in straight-line code goes to the
+general path (`Kernel._launch`) with the launch's arguments untouched: keyword arguments or another number of
+positional ones, a key without a launcher yet (the first launch, a new specialization, a changed
+code-changing environment variable), host arrays, arrays on two devices, an argument type the pass does not
+know, a stream object. The general path redoes the binder's pass and raises the located error, so every
+refusal reads the same whichever path met it; a launch that fails in the driver is worded by the kernel
+(`failed`).
+
+Why one frame (measured with the GPU's edges replaced by C-level no-ops, bench/launch_cpu.py, this project's
+CPU machine, the whole `kernel[(1,)](x, y, n, scale)` of a 4-parameter kernel): through `Kernel._launch` and the
+binder 2.12 us, this function 1.67 us; with the launcher's lock replaced by a buffer pool
+(`launcher._buffer_pool`) 1.42 us.
+"""
+from __future__ import annotations
+
+import functools
+import textwrap
+
+from . import launch_key
+
+MAX_GRID = (2**31 - 1, 65535, 65535)    # every CUDA device since compute capability 3.0 (cudaDevAttrMaxGridDimX..Z)
+
+
+class Unusual(Exception):
+    """Raised inside the generated function for what only the general path handles (never leaves it)."""
+
+
+def launch_source(names, constexpr_mask, kernel_name, generic_mask=None) -> str:
+    """The source of `make_launch(gx, gy, gz, launchers, general, failed, cupy_stream, torch_stream)`, which
+    returns the kernel's launch function for grid (gx, gy, gz) (`kernel.grid_launch_source()` prints it)."""
+    n = len(names)
+    args = [f"a{i}" for i in range(n)]
+    keys = [f"k{i}" for i in range(n)] + ["num_warps", "num_stages", "environment", "device"]
+    values = [f"v{i}" for i, c in enumerate(constexpr_mask) if not c]
+    body = ["    device = -1", "    frameworks = 0"]
+    body += launch_key.parameter_pass(names, constexpr_mask, kernel_name, generic_mask, refuse="raise Unusual")
+    body += ["    if frameworks & HOST:", "        raise Unusual",
+             "    if device < 0:", "        device = current_device()",
+             "    environment = ENVIRONMENT[0]", "    if environment is None:",
+             "        environment = environment_token()",
+             f"    launcher = launchers.get({launch_key.tuple_of(keys)})"]
+    general = "return general(args, num_warps, num_stages, stream, kwargs)"
+    unpack = f"{launch_key.tuple_of(args)} = " if names else ""
+    # The usual calls bind here: every argument by position; the runtime parameters by position and the
+    # constexprs after them by keyword (Triton's style: `kernel[grid](x, y, n, BLOCK=1024)`), by dict lookups;
+    # the first ones by position and the rest by keyword, in any other split. Anything else (defaults left out,
+    # launch options such as maxnreg, unknown or repeated names) has a count or a name that does not match.
+    runtime = max((i + 1 for i, c in enumerate(constexpr_mask) if not c), default=0)
+    tails = tuple(tuple(names[i:]) for i in range(n + 1))
+    lines = ["def make_launch(gx, gy, gz, launchers, general, failed, cupy_stream, torch_stream, Unusual):",
+             "    def launch_on_grid(*args, num_warps=4, num_stages=3, stream=None, **kwargs):",
+             "        if not kwargs:",
+             f"            if len(args) != {n}:", f"                {general}",
+             f"            {unpack}args" if names else "            pass"]
+    if runtime < n:
+        lines += [f"        elif len(args) == {runtime} and len(kwargs) == {n - runtime}:",
+                  f"            {launch_key.tuple_of(args[:runtime])} = args" if runtime else "            pass",
+                  "            try:"]
+        lines += [f"                a{i} = kwargs[{names[i]!r}]" for i in range(runtime, n)]
+        lines += ["            except KeyError:", f"                {general}"]
+    lines += ["        else:",
+              f"            if len(args) + len(kwargs) != {n}:", f"                {general}",
+              "            try:",
+              f"                {unpack}args + tuple(map(kwargs.__getitem__, {tails!r}[len(args)]))",
+              "            except KeyError:", f"                {general}",
+             "        try:", textwrap.indent("\n".join(body), " " * 8),
+             "        except Exception:", "            launcher = None",
+             "        if launcher is None:", f"            {general}",
+             "        if stream is None:",
+             "            stream = torch_stream(device) if frameworks & TORCH else cupy_stream(device)",
+             "        elif type(stream) is not int:", f"            {general}",
+             "        try:",
+             f"            launcher.launch(gx, gy, gz, {launch_key.tuple_of(values)}, stream)",
+             "        except Exception as e:",
+             "            raise failed(e)",
+             "    return launch_on_grid"]
+    return "\n".join(lines) + "\n"
+
+
+def make_factory(names, constexpr_mask, kernel_name, generic_mask=None):
+    """The generated `make_launch` of a kernel with these parameters (its code object kept in the disk cache,
+    as the binder's is). Its globals are `launch_key`'s module namespace itself, where the binder's names live
+    (and where `_learn_type` records CuPy's and torch's array types once seen)."""
+    namespace = {}
+    source = launch_source(names, constexpr_mask, kernel_name, generic_mask)
+    exec(launch_key._code_of(source, kernel_name), vars(launch_key), namespace)
+    return functools.partial(namespace["make_launch"], Unusual=Unusual)
+
+
+def fast_grid(grid):
+    """`(gx, gy, gz)` of a grid the generated function takes as it is (a tuple of 1 to 3 positive ints within
+    the hardware limits), else None (the general path checks and words it)."""
+    if type(grid) is not tuple or not 1 <= len(grid) <= 3:
+        return None
+    for g, limit in zip(grid, MAX_GRID):
+        if type(g) is not int or not 0 < g <= limit:
+            return None
+    return grid + (1,) * (3 - len(grid))
