@@ -161,10 +161,10 @@ def _binding_plan(call_for):
         current_ref = ctypes.byref(current)
         record = launcher_mod.recent_launches.append
 
-        take, give_back = launcher_mod._buffer_pool(launcher)
+        pop, push = launcher_mod._buffer_pool(launcher)
 
         def launch(gx, gy, gz, values, stream):
-            buffers = take()
+            buffers = pop()
             try:
                 pack(buffers[0], buffers[1], *values)
                 get_current(current_ref)
@@ -172,7 +172,7 @@ def _binding_plan(call_for):
                     raise RuntimeError("candidate plans are timed in the arrays' context only")
                 call(gx, gy, gz, stream)
             finally:
-                give_back(buffers)
+                push(buffers)
             record((name, gx, gy, gz))
         return launch
     return plan

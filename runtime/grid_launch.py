@@ -19,7 +19,8 @@ binder 2.12 us, this function 1.67 us; with the launcher's lock replaced by a bu
 from __future__ import annotations
 
 import functools
-import textwrap
+import hashlib
+import linecache
 
 from . import launch_key
 
@@ -30,66 +31,81 @@ class Unusual(Exception):
     """Raised inside the generated function for what only the general path handles (never leaves it)."""
 
 
+# The line a user-facing error is raised from: the one frame of ours its traceback keeps (tracebacks.py).
+BOUNDARY = "# (transpiler's own frames are hidden: TRANSPILER_DEBUG=1 shows them)"
+
+
 def launch_source(names, constexpr_mask, kernel_name, generic_mask=None) -> str:
-    """The source of `make_launch(gx, gy, gz, launchers, general, failed, cupy_stream, torch_stream)`, which
+    """The source of `make_launch(gx, gy, gz, launchers, general, failed, cupy_stream, torch_stream, ...)`, which
     returns the kernel's launch function for grid (gx, gy, gz) (`kernel.grid_launch_source()` prints it)."""
     n = len(names)
     args = [f"a{i}" for i in range(n)]
     keys = [f"k{i}" for i in range(n)] + ["num_warps", "num_stages", "environment", "device"]
     values = [f"v{i}" for i, c in enumerate(constexpr_mask) if not c]
-    body = ["    device = -1", "    frameworks = 0"]
-    body += launch_key.parameter_pass(names, constexpr_mask, kernel_name, generic_mask, refuse="raise Unusual")
-    body += ["    if frameworks & HOST:", "        raise Unusual",
-             "    if device < 0:", "        device = current_device()",
-             "    environment = ENVIRONMENT[0]", "    if environment is None:",
-             "        environment = environment_token()",
-             f"    launcher = launchers.get({launch_key.tuple_of(keys)})"]
-    general = "return general(args, num_warps, num_stages, stream, kwargs)"
     unpack = f"{launch_key.tuple_of(args)} = " if names else ""
+
+    def general(indent):
+        pad = " " * indent
+        return [pad + "try:", pad + "    return general(args, num_warps, num_stages, stream, kwargs)",
+                pad + "except TranspilerError as e:", pad + f"    raise user_facing(e)  {BOUNDARY}"]
+
     # The usual calls bind here: every argument by position; the runtime parameters by position and the
     # constexprs after them by keyword (Triton's style: `kernel[grid](x, y, n, BLOCK=1024)`), by dict lookups;
     # the first ones by position and the rest by keyword, in any other split. Anything else (defaults left out,
     # launch options such as maxnreg, unknown or repeated names) has a count or a name that does not match.
     runtime = max((i + 1 for i, c in enumerate(constexpr_mask) if not c), default=0)
     tails = tuple(tuple(names[i:]) for i in range(n + 1))
-    lines = ["def make_launch(gx, gy, gz, launchers, general, failed, cupy_stream, torch_stream, Unusual):",
+    lines = ["def make_launch(gx, gy, gz, launchers, general, failed, cupy_stream, torch_stream, Unusual,",
+             "                TranspilerError, user_facing):",
              "    def launch_on_grid(*args, num_warps=4, num_stages=3, stream=None, **kwargs):",
-             "        if not kwargs:",
-             f"            if len(args) != {n}:", f"                {general}",
+             "        if not kwargs:", f"            if len(args) != {n}:", *general(16),
              f"            {unpack}args" if names else "            pass"]
     if runtime < n:
         lines += [f"        elif len(args) == {runtime} and len(kwargs) == {n - runtime}:",
                   f"            {launch_key.tuple_of(args[:runtime])} = args" if runtime else "            pass",
                   "            try:"]
         lines += [f"                a{i} = kwargs[{names[i]!r}]" for i in range(runtime, n)]
-        lines += ["            except KeyError:", f"                {general}"]
-    lines += ["        else:",
-              f"            if len(args) + len(kwargs) != {n}:", f"                {general}",
+        lines += ["            except KeyError:", *general(16)]
+    lines += ["        else:", f"            if len(args) + len(kwargs) != {n}:", *general(16),
               "            try:",
               f"                {unpack}args + tuple(map(kwargs.__getitem__, {tails!r}[len(args)]))",
-              "            except KeyError:", f"                {general}",
-             "        try:", textwrap.indent("\n".join(body), " " * 8),
-             "        except Exception:", "            launcher = None",
-             "        if launcher is None:", f"            {general}",
-             "        if stream is None:",
-             "            stream = torch_stream(device) if frameworks & TORCH else cupy_stream(device)",
-             "        elif type(stream) is not int:", f"            {general}",
-             "        try:",
-             f"            launcher.launch(gx, gy, gz, {launch_key.tuple_of(values)}, stream)",
-             "        except Exception as e:",
-             "            raise failed(e)",
-             "    return launch_on_grid"]
+              "            except KeyError:", *general(16)]
+    # The binder's pass; what it cannot take raises (Unusual, or its own error) and goes to the general path.
+    body = ["device = -1", "frameworks = 0"]
+    body += [line[4:] for line in "\n".join(launch_key.parameter_pass(names, constexpr_mask, kernel_name,
+                                                                     generic_mask, refuse="raise Unusual")
+                                            ).split("\n")]
+    body += ["if frameworks & HOST:", "    raise Unusual", "if device < 0:", "    device = current_device()",
+             "environment = ENVIRONMENT[0]", "if environment is None:", "    environment = environment_token()",
+             f"launcher = launchers.get({launch_key.tuple_of(keys)})"]
+    lines += ["        try:", *("            " + line for line in body),
+              "        except Exception:", "            launcher = None",
+              "        if launcher is None:", *general(12),
+              "        if stream is None:",
+              "            stream = torch_stream(device) if frameworks & TORCH else cupy_stream(device)",
+              "        elif type(stream) is not int:", *general(12),
+              "        try:",
+              f"            launcher.launch(gx, gy, gz, {launch_key.tuple_of(values)}, stream)",
+              "        except Exception as e:",
+              f"            raise failed(e)  {BOUNDARY}",
+              "    return launch_on_grid"]
     return "\n".join(lines) + "\n"
 
 
 def make_factory(names, constexpr_mask, kernel_name, generic_mask=None):
     """The generated `make_launch` of a kernel with these parameters (its code object kept in the disk cache,
     as the binder's is). Its globals are `launch_key`'s module namespace itself, where the binder's names live
-    (and where `_learn_type` records CuPy's and torch's array types once seen)."""
-    namespace = {}
+    (and where `_learn_type` records CuPy's and torch's array types once seen). Its source is put in `linecache`
+    under a name of its own, so tracebacks through it show its lines (the boundary line among them)."""
+    from ..errors import TranspilerError
+    from ..tracebacks import user_facing
     source = launch_source(names, constexpr_mask, kernel_name, generic_mask)
-    exec(launch_key._code_of(source, kernel_name), vars(launch_key), namespace)
-    return functools.partial(namespace["make_launch"], Unusual=Unusual)
+    filename = f"<launch binder of {kernel_name}: kernel[grid] {hashlib.sha256(source.encode()).hexdigest()[:12]}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace = {}
+    exec(launch_key._code_of(source, kernel_name, filename), vars(launch_key), namespace)
+    return functools.partial(namespace["make_launch"], Unusual=Unusual, TranspilerError=TranspilerError,
+                             user_facing=user_facing)
 
 
 def fast_grid(grid):

@@ -36,7 +36,7 @@ from ..errors import InternalCompilerError, LaunchError, SourceLocation, Transpi
 from .. import options as options_mod
 from ..language.core import constexpr, current_interpreter
 from ..targets import source_target
-from . import cache, compiler, grid_launch, launch_key, tuple_args
+from . import build_events, cache, compiler, grid_launch, launch_key, toolchain, tuple_args
 from .args import FakeTensorArgument
 from .launch_key import HOST, TORCH, binder_source, make_binder
 from .launcher import (STICKY_ERRORS, DebugLauncher, Launcher, RowLoopLauncher, cupy_stream, fault_error,
@@ -102,7 +102,7 @@ class CompiledVariant:
 
     def _build_cubin(self, arch):
         self.check_arch(arch)
-        cubin = cache.load_cubin(self.disk_key, arch) if self.disk_key else None
+        cubin = cache.load_cubin(self.disk_key, arch, toolchain.cubin_fingerprint(arch)) if self.disk_key else None
         if cubin is not None:
             self._from_disk.add(arch)
             return cubin
@@ -118,7 +118,7 @@ class CompiledVariant:
         if occupancy is not None:
             self.occupancy[arch] = occupancy
         if self.disk_key:
-            cache.store_cubin(self.disk_key, arch, cubin)
+            cache.store_cubin(self.disk_key, arch, toolchain.cubin_fingerprint(arch), cubin)
         return cubin
 
     def resident_programs(self, device, num_warps):
@@ -262,16 +262,16 @@ class Kernel(KernelInterface):
             pass
         launch = self._launch
 
-        def general(args, num_warps, num_stages, stream, kwargs):
-            try:
-                return launch(grid, args, num_warps, num_stages, stream, kwargs)
-            except TranspilerError as e:    # a try costs nothing until it catches
-                raise user_facing(e)  # (transpiler's own frames are hidden: TRANSPILER_DEBUG=1 shows them)
+        def general(args, num_warps, num_stages, stream, kwargs):   # its caller makes the error user-facing
+            return launch(grid, args, num_warps, num_stages, stream, kwargs)
 
         checked = grid_launch.fast_grid(grid)
         if checked is None:             # a callable grid, or one the general path checks and words
             def launch_on_grid(*args, num_warps=4, num_stages=3, stream=None, **kwargs):
-                return general(args, num_warps, num_stages, stream, kwargs)
+                try:
+                    return launch(grid, args, num_warps, num_stages, stream, kwargs)
+                except TranspilerError as e:    # a try costs nothing until it catches
+                    raise user_facing(e)  # (transpiler's own frames are hidden: TRANSPILER_DEBUG=1 shows them)
             return launch_on_grid
         launch_on_grid = (self._grid_factory or self._make_grid_factory())(
             *checked, self._launchers, general, self._launch_failed, cupy_stream, torch_stream)
@@ -542,7 +542,12 @@ class Kernel(KernelInterface):
         arguments in order) for a device of architecture `arch` (None: any; the source differs only where the
         architecture has instructions the others lack, see `targets.source_target`)."""
         opts = self.variant_options(key, num_warps, num_stages, arch)
-        return self._variant_map.get((key, opts), lambda: self._build_variant(key, values, opts))
+        return self._variant_map.get((key, opts), lambda: self._new_variant(key, values, opts))
+
+    def _new_variant(self, key, values, opts):
+        variant = self._build_variant(key, values, opts)
+        build_events.send("variant", kernel=self, key=key, opts=opts, values=values)
+        return variant
 
     def variant_options(self, key, num_warps, num_stages=3, arch=None):
         """The frozen `CompileOptions` a variant of specialization `key` is made under: this kernel's compile
@@ -591,18 +596,24 @@ class Kernel(KernelInterface):
         from ..analysis import analyze
         from ..emit_cuda import emit_kernel
         from ..parse import build_kernel_ir
-        ir = build_kernel_ir(self.fn, self._arg_specs(key, values), opts)
         try:
-            return emit_kernel(ir, analyze(ir, opts))
-        except TranspilerError as e:
-            raise e.with_context(kernel=self.fn.__name__)
-        except Exception as e:   # a typed IR the later passes cannot handle is our bug, not the user's
-            raise InternalCompilerError(
-                f"generating CUDA for '{self.fn.__name__}' failed after the kernel type-checked "
-                f"({type(e).__name__}: {e}); this is a bug in transpiler, not in your kernel",
-                self.definition(), kernel=self.fn.__name__,
-                hint="please report it with the kernel's source; kernel.interpret[grid](...) runs it on the CPU "
-                     "meanwhile") from e
+            ir = build_kernel_ir(self.fn, self._arg_specs(key, values), opts)
+            try:
+                emitted = emit_kernel(ir, analyze(ir, opts))
+            except TranspilerError as e:
+                raise e.with_context(kernel=self.fn.__name__)
+            except Exception as e:   # a typed IR the later passes cannot handle is our bug, not the user's
+                raise InternalCompilerError(
+                    f"generating CUDA for '{self.fn.__name__}' failed after the kernel type-checked "
+                    f"({type(e).__name__}: {e}); this is a bug in transpiler, not in your kernel",
+                    self.definition(), kernel=self.fn.__name__,
+                    hint="please report it with the kernel's source; kernel.interpret[grid](...) runs it on the "
+                         "CPU meanwhile") from e
+        except BaseException as e:
+            build_events.send("generated", kernel=self, key=key, opts=opts, values=values, error=e)
+            raise
+        build_events.send("generated", kernel=self, key=key, opts=opts, values=values, source=emitted.source)
+        return emitted
 
     # -- public helpers ----------------------------------------------------------------------------------
     @_at_definition

@@ -304,15 +304,18 @@ def make_binder(names, constexpr_mask, kernel_name, generic_mask=None):
     return namespace["launch_facts"]
 
 
-def _code_of(source, kernel_name):
-    name = f"binder-{sys.implementation.cache_tag}-{hashlib.sha256(source.encode()).hexdigest()[:24]}.marshal"
+def _code_of(source, kernel_name, filename=None):
+    """The code object of a generated `source` (compiled as `filename`), from the disk cache when it is there."""
+    named = source if filename is None else filename + source      # the code object holds its file name
+    filename = filename or f"<launch binder of {kernel_name}>"
+    name = f"binder-{sys.implementation.cache_tag}-{hashlib.sha256(named.encode()).hexdigest()[:24]}.marshal"
     payload = cache.load_named(name)       # checked against its digest: marshal must never see a damaged file
     if payload is not None:
         try:
             return marshal.loads(payload)
         except (ValueError, EOFError, TypeError):
             pass
-    code = compile(source, f"<launch binder of {kernel_name}>", "exec")
+    code = compile(source, filename, "exec")
     cache.write(name, marshal.dumps(code))
     return code
 

@@ -251,21 +251,14 @@ def _raw_functions():
 
 
 def _buffer_pool(launcher):
-    """`(take, give_back)` of the launcher's buffer sets: `take()` pops a free one (a new one when every set is
-    in another thread's launch), `give_back(set)` returns it. The driver copies the parameters during the
-    launch call, so a set is free again after it; CuPy's binding and ctypes release the GIL in that call,
-    which is why two threads must never pack into one set. A list's pop and append are atomic under the GIL
-    and cost less than a lock's `with` (see the measurements above `PLANS`); the pool grows to the number of
-    threads that ever launched this launcher at once."""
+    """`(pop, push)` of the launcher's free buffer sets: a launch pops one (a new one from
+    `launcher._new_buffers()` when every set is in another thread's launch) and pushes it back after the launch
+    call. The driver copies the parameters during that call, so a set is free again after it; CuPy's binding and
+    ctypes release the GIL in it, which is why two threads must never pack into one set. A list's pop and append
+    are atomic under the GIL and cost less than a lock's `with` (see the measurements above `PLANS`); the pool
+    grows to the number of threads that ever launched this launcher at once."""
     free = [launcher._buffers]
-    pop = free.pop
-
-    def take():
-        try:
-            return pop()
-        except IndexError:
-            return launcher._new_buffers()
-    return take, free.append
+    return free.pop, free.append
 
 
 def _ex_plan(launcher):
@@ -276,14 +269,17 @@ def _ex_plan(launcher):
     launcher._lay_out(CONFIG_FORMAT, CONFIG_BYTES)
     pack, function, context, block, shared, name = launcher._pack, launcher._func, launcher.context, \
         launcher.block, launcher.shared_bytes, launcher.name
-    take, give_back = _buffer_pool(launcher)
+    pop, push = _buffer_pool(launcher)
     fill_maps = launcher._map_filler()
     current = ctypes.c_void_p()
     current_ref = ctypes.byref(current)
     record = recent_launches.append
 
     def launch(gx, gy, gz, values, stream):
-        buffers = take()
+        try:
+            buffers = pop()
+        except IndexError:      # every set is in another thread's launch
+            buffers = launcher._new_buffers()
         buffer, offset, params, slots, config = buffers
         try:
             try:
@@ -307,7 +303,7 @@ def _ex_plan(launcher):
                 finally:
                     driver.ctxSetCurrent(previous)
         finally:
-            give_back(buffers)
+            push(buffers)
         if status:
             raise CudaDriverError("cuLaunchKernelEx", status)
         record((name, gx, gy, gz))
@@ -322,11 +318,14 @@ def _slots_plan(launcher, launch_kernel, get_current):
     fill_maps = launcher._map_filler()
     pack, function, context, block, shared, name = launcher._pack, launcher._func, launcher.context, \
         launcher.block, launcher.shared_bytes, launcher.name
-    take, give_back = _buffer_pool(launcher)
+    pop, push = _buffer_pool(launcher)
     record = recent_launches.append
 
     def launch(gx, gy, gz, values, stream):
-        buffers = take()
+        try:
+            buffers = pop()
+        except IndexError:      # every set is in another thread's launch
+            buffers = launcher._new_buffers()
         buffer, offset, params, slots, _ = buffers
         try:
             try:
@@ -345,7 +344,7 @@ def _slots_plan(launcher, launch_kernel, get_current):
                 finally:
                     driver.ctxSetCurrent(current)
         finally:
-            give_back(buffers)
+            push(buffers)
         record((name, gx, gy, gz))
     return launch
 
