@@ -595,7 +595,10 @@ class Kernel(KernelInterface):
         under the frozen compile options `opts` (the IR from the source and the specialization alone)."""
         from ..analysis import analyze
         from ..emit_cuda import emit_kernel
+        from ..emit_cuda.emitter import jinja_env
         from ..parse import build_kernel_ir
+        from .template_cache import install
+        install(jinja_env())
         try:
             ir = build_kernel_ir(self.fn, self._arg_specs(key, values), opts)
             try:

@@ -258,12 +258,10 @@ def option_parts(specialization, n_params) -> dict:
     return dict(specialization[n_params:])
 
 
-def parameter_pass(names, constexpr_mask, kernel_name, generic_mask=None, refuse=None) -> list:
+def parameter_pass(names, constexpr_mask, kernel_name, generic_mask, refuse) -> list:
     """The lines of the pass over `a0, a1, ...` that set `k<i>` (key part), `v<i>` (slot value), `device` and
     `frameworks` (both initialised by the caller), one block per parameter; `refuse` is the statement run for
-    arrays on two devices (default: raise the binder's `refusal`)."""
-    refusal_args = f"{tuple(names)!r}, {tuple(constexpr_mask)!r}, {kernel_name!r}"
-    refuse = refuse or f"raise refusal(args, {refusal_args})"
+    arrays on two devices."""
     lines = []
     for i, (name, is_constexpr) in enumerate(zip(names, constexpr_mask)):
         lines.append((_CONSTEXPR if is_constexpr else _PARAM).format(i=i, name=name, kernel=kernel_name,
@@ -279,14 +277,16 @@ def tuple_of(items) -> str:
 
 def binder_source(names, constexpr_mask, kernel_name, generic_mask=None) -> str:
     args = [f"a{i}" for i in range(len(names))]
+    # The refusal's constants are a default argument, not literals at each refusal: a kernel of 60 parameters
+    # has 180 refusal sites, and compiling 180 copies of two 60-element tuples took 70 ms of a cold launch.
     refusal_args = f"{tuple(names)!r}, {tuple(constexpr_mask)!r}, {kernel_name!r}"
-    lines = ["def launch_facts(args, num_warps, num_stages, for_launch=True):",
+    lines = [f"def launch_facts(args, num_warps, num_stages, for_launch=True, _refusal=({refusal_args})):",
              f"    {tuple_of(args)} = args" if names else "    assert not args",
              "    device = -1", "    frameworks = 0"]
-    lines += parameter_pass(names, constexpr_mask, kernel_name, generic_mask)
+    lines += parameter_pass(names, constexpr_mask, kernel_name, generic_mask, refuse="raise refusal(args, *_refusal)")
     keys = [f"k{i}" for i in range(len(names))] + ["num_warps", "num_stages", "environment", "device"]
     values = [f"v{i}" for i, c in enumerate(constexpr_mask) if not c]
-    lines += ["    if frameworks & HOST and for_launch:", f"        raise refusal(args, {refusal_args})",
+    lines += ["    if frameworks & HOST and for_launch:", "        raise refusal(args, *_refusal)",
               "    if device < 0 and for_launch:", "        device = current_device()",
               "    environment = ENVIRONMENT[0]", "    if environment is None:",
               "        environment = environment_token()",
