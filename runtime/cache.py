@@ -182,6 +182,16 @@ def load_cubin(key: str, arch: str, toolchain: str):
     return read(cache_dir() / f"{key}.{arch}.{toolchain}.cubin")
 
 
+def load_any_cubin(key: str, arch: str):
+    """A sound cubin of variant `key` for `arch` made by any toolchain (for a process without NVRTC, which can
+    run a cached cubin but make none), or None."""
+    for path in sorted(cache_dir().glob(f"{key}.{arch}.*.cubin")):
+        cubin = read(path)
+        if cubin is not None:
+            return cubin
+    return None
+
+
 def store_cubin(key: str, arch: str, toolchain: str, cubin: bytes):
     write(f"{key}.{arch}.{toolchain}.cubin", cubin)
 

@@ -103,6 +103,10 @@ class CompiledVariant:
     def _build_cubin(self, arch):
         self.check_arch(arch)
         cubin = cache.load_cubin(self.disk_key, arch, toolchain.cubin_fingerprint(arch)) if self.disk_key else None
+        if cubin is None and self.disk_key and toolchain.nvrtc_version() == "none":
+            # No NVRTC here (a machine with only a driver): a cubin another NVRTC made is the only one this process
+            # can run; the driver refuses one it cannot load, and `_load` then says why.
+            cubin = cache.load_any_cubin(self.disk_key, arch)
         if cubin is not None:
             self._from_disk.add(arch)
             return cubin

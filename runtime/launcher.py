@@ -235,6 +235,9 @@ class Launcher:
 #   driver  the `driver` object's methods: tests' fakes, and drivers before CUDA 11.8.
 # We keep these rather than cuda.bindings (a well-kept binding, but not a dependency of ours, and its Python
 # layer converts the parameter array on each call) for the measured launch time.
+# Each plan packs into a buffer set popped from a per-launcher pool (`_buffer_pool`) rather than one buffer
+# under a lock: a launcher's launch measured 0.54 us against 0.69 with `with lock:` (bench/launch_cpu.py, the
+# driver faked at C level, this project's CPU machine).
 
 CONFIG_FORMAT = "<7I4xQ16x"   # CUlaunchConfig: grid x, y, z, block x, y, z, dynamic shared bytes, (padding),
 CONFIG_BYTES = 56             # stream, attrs = NULL, numAttrs = 0 (and padding): no launch attributes

@@ -19,6 +19,7 @@ import importlib.util
 import json
 import os
 import sys
+import warnings
 
 from . import cache
 
@@ -62,15 +63,25 @@ def _loaded_library():
 
 
 def _asked_version() -> str:
-    """NVRTC's own answer (loads the library), remembered in the cache folder for later processes."""
+    """NVRTC's own answer (loads the library)."""
     from cupy.cuda import nvrtc
-    version = "%d.%d" % tuple(nvrtc.getVersion())
+    return "%d.%d" % tuple(nvrtc.getVersion())
+
+
+def _remember(version: str):
+    """Keep `version` for later processes of this environment, next to the stat of the library this process
+    loaded; best effort: a cache that cannot be written (it warns for its own entries) changes nothing here."""
     library = _loaded_library()
-    if library is not None:
-        path, size, mtime = library
-        cache.write(_stamp_name(), json.dumps({"path": path, "size": size, "mtime_ns": mtime,
-                                               "version": version}).encode())
-    return version
+    if library is None:
+        return
+    path, size, mtime = library
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cache.write(_stamp_name(), json.dumps({"path": path, "size": size, "mtime_ns": mtime,
+                                                   "version": version}).encode())
+    except Exception:       # never let the stamp change the answer
+        pass
 
 
 def _remembered_version():
@@ -94,9 +105,11 @@ def nvrtc_version() -> str:
         if remembered is not None:
             return remembered
     try:
-        return _asked_version()
+        version = _asked_version()
     except Exception:       # no NVRTC here: nothing is compiled, and no cubin made elsewhere matches
         return "none"
+    _remember(version)
+    return version
 
 
 @functools.lru_cache(maxsize=None)

@@ -3,6 +3,7 @@ in the launch key, the toolchain in the cubin's cache key and the build events, 
 its edges (the `gpu` fixture of test_runtime_launch.py, under each launch plan)."""
 import os
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -186,6 +187,30 @@ def test_another_variable_changing_costs_no_launcher_and_the_token_follows_the_v
     assert options.environment_token() == token
 
 
+def test_the_token_is_never_left_stale_by_writes_racing_with_reads(monkeypatch):
+    """Threads computing the token while another writes the environment: once the writes stop, the token kept
+    names the values in force (a token computed from values read before a write is not kept)."""
+    monkeypatch.setenv("TRANSPILER_TMA", "1")
+    done = threading.Event()
+
+    def reader():
+        while not done.is_set():
+            options.environment_token()
+    readers = [threading.Thread(target=reader) for _ in range(3)]
+    for r in readers:
+        r.start()
+    try:
+        for i in range(5000):
+            os.environ["TRANSPILER_TMA"] = str(i % 2)
+    finally:
+        done.set()
+        for r in readers:
+            r.join(10)
+    values = tuple(map(os.environ.get, options.CODE_VARIABLES))
+    assert options.environment_token() == options._tokens[values]
+    assert options.ENVIRONMENT[0] in (None, options._tokens[values])
+
+
 def test_every_code_changing_variable_is_in_the_token():
     from test_environment_keys import CHANGES_THE_CODE
     assert set(options.CODE_VARIABLES) == set(CHANGES_THE_CODE)
@@ -208,6 +233,18 @@ def test_a_cubin_made_by_another_nvrtc_is_not_served(gpu, monkeypatch):
     toolchain.cubin_fingerprint.cache_clear()
 
 
+def test_a_process_without_nvrtc_runs_a_cubin_any_nvrtc_made(gpu, monkeypatch):
+    args = (FakeCupy(4096), FakeCupy(8192), 100, 2.5)
+    monkeypatch.setattr(toolchain, "nvrtc_version", lambda: "12.4")
+    toolchain.cubin_fingerprint.cache_clear()
+    transpiler.jit(_scale)[(1,)](*args, BLOCK=128)
+    monkeypatch.setattr(toolchain, "nvrtc_version", lambda: "none")    # a machine with only a driver
+    toolchain.cubin_fingerprint.cache_clear()
+    transpiler.jit(_scale)[(1,)](*args, BLOCK=128)
+    assert len(gpu.compiles) == 1 and len(gpu.driver.launches) == 2
+    toolchain.cubin_fingerprint.cache_clear()
+
+
 def test_nvrtcs_version_is_remembered_per_environment_with_its_librarys_stat(tmp_path, monkeypatch):
     pytest.importorskip("cupy")
     if not compiler.nvrtc_available():
@@ -218,9 +255,28 @@ def test_nvrtcs_version_is_remembered_per_environment_with_its_librarys_stat(tmp
     assert int(major) >= 11 and int(minor) >= 0
     if toolchain._loaded_library() is None:
         pytest.skip("no /proc/self/maps entry for libnvrtc here")
+    toolchain._remember(version)
     assert toolchain._remembered_version() == version
     monkeypatch.setenv("CUDA_PATH", "/elsewhere")                  # another environment: not known yet
     assert toolchain._remembered_version() is None
+
+
+def test_a_stamp_that_cannot_be_written_changes_no_answer(tmp_path, monkeypatch):
+    pytest.importorskip("cupy")
+    if not compiler.nvrtc_available():
+        pytest.skip("no NVRTC here")
+    monkeypatch.setenv("TRANSPILER_CACHE_DIR", str(tmp_path / "cache"))
+
+    def failing(*args):
+        raise OSError("read-only")
+    monkeypatch.setattr(cache, "write", failing)
+    toolchain.nvrtc_version.cache_clear()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert toolchain.nvrtc_version() == toolchain._asked_version()
+    finally:
+        toolchain.nvrtc_version.cache_clear()
 
 
 # ---- build events ----------------------------------------------------------------------------------------------

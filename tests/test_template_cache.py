@@ -1,7 +1,6 @@
 """The emitter's compiled Jinja templates in the disk cache (runtime/template_cache.py): a new environment loads
 them without compiling, a damaged entry is compiled again and rewritten, never loaded."""
 import jinja2
-import pytest
 
 from transpiler.emit_cuda.emitter import templates_dir
 from transpiler.runtime import cache

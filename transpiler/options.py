@@ -71,6 +71,7 @@ DEFAULT = CompileOptions()
 CODE_VARIABLES = ("TRANSPILER_DEBUG", "TRANSPILER_LINE_DIRECTIVES", "TRANSPILER_WGMMA", *targets.SWITCHES)
 
 ENVIRONMENT = [None]     # [the current token], None after os.environ changed; the launch binders read it
+_changes = [0]           # os.environ's writes and deletes so far (a token read across one is not kept)
 _tokens = {}             # the variables' values -> their token
 _tokens_lock = threading.Lock()
 
@@ -79,11 +80,14 @@ def environment_token() -> int:
     """The token of the code-changing variables' values now (see the module's docstring)."""
     token = ENVIRONMENT[0]
     if token is None:
+        seen = _changes[0]
         values = tuple(map(os.environ.get, CODE_VARIABLES))
         with _tokens_lock:
             token = _tokens.setdefault(values, len(_tokens))
-        if _watching:
-            ENVIRONMENT[0] = token
+            # Kept for later launches only if no write happened since the values were read (another thread's
+            # write would otherwise leave the old values' token in place); writes count under this lock.
+            if _watching and _changes[0] == seen:
+                ENVIRONMENT[0] = token
     return token
 
 
@@ -93,10 +97,16 @@ class _Watched(dict):
 
     def __setitem__(self, key, value):
         super().__setitem__(key, value)
-        ENVIRONMENT[0] = None
+        _forget()
 
     def __delitem__(self, key):
         super().__delitem__(key)
+        _forget()
+
+
+def _forget():
+    with _tokens_lock:
+        _changes[0] += 1
         ENVIRONMENT[0] = None
 
 
