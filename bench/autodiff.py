@@ -135,11 +135,11 @@ def bench_layernorm(rows, cols):
     _close("layernorm dx hand-written", hdx, xr.grad, 1e-2)
     t_ours, t_hand = _time(ours), _time(triton_hand)
     # Where the derived backward's time goes: its main kernel alone, and the partial sums of dw and db.
-    d, values, options, plans = layernorm_fwd.backward._prepare(
+    d, values, options, plans, size = layernorm_fwd.backward._prepare(
         (x, w, b, y, cols, cols, 1e-5), dict(BLOCK=block, num_warps=warps, accumulate=False,
                                              grads={"X": dx, "W": gw, "B": gb, "Y": dy}), launching=True,
         grid=(rows,))
-    t_main = _time(lambda: d.kernel[(rows,)](*values, **options))
+    t_main = _time(lambda: d.kernel[size](*values, **options))
     t_sums = _time(lambda: [plan.reduce() for plan in plans])
     print(f"layernorm backward {rows}x{cols} fp16: derived {t_ours * 1e3:8.1f} us (main kernel {t_main * 1e3:.1f} "
           f"us, partial sums {t_sums * 1e3:.1f} us) | hand-written Triton {t_hand * 1e3:8.1f} us "

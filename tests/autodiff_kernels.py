@@ -199,6 +199,23 @@ def loop_sum_kernel(X, W, OUT, n_cols, stride, BLOCK: tl.constexpr):
 
 
 @transpiler.jit
+def loop_blocks_kernel(X, Y, OUT, n, ITERS: tl.constexpr, BLOCK: tl.constexpr, OVERLAP: tl.constexpr):
+    """A runtime loop over ITERS blocks per program: the iterations' blocks are disjoint (plain gradient writes
+    inside the loop), or with OVERLAP consecutive iterations share half a block (atomic adds)."""
+    pid = tl.program_id(0)
+    acc = tl.zeros((BLOCK,), tl.float64)
+    for i in range(0, ITERS):
+        if OVERLAP:
+            offs = pid * ITERS * BLOCK + i * (BLOCK // 2) + tl.arange(0, BLOCK)
+        else:
+            offs = (pid * ITERS + i) * BLOCK + tl.arange(0, BLOCK)
+        x = tl.load(X + offs, mask=offs < n, other=0.0)
+        y = tl.load(Y + offs, mask=offs < n, other=0.0)
+        acc += tl.sin(x) * y
+    tl.store(OUT + pid * BLOCK + tl.arange(0, BLOCK), acc)
+
+
+@transpiler.jit
 def recurrence_kernel(X, W, OUT, steps, n, BLOCK: tl.constexpr):
     """Non-linear carried state and a runtime if in the loop (reverse with per-iteration replay)."""
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -320,6 +337,10 @@ def cases(rng):
     out.append(("loop_sum", dict(kernel=loop_sum_kernel, args=[rng.normal(size=(3, 37)), rng.normal(size=37),
                                                                np.zeros(3), 37, 37],
                                  grid=(3,), constexprs=dict(BLOCK=16), outputs=["OUT"], inputs=["X", "W"])))
+    for overlap in (False, True):
+        out.append((f"loop_blocks{'_overlapping' if overlap else ''}", dict(
+            kernel=loop_blocks_kernel, args=[rng.normal(size=181), rng.normal(size=181), np.zeros(64), 181],
+            grid=(4,), constexprs=dict(ITERS=3, BLOCK=16, OVERLAP=overlap), outputs=["OUT"], inputs=["X", "Y"])))
     out.append(("loop_recurrence", dict(kernel=recurrence_kernel, args=[rng.normal(size=20), rng.normal(size=20),
                                                                         np.zeros(20), 5, 20],
                                         grid=(2,), constexprs=dict(BLOCK=16), outputs=["OUT"], inputs=["X", "W"])))

@@ -65,26 +65,54 @@ def test_replicated_and_strided_reads_get_partials_and_runtime_tests_with_the_re
         *_case("layernorm_affine")["args"], grads=_grads(_case("layernorm_affine")),
         **_case("layernorm_affine")["constexprs"])
     assert "if partial_W_rows >= programs_" in source and "tl.atomic_add(partial_W_row_" in source
-    assert "gradient of W -> grad_W: atomic add: its addresses are not affine" in _decisions(_case("loop_sum"))
+    assert ("gradient of W -> grad_W: partial sums: every program reads the same elements (a block replicated across "
+            "programs): per-program partial sums: each program adds atomically into row program % 64"
+            ) in _decisions(_case("loop_sum"))
     assert ("gradient of X -> grad_X: plain or atomic by a runtime test: a row per program at a runtime stride "
             "(offsets lane[0] + program_id(0)*stride): plain when stride >= n_cols holds") in text
     text = _decisions(_case("broadcast_2d"))
     assert "gradient of S -> grad_S: atomic add" in text       # S[rows] and S[0]: two index patterns
 
 
-def test_plain_and_atomic_writes_give_the_same_gradients(monkeypatch):
-    case = _case("boxes_giou")
+def test_loads_indexed_by_a_loop_get_plain_writes_when_iterations_are_disjoint():
+    """The induction variable is lo + step * k: disjoint iterations (blocks i * BLOCK of a program's ITERS)
+    are one more digit of the mixed-radix proof; iterations sharing half a block are not; a row loop at a
+    runtime stride (`row * stride + start + arange`, masked `start + arange < n_cols`) is plain under the
+    runtime test."""
+    text = _decisions(_case("loop_blocks"))
+    assert ("gradient of X -> grad_X: plain read-add-write: each element is read by exactly one lane of one "
+            "program in one iteration of its loop (offsets 16*iteration(i) + lane[0] + 48*program_id(0))") in text
+    text = _decisions(_case("loop_blocks_overlapping"))
+    assert "gradient of X -> grad_X: atomic add: two lanes of a program, or two iterations of its loop" in text
+    text = _decisions(_case("loop_sum"))
+    assert ("gradient of X -> grad_X: plain or atomic by a runtime test: a row per program at a runtime stride "
+            "(offsets 16*iteration(start) + lane[0] + program_id(0)*stride): plain when stride >= n_cols") in text
+
+
+def test_a_runtime_trip_count_under_a_program_id_is_not_proved_injective():
+    from transpiler.autodiff.gradient_writes import Affine, _injective
+    k = ("iter", (0, "i"))
+    form = Affine.of({("pid", 0): 64, k: 16, ("lane", 0): 1})
+    assert _injective(form, (16,), {k: 4}) is None
+    assert _injective(form, (16,), {k: 5}) == "the blocks of neighbouring programs overlap"
+    assert "trip count is a runtime value" in _injective(form, (16,), {k: None})
+
+
+@pytest.mark.parametrize("name", ["boxes_giou", "loop_blocks"])
+def test_plain_and_atomic_writes_give_the_same_gradients(name, monkeypatch):
+    case = _case(name)
     results = []
     for forced in (False, True):
         if forced:
             monkeypatch.setenv("TRANSPILER_AUTODIFF_WRITES", "atomic")
         grads = {n: np.full_like(a, 0.25) for n, a in _grads(case).items()}
-        grads["LOSS"] = np.random.default_rng(0).normal(size=grads["LOSS"].shape)
+        (out,) = case["outputs"]
+        grads[out] = np.random.default_rng(0).normal(size=grads[out].shape)
         case["kernel"].backward.interpret[case["grid"]](*case["args"], grads=grads, **case["constexprs"])
         results.append(grads)
     assert "tl.atomic_add(" in case["kernel"].backward.python_source(*case["args"], grads=_grads(case),
                                                                       **case["constexprs"])
-    for n in ("PRED", "TARGET"):
+    for n in case["inputs"]:
         np.testing.assert_allclose(results[0][n], results[1][n], rtol=1e-13)
         assert np.abs(results[0][n] - 0.25).max() > 1e-3
 
@@ -248,16 +276,51 @@ def test_partial_rows_shared_by_programs_take_atomic_adds(monkeypatch):
         np.testing.assert_allclose(shared[n][0], own[n][0], rtol=1e-12, atol=1e-14)
 
 
-@pytest.mark.parametrize("programs", [5, 16, 17, 300, 4099])
-def test_partial_rows_are_summed_in_passes_exactly(programs):
-    """The partial-row buffer is folded CHUNK_ROWS rows per program per pass (4096 rows in one program's loop
-    were serial: 3.2 ms on the H200), then added into the gradient: the same sum for every row count."""
+@pytest.mark.parametrize("programs,accumulate", [(1, True), (5, False), (64, True), (65, True), (300, False),
+                                                 (4097, False)])
+def test_partial_rows_are_summed_in_passes_exactly(programs, accumulate):
+    """The partial-row buffer is summed by tiles of PASS_ROWS rows per program per pass (4096 rows in one
+    program's loop were serial: 3.2 ms on the H200), then added into (or stored as) the gradient: the same sum
+    for every row count, columns past a block's 128 included."""
     from transpiler.autodiff import partials
     rng = np.random.default_rng(programs)
-    grad = rng.standard_normal(37)
-    plan = partials.Plan(grad, 0, programs, 40)
+    grad = rng.standard_normal(37 if programs > 300 else 300)
+    plan = partials.Plan(grad, 0, programs, 40 if programs > 300 else 301, accumulate)
     assert plan.rows == programs
     plan.buffer[...] = rng.standard_normal(plan.buffer.shape)
-    expected = grad + plan.buffer[:, :37].sum(axis=0)
+    expected = (grad if accumulate else 0) + plan.buffer[:, :grad.size].sum(axis=0)
     plan.reduce(interpret=True)
     np.testing.assert_allclose(grad, expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("wave", [1, 2, 3, 7])
+def test_folded_backward_runs_several_forward_programs_per_program(wave, monkeypatch):
+    """A weight vector every program reads: the backward folds the forward's programs into `wave` programs
+    (the interpreter's stand-in for one wave of resident programs), each summing W's and B's gradients in
+    registers over its rows; every fold gives the finite differences' gradients and the same as one program
+    per row (wave 7: the grid's own size)."""
+    from transpiler.autodiff import kernel as backward_kernel
+    rng = np.random.default_rng(11)
+    from autodiff_kernels import layernorm_kernel
+    rows, cols = 7, 29
+    args = [rng.normal(size=(rows, cols)), rng.normal(size=cols), rng.normal(size=cols), np.zeros((rows, cols)),
+            cols, cols, 1e-5]
+    monkeypatch.setattr(backward_kernel, "INTERPRETER_WAVE", wave)
+    report = gradient_check(layernorm_kernel, (rows,), args, ["Y"], ["X", "W", "B"], BLOCK=32)
+    for n, (analytic, numeric, error) in report.items():
+        assert error < 1e-6, (n, error)
+    grads = {"X": np.zeros((rows, cols)), "W": np.zeros(cols), "B": np.zeros(cols), "Y": np.ones((rows, cols))}
+    source = layernorm_kernel.backward.python_source(*args, grads=grads, BLOCK=32)
+    assert "for forward_program_" in source and "in range(tl.program_id(0), forward_programs, tl.num_programs(0))" \
+        in source
+    assert "folded: each program runs forward programs p, p + P" in _decisions(_case("layernorm_affine"))
+    monkeypatch.setattr(backward_kernel, "INTERPRETER_WAVE", rows)
+    unfolded = gradient_check(layernorm_kernel, (rows,), args, ["Y"], ["X", "W", "B"], BLOCK=32)
+    for n in report:
+        np.testing.assert_allclose(report[n][0], unfolded[n][0], rtol=1e-12, atol=1e-14)
+
+
+def test_loads_inside_regions_or_partial_rows_are_not_folded():
+    """The fold needs whole-row reads at the kernel's top level: a weight read inside a loop is not folded."""
+    text = _decisions(_case("loop_sum"))
+    assert "folded" not in text

@@ -26,17 +26,48 @@ _OPTIONS = ("num_warps", "num_stages", "stream", "maxnreg")
 _ZERO = {"torch": lambda a: a.zero_(), "cupy": lambda a: a.fill(0), "numpy": lambda a: a.fill(0)}
 
 
+INTERPRETER_WAVE = 2     # programs a folded backward runs on the interpreter (so tests see programs run rows)
+UNKNOWN_WAVE = 132 * 8   # a folded backward's programs where the cubin's occupancy is unknown
+
+
 class Derived:
     """One derived backward: its Python source, compiled kernel, and the autodiff decisions."""
 
-    def __init__(self, source, kernel, decisions, grad_names, partial_inputs, zeroed_inputs=(), full_rows=()):
+    def __init__(self, source, kernel, decisions, grad_names, partial_inputs, zeroed_inputs=(), full_rows=(),
+                 folded=False):
         self.source = source
         self.kernel = kernel
         self.decisions = decisions
         self.grad_names = grad_names
         self.partial_inputs = partial_inputs    # inputs whose gradient goes through partials.py's buffer
-        self.zeroed_inputs = list(zeroed_inputs)    # accumulate=False: arrays zeroed before the launch
+        self.zeroed_inputs = dict(zeroed_inputs)    # accumulate=False: array -> None (zeroed before the launch)
+        #                                             or a runtime test under which its writes are plain (zeroed
+        #                                             only when the test fails for the launch's arguments)
         self.full_rows = list(full_rows)            # per partial input: its full row length, or 0
+        self.folded = folded                        # one program runs several forward programs (reverse.Fold)
+        self.waves = {}                             # (device, num_warps, num_stages) -> resident programs
+
+
+def _device_of(a):
+    module = type(a).__module__.split(".")[0]
+    if module == "torch":
+        return a.device.index if a.device.index is not None else 0
+    if module == "cupy":
+        return a.device.id
+    from ..runtime.launch_key import current_device
+    return current_device()
+
+
+def _needs_zeroing(condition, values, names):
+    """Whether an array whose writes are plain under `condition` (None: never) must be zeroed for a launch
+    with these argument values: the test is evaluated on the host when its scalars are plain numbers."""
+    if condition is None:
+        return True
+    scalars = {n: v for n, v in zip(names, values) if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    try:
+        return not eval(condition, {"__builtins__": {}}, scalars)     # the decision's own text: names and >=
+    except NameError:
+        return True
 
 
 def _module_namespace():
@@ -91,35 +122,64 @@ class BackwardKernel:
             kernel = compile_source(source, self.__name__)
             found = Derived(source, kernel, derivation.w.decisions,
                             [derivation.grad_param[n] for n in grad_names], list(derivation.partial_params),
-                            [] if accumulate else [n for n, dec in derivation.decisions.items() if not dec.plain],
-                            [derivation.decisions[n].full_row for n in derivation.partial_params])
+                            {} if accumulate else {n: dec.condition for n, dec in derivation.decisions.items()
+                                                   if not dec.plain and not dec.partials},
+                            [derivation.decisions[n].full_row for n in derivation.partial_params],
+                            folded=derivation.fold is not None)
             self._derived[key] = found
         return found
 
-    def _prepare(self, args, kwargs, launching=False, grid=None):
-        """(derived kernel, its arguments, launch options, [partials.Plan]); `grid` (None: not launching)
-        sizes the partial buffers."""
+    def _prepare(self, args, kwargs, launching=False, grid=None, interpret=False):
+        """(derived kernel, its arguments, launch options, [partials.Plan], the grid it launches on); `grid`
+        (None: not launching) sizes the partial buffers and, folded, the programs."""
         values, grads, options, accumulate = self._split(args, kwargs)
         names = list(grads)
-        d = self.derived(values, names, options.get("num_warps", 4), options.get("num_stages", 3), accumulate)
-        for n in d.zeroed_inputs if launching else ():
-            _ZERO[type(grads[n]).__module__.split(".")[0]](grads[n])
-        programs = partials.GROUPS
-        if grid is not None and d.partial_inputs:
-            size = self.forward._grid(grid, values, options.get("num_warps", 4), options.get("num_stages", 3))
-            programs = max(size[0] * size[1] * size[2], 1)
+        warps, stages = options.get("num_warps", 4), options.get("num_stages", 3)
+        d = self.derived(values, names, warps, stages, accumulate)
+        for n, condition in d.zeroed_inputs.items() if launching else ():
+            if _needs_zeroing(condition, values, self.forward.arg_names):
+                _ZERO[type(grads[n]).__module__.split(".")[0]](grads[n])
+        size = launch = (partials.GROUPS, 1, 1)     # not launching: the sizes a typical launch has
+        if grid is not None:
+            size = launch = self.forward._grid(grid, values, warps, stages)
+            if d.folded:
+                wave = INTERPRETER_WAVE if interpret else self._wave(d, values, names, grads, size, options,
+                                                                     accumulate)
+                launch = (min(size[0], wave),) + tuple(size[1:])
+        programs = max(launch[0] * launch[1] * launch[2], 1)
         hidden, plans = [], []
         for slot, (n, full) in enumerate(zip(d.partial_inputs, d.full_rows)):
-            plan = partials.Plan(grads[n], slot, programs, full)
+            plan = partials.Plan(grads[n], slot, programs, full, accumulate)
             hidden += plan.arguments()
             plans.append(plan)
-        return d, tuple(values) + tuple(grads[n] for n in names) + tuple(hidden), options, plans
+        hidden += [size[0]] if d.folded else []
+        return d, tuple(values) + tuple(grads[n] for n in names) + tuple(hidden), options, plans, launch
+
+    def _wave(self, d, values, names, grads, size, options, accumulate):
+        """Programs of the folded backward one wave of the device holds (the cubin's registers and shared
+        memory), a multiple of 16 (so the partial buffer's row count keeps its specialization); cached."""
+        device = _device_of(grads[names[0]])
+        key = (device, options.get("num_warps", 4), options.get("num_stages", 3))
+        found = d.waves.get(key)
+        if found is None:
+            from ..runtime import compiler
+            probe = (min(size[0] // 16 * 16, UNKNOWN_WAVE) or size[0],) + tuple(size[1:])
+            programs = max(probe[0] * probe[1] * probe[2], 1)
+            hidden = []
+            for slot, (n, full) in enumerate(zip(d.partial_inputs, d.full_rows)):
+                hidden += partials.Plan(grads[n], slot, programs, full, accumulate).arguments()
+            probe_values = tuple(values) + tuple(grads[n] for n in names) + tuple(hidden) + (size[0],)
+            variant = d.kernel.compiled_variant(*probe_values, num_warps=key[1], num_stages=key[2],
+                                                arch=compiler.device_arch(device), maxnreg=options.get("maxnreg"))
+            resident = variant.resident_programs(device, key[1]) or UNKNOWN_WAVE
+            found = d.waves[key] = max(16, resident // 16 * 16)
+        return found
 
     # -- the kernel object's entry points --------------------------------------------------------------
     def __getitem__(self, grid):
         def launch(*args, **kwargs):
-            d, values, options, plans = self._prepare(args, kwargs, launching=True, grid=grid)
-            d.kernel[grid](*values, **options)
+            d, values, options, plans, size = self._prepare(args, kwargs, launching=True, grid=grid)
+            d.kernel[size](*values, **options)
             for plan in plans:
                 plan.reduce()
         return launch
@@ -131,16 +191,17 @@ class BackwardKernel:
         class _Interpret:
             def __getitem__(self, grid):
                 def run(*args, **kwargs):
-                    d, values, options, plans = outer._prepare(args, kwargs, launching=True, grid=grid)
+                    d, values, options, plans, size = outer._prepare(args, kwargs, launching=True, grid=grid,
+                                                                     interpret=True)
                     options.pop("stream", None)
-                    d.kernel.interpret[grid](*values, **options)
+                    d.kernel.interpret[size](*values, **options)
                     for plan in plans:
                         plan.reduce(interpret=True)
                 return run
         return _Interpret()
 
     def cuda_source(self, *args, arch=None, **kwargs):
-        d, values, options, _ = self._prepare(args, kwargs)
+        d, values, options, _, _ = self._prepare(args, kwargs)
         return d.kernel.cuda_source(*values, arch=arch, **options)
 
     def python_source(self, *args, **kwargs) -> str:
@@ -148,11 +209,11 @@ class BackwardKernel:
         return self._prepare(args, kwargs)[0].source
 
     def ir(self, *args, **kwargs):
-        d, values, options, _ = self._prepare(args, kwargs)
+        d, values, options, _, _ = self._prepare(args, kwargs)
         return d.kernel.ir(*values, **options)
 
     def explain(self, *args, arch=None, **kwargs) -> str:
-        d, values, options, _ = self._prepare(args, kwargs)
+        d, values, options, _, _ = self._prepare(args, kwargs)
         head = [f"autodiff: {self.__name__} (derived from {self.forward.__name__})"]
         head += [f"  {line}" for line in d.decisions]
         return "\n".join(head) + "\n\n" + d.kernel.explain(*values, arch=arch, **options)

@@ -1,17 +1,26 @@
-"""Partial sums for gradients of blocks every program reads (a weight vector), and the second kernel.
+"""Partial sums for gradients of blocks every program reads (a weight vector), and the kernels summing them.
 
 Every program adding into the same N elements would serialise at the L2. Instead program p (its linear id over
 the grid) writes its contribution into row p of a buffer [rows, row_stride] (float32; float64 for float64
-gradients), and `sum_partials` adds the rows into the gradient array afterwards:
+gradients), and `Plan.reduce` adds the rows into the gradient array afterwards:
 - *full rows* (the read is one lane per element of [0, BLOCK): `W + arange(0, BLOCK)`, masked): row_stride is
   BLOCK and, when the buffer has a row per program, each program stores its whole row with plain (vector)
   stores, its masked-off lanes as zeros, so the buffer needs no zeroing. The buffer has a row per program
   while that is at most CAP_BYTES; past it, `rows` = GROUPS and programs add atomically into row p % GROUPS
-  (the kernel tests `rows >= programs` at run time).
+  (the kernel tests `rows >= programs` at run time). When the backward is folded (reverse.py: one program
+  runs several of the forward's programs and keeps their partial sums in registers), the programs are one
+  wave of resident programs, not the forward's grid: a few thousand rows, not one per forward program.
 - otherwise row_stride is the gradient's size and programs add atomically into row p % GROUPS.
-The atomic forms need a zeroed buffer: the kernel object zeroes it before the launch. Buffers are allocated
-once per library, device, current stream, shape and slot (an input's place among a launch's partial
-gradients) and kept.
+The atomic forms need a zeroed buffer: the plan zeroes it before the launch. Buffers are allocated once per
+library, device, current stream, shape and slot (an input's place among a launch's partial gradients) and
+kept.
+
+The rows are summed by tiles, never by a loop over rows: a loop of dependent loads is bound by memory latency
+(one program per column block looping over 4096 rows took 3.2 ms on the H200, about 0.8 us a row). A pass
+program loads a [PASS_ROWS, COLUMNS] tile at once and writes its column sums into the first row of its chunk,
+in place; passes run until at most FINAL_ROWS rows are left, and the last kernel loads those in one tile and
+adds them into (or, with accumulate=False, stores them as) the gradient. A few thousand rows take one pass and
+the last kernel: two launches per gradient.
 """
 from __future__ import annotations
 
@@ -22,34 +31,37 @@ import transpiler.language as tl
 
 GROUPS = 64
 CAP_BYTES = 256 << 20
-BLOCK = 1024
-
-
-CHUNK_ROWS = 16   # rows one program of a summing pass adds: few enough that the passes run wide
-
-
-@transpiler.jit
-def sum_partial_chunks(PARTIAL, numel, rows, row_stride, rows_per_chunk, BLOCK: tl.constexpr):
-    """One summing pass: the first row of each chunk of `rows_per_chunk` rows of PARTIAL[:, :numel] becomes
-    the chunk's sum (program (i, c): columns block i of chunk c, which no other program reads or writes)."""
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    live = offs < numel
-    first = tl.program_id(1) * rows_per_chunk
-    total = tl.zeros((BLOCK,), PARTIAL.dtype.element_ty)
-    for r in range(first, tl.minimum(first + rows_per_chunk, rows)):
-        total += tl.load(PARTIAL + r * row_stride + offs, mask=live, other=0.0)
-    tl.store(PARTIAL + first * row_stride + offs, total, mask=live)
+COLUMNS = 128        # columns per summing program
+PASS_ROWS = 64       # rows one pass program sums (a 64 x 128 fp32 tile: 32 values a thread on 8 warps)
+FINAL_ROWS = 64      # rows the last kernel sums in one tile
 
 
 @transpiler.jit
-def sum_partials(PARTIAL, GRAD, numel, rows, row_stride, BLOCK: tl.constexpr):
-    """GRAD[:numel] += the sum of the `rows` rows of PARTIAL."""
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    live = offs < numel
-    total = tl.zeros((BLOCK,), PARTIAL.dtype.element_ty)
-    for r in range(0, rows):
-        total += tl.load(PARTIAL + r * row_stride + offs, mask=live, other=0.0)
-    tl.store(GRAD + offs, tl.load(GRAD + offs, mask=live, other=0.0) + total, mask=live)
+def sum_row_tiles(PARTIAL, numel, rows, row_stride, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    """One summing pass: program (i, c) adds rows [c * ROWS, (c + 1) * ROWS) of columns block i of
+    PARTIAL[:rows, :numel] and writes the sums into the chunk's first row (which no other program reads)."""
+    cols = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    first = tl.program_id(1) * ROWS
+    chunk = first + tl.arange(0, ROWS)
+    live = cols < numel
+    tile = tl.load(PARTIAL + chunk[:, None] * row_stride + cols[None, :],
+                   mask=(chunk < rows)[:, None] & live[None, :], other=0.0)
+    tl.store(PARTIAL + first * row_stride + cols, tl.sum(tile, axis=0), mask=live)
+
+
+@transpiler.jit
+def sum_rows_into(PARTIAL, GRAD, numel, rows, row_stride, ROWS: tl.constexpr, BLOCK: tl.constexpr,
+                  ACCUMULATE: tl.constexpr):
+    """GRAD[:numel] (+)= the sum of the `rows` (<= ROWS) rows of PARTIAL, one tile per column block."""
+    cols = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    chunk = tl.arange(0, ROWS)
+    live = cols < numel
+    tile = tl.load(PARTIAL + chunk[:, None] * row_stride + cols[None, :],
+                   mask=(chunk < rows)[:, None] & live[None, :], other=0.0)
+    total = tl.sum(tile, axis=0)
+    if ACCUMULATE:
+        total += tl.load(GRAD + cols, mask=live, other=0.0)
+    tl.store(GRAD + cols, total, mask=live)
 
 
 def numel(a) -> int:
@@ -92,11 +104,16 @@ def _stream(module):
 _buffers = {}
 
 
+def _next_power_of_two(n):
+    return 1 << max(n - 1, 0).bit_length()
+
+
 class Plan:
     """What one launch passes for one input's partial gradient, and how it sums them afterwards."""
 
-    def __init__(self, grad, slot, programs, full_row_stride):
+    def __init__(self, grad, slot, programs, full_row_stride, accumulate=True):
         self.grad = grad
+        self.accumulate = accumulate      # False: the sums are stored into the gradient (no zeroed array needed)
         size = numel(grad)
         self.row_stride = full_row_stride or size
         own_rows = full_row_stride and programs * full_row_stride * 4 <= CAP_BYTES
@@ -123,15 +140,16 @@ class Plan:
         return [self.buffer, self.row_stride, self.rows]
 
     def reduce(self, interpret=False):
-        """Add the rows into the gradient. One program per column block looping over thousands of rows would
-        be serial (4096 rows took 3.2 ms on the H200); passes of CHUNK_ROWS rows per program first fold the
-        rows in place (4096 -> 256 -> 16), then the last pass adds into the gradient."""
-        chunks = sum_partial_chunks.interpret if interpret else sum_partial_chunks
-        final = sum_partials.interpret if interpret else sum_partials
-        columns = transpiler.cdiv(self.summed, BLOCK)
+        """Add the rows into the gradient: passes of PASS_ROWS-row tiles in place (4096 rows -> 64), then
+        one tile of the rows left per column block into the gradient."""
+        passes = sum_row_tiles.interpret if interpret else sum_row_tiles
+        final = sum_rows_into.interpret if interpret else sum_rows_into
+        columns = transpiler.cdiv(self.summed, COLUMNS)
         rows, stride = self.rows, self.row_stride
-        while rows > CHUNK_ROWS:
-            count = transpiler.cdiv(rows, CHUNK_ROWS)
-            chunks[(columns, count)](self.buffer, self.summed, rows, stride, CHUNK_ROWS, BLOCK=BLOCK, num_warps=4)
-            rows, stride = count, stride * CHUNK_ROWS
-        final[(columns,)](self.buffer, self.grad, self.summed, rows, stride, BLOCK=BLOCK, num_warps=4)
+        while rows > FINAL_ROWS:
+            count = transpiler.cdiv(rows, PASS_ROWS)
+            passes[(columns, count)](self.buffer, self.summed, rows, stride, ROWS=PASS_ROWS, BLOCK=COLUMNS,
+                                     num_warps=8)
+            rows, stride = count, stride * PASS_ROWS
+        final[(columns,)](self.buffer, self.grad, self.summed, rows, stride, ROWS=_next_power_of_two(rows),
+                          BLOCK=COLUMNS, ACCUMULATE=self.accumulate, num_warps=8)
