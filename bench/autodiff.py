@@ -32,6 +32,21 @@ def _time(fn):
     return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
 
 
+def _host(fn, calls=200):
+    """Host (Python) time of one call in us, the GPU not waited for: do_bench's figure is the GPU's time
+    from the first launch's start to the last's end, which includes idle gaps when the host launches slower
+    than the GPU runs; a host time near the do_bench time says the figure is the launch path's."""
+    import time
+    import torch
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    host = (time.perf_counter() - start) / calls * 1e6
+    torch.cuda.synchronize()
+    return host
+
+
 def _close(name, got, want, rtol):
     err = float((got.double() - want.double()).abs().max() / want.double().abs().max().clamp_min(1e-30))
     status = "ok" if err < rtol else "MISMATCH"
@@ -85,6 +100,7 @@ def bench_giou(batch, n):
     print(f"giou backward {n_boxes} boxes fp32: derived {t_ours * 1e3:8.1f} us (added into .grad: "
           f"{t_added * 1e3:.1f} us) | torch.compile {t_torch * 1e3:8.1f} us ({t_torch / t_ours:.2f}x) | "
           f"hand-written Triton {t_hand * 1e3:8.1f} us ({t_hand / t_ours:.2f}x)")
+    print(f"  host time per call: derived {_host(ours):.1f} us, hand-written Triton {_host(triton_hand):.1f} us")
 
 
 def bench_layernorm(rows, cols):
@@ -144,6 +160,9 @@ def bench_layernorm(rows, cols):
     print(f"layernorm backward {rows}x{cols} fp16: derived {t_ours * 1e3:8.1f} us (main kernel {t_main * 1e3:.1f} "
           f"us, partial sums {t_sums * 1e3:.1f} us) | hand-written Triton {t_hand * 1e3:8.1f} us "
           f"({t_hand / t_ours:.2f}x)")
+    print(f"  host time per call: derived {_host(ours):.1f} us (main kernel's launch "
+          f"{_host(lambda: d.kernel[size](*values, **options)):.1f} us, partial sums "
+          f"{_host(lambda: [plan.reduce() for plan in plans]):.1f} us), hand-written Triton {_host(triton_hand):.1f} us")
 
 
 def main():

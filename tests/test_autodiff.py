@@ -276,7 +276,7 @@ def test_partial_rows_shared_by_programs_take_atomic_adds(monkeypatch):
         np.testing.assert_allclose(shared[n][0], own[n][0], rtol=1e-12, atol=1e-14)
 
 
-@pytest.mark.parametrize("programs,accumulate", [(1, True), (5, False), (64, True), (65, True), (300, False),
+@pytest.mark.parametrize("programs,accumulate", [(1, True), (5, False), (65, True), (300, False), (2048, True),
                                                  (4097, False)])
 def test_partial_rows_are_summed_in_passes_exactly(programs, accumulate):
     """The partial-row buffer is summed by tiles of PASS_ROWS rows per program per pass (4096 rows in one
@@ -291,6 +291,33 @@ def test_partial_rows_are_summed_in_passes_exactly(programs, accumulate):
     expected = (grad if accumulate else 0) + plan.buffer[:, :grad.size].sum(axis=0)
     plan.reduce(interpret=True)
     np.testing.assert_allclose(grad, expected, rtol=1e-12, atol=1e-12)
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("rows", [1, 19, 1184, 2048, 4097])
+def test_partial_sum_kernels_compile_without_spills(rows):
+    """The summing kernels at the tiles the plans choose (a pass for 4097 rows; one tile of up to 2048 rows)."""
+    from transpiler.autodiff import partials
+    grad = np.zeros(1000, np.float32)
+    plan = partials.Plan(grad, 0, rows, 1024, accumulate=False)
+    launches = []
+
+    class Recorder:
+        def __init__(self, kernel):
+            self.kernel = kernel
+
+        def __getitem__(self, grid):
+            return lambda *args, num_warps: launches.append((self.kernel, args, num_warps))
+
+    import unittest.mock
+    with unittest.mock.patch.object(partials, "sum_row_tiles", Recorder(partials.sum_row_tiles)), \
+            unittest.mock.patch.object(partials, "sum_rows_into", Recorder(partials.sum_rows_into)):
+        plan.reduce()
+    assert len(launches) == (2 if rows > partials.FINAL_ROWS else 1)
+    for kernel, args, num_warps in launches:
+        for arch in ("sm_80", "sm_90a"):
+            result = compile_offline(kernel.cuda_source(*args, num_warps=num_warps, arch=arch), arch)
+            assert result.spill_bytes == 0 and not result.warnings, result.log
 
 
 @pytest.mark.parametrize("wave", [1, 2, 3, 7])

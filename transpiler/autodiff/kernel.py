@@ -58,14 +58,21 @@ def _device_of(a):
     return current_device()
 
 
+_conditions = {}
+
+
 def _needs_zeroing(condition, values, names):
     """Whether an array whose writes are plain under `condition` (None: never) must be zeroed for a launch
-    with these argument values: the test is evaluated on the host when its scalars are plain numbers."""
+    with these argument values: the test (the write decision's own text: argument names, integers, `>=`, `-`)
+    is evaluated on the host when its scalars are plain numbers."""
     if condition is None:
         return True
-    scalars = {n: v for n, v in zip(names, values) if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    code = _conditions.get(condition)
+    if code is None:
+        code = _conditions[condition] = compile(condition, "<autodiff write condition>", "eval")
+    scalars = {n: v for n, v in zip(names, values) if type(v) in (int, float)}
     try:
-        return not eval(condition, {"__builtins__": {}}, scalars)     # the decision's own text: names and >=
+        return not eval(code, {"__builtins__": {}}, scalars)
     except NameError:
         return True
 
@@ -140,6 +147,8 @@ class BackwardKernel:
             if _needs_zeroing(condition, values, self.forward.arg_names):
                 _ZERO[type(grads[n]).__module__.split(".")[0]](grads[n])
         size = launch = (partials.GROUPS, 1, 1)     # not launching: the sizes a typical launch has
+        if grid is not None and not d.partial_inputs and not d.folded:
+            return d, tuple(values) + tuple(grads[n] for n in names), options, [], grid
         if grid is not None:
             size = launch = self.forward._grid(grid, values, warps, stages)
             if d.folded:

@@ -16,13 +16,16 @@ library, device, current stream, shape and slot (an input's place among a launch
 kept.
 
 The rows are summed by tiles, never by a loop over rows: a loop of dependent loads is bound by memory latency
-(one program per column block looping over 4096 rows took 3.2 ms on the H200, about 0.8 us a row). A pass
-program loads a [PASS_ROWS, COLUMNS] tile at once and writes its column sums into the first row of its chunk,
-in place; passes run until at most FINAL_ROWS rows are left, and the last kernel loads those in one tile and
-adds them into (or, with accumulate=False, stores them as) the gradient. A few thousand rows take one pass and
-the last kernel: two launches per gradient.
+(one program per column block looping over 4096 rows took 3.2 ms on the H200, about 0.8 us a row). The last
+kernel loads all rows left of a few columns in one tile (up to TILE values: 2048 rows of 8 columns, 64 rows of
+128) and adds their sums into (or, with accumulate=False, stores them as) the gradient; a folded backward's
+one wave of programs (about a thousand rows) takes that one launch per gradient, since launches, not bytes,
+are what a few MiB of partial rows cost. Past FINAL_ROWS rows, passes first fold PASS_ROWS rows per program
+in place, each into the first row of its chunk.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -31,9 +34,10 @@ import transpiler.language as tl
 
 GROUPS = 64
 CAP_BYTES = 256 << 20
-COLUMNS = 128        # columns per summing program
+COLUMNS = 128        # columns per pass program
 PASS_ROWS = 64       # rows one pass program sums (a 64 x 128 fp32 tile: 32 values a thread on 8 warps)
-FINAL_ROWS = 64      # rows the last kernel sums in one tile
+FINAL_ROWS = 2048    # rows the last kernel sums in one tile
+TILE = 16384         # values in the last kernel's tile (32 a thread on 16 warps)
 
 
 @transpiler.jit
@@ -65,7 +69,7 @@ def sum_rows_into(PARTIAL, GRAD, numel, rows, row_stride, ROWS: tl.constexpr, BL
 
 
 def numel(a) -> int:
-    return int(np.prod(a.shape))
+    return math.prod(a.shape)
 
 
 def _module(a):
@@ -93,12 +97,14 @@ def _zero(a):
         a.fill(0)
 
 
-def _stream(module):
+def _device_and_stream(a, module):
+    """(device id, raw current stream) of array `a` (one C call each: this runs at every launch)."""
+    from ..runtime.launcher import cupy_stream, torch_stream
     if module == "torch":
-        import torch
-        return torch.cuda.current_stream().cuda_stream
-    import cupy
-    return cupy.cuda.get_current_stream().ptr
+        device = a.device.index if a.device.index is not None else 0
+        return device, torch_stream(device)
+    device = a.device.id
+    return device, cupy_stream(device)
 
 
 _buffers = {}
@@ -128,7 +134,7 @@ class Plan:
         shape = (self.rows, self.row_stride)
         if module == "numpy":
             return zeros_like_library(self.grad, shape)
-        key = (module, str(getattr(self.grad, "device", "")), _stream(module), shape, slot)
+        key = (module, *_device_and_stream(self.grad, module), shape, slot)
         found = _buffers.get(key)
         if found is None:
             if len(_buffers) > 64:
@@ -140,16 +146,19 @@ class Plan:
         return [self.buffer, self.row_stride, self.rows]
 
     def reduce(self, interpret=False):
-        """Add the rows into the gradient: passes of PASS_ROWS-row tiles in place (4096 rows -> 64), then
-        one tile of the rows left per column block into the gradient."""
+        """Add the rows into the gradient: past FINAL_ROWS rows, passes of PASS_ROWS-row tiles in place;
+        then one tile of the rows left per few columns into the gradient. Arguments are passed by position
+        (the launch's fast path)."""
         passes = sum_row_tiles.interpret if interpret else sum_row_tiles
         final = sum_rows_into.interpret if interpret else sum_rows_into
-        columns = transpiler.cdiv(self.summed, COLUMNS)
         rows, stride = self.rows, self.row_stride
         while rows > FINAL_ROWS:
             count = transpiler.cdiv(rows, PASS_ROWS)
-            passes[(columns, count)](self.buffer, self.summed, rows, stride, ROWS=PASS_ROWS, BLOCK=COLUMNS,
-                                     num_warps=8)
+            passes[(transpiler.cdiv(self.summed, COLUMNS), count)](self.buffer, self.summed, rows, stride,
+                                                                   PASS_ROWS, COLUMNS, num_warps=8)
             rows, stride = count, stride * PASS_ROWS
-        final[(columns,)](self.buffer, self.grad, self.summed, rows, stride, ROWS=_next_power_of_two(rows),
-                          BLOCK=COLUMNS, ACCUMULATE=self.accumulate, num_warps=8)
+        tile_rows = _next_power_of_two(rows)
+        columns = min(COLUMNS, max(TILE // tile_rows, 1))
+        warps = 16 if tile_rows * columns >= TILE else 8
+        final[(transpiler.cdiv(self.summed, columns),)](self.buffer, self.grad, self.summed, rows, stride, tile_rows,
+                                                        columns, self.accumulate, num_warps=warps)
