@@ -230,6 +230,21 @@ def recurrence_kernel(X, W, OUT, steps, n, BLOCK: tl.constexpr):
 
 
 @transpiler.jit
+def recurrence_bounds_kernel(X, W, OUT, n, STEPS: tl.constexpr, BY_PROGRAM: tl.constexpr, BLOCK: tl.constexpr):
+    """Non-linear carried state, a block and a scalar, over a constant trip count (STEPS) or one depending on
+    the program (tape or replay: the cost decision, and bounds a tape cannot be sized by)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    h = tl.load(X + offs, mask=m, other=0.0)
+    w = tl.load(W + offs, mask=m, other=0.0)
+    s = tl.sum(w, axis=0) * 0.1
+    for i in range(0, STEPS + (tl.program_id(0) if BY_PROGRAM else 0)):
+        h = tl.sin(h * w + s)
+        s = tl.cos(s) * 0.5 + tl.sum(h * w, axis=0) * 0.01
+    tl.store(OUT + offs, h + s, mask=m)
+
+
+@transpiler.jit
 def static_loop_kernel(X, OUT, n, STEPS: tl.constexpr, BLOCK: tl.constexpr):
     """tl.static_range unrolled, a constexpr if folded, a cumsum."""
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -344,6 +359,11 @@ def cases(rng):
     out.append(("loop_recurrence", dict(kernel=recurrence_kernel, args=[rng.normal(size=20), rng.normal(size=20),
                                                                         np.zeros(20), 5, 20],
                                         grid=(2,), constexprs=dict(BLOCK=16), outputs=["OUT"], inputs=["X", "W"])))
+    for label, steps, by_program in (("short", 3, False), ("long", 12, False), ("by_program", 3, True)):
+        out.append((f"loop_recurrence_{label}", dict(
+            kernel=recurrence_bounds_kernel, args=[rng.normal(size=20), rng.normal(size=20), np.zeros(20), 20],
+            grid=(2,), constexprs=dict(STEPS=steps, BY_PROGRAM=by_program, BLOCK=16), outputs=["OUT"],
+            inputs=["X", "W"])))
     out.append(("static_loop", dict(kernel=static_loop_kernel, args=[rng.normal(size=20), np.zeros(20), 20],
                                     grid=(2,), constexprs=dict(STEPS=3, BLOCK=16), outputs=["OUT"], inputs=["X"])))
     m, nn, k = 20, 18, 17

@@ -218,7 +218,31 @@ def test_gradients_through_loop_carried_pointers_are_refused_at_the_loop():
 
 def test_explain_says_what_each_loop_recomputes():
     assert "reads none of its carried values" in _decisions(_case("loop_sum"))
-    assert "replays the forward loop up to it" in _decisions(_case("loop_recurrence"))
+    assert ("kept per iteration in a tape (one forward pass stores them, each reverse iteration loads its own): its "
+            "trip count is a runtime value") in _decisions(_case("loop_recurrence"))
+
+
+def test_tape_or_replay_is_chosen_by_cost_and_by_what_can_be_sized():
+    """A loop whose reverse reads its carried values (a block and a scalar): 3 constant iterations replay
+    (3 body replays cost less than the tape's stores and loads), 12 take the tape (66 replays would cost
+    more), a trip count depending on the program id replays (a tape is sized before the launch)."""
+    short, long, by_program = (_decisions(_case(f"loop_recurrence_{k}")) for k in ("short", "long", "by_program"))
+    assert "replays the forward loop up to it (O(n^2) iterations): 3 iterations: replaying" in short
+    assert "kept per iteration in a tape" in long and "costs less than replaying (66 body replays" in long
+    assert "its bounds are not host values" in by_program
+    case = _case("loop_recurrence_long")
+    source = case["kernel"].backward.python_source(*case["args"], grads=_grads(case), **case["constexprs"])
+    assert source.count("tl.store(tape_") == 2 and "tl.debug_barrier()" in source
+    assert "tape_h, tape_h_trips, tape_s, tape_s_trips" in source.splitlines()[0]
+
+
+def test_tape_offsets_are_row_major_for_any_block_rank():
+    from transpiler.autodiff.tapes import offsets_text
+    assert offsets_text(()) == ""
+    assert offsets_text((16,)) == "tl.arange(0, 16)"
+    assert offsets_text((4, 8)) == "tl.arange(0, 4)[:, None] * 8 + tl.arange(0, 8)[None, :]"
+    assert offsets_text((2, 3, 4)) == ("tl.arange(0, 2)[:, None, None] * 12 + tl.arange(0, 3)[None, :, None] * 4 + "
+                                       "tl.arange(0, 4)[None, None, :]")
     boxes = _case("boxes_giou")
     text = boxes["kernel"].backward.explain(*boxes["args"], grads=_grads(boxes), **boxes["constexprs"])
     assert "autodiff: boxes_kernel_backward" in text and "layout" in text    # the ordinary explain follows

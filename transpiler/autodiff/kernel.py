@@ -18,7 +18,7 @@ import hashlib
 import linecache
 
 from ..runtime.kernel import _is_constexpr_param
-from . import partials
+from . import partials, tapes
 from .gradient_writes import forced_atomic
 from .reverse import Derivation
 
@@ -34,7 +34,7 @@ class Derived:
     """One derived backward: its Python source, compiled kernel, and the autodiff decisions."""
 
     def __init__(self, source, kernel, decisions, grad_names, partial_inputs, zeroed_inputs=(), full_rows=(),
-                 folded=False):
+                 folded=False, tapes=()):
         self.source = source
         self.kernel = kernel
         self.decisions = decisions
@@ -46,6 +46,7 @@ class Derived:
         self.full_rows = list(full_rows)            # per partial input: its full row length, or 0
         self.folded = folded                        # one program runs several forward programs (reverse.Fold)
         self.waves = {}                             # (device, num_warps, num_stages) -> resident programs
+        self.tapes = list(tapes)                    # tapes.Tape per taped carried value of a loop
 
 
 def _device_of(a):
@@ -132,7 +133,7 @@ class BackwardKernel:
                             {} if accumulate else {n: dec.condition for n, dec in derivation.decisions.items()
                                                    if not dec.plain and not dec.partials},
                             [derivation.decisions[n].full_row for n in derivation.partial_params],
-                            folded=derivation.fold is not None)
+                            folded=derivation.fold is not None, tapes=derivation.tapes)
             self._derived[key] = found
         return found
 
@@ -147,7 +148,7 @@ class BackwardKernel:
             if _needs_zeroing(condition, values, self.forward.arg_names):
                 _ZERO[type(grads[n]).__module__.split(".")[0]](grads[n])
         size = launch = (partials.GROUPS, 1, 1)     # not launching: the sizes a typical launch has
-        if grid is not None and not d.partial_inputs and not d.folded:
+        if grid is not None and not d.partial_inputs and not d.folded and not d.tapes:
             return d, tuple(values) + tuple(grads[n] for n in names), options, [], grid
         if grid is not None:
             size = launch = self.forward._grid(grid, values, warps, stages)
@@ -162,6 +163,12 @@ class BackwardKernel:
             hidden += plan.arguments()
             plans.append(plan)
         hidden += [size[0]] if d.folded else []
+        if d.tapes:
+            arguments = dict(zip(self.forward.arg_names, values))
+            like = grads[names[0]]
+            for t in d.tapes:
+                trips = t.trip_count(arguments)
+                hidden += [tapes.allocate(like, t, programs if grid is not None else 1, trips), max(trips, 1)]
         return d, tuple(values) + tuple(grads[n] for n in names) + tuple(hidden), options, plans, launch
 
     def _wave(self, d, values, names, grads, size, options, accumulate):

@@ -447,10 +447,11 @@ class Derivation:
             (load,) = self.loads_of[n]
             accumulators[n] = (self.w.fresh(f"partial_sum_{n}"), tuple(load.operands[0].shape),
                                self.adjoint_tl(load.result))
-        return Fold(self.w.fresh("forward_program"), self._hidden_name("forward_programs"),
+        return Fold(self.w.fresh("forward_program"), self.hidden_name("forward_programs"),
                     {n: a[0] for n, a in accumulators.items()}, accumulators)
 
-    def _hidden_name(self, base):
+    def hidden_name(self, base):
+        """A name for a parameter the kernel object passes (partial buffers, tapes), unused so far."""
         name = base
         while name in self.w.taken:
             name = "_" + name
@@ -481,6 +482,7 @@ class Derivation:
     def source(self, signature) -> str:
         self.decisions = {n: gradient_writes.decide(self.loads_of[n], self.forms) for n in self.inputs}
         self.fold = None
+        self.tapes = []
         self.partial_params = {}
         for n in self.inputs:
             if self.decisions[n].partials:
@@ -515,9 +517,11 @@ class Derivation:
             self.sweep(self.ir.body)
         self.reads = set(self.used_primals)
         self.w.decisions = decisions
+        self.w.taken -= {name for t in self.tapes for name in (t.pointer, t.trips)}    # the dry pass's tapes
         self.names = {v: n for v, n in self.arg_names.items()}
         self.adj, self.respelled, self.incoming, self.used_primals = {}, {}, {}, set()
         self.needed = self._needed()
+        self.tapes = []                 # the dry pass's tapes are not the kernel's
         if self.fold:
             self._fold_prologue()
         with self.w.indent() if self.fold else _NO_INDENT:
@@ -529,6 +533,7 @@ class Derivation:
             self._fold_epilogue()
         hidden = [name for n in self.inputs if n in self.partial_params for name in self.partial_params[n]]
         hidden += [self.fold.programs] if self.fold else []
+        hidden += [name for t in self.tapes for name in (t.pointer, t.trips)]
         params = ", ".join(signature + [self.grad_param[n] for n in self.grads] + hidden)
         head = [f"def {self.name}({params}):",
                 f'    """Derived by transpiler.autodiff: the backward of {self.ir.name}."""']
