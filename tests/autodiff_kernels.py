@@ -9,7 +9,9 @@ import transpiler.language as tl
 from transpiler.language.extra import libdevice
 
 UNARY = ["exp", "exp2", "log", "log2", "sqrt", "sqrt_rn", "rsqrt", "sin", "cos", "erf", "sigmoid", "abs",
-         "tanh", "expm1", "log1p", "atan", "sinh", "cosh", "tan", "floor", "neg", "cast32"]
+         "tanh", "expm1", "log1p", "atan", "sinh", "cosh", "tan", "floor", "neg", "cast32",
+         "libdevice_exp", "libdevice_log", "libdevice_sqrt", "libdevice_rsqrt", "libdevice_sin", "libdevice_cos",
+         "libdevice_erf"]
 BINARY = ["add", "sub", "mul", "truediv", "div_rn", "minimum", "maximum", "where", "fma", "clamp", "pow"]
 
 
@@ -56,6 +58,20 @@ def unary_kernel(X, OUT, n, FN: tl.constexpr, BLOCK: tl.constexpr):
         y = libdevice.cosh(x)
     elif FN == "tan":
         y = libdevice.tan(x)
+    elif FN == "libdevice_exp":
+        y = libdevice.exp(x)
+    elif FN == "libdevice_log":
+        y = libdevice.log(x)
+    elif FN == "libdevice_sqrt":
+        y = libdevice.sqrt(x)
+    elif FN == "libdevice_rsqrt":
+        y = libdevice.rsqrt(x)
+    elif FN == "libdevice_sin":
+        y = libdevice.sin(x)
+    elif FN == "libdevice_cos":
+        y = libdevice.cos(x)
+    elif FN == "libdevice_erf":
+        y = libdevice.erf(x)
     elif FN == "floor":
         y = tl.floor(x * 3.0) + x * x
     elif FN == "neg":
@@ -312,7 +328,8 @@ def cases(rng):
     out = []
     n = 37
     for fn in UNARY:
-        x = _positive(rng, n) if fn in ("log", "log2", "sqrt", "sqrt_rn", "rsqrt", "log1p") else \
+        x = _positive(rng, n) if fn in ("log", "log2", "sqrt", "sqrt_rn", "rsqrt", "log1p", "libdevice_log",
+                                        "libdevice_sqrt", "libdevice_rsqrt") else \
             rng.uniform(-1.2, 1.2, n)
         if fn == "floor":
             x = x + 0.011       # stay clear of the jumps of floor(3x)
