@@ -167,6 +167,17 @@ def layernorm_kernel(X, W, B, Y, stride, n_cols, eps, BLOCK: tl.constexpr):
 
 
 @transpiler.jit
+def bias_2d_kernel(X, BIAS, OUT, M, N, stride, BM: tl.constexpr, BN: tl.constexpr):
+    """A 2-D grid of tiles and a bias indexed by the column tile only: programs along axis 0 share it."""
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    live = (rm[:, None] < M) & (rn[None, :] < N)
+    x = tl.load(X + rm[:, None] * stride + rn[None, :], mask=live, other=0.0)
+    b = tl.load(BIAS + rn, mask=rn < N, other=0.0)
+    tl.store(OUT + rm[:, None] * stride + rn[None, :], tl.sin(x + b[None, :]) * x, mask=live)
+
+
+@transpiler.jit
 def broadcast_kernel(X, S, V, OUT, n_rows, n_cols, BM: tl.constexpr, BN: tl.constexpr):
     """2-D block: a per-row scalar and a per-column vector broadcast over the block, a column sum."""
     rows = tl.program_id(0) * BM + tl.arange(0, BM)
@@ -359,6 +370,9 @@ def cases(rng):
         kernel=layernorm_kernel, args=[rng.normal(size=(rows, cols)), rng.normal(size=cols), rng.normal(size=cols),
                                        np.zeros((rows, cols)), cols, cols, 1e-5],
         grid=(rows,), constexprs=dict(BLOCK=32), outputs=["Y"], inputs=["X", "W", "B"])))
+    out.append(("bias_2d", dict(
+        kernel=bias_2d_kernel, args=[rng.normal(size=(20, 32)), rng.normal(size=32), np.zeros((20, 32)), 20, 30, 32],
+        grid=(3, 2), constexprs=dict(BM=8, BN=16), outputs=["OUT"], inputs=["X", "BIAS"])))
     out.append(("broadcast_2d", dict(
         kernel=broadcast_kernel, args=[rng.normal(size=(10, 13)), rng.normal(size=10), rng.normal(size=13),
                                        np.zeros((10, 13)), 10, 13],

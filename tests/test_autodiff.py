@@ -89,6 +89,19 @@ def test_loads_indexed_by_a_loop_get_plain_writes_when_iterations_are_disjoint()
             "(offsets 16*iteration(start) + lane[0] + program_id(0)*stride): plain when stride >= n_cols") in text
 
 
+def test_a_block_shared_by_programs_along_another_axis_gets_atomic_adds():
+    """`BIAS + rn` in a kernel whose rows are along axis 0: programs (0, j) and (1, j) read the same elements,
+    which the interpreter's sequential programs would not show: the decision must say atomic."""
+    assert ("gradient of BIAS -> grad_BIAS: atomic add: programs along grid axis 0 read the same elements (its "
+            "offsets do not depend on program_id(0))") in _decisions(_case("bias_2d"))
+
+
+def test_a_grid_axis_the_forward_never_reads_is_refused():
+    case = _case("loop_blocks")
+    with pytest.raises(ValueError, match="2 programs along axis 1, whose program id loop_blocks_kernel never reads"):
+        case["kernel"].backward.interpret[(4, 2)](*case["args"], grads=_grads(case), **case["constexprs"])
+
+
 def test_a_runtime_trip_count_under_a_program_id_is_not_proved_injective():
     from transpiler.autodiff.gradient_writes import Affine, _injective
     k = ("iter", (0, "i"))

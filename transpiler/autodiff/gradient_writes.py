@@ -84,9 +84,12 @@ class AffineForms:
         self.memo = {}
         self.loops = {}        # induction variable -> (index, the for op)
         self.trip_counts = {}  # ("iter", (index, name)) -> iterations, or None when the bounds are runtime values
+        self.program_axes = set()   # grid axes whose program id the kernel reads
         for op in walk(ir.body):
             if op.name == "for":
                 self.loops[op.regions[0].args[0]] = (len(self.loops), op)
+            elif op.name == "program_id":
+                self.program_axes.add(op.attrs["axis"])
 
     def __call__(self, v):
         if v not in self.memo:
@@ -229,6 +232,8 @@ def _strided_rows(op, form, shape, forms):
     kinds = sorted(x[0] for x in pair)
     if kinds != ["arg", "pid"]:
         return None
+    if set(forms.program_axes) - {next(x[1] for x in pair if x[0] == "pid")}:
+        return None         # programs along another axis read the same row
     stride = next(x[1] for x in pair if x[0] == "arg")
     lanes = {s[1]: c for s, c in terms.items() if s[0] == "lane"}
     if len(lanes) != 1 or list(lanes.values())[0] != 1 or sum(1 for n in shape if n > 1) != 1:
@@ -283,8 +288,10 @@ def _lanes_injective(form: Affine, shape, trip_counts=None) -> bool:
     return digits is not None and _mixed_radix_span(digits) is not False
 
 
-def _injective(form: Affine, shape, trip_counts=None) -> str | None:
-    """None when the form maps (program, lane, iteration) to distinct offsets, else why not."""
+def _injective(form: Affine, shape, trip_counts=None, program_axes=()) -> str | None:
+    """None when the form maps (program, lane, iteration) to distinct offsets, else why not. `program_axes`:
+    the grid axes whose program id the kernel reads; programs differing only along one the form lacks read
+    the same elements (a bias `B + rn` in a kernel with rows along axis 0)."""
     terms = form.term_dict()
     args = [s for s in terms if s[0] == "arg"] + [x for s in terms if s[0] == "prod" for x in s[1] if x[0] == "arg"]
     if args:
@@ -299,6 +306,10 @@ def _injective(form: Affine, shape, trip_counts=None) -> str | None:
         return "every program reads the same elements (a block replicated across programs)"
     if len(pids) > 1:
         return "its offsets combine several program ids"
+    missing = sorted(set(program_axes) - {pids[0][0][1]})
+    if missing:
+        return (f"programs along grid axis {missing[0]} read the same elements (its offsets do not depend on "
+                f"program_id({missing[0]}))")
     span = _mixed_radix_span(_program_digits(terms, shape, trip_counts or {}))
     if span is False:
         return "two lanes of a program, or two iterations of its loop, may read the same element"
@@ -321,7 +332,7 @@ def decide(loads, forms: AffineForms) -> WriteDecision:
         shapes_forms.append((op.operands[0].shape, f))
     counts = forms.trip_counts
     for shape, f in shapes_forms:
-        why = _injective(f, shape, counts)
+        why = _injective(f, shape, counts, forms.program_axes)
         if why:
             if len(loads) == 1 and _lanes_injective(f, shape, counts):
                 full = len(shape) == 1 and f.terms == ((("lane", 0), 1),) and f.constant == 0

@@ -34,7 +34,7 @@ class Derived:
     """One derived backward: its Python source, compiled kernel, and the autodiff decisions."""
 
     def __init__(self, source, kernel, decisions, grad_names, partial_inputs, zeroed_inputs=(), full_rows=(),
-                 folded=False, tapes=()):
+                 folded=False, tapes=(), unread_axes=()):
         self.source = source
         self.kernel = kernel
         self.decisions = decisions
@@ -47,6 +47,7 @@ class Derived:
         self.folded = folded                        # one program runs several forward programs (reverse.Fold)
         self.waves = {}                             # (device, num_warps, num_stages) -> resident programs
         self.tapes = list(tapes)                    # tapes.Tape per taped carried value of a loop
+        self.unread_axes = tuple(unread_axes)       # grid axes whose program id the forward never reads
 
 
 def _device_of(a):
@@ -133,7 +134,8 @@ class BackwardKernel:
                             {} if accumulate else {n: dec.condition for n, dec in derivation.decisions.items()
                                                    if not dec.plain and not dec.partials},
                             [derivation.decisions[n].full_row for n in derivation.partial_params],
-                            folded=derivation.fold is not None, tapes=derivation.tapes)
+                            folded=derivation.fold is not None, tapes=derivation.tapes,
+                            unread_axes=sorted({0, 1, 2} - derivation.forms.program_axes))
             self._derived[key] = found
         return found
 
@@ -147,6 +149,8 @@ class BackwardKernel:
         for n, condition in d.zeroed_inputs.items() if launching else ():
             if _needs_zeroing(condition, values, self.forward.arg_names):
                 _ZERO[type(grads[n]).__module__.split(".")[0]](grads[n])
+        if grid is not None and d.unread_axes:
+            self._check_unread_axes(d, grid, values, warps, stages)
         size = launch = (partials.GROUPS, 1, 1)     # not launching: the sizes a typical launch has
         if grid is not None and not d.partial_inputs and not d.folded and not d.tapes:
             return d, tuple(values) + tuple(grads[n] for n in names), options, [], grid
@@ -170,6 +174,18 @@ class BackwardKernel:
                 trips = t.trip_count(arguments)
                 hidden += [tapes.allocate(like, t, programs if grid is not None else 1, trips), max(trips, 1)]
         return d, tuple(values) + tuple(grads[n] for n in names) + tuple(hidden), options, plans, launch
+
+    def _check_unread_axes(self, d, grid, values, warps, stages):
+        """Programs along a grid axis the forward never reads compute the same thing: the forward's result is
+        that of one of them, but each would add its gradient again. Refused rather than multiplied."""
+        sizes = grid if type(grid) is tuple and all(type(g) is int for g in grid) else \
+            self.forward._grid(grid, values, warps, stages)
+        for axis in d.unread_axes:
+            if axis < len(sizes) and sizes[axis] > 1:
+                raise ValueError(f"{self.__name__}: the grid has {sizes[axis]} programs along axis {axis}, whose "
+                                 f"program id {self.forward.__name__} never reads; they compute the same values, "
+                                 "and the backward would add each gradient once per program (launch the backward "
+                                 f"with 1 along axis {axis})")
 
     def _wave(self, d, values, names, grads, size, options, accumulate):
         """Programs of the folded backward one wave of the device holds (the cubin's registers and shared
