@@ -279,8 +279,19 @@ def test_giou_example_backward_matches_the_reference():
     assert giou_loss.run_case("numpy", "float32", batch=2, n=77).count("backward rel error") == 1
 
 
+@pytest.mark.parametrize("dtype,shape", [("float16", (40, 50, 70)), ("float32", (70, 65, 33))])
+def test_fused_mlp_example_backward_matches_the_float64_formulas(dtype, shape):
+    """The example's derived backward of gelu(X @ W + b) (K loop of dots, bias shared by row tiles) against
+    the float64 formulas (the example raises Mismatch past its tolerance)."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+    import fused_mlp
+    assert "backward rel error" in fused_mlp.run_case("numpy", dtype, shape=shape)
+
+
 def test_accumulate_false_overwrites_what_the_forward_reads():
-    for name in ("boxes_giou", "layernorm_affine", "row_sum_overlapping_rows"):
+    for name in ("boxes_giou", "layernorm_affine", "row_sum_overlapping_rows", "loop_recurrence_long", "bias_2d"):
         case = _case(name)
         added = {n: np.zeros_like(g) for n, g in _grads(case).items()}
         overwritten = {n: np.full_like(g, 7.5) for n, g in _grads(case).items()}

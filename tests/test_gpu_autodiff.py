@@ -113,7 +113,9 @@ def test_gpu_torch_gradcheck_through_the_derived_backward():
                                           ("softmax", dict(dtype="float32", shape=(800, 4093), pitch=4096)),
                                           ("softmax", dict(dtype="float16", shape=(512, 3000))),
                                           ("layernorm", dict(dtype="float16", shape=(2049, 4000))),
-                                          ("layernorm", dict(dtype="float16", shape=(300, 1000)))])
+                                          ("layernorm", dict(dtype="float16", shape=(300, 1000))),
+                                          ("fused_mlp", dict(dtype="float16", shape=(1000, 1000, 1000))),
+                                          ("fused_mlp", dict(dtype="float32", shape=(777, 500, 333)))])
 def test_gpu_example_backwards_match_float64_formulas(example, case):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
     module = __import__(example)
