@@ -110,6 +110,7 @@ def bench_layernorm(rows, cols):
     import transpiler.language as tl
     import autodiff_triton as T
     from autodiff_layernorm import layernorm_fwd
+    from transpiler.autodiff import partials
     dt = torch.float16
     x = torch.randn(rows, cols, device="cuda", dtype=dt)
     w = torch.randn(cols, device="cuda", dtype=dt)
@@ -156,13 +157,13 @@ def bench_layernorm(rows, cols):
                                              grads={"X": dx, "W": gw, "B": gb, "Y": dy}), launching=True,
         grid=(rows,))
     t_main = _time(lambda: d.kernel[size](*values, **options))
-    t_sums = _time(lambda: [plan.reduce() for plan in plans])
+    t_sums = _time(lambda: partials.reduce_all(plans))
     print(f"layernorm backward {rows}x{cols} fp16: derived {t_ours * 1e3:8.1f} us (main kernel {t_main * 1e3:.1f} "
           f"us, partial sums {t_sums * 1e3:.1f} us) | hand-written Triton {t_hand * 1e3:8.1f} us "
           f"({t_hand / t_ours:.2f}x)")
     print(f"  host time per call: derived {_host(ours):.1f} us (main kernel's launch "
           f"{_host(lambda: d.kernel[size](*values, **options)):.1f} us, partial sums "
-          f"{_host(lambda: [plan.reduce() for plan in plans]):.1f} us), hand-written Triton {_host(triton_hand):.1f} us")
+          f"{_host(lambda: partials.reduce_all(plans)):.1f} us), hand-written Triton {_host(triton_hand):.1f} us")
 
 
 def main():

@@ -341,6 +341,35 @@ def test_partial_rows_are_summed_in_passes_exactly(programs, accumulate):
     np.testing.assert_allclose(grad, expected, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("rows_a,rows_b,accumulate", [(19, 19, True), (300, 2500, False), (1, 64, True)])
+def test_two_gradients_are_summed_in_one_launch(rows_a, rows_b, accumulate):
+    """`reduce_all` pairs the plans (layernorm's dW and dB: one launch); rows past FINAL_ROWS fold first;
+    gradients of other lengths and row counts in one launch come out as each alone."""
+    from transpiler.autodiff import partials
+    rng = np.random.default_rng(rows_a + rows_b)
+    grads = [rng.standard_normal(37), rng.standard_normal(130)]
+    plans = [partials.Plan(grads[0], 0, rows_a, 40, accumulate), partials.Plan(grads[1], 1, rows_b, 256, accumulate)]
+    expected = []
+    for plan, grad in zip(plans, grads):
+        plan.buffer[...] = rng.standard_normal(plan.buffer.shape)
+        expected.append((grad if accumulate else 0) + plan.buffer[:, :grad.size].sum(axis=0))
+    partials.reduce_all(plans, interpret=True)
+    for grad, want in zip(grads, expected):
+        np.testing.assert_allclose(grad, want, rtol=1e-12, atol=1e-12)
+
+
+@needs_nvrtc
+def test_the_paired_sum_kernel_compiles_without_spills():
+    from transpiler.autodiff import partials
+    buffer, grad = np.zeros((1184, 1024), np.float32), np.zeros(1024, np.float32)
+    rows, columns, warps = partials._tile(1184)
+    for arch in ("sm_80", "sm_90a"):
+        source = partials.sum_two_into.cuda_source(buffer, grad, 1024, 1184, 1024, buffer, grad, 1024, 1184, 1024,
+                                                   128, rows, columns, False, num_warps=warps, arch=arch)
+        result = compile_offline(source, arch)
+        assert result.spill_bytes == 0 and not result.warnings, result.log
+
+
 @needs_nvrtc
 @pytest.mark.parametrize("rows", [1, 19, 1184, 2048, 4097])
 def test_partial_sum_kernels_compile_without_spills(rows):

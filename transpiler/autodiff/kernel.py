@@ -40,9 +40,9 @@ class Derived:
         self.decisions = decisions
         self.grad_names = grad_names
         self.partial_inputs = partial_inputs    # inputs whose gradient goes through partials.py's buffer
-        self.zeroed_inputs = dict(zeroed_inputs)    # accumulate=False: array -> None (zeroed before the launch)
-        #                                             or a runtime test under which its writes are plain (zeroed
-        #                                             only when the test fails for the launch's arguments)
+        self.zeroed_inputs = dict(zeroed_inputs)    # accumulate=False: array -> _ZeroTest (zeroed before the
+        #                                             launch, unless its writes are plain under a runtime test
+        #                                             that holds for the launch's arguments)
         self.full_rows = list(full_rows)            # per partial input: its full row length, or 0
         self.folded = folded                        # one program runs several forward programs (reverse.Fold)
         self.waves = {}                             # (device, num_warps, num_stages) -> resident programs
@@ -60,23 +60,25 @@ def _device_of(a):
     return current_device()
 
 
-_conditions = {}
+class _ZeroTest:
+    """Whether an array whose writes are plain under a runtime test (None: never) must be zeroed for a launch:
+    the test (the write decision's own text: argument names, integers, `>=`, `-`) is evaluated on the host
+    when the scalars it names are plain numbers."""
 
+    def __init__(self, condition, names):
+        self.code = None if condition is None else compile(condition, "<autodiff write condition>", "eval")
+        self.slots = [] if condition is None else [(n, names.index(n)) for n in self.code.co_names if n in names]
 
-def _needs_zeroing(condition, values, names):
-    """Whether an array whose writes are plain under `condition` (None: never) must be zeroed for a launch
-    with these argument values: the test (the write decision's own text: argument names, integers, `>=`, `-`)
-    is evaluated on the host when its scalars are plain numbers."""
-    if condition is None:
-        return True
-    code = _conditions.get(condition)
-    if code is None:
-        code = _conditions[condition] = compile(condition, "<autodiff write condition>", "eval")
-    scalars = {n: v for n, v in zip(names, values) if type(v) in (int, float)}
-    try:
-        return not eval(code, {"__builtins__": {}}, scalars)
-    except NameError:
-        return True
+    def __call__(self, values):
+        if self.code is None:
+            return True
+        scalars = {n: values[i] for n, i in self.slots}
+        if any(type(v) not in (int, float) for v in scalars.values()):
+            return True
+        try:
+            return not eval(self.code, {"__builtins__": {}}, scalars)
+        except NameError:
+            return True
 
 
 def _module_namespace():
@@ -131,7 +133,8 @@ class BackwardKernel:
             kernel = compile_source(source, self.__name__)
             found = Derived(source, kernel, derivation.w.decisions,
                             [derivation.grad_param[n] for n in grad_names], list(derivation.partial_params),
-                            {} if accumulate else {n: dec.condition for n, dec in derivation.decisions.items()
+                            {} if accumulate else {n: _ZeroTest(dec.condition, list(fwd.arg_names))
+                                                   for n, dec in derivation.decisions.items()
                                                    if not dec.plain and not dec.partials},
                             [derivation.decisions[n].full_row for n in derivation.partial_params],
                             folded=derivation.fold is not None, tapes=derivation.tapes,
@@ -146,10 +149,10 @@ class BackwardKernel:
         names = list(grads)
         warps, stages = options.get("num_warps", 4), options.get("num_stages", 3)
         d = self.derived(values, names, warps, stages, accumulate)
-        for n, condition in d.zeroed_inputs.items() if launching else ():
-            if _needs_zeroing(condition, values, self.forward.arg_names):
+        for n, needs_zeroing in d.zeroed_inputs.items() if launching else ():
+            if needs_zeroing(values):
                 _ZERO[type(grads[n]).__module__.split(".")[0]](grads[n])
-        if grid is not None and d.unread_axes:
+        if grid is not None and d.unread_axes and (type(grid) is not tuple or len(grid) > d.unread_axes[0]):
             self._check_unread_axes(d, grid, values, warps, stages)
         size = launch = (partials.GROUPS, 1, 1)     # not launching: the sizes a typical launch has
         if grid is not None and not d.partial_inputs and not d.folded and not d.tapes:
@@ -212,8 +215,8 @@ class BackwardKernel:
         def launch(*args, **kwargs):
             d, values, options, plans, size = self._prepare(args, kwargs, launching=True, grid=grid)
             d.kernel[size](*values, **options)
-            for plan in plans:
-                plan.reduce()
+            if plans:
+                partials.reduce_all(plans)
         return launch
 
     @property
@@ -227,8 +230,8 @@ class BackwardKernel:
                                                                      interpret=True)
                     options.pop("stream", None)
                     d.kernel.interpret[size](*values, **options)
-                    for plan in plans:
-                        plan.reduce(interpret=True)
+                    if plans:
+                        partials.reduce_all(plans, interpret=True)
                 return run
         return _Interpret()
 

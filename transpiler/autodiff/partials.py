@@ -20,8 +20,9 @@ The rows are summed by tiles, never by a loop over rows: a loop of dependent loa
 kernel loads all rows left of a few columns in one tile (up to TILE values: 2048 rows of 8 columns, 64 rows of
 128) and adds their sums into (or, with accumulate=False, stores them as) the gradient; a folded backward's
 one wave of programs (about a thousand rows) takes that one launch per gradient, since launches, not bytes,
-are what a few MiB of partial rows cost. Past FINAL_ROWS rows, passes first fold PASS_ROWS rows per program
-in place, each into the first row of its chunk.
+are what a few MiB of partial rows cost; two gradients share a launch (`sum_two_into`: layernorm's dW and dB
+in one). Past FINAL_ROWS rows, passes first fold PASS_ROWS rows per program in place, each into the first row
+of its chunk.
 """
 from __future__ import annotations
 
@@ -54,10 +55,10 @@ def sum_row_tiles(PARTIAL, numel, rows, row_stride, ROWS: tl.constexpr, BLOCK: t
 
 
 @transpiler.jit
-def sum_rows_into(PARTIAL, GRAD, numel, rows, row_stride, ROWS: tl.constexpr, BLOCK: tl.constexpr,
-                  ACCUMULATE: tl.constexpr):
-    """GRAD[:numel] (+)= the sum of the `rows` (<= ROWS) rows of PARTIAL, one tile per column block."""
-    cols = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+def _sum_tile_into(PARTIAL, GRAD, numel, rows, row_stride, block, ROWS: tl.constexpr, BLOCK: tl.constexpr,
+                   ACCUMULATE: tl.constexpr):
+    """GRAD[columns block `block`] (+)= the sum of the `rows` (<= ROWS) rows of PARTIAL there, one tile."""
+    cols = block * BLOCK + tl.arange(0, BLOCK)
     chunk = tl.arange(0, ROWS)
     live = cols < numel
     tile = tl.load(PARTIAL + chunk[:, None] * row_stride + cols[None, :],
@@ -66,6 +67,25 @@ def sum_rows_into(PARTIAL, GRAD, numel, rows, row_stride, ROWS: tl.constexpr, BL
     if ACCUMULATE:
         total += tl.load(GRAD + cols, mask=live, other=0.0)
     tl.store(GRAD + cols, total, mask=live)
+
+
+@transpiler.jit
+def sum_rows_into(PARTIAL, GRAD, numel, rows, row_stride, ROWS: tl.constexpr, BLOCK: tl.constexpr,
+                  ACCUMULATE: tl.constexpr):
+    """GRAD[:numel] (+)= the sum of the `rows` (<= ROWS) rows of PARTIAL, one tile per column block."""
+    _sum_tile_into(PARTIAL, GRAD, numel, rows, row_stride, tl.program_id(0), ROWS, BLOCK, ACCUMULATE)
+
+
+@transpiler.jit
+def sum_two_into(PA, GA, numel_a, rows_a, stride_a, PB, GB, numel_b, rows_b, stride_b, blocks_a,
+                 ROWS: tl.constexpr, BLOCK: tl.constexpr, ACCUMULATE: tl.constexpr):
+    """Two gradients in one launch (layernorm's dW and dB): the first `blocks_a` programs sum A's columns,
+    the others B's."""
+    block = tl.program_id(0)
+    if block < blocks_a:
+        _sum_tile_into(PA, GA, numel_a, rows_a, stride_a, block, ROWS, BLOCK, ACCUMULATE)
+    else:
+        _sum_tile_into(PB, GB, numel_b, rows_b, stride_b, block - blocks_a, ROWS, BLOCK, ACCUMULATE)
 
 
 def numel(a) -> int:
@@ -145,20 +165,47 @@ class Plan:
     def arguments(self):
         return [self.buffer, self.row_stride, self.rows]
 
-    def reduce(self, interpret=False):
-        """Add the rows into the gradient: past FINAL_ROWS rows, passes of PASS_ROWS-row tiles in place;
-        then one tile of the rows left per few columns into the gradient. Arguments are passed by position
-        (the launch's fast path)."""
+    def fold_rows(self, interpret=False):
+        """Past FINAL_ROWS rows, passes of PASS_ROWS-row tiles in place; returns (rows, row stride) left.
+        Arguments are passed by position (the launch's fast path)."""
         passes = sum_row_tiles.interpret if interpret else sum_row_tiles
-        final = sum_rows_into.interpret if interpret else sum_rows_into
         rows, stride = self.rows, self.row_stride
         while rows > FINAL_ROWS:
             count = transpiler.cdiv(rows, PASS_ROWS)
             passes[(transpiler.cdiv(self.summed, COLUMNS), count)](self.buffer, self.summed, rows, stride,
                                                                    PASS_ROWS, COLUMNS, num_warps=8)
             rows, stride = count, stride * PASS_ROWS
-        tile_rows = _next_power_of_two(rows)
-        columns = min(COLUMNS, max(TILE // tile_rows, 1))
-        warps = 16 if tile_rows * columns >= TILE else 8
-        final[(transpiler.cdiv(self.summed, columns),)](self.buffer, self.grad, self.summed, rows, stride, tile_rows,
-                                                        columns, self.accumulate, num_warps=warps)
+        return rows, stride
+
+    def reduce(self, interpret=False):
+        """Add the rows into the gradient (this plan alone)."""
+        reduce_all([self], interpret)
+
+
+def _tile(rows):
+    """(tile rows, columns, warps) of the last kernel for `rows` rows."""
+    tile_rows = _next_power_of_two(rows)
+    columns = min(COLUMNS, max(TILE // tile_rows, 1))
+    return tile_rows, columns, 16 if tile_rows * columns >= TILE else 8
+
+
+def reduce_all(plans, interpret=False):
+    """Sum every plan's rows into its gradient: passes where a plan has more than FINAL_ROWS rows, then one
+    tile kernel per two gradients (launches, not bytes, are what a wave's partial rows cost)."""
+    final = sum_rows_into.interpret if interpret else sum_rows_into
+    pair = sum_two_into.interpret if interpret else sum_two_into
+    left = [(plan,) + plan.fold_rows(interpret) for plan in plans]
+    while left:
+        if len(left) >= 2 and left[0][0].accumulate == left[1][0].accumulate:
+            (a, rows_a, stride_a), (b, rows_b, stride_b) = left[0], left[1]
+            left = left[2:]
+            tile_rows, columns, warps = _tile(max(rows_a, rows_b))
+            blocks_a = transpiler.cdiv(a.summed, columns)
+            pair[(blocks_a + transpiler.cdiv(b.summed, columns),)](
+                a.buffer, a.grad, a.summed, rows_a, stride_a, b.buffer, b.grad, b.summed, rows_b, stride_b, blocks_a,
+                tile_rows, columns, a.accumulate, num_warps=warps)
+            continue
+        (plan, rows, stride), left = left[0], left[1:]
+        tile_rows, columns, warps = _tile(rows)
+        final[(transpiler.cdiv(plan.summed, columns),)](plan.buffer, plan.grad, plan.summed, rows, stride, tile_rows,
+                                                        columns, plan.accumulate, num_warps=warps)
