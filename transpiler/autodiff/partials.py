@@ -121,6 +121,8 @@ def _device_and_stream(a, module):
     """(device id, raw current stream) of array `a` (one C call each: this runs at every launch)."""
     from ..runtime.launcher import cupy_stream, torch_stream
     if module == "torch":
+        if a.device.type != "cuda":
+            return -1, 0                # CPU tensors (the interpreter): no stream
         device = a.device.index if a.device.index is not None else 0
         return device, torch_stream(device)
     device = a.device.id
