@@ -1,6 +1,10 @@
 """Typing rules: what each builtin and operator means for shapes and dtypes, and which IR ops it becomes.
 
-One rule per builtin name in `RULES` (filled by `@rule`), plus the operator rules used for Python syntax.
+One rule per builtin name in `RULES` (filled by `@rule`), plus the operator rules used for Python syntax. This
+module holds the registry, the value helpers every rule uses (constants, casts, broadcasting, block shapes) and
+the operators; the builtins' rules are in the `semantic_*` modules, by kind (creation, memory, shapes,
+elementwise, hints and debugging, reductions, scans, dots, atomics, block pointers, tensor descriptors,
+libdevice, the standard library).
 Rules receive the `Builder` (to emit ops and report errors at the current source position) and the bound
 arguments, which are IR `Value`s or plain Python constants (constexprs). Broadcasting and promotion follow
 Triton's `semantic.py`, through `transpiler.dtypes`.
@@ -15,7 +19,6 @@ import numpy as np
 from .. import dtypes
 from ..dtypes import Kind
 from ..errors import CompileTimeError, DTypeError, ShapeError
-from ..language import catalogue
 from .ir import Type, Value
 from .records import Record
 
@@ -35,7 +38,17 @@ def is_const(x):
     return not isinstance(x, Value)
 
 
+def assigned_constant(x):
+    """The Python number a 0-d `constant` op holds (a name assigned a number, which Triton makes an int32/fp32
+    scalar), or `x` itself. Contexts that need a constexpr (`tl.arange` bounds, shapes, `static_range`, an `if`
+    chosen at compile time) accept such a name by its value, where Triton refuses it."""
+    if isinstance(x, Value) and not x.shape and x.owner is not None and getattr(x.owner, "name", None) == "constant":
+        return x.owner.attrs["value"]
+    return x
+
+
 def const_value(b, x, what="value"):
+    x = assigned_constant(x)
     if isinstance(x, Value):
         raise b.error(CompileTimeError, f"{what} must be a compile-time constant (a constexpr), "
                       f"but it is a runtime {x.type}",
@@ -212,8 +225,45 @@ def elementwise(b, fn, operands, out_dtype, **attrs) -> Value:
     if fn != "select" and any(v.dtype.is_fp8() for v in operands):
         raise b.error(DTypeError, f"computing on fp8 values ({fn}) is not supported yet",
                       hint="convert them first, e.g. x.to(tl.float32); fp8 values can be loaded, stored and converted")
+    folded = _folded(fn, operands, out_dtype, attrs)
+    if folded is not None:
+        return constant(b, folded, out_dtype)
     shape = operands[0].shape
     return b.emit("elementwise", list(operands), Type(out_dtype, shape), fn=fn, **attrs)
+
+
+# Scalar constants combined at compile time (`unrolled = 0` then `unrolled += i` over a static_range is one
+# number in the C++): only where NumPy computes exactly what the GPU would -- wrap-around integer arithmetic,
+# IEEE fp32/fp64 add, sub and mul rounded once each (as Triton's constant folding, no fma contraction),
+# comparisons and bitwise operations. Division, shifts, math functions and fp16/bf16 are left to the GPU.
+_FOLDABLE = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "lt": np.less, "le": np.less_equal,
+             "gt": np.greater, "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal,
+             "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}
+
+
+def _numpy_scalar_type(dt):
+    if dt.kind is Kind.BOOL:
+        return np.bool_
+    if dt.kind is Kind.INT:
+        return np.dtype(f"{'' if dt.signed else 'u'}int{dt.bits}")
+    return {32: np.float32, 64: np.float64}.get(dt.bits) if dt.kind is Kind.FLOAT else None
+
+
+def _folded(fn, operands, out_dtype, attrs):
+    """The Python value of `fn` on 0-d constant operands when NumPy gives the GPU's exact result, else None."""
+    if fn not in _FOLDABLE or attrs or out_dtype.kind is Kind.FLOAT and out_dtype.bits not in (32, 64):
+        return None
+    values = []
+    for v in operands:
+        owner = v.owner
+        np_type = _numpy_scalar_type(v.dtype)
+        if v.shape or getattr(owner, "name", None) != "constant" or np_type is None or \
+                (v.dtype.kind is Kind.FLOAT and fn in ("and", "or", "xor")):
+            return None
+        values.append(np.array([owner.attrs["value"]]).astype(np_type))
+    with np.errstate(all="ignore"):
+        result = _FOLDABLE[fn](*values)[0]
+    return result.item()
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -451,25 +501,8 @@ def logical(b, op, x, y):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Builtins
+# Block shapes (also used by the rules of the semantic_* modules)
 # ---------------------------------------------------------------------------------------------------------
-
-def _axis(b, axis, what):
-    axis = const_value(b, axis, "the grid axis")
-    if axis not in (0, 1, 2):      # Triton's words
-        raise b.error(CompileTimeError, f"{what} axis must be 0, 1, or 2 but got {axis}")
-    return axis
-
-
-@rule("program_id")
-def _program_id(b, axis=0):
-    return b.emit("program_id", [], Type(dtypes.int32), axis=_axis(b, axis, "program_id"))
-
-
-@rule("num_programs")
-def _num_programs(b, axis=0):
-    return b.emit("num_programs", [], Type(dtypes.int32), axis=_axis(b, axis, "num_programs"))
-
 
 def check_block_shape(b, shape):
     n = 1
@@ -484,216 +517,6 @@ def check_block_shape(b, shape):
                       hint="use smaller blocks and loop over the rest (for k in range(0, n, BLOCK): ...)")
 
 
-def _shape_arg(b, shape):
-    shape = const_value(b, shape, "a block shape")
-    if isinstance(shape, int):
-        shape = (shape,)
-    shape = tuple(const_value(b, s, "a block dimension") for s in shape)
-    check_block_shape(b, shape)
-    return shape
-
-
-@rule("arange")
-def _arange(b, start, end):
-    start = const_value(b, start, "tl.arange's start")
-    end = const_value(b, end, "tl.arange's end")
-    if not isinstance(start, int) or not isinstance(end, int):
-        raise b.error(CompileTimeError, "tl.arange bounds must be integers")
-    n = end - start
-    if n <= 0 or n & (n - 1):
-        raise b.error(CompileTimeError, f"tl.arange({start}, {end}) has {n} elements; the count must be a "
-                      "power of two", hint="round up with transpiler.next_power_of_2 and mask the tail")
-    check_block_shape(b, (n,))
-    return b.emit("arange", [], Type(dtypes.int32, (n,)), start=start)
-
-
-def _dtype_arg(b, dt, what="dtype"):
-    dt = const_value(b, dt, what)
-    if isinstance(dt, str):
-        dt = dtypes.from_array_dtype(dt)
-    if isinstance(dt, dtypes.block_type):   # `x.to(p.dtype.element_ty)` of a block pointer `p`, as in Triton
-        dt = dt.scalar
-    if not isinstance(dt, dtypes.dtype):
-        raise b.error(DTypeError, f"{what} must be a tl dtype, not {dt!r}")
-    return dt
-
-
-@rule("full")
-def _full(b, shape, value, dtype):
-    shape = _shape_arg(b, shape)
-    dt = _dtype_arg(b, dtype)
-    v = cast(b, to_value(b, value, dt if is_const(value) else None), dt)
-    if v.shape:
-        raise b.error(ShapeError, "tl.full needs a scalar fill value")
-    return splat(b, v, shape)
-
-
-@rule("zeros")
-def _zeros(b, shape, dtype):
-    return _full(b, shape, 0, dtype)
-
-
-@rule("zeros_like")
-def _zeros_like(b, input):
-    input = to_value(b, input)
-    return _full(b, input.shape, 0, input.dtype) if input.shape else constant(b, 0, input.dtype)
-
-
-@rule("full_like")
-def _full_like(b, input, value, dtype=None):
-    input = to_value(b, input)
-    dt = _dtype_arg(b, dtype) if dtype is not None else input.dtype
-    if not input.shape:
-        return cast(b, to_value(b, value, dt), dt)
-    return _full(b, input.shape, value, dt)
-
-
-@rule("cast")
-def _cast(b, input, dtype, fp_downcast_rounding=None, bitcast=False):
-    dt = _dtype_arg(b, dtype)
-    v = to_value(b, input, None)
-    rounding = const_value(b, fp_downcast_rounding, "fp_downcast_rounding")
-    if rounding not in (None, "rtne", "rtz"):
-        raise b.error(CompileTimeError, f"fp_downcast_rounding must be 'rtne' or 'rtz', got {rounding!r}")
-    if rounding == "rtz" and dt.is_fp8():
-        raise b.error(CompileTimeError, "fp_downcast_rounding='rtz' to fp8 is not supported yet")
-    if rounding == "rtz":
-        if not (v.dtype.is_floating() and dt.is_floating() and dt.bits < v.dtype.bits):
-            raise b.error(CompileTimeError, "fp_downcast_rounding applies only to narrowing float conversions, "
-                          f"not {v.dtype!r} to {dt!r}")
-        return b.emit("cast", [v], v.type.with_dtype(dt), rounding="rtz")
-    return cast(b, v, dt, bitcast=bool(const_value(b, bitcast, "bitcast")))
-
-
-@rule("to_tensor")
-def _to_tensor(b, x):
-    return to_value(b, x)
-
-
-def _check_pointer(b, ptr, what):
-    if is_const(ptr) or not ptr.dtype.is_ptr():
-        raise b.error(DTypeError, f"{what} needs a pointer (or a block of pointers), not "
-                      f"{ptr.type if isinstance(ptr, Value) else type(ptr).__name__}",
-                      hint="pass an array argument plus offsets, e.g. X + offs")
-
-
-_CACHE_MODIFIERS = {"", ".ca", ".cg", ".cs", ".cv", ".lu", ".wb", ".wt"}
-_EVICTION = {"", "evict_first", "evict_last", "evict_normal"}
-
-
-def _memory_attrs(b, cache_modifier, eviction_policy):
-    cache_modifier = const_value(b, cache_modifier, "cache_modifier") or ""
-    eviction_policy = const_value(b, eviction_policy, "eviction_policy") or ""
-    if cache_modifier not in _CACHE_MODIFIERS:
-        raise b.error(CompileTimeError, f"unknown cache_modifier {cache_modifier!r}; "
-                      f"use one of {sorted(_CACHE_MODIFIERS - {''})}")
-    if eviction_policy not in _EVICTION:
-        raise b.error(CompileTimeError, f"unknown eviction_policy {eviction_policy!r}; "
-                      f"use one of {sorted(_EVICTION - {''})}")
-    return cache_modifier, eviction_policy
-
-
-def _mask_value(b, mask, what):
-    """The mask as an int1 value, or None when it is the constant True. Like Triton, a mask must be boolean."""
-    if is_const(mask):
-        if not isinstance(mask, (bool, np.bool_)):
-            raise b.error(DTypeError, f"the mask of {what} must be boolean, not {mask!r}")
-        return None if mask else constant(b, False)
-    if mask.dtype is not dtypes.int1:
-        raise b.error(DTypeError, f"the mask of {what} must be a boolean block (int1), not {mask.type}",
-                      hint="build it with a comparison, e.g. mask=offs < n, or convert with x != 0")
-    return mask
-
-
-def _no_block_with_scalar_pointer(b, pointer, v, what):
-    if not pointer.shape and v is not None and v.shape:
-        raise b.error(ShapeError, f"{what} of shape {list(v.shape)} cannot go with a scalar pointer",
-                      hint="make the pointer a block: ptr + tl.arange(...)")
-
-
-def _no_block_pointer_options(b, boundary_check, padding_option, what):
-    if const_value(b, boundary_check, "boundary_check") or const_value(b, padding_option, "padding_option"):
-        raise b.error(CompileTimeError, f"{what}: boundary_check and padding_option apply to block pointers "
-                      "(tl.make_block_ptr) only", hint="mask a block of pointers with mask= (and other=)")
-
-
-@rule("load")
-def _load(b, pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="",
-          eviction_policy="", volatile=False):
-    _check_pointer(b, pointer, "tl.load")
-    _no_block_pointer_options(b, boundary_check, padding_option, "tl.load")
-    elem = pointer.dtype.element_ty
-    m = _mask_value(b, mask, "tl.load") if mask is not None else None
-    o = None
-    if m is not None:
-        o = cast(b, to_value(b, other if other is not None else 0, elem if is_const(other) else None), elem)
-    # As in Triton, the pointer broadcasts with the mask and with `other`, both ways.
-    for v, what in ((m, "a mask"), (o, "`other`")):
-        _no_block_with_scalar_pointer(b, pointer, v, f"tl.load: {what}")
-        if v is not None and v.shape:
-            shape = broadcast_shapes(b, pointer.shape, v.shape)
-            pointer = broadcast_to_shape(b, lift_rank(b, pointer, len(shape)), shape) if pointer.shape \
-                else splat(b, pointer, shape)
-    shape = pointer.shape
-    operands = [pointer]
-    if m is not None:
-        operands += [broadcast_to_shape(b, m, shape), broadcast_to_shape(b, o, shape)]
-    cm, ev = _memory_attrs(b, cache_modifier, eviction_policy)
-    return b.emit("load", operands, Type(elem, shape), cache=cm, eviction=ev,
-                  volatile=bool(const_value(b, volatile, "volatile")))
-
-
-@rule("store")
-def _store(b, pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
-    _check_pointer(b, pointer, "tl.store")
-    _no_block_pointer_options(b, boundary_check, "", "tl.store")
-    elem = pointer.dtype.element_ty
-    v = to_value(b, value, elem if is_const(value) else None)
-    if v.dtype.is_ptr() and not elem.is_ptr():
-        raise b.error(DTypeError, f"cannot store pointers through a pointer to {elem!r}",
-                      hint="store the values: tl.store(P, tl.load(Q)), or the address: (Q).to(tl.int64)")
-    if v.shape and not pointer.shape:
-        raise b.error(ShapeError, f"storing a block of shape {list(v.shape)} through a scalar pointer",
-                      hint="make the pointer a block: ptr + tl.arange(...)")
-    if v.shape and (len(v.shape) != len(pointer.shape) or
-                    any(s != p and s != 1 for s, p in zip(v.shape, pointer.shape))):
-        raise b.error(ShapeError, f"value shape {list(v.shape)} does not fit pointer shape {list(pointer.shape)}",
-                      hint="a stored value must have the pointer block's shape (size-1 axes stretch)")
-    v = cast(b, v, elem)
-    shape = pointer.shape
-    if v.shape != shape:
-        v = broadcast_to_shape(b, v, shape)
-    operands = [pointer, v]
-    if mask is not None:
-        m = _mask_value(b, mask, "tl.store")
-        if m is not None and not m.shape and is_const(mask):
-            return None                    # mask=False: nothing to store
-        if m is not None:
-            _no_block_with_scalar_pointer(b, pointer, m, "tl.store: a mask")
-            operands.append(broadcast_to_shape(b, m, shape))
-    cm, ev = _memory_attrs(b, cache_modifier, eviction_policy)
-    b.emit("store", operands, None, cache=cm, eviction=ev)
-    return None
-
-
-# ---- shapes ---------------------------------------------------------------------------------------------
-
-def _dims(b, shape):
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        shape = tuple(shape[0])
-    return tuple(const_value(b, s, "a shape") for s in shape)
-
-
-@rule("broadcast_to")
-def _broadcast_to(b, input, *shape):
-    shape = _dims(b, shape)
-    return broadcast_to_shape(b, to_value(b, input), shape)
-
-
-@rule("broadcast")
-def _broadcast(b, input, other):
-    return broadcast_pair(b, to_value(b, input), to_value(b, other))
-
 
 def expand_dims(b, v, axis):
     rank = len(v.shape) + 1
@@ -702,244 +525,3 @@ def expand_dims(b, v, axis):
     axis %= rank
     shape = v.shape[:axis] + (1,) + v.shape[axis:]
     return b.emit("expand_dims", [v], Type(v.dtype, shape), axis=axis)
-
-
-@rule("expand_dims")
-def _expand_dims(b, input, axis):
-    v = to_value(b, input)
-    axes = const_value(b, axis, "axis")
-    axes = [axes] if isinstance(axes, int) else list(axes)
-    rank = len(v.shape) + len(axes)
-    # Axes are checked against the result's rank before they are normalized (as Triton does): -3 on a block
-    # of rank 1 is an error, not axis 1; two axes naming one position are an error too.
-    for a in axes:
-        if not -rank <= a < rank:
-            raise b.error(ShapeError, f"tl.expand_dims: axis {a} is out of range for a block of rank {rank} "
-                                      f"(expected {-rank} <= axis < {rank})")
-    normalized = [a % rank for a in axes]
-    if len(set(normalized)) != len(normalized):
-        raise b.error(ShapeError, f"tl.expand_dims: repeated axis in {axes}")
-    for a in sorted(normalized):
-        v = expand_dims(b, v, a)
-    return v
-
-
-@rule("reshape")
-def _reshape(b, input, *shape, can_reorder=False):
-    v = to_value(b, input)
-    shape = _dims(b, shape)
-    n = 1
-    for s in shape:
-        n *= s
-    if n != v.type.numel:
-        raise b.error(ShapeError, f"cannot reshape {list(v.shape)} ({v.type.numel} elements) to {list(shape)}")
-    check_block_shape(b, shape)
-    if shape == v.shape:
-        return v
-    return b.emit("reshape", [v], Type(v.dtype, shape))
-
-
-@rule("view")
-def _view(b, input, *shape):
-    return _reshape(b, input, *shape)
-
-
-@rule("permute")
-def _permute(b, input, *dims):
-    v = to_value(b, input)
-    dims = _dims(b, dims)
-    if sorted(dims) != list(builtins.range(len(v.shape))):
-        raise b.error(ShapeError, f"permute order {list(dims)} is not a permutation of the {len(v.shape)} dims")
-    if list(dims) == list(builtins.range(len(v.shape))):
-        return v
-    return b.emit("permute", [v], Type(v.dtype, tuple(v.shape[d] for d in dims)), order=tuple(dims))
-
-
-@rule("trans")
-def _trans(b, input, *dims):
-    v = to_value(b, input)
-    dims = _dims(b, dims)
-    if not dims:
-        if len(v.shape) != 2:
-            raise b.error(ShapeError, f"tl.trans without dims needs a 2-D block, not shape {list(v.shape)}")
-        dims = (1, 0)
-    return _permute(b, v, *dims)
-
-
-# ---- elementwise builtins -------------------------------------------------------------------------------
-
-@rule("where")
-def _where(b, condition, x, y):
-    c = to_value(b, condition)
-    c = to_bool(b, c)
-    x, y, dt = binary_operands(b, x, y)
-    c, x = broadcast_pair(b, c, x)
-    c, y = broadcast_pair(b, c, y)
-    x, y = broadcast_pair(b, x, y)
-    return elementwise(b, "select", [c, x, y], dt)
-
-
-def as_tensor(b, x) -> Value:
-    """Triton's `to_tensor`: a Python number becomes a scalar of its own type (int32/uint32/int64/uint64 by
-    value, fp32 or fp64 by magnitude, int1), so it takes part in the promotion that follows like any scalar,
-    not as the weak literal of `+` (`tl.minimum(u8, 3)` is int32, `tl.minimum(fp16, 2.0)` fp32)."""
-    no_record_operand(b, x)
-    return to_value(b, x)
-
-
-def float32_if_bf16(b, v: Value) -> Value:
-    """Triton computes min, max and clamp of bf16 operands in fp32, and the result stays fp32."""
-    return cast(b, v, dtypes.float32) if v.dtype is dtypes.bfloat16 else v
-
-
-def _floats_only(b, what, dt, hint):
-    if not dt.is_floating():
-        raise b.error(DTypeError, f"{what} is defined on floating-point values only, not {dt!r} "
-                      "(not Triton's language)", hint=hint)
-
-
-def _minmax_operands(b, *operands):
-    return [float32_if_bf16(b, as_tensor(b, x)) for x in operands]
-
-
-def _minmax(fn):
-    def apply(b, x, y, propagate_nan=None):
-        x, y, dt = binary_operands(b, *_minmax_operands(b, x, y))
-        nan = const_value(b, propagate_nan, "propagate_nan") or 0
-        return elementwise(b, fn, [x, y], dt, propagate_nan=bool(nan))
-    return apply
-
-
-RULES["minimum"] = _minmax("min")
-RULES["maximum"] = _minmax("max")
-
-
-@rule("clamp")
-def _clamp(b, x, min, max, propagate_nan=None):
-    x, lo, hi = _minmax_operands(b, x, min, max)
-    # Triton's order: the bounds meet first, then x meets each bound.
-    lo, hi, _ = binary_operands(b, lo, hi)
-    x, lo, _ = binary_operands(b, x, lo)
-    x, hi, dt = binary_operands(b, x, hi)
-    _floats_only(b, "tl.clamp", dt, "use tl.minimum(tl.maximum(x, lo), hi) for integers")
-    return RULES["minimum"](b, RULES["maximum"](b, x, lo, propagate_nan), hi, propagate_nan)
-
-
-def _math_function(function):
-    """The typing rule of a row of the math catalogue (`language/catalogue.py`), by its typing class."""
-    fn, allow_int = function.name, function.typing == catalogue.FLOAT_OR_INT
-
-    def apply(b, x):
-        v = to_value(b, x)
-        if v.dtype.kind is not Kind.FLOAT:
-            if allow_int and v.dtype.is_int():
-                return elementwise(b, fn, [v], v.dtype)
-            raise b.error(DTypeError, f"tl.{fn} needs a floating-point operand, not {v.dtype!r}",
-                          hint="convert first with .to(tl.float32)")
-        return elementwise(b, fn, [v], v.dtype)
-    return apply
-
-
-for _function in catalogue.FUNCTIONS:
-    RULES[_function.name] = _math_function(_function)
-
-
-@rule("fma")
-def _fma(b, x, y, z):
-    x, y, z = (as_tensor(b, v) for v in (x, y, z))
-    # Triton's order of promotion: x with y, then z with x, then z with y; the result has x's type.
-    x, y, _ = binary_operands(b, x, y)
-    z, x, _ = binary_operands(b, z, x)
-    z, y, dt = binary_operands(b, z, y)
-    _floats_only(b, "tl.fma", dt, "write x * y + z for integers")
-    x, y = broadcast_pair(b, x, y)
-    y, z = broadcast_pair(b, y, z)
-    x, z = broadcast_pair(b, x, z)
-    x, y = broadcast_pair(b, x, y)
-    return elementwise(b, "fma", [x, y, z], dt)
-
-
-@rule("cdiv")
-def _cdiv(b, x, div):
-    if is_const(x) and is_const(div):
-        return -(-x // div)
-    num = binary_op(b, "add", x, binary_op(b, "sub", div, 1))
-    return binary_op(b, "floordiv", num, div)
-
-
-@rule("div_rn")
-def _div_rn(b, x, y):
-    return _truediv(b, x, y, "div_rn")
-
-
-@rule("fdiv")
-def _fdiv(b, x, y, ieee_rounding=False):
-    return _truediv(b, x, y, "div_rn" if const_value(b, ieee_rounding, "ieee_rounding") else "truediv")
-
-
-@rule("umulhi")
-def _umulhi(b, x, y):
-    x, y, dt = binary_operands(b, x, y)
-    if dt not in (dtypes.int32, dtypes.uint32, dtypes.int64, dtypes.uint64):
-        raise b.error(DTypeError, f"tl.umulhi needs 32- or 64-bit integers, not {dt!r}")
-    return elementwise(b, "umulhi", [x, y], dt)
-
-
-# ---- hints and debugging --------------------------------------------------------------------------------
-
-def _hint(kind):
-    def apply(b, input, values):
-        v = to_value(b, input)
-        vals = const_value(b, values, f"tl.{kind}'s values")
-        vals = (vals,) * builtins.max(1, len(v.shape)) if isinstance(vals, int) else tuple(vals)
-        if len(vals) != builtins.max(1, len(v.shape)):
-            raise b.error(ShapeError, f"tl.{kind} needs one value per dimension ({len(v.shape)}), got {list(vals)}")
-        return b.emit("hint", [v], v.type, kind=kind, values=vals)
-    return apply
-
-
-RULES["multiple_of"] = _hint("multiple_of")
-RULES["max_contiguous"] = _hint("max_contiguous")
-RULES["max_constancy"] = _hint("max_constancy")
-
-
-@rule("assume")
-def _assume(b, cond):
-    # An optimisation hint in Triton (llvm.assume); nothing here derives facts from it.
-    return None
-
-
-@rule("static_assert")
-def _static_assert(b, cond, msg=""):
-    cond = const_value(b, cond, "tl.static_assert's condition")
-    if not cond:
-        raise b.error(CompileTimeError, f"static_assert failed: {msg}" if msg else "static_assert failed")
-
-
-@rule("static_print")
-def _static_print(b, *values, sep=" ", end="\n"):
-    print(*[v.type if isinstance(v, Value) else v for v in values], sep=sep, end=end)
-
-
-@rule("device_print")
-def _device_print(b, prefix, *args, hex=False):
-    prefix = const_value(b, prefix, "device_print's prefix")
-    values = [to_value(b, a) for a in args]
-    b.emit("device_print", values, None, prefix=str(prefix), hex=bool(const_value(b, hex, "hex")))
-
-
-@rule("device_assert")
-def _device_assert(b, cond, msg="", mask=None):
-    # Like Triton, assertions are compiled only in debug mode (transpiler/options.py); see docs/language.md.
-    # Elements outside `mask` are not checked: the condition becomes `not mask or cond`.
-    if not b.options.debug or mask is False or (is_const(cond) and bool(cond)):
-        return None
-    msg = const_value(b, msg, "device_assert's message")
-    if mask is not None and mask is not True:
-        cond = logical(b, "or", unary_op(b, "not", to_value(b, mask)), to_value(b, cond))
-    b.emit("device_assert", [to_value(b, cond)], None, msg=str(msg))
-
-
-@rule("debug_barrier")
-def _debug_barrier(b):
-    b.emit("barrier", [], None)
