@@ -64,11 +64,14 @@ class CompiledVariant:
     architecture and its loaded function per device."""
 
     def __init__(self, name, source, param_kinds, shared_bytes=0, disk_key=None, options=options_mod.DEFAULT,
-                 required_arch=None, maxnreg=None, tensor_maps=(), row_loop=False):
+                 required_arch=None, maxnreg=None, tensor_maps=(), row_loop=False, persistent=None,
+                 programs_per_block=1):
         self.name = name
         self.source = source
         self.param_kinds = param_kinds       # per kernel parameter: "ptr", a dtype name, or None (constexpr)
         self.row_loop = row_loop             # folded into a row loop: the grid's x is a last int32 parameter
+        self.persistent = row_loop if persistent is None else persistent   # ... one wave of blocks launched
+        self.programs_per_block = programs_per_block   # programs of the grid's x per block (program_packing.py)
         self.slot_kinds = [k for k in param_kinds if k is not None] + (["int32"] if row_loop else [])
         self.shared_bytes = shared_bytes     # dynamic shared memory per program
         self.disk_key = disk_key
@@ -427,8 +430,8 @@ class Kernel(KernelInterface):
                        tensor_maps=TensorMaps(var.tensor_maps) if var.tensor_maps else None)
         if not var.row_loop:
             return launcher
-        programs = var.resident_programs(device, num_warps)
-        return RowLoopLauncher(launcher, programs or UNKNOWN_RESIDENT_PROGRAMS)
+        blocks = (var.resident_programs(device, num_warps) or UNKNOWN_RESIDENT_PROGRAMS) if var.persistent else None
+        return RowLoopLauncher(launcher, blocks, var.programs_per_block)
 
     # -- binding -----------------------------------------------------------------------------------------
     def _bind_args(self, args, kwargs):
@@ -541,6 +544,7 @@ class Kernel(KernelInterface):
                            for part, c in zip(key, self._constexpr_mask)]
             entry = {"name": self.fn.__name__, "source": emitted.source, "param_kinds": param_kinds,
                      "shared_bytes": emitted.shared_bytes, "row_loop": emitted.row_loop,
+                     "persistent": emitted.persistent, "programs_per_block": emitted.programs_per_block,
                      "required_arch": requirement_to_json(emitted.required_arch, self.fn),
                      "tensor_maps": list(emitted.tensor_maps)}
             cache.store(disk_key, entry)
@@ -551,7 +555,8 @@ class Kernel(KernelInterface):
                 f.write(entry["source"])
         return CompiledVariant(entry["name"], entry["source"], entry["param_kinds"], entry.get("shared_bytes", 0),
                                disk_key, opts, requirement_from_json(entry.get("required_arch"), self.fn),
-                               opts.maxnreg, entry.get("tensor_maps", ()), entry.get("row_loop", False))
+                               opts.maxnreg, entry.get("tensor_maps", ()), entry.get("row_loop", False),
+                               entry.get("persistent"), entry.get("programs_per_block", 1))
 
     def _arg_specs(self, key, values):
         from ..analysis.specialization import arg_spec

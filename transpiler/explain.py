@@ -112,8 +112,10 @@ def explain_ir(ir, analysis, emitted, arch=None) -> str:
     name_of = _Names()
     layouts = analysis.layouts
     num_warps = analysis.options.num_warps
-    out = [f"kernel {ir.name} ({os.path.basename(ir.source_file)}), num_warps = {num_warps} "
-           f"({32 * num_warps} threads per program)", "", "specialization:"]
+    threads = (f"{32 * num_warps} threads per block, {analysis.programs_per_block} programs of one warp"
+               if analysis.packing else f"{32 * num_warps} threads per program")
+    out = [f"kernel {ir.name} ({os.path.basename(ir.source_file)}), num_warps = {num_warps} ({threads})", "",
+           "specialization:"]
     out += _specialization(ir)
 
     by_line: dict = {}
