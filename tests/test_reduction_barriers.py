@@ -61,3 +61,10 @@ def test_a_reduction_under_an_if_is_no_barrier_the_other_can_count_on():
     args = [np.zeros((8, 500), np.float32), np.zeros(8, np.float32), 500]
     body = _loop_body(source_for(sum_then_conditional_max, args, dict(BLOCK=512)))
     assert _barriers_around_writes(body) == [True, True]
+
+
+def test_switch_keeps_every_barrier(monkeypatch):
+    monkeypatch.setenv("TRANSPILER_LOOP_REDUCTION_BARRIER", "1")
+    case = K.softmax_case(np.random.default_rng(0), 64, 4000, 4096, np.float16, num_warps=16)
+    body = _loop_body(source_for(case["kernel"], case["args"], case["constexprs"], case["num_warps"]))
+    assert _barriers_around_writes(body) == [True, True]

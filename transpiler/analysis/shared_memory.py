@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from ..dtypes import accumulate_type, uint64
 from ..parse.ir import LOOPS, OpKind
+from ..targets import switch
 from .invariant_operands import invariant_dot_operands
 
 PERSISTENT, STAGES, SCRATCH = "persistent", "stages", "scratch"
@@ -286,6 +287,8 @@ def _unguarded_reductions(body, layouts) -> set:
     any `if` or inner loop, the path from one's reads to its next write passes another one's barrier, which no
     warp passes before every warp has done those reads: that barrier already orders them. (A softmax row loop
     keeps two barriers per row instead of four.)"""
+    if switch("TRANSPILER_LOOP_REDUCTION_BARRIER"):
+        return set()
     crossing = [op for op in body.ops if op.name == OpKind.REDUCE and reduction_slots(op, layouts) is not None]
     return set(crossing) if len(crossing) >= 2 else set()
 
