@@ -7,7 +7,8 @@ process. Writes `switch_ab.json` after every point.
 
     python bench/switch_ab.py --out DIR [--rounds 3] [--sets packing,barriers]
 
-Sets: `packing` (analysis/program_packing.py off: TRANSPILER_PACK_PROGRAMS=0), `barriers` (a barrier before
+Sets: `packing`, `packing_large` (analysis/program_packing.py off: TRANSPILER_PACK_PROGRAMS=0), `prefetch` (packed
+programs folded into a persistent row loop with 64 bytes a thread ahead), `barriers` (a barrier before
 every cross-warp reduction write of a loop: TRANSPILER_LOOP_REDUCTION_BARRIER=1), `row_loop` (the fold off:
 TRANSPILER_ROW_LOOP=0).
 """
@@ -26,9 +27,12 @@ from twins import BENCH, EXAMPLES, load  # noqa: E402
 
 SETS = {   # name -> (switch, its value in the variant compared, [(workload, dtype, shape)])
     "packing": ("TRANSPILER_PACK_PROGRAMS", "0", [
-        ("softmax", "float16", (4096, 512)), ("softmax", "float16", (4096, 1024)),
-        ("softmax", "float16", (32768, 1024)), ("layernorm", "float16", (4096, 1024)),
-        ("argmax", "float16", (32768, 1024))]),
+        ("softmax", "float16", (4096, 512)), ("softmax", "float32", (4096, 512)),
+        ("softmax", "float16", (4096, 1024))]),
+    "packing_large": ("TRANSPILER_PACK_PROGRAMS", "0", [
+        ("softmax", "float16", (32768, 1024)), ("argmax", "float16", (32768, 1024))]),
+    "prefetch": ("TRANSPILER_ROW_LOOP_BYTES", "64", [
+        ("softmax", "float16", (32768, 1024)), ("argmax", "float16", (32768, 1024))]),
     "barriers": ("TRANSPILER_LOOP_REDUCTION_BARRIER", "1", [("softmax", "float16", (8192, 4096))]),
     "row_loop": ("TRANSPILER_ROW_LOOP", "0", [
         ("softmax", "float16", (8192, 4096)), ("softmax", "float16", (4096, 16384)),
@@ -95,6 +99,8 @@ def main():
                 if not torch.allclose(a.float(), e.float(), rtol=2e-2, atol=2e-2):
                     errors.append(f"{name} differs from Triton")
             times = {k: [] for k in calls}
+            for fn in calls.values():     # a round not kept: the first timings after a compile ran 10-70% slow
+                ms(fn)
             for _ in range(args.rounds):
                 for k, fn in calls.items():
                     times[k].append(ms(fn))

@@ -6,10 +6,11 @@ block barrier each time), and a grid of one block per row runs in several waves 
 than the row's bytes. Run at one warp, the same program holds its row in 2-4 wide accesses per thread, reduces
 with shuffles only, and `num_warps` programs share one block, so the grid is `num_warps` times shorter.
 
-Decides, from the kernel IR and `num_warps`: whether to pack (`num_warps` > 1; a reduction or scan; no atomics,
-`tl.dot`, barrier, print or assert, which see or order the whole block; every load of a block at most
-`TRANSPILER_PACK_ROW_BYTES` bytes, 2 KiB by default; and, at one warp, no value that would be converted between
-layouts or reduced across warps: every block value and memory access of the program holds one layout and the
+Decides, from the kernel IR and `num_warps`: whether to pack (`num_warps` > 1; a reduction or scan and no runtime
+loop of the program's own (a row longer than its block); no atomics, `tl.dot`, barrier, print or assert, which
+see or order the whole block; the program's block loads together at most `TRANSPILER_PACK_ROW_BYTES` bytes, 2 KiB
+by default (64 bytes a thread of one warp); and, at one warp, no value that would be converted between layouts
+or reduced across warps: every block value and memory access of the program holds one layout and the
 shared-memory plan is empty, so no program ever waits for another one of its block). Packed, program
 `blockIdx.x * num_warps + warp` runs in warp `warp` of its block; the row loop pass (`row_loop.py`) gives the
 program its row through its loop over the user's grid (the blocks past the grid's last program run no
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..parse.ir import OpKind
+from ..parse.ir import LOOPS, OpKind
 from ..targets import switch, switch_value
 from .axis_info import AxisInfoAnalysis
 from .decisions import DecisionLog
@@ -61,15 +62,18 @@ def _structure_refusal(kernel, num_warps):
     for op in ops:
         if op.name in _WHOLE_BLOCK:
             return f"not packed: {_WHOLE_BLOCK[op.name]}"
+    if any(op.name in LOOPS for op in ops):
+        return "not packed: the program has a runtime loop of its own (a row longer than its block)"
     if not any(op.name in (OpKind.REDUCE, OpKind.SCAN) for op in ops):
         return "not packed: no reduction or scan (a program without one crosses no warps already)"
     limit = row_bytes_limit()
-    for op in ops:
-        if op.name == OpKind.LOAD and op.result.shape:
-            size = op.result.type.numel * op.result.dtype.itemsize
-            if size > limit:
-                return (f"not packed: a load of {size} bytes a program (rows of at most {limit} bytes are packed, "
-                        f"TRANSPILER_PACK_ROW_BYTES)")
+    loaded = sum(op.result.type.numel * op.result.dtype.itemsize for op in ops
+                 if op.name == OpKind.LOAD and op.result.shape)
+    if loaded > limit:
+        # One warp holds all of it: 2 KiB is 64 bytes a thread (measured: a layernorm's three rows of 2 KiB ran 6%
+        # slower packed, its registers halving the blocks per SM; bench/NOTES.md).
+        return (f"not packed: its loads hold {loaded} bytes a program (at most {limit} bytes are packed, "
+                f"TRANSPILER_PACK_ROW_BYTES)")
     return None
 
 
@@ -98,7 +102,7 @@ def plan_packing(kernel, decisions, num_warps):
     why_not = _structure_refusal(kernel, num_warps) or _cooperation_at_one_warp(kernel)
     first = next((op for op in kernel.body.ops if op.loc), None)
     kernel.packing = None if why_not else PackingPlan(
-        num_warps, f"a reduction, nothing that sees the whole block, loads of at most {row_bytes_limit()} bytes, "
+        num_warps, f"a reduction, nothing that sees the whole block, at most {row_bytes_limit()} bytes loaded, "
                    "and at one warp one layout and no shared memory")
     if why_not:
         decisions.add("packing", first, f"one program per block of {num_warps} warps", why_not)
