@@ -21,7 +21,9 @@ and records why in the decision log. `fold_row_loop` rewrites the IR:
         yield x_next
 
 so `tl.program_id(0)` and `tl.num_programs(0)` keep the user's values and results are those of the user's
-grid. The runtime launches `min(grid x, SMs x programs per SM)` programs (`runtime/launcher.py`).
+grid. The runtime launches `min(grid x, SMs x programs per SM)` programs (`runtime/launcher.py`). Where blocks
+hold several programs of one warp (`program_packing.py`), the body runs in this loop even with no row to
+prefetch: its bounds keep the programs past the grid idle, and every program of the grid is launched.
 """
 from __future__ import annotations
 
