@@ -196,3 +196,16 @@ def test_packed_launcher_launches_a_block_per_programs_per_block(grid_x, blocks,
     inner = _RecordingLauncher()
     RowLoopLauncher(inner, blocks, per_block).launch(grid_x, 3, 1, (11, 22), 0)
     assert inner.launches == [(launched, 3, 1, (11, 22, grid_x))]
+
+
+def test_a_packed_kernel_that_would_share_memory_is_an_internal_error_not_a_race(monkeypatch, tmp_path):
+    """The emitter's safety net: were the probe ever to let through a kernel whose one-warp programs convert a
+    layout through shared memory, generating it fails loudly instead of racing between a block's programs."""
+    from transpiler.analysis import program_packing
+    from transpiler.errors import InternalCompilerError
+    import transpiler
+    monkeypatch.setattr(program_packing, "_cooperation_at_one_warp", lambda kernel: None)
+    monkeypatch.setenv("TRANSPILER_CACHE_DIR", str(tmp_path))       # nothing compiled before this patch is reused
+    args = [np.zeros((4, 256), np.float16), np.zeros(256, np.float32), np.zeros(4, np.float32), 256]
+    with pytest.raises(InternalCompilerError, match="needed shared memory"):
+        source_for(transpiler.jit(P.mixed_widths.fn), args, dict(BLOCK=256), 4)
