@@ -209,3 +209,11 @@ def test_a_packed_kernel_that_would_share_memory_is_an_internal_error_not_a_race
     args = [np.zeros((4, 256), np.float16), np.zeros(256, np.float32), np.zeros(4, np.float32), 256]
     with pytest.raises(InternalCompilerError, match="needed shared memory"):
         source_for(transpiler.jit(P.mixed_widths.fn), args, dict(BLOCK=256), 4)
+
+
+@needs_nvrtc
+def test_explain_for_a_gpu_counts_blocks_and_the_programs_they_hold():
+    case = P.softmax_case(np.random.default_rng(0), 8, 1000, 1024, np.float16)
+    text = case["kernel"].explain(*case["args"], num_warps=4, arch="sm_90a", **case["constexprs"])
+    blocks = int(re.search(r"registers \(sm_90a\): \d+ registers, (\d+) blocks of 4 programs per SM", text).group(1))
+    assert f"({4 * blocks} programs)" in text
