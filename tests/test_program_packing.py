@@ -217,3 +217,15 @@ def test_explain_for_a_gpu_counts_blocks_and_the_programs_they_hold():
     text = case["kernel"].explain(*case["args"], num_warps=4, arch="sm_90a", **case["constexprs"])
     blocks = int(re.search(r"registers \(sm_90a\): \d+ registers, (\d+) blocks of 4 programs per SM", text).group(1))
     assert f"({4 * blocks} programs)" in text
+
+
+def test_a_row_held_by_many_reductions_at_once_is_not_packed():
+    """Sum, max, min and argmax of a 1024-element int16 row: 160 elements a thread at one warp held by reductions
+    (ptxas spilled it on sm_80); a softmax or an argmax of 1024 columns holds 64 and is packed."""
+    import dtype_kernels as D
+    case = dict(D.all_cases(np.random.default_rng(0)))["reduce_int16"]
+    _, analysis = analysis_for(case["kernel"], D.stand_in_args(case), case["constexprs"], 4)
+    (d,) = analysis.decisions.for_pass("packing")
+    assert analysis.packing is None and "its reductions would hold 160 elements a thread" in d.why
+    import membound_kernels as K
+    assert _analysis(K.argmax_case(np.random.default_rng(0), 64, 1024, 1024, np.float16)).packing is not None

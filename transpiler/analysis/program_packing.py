@@ -8,7 +8,8 @@ with shuffles only, and `num_warps` programs share one block, so the grid is `nu
 
 Decides, from the kernel IR and `num_warps`: whether to pack (`num_warps` > 1; a reduction or scan and no runtime
 loop of the program's own (a row longer than its block); no atomics, `tl.dot`, barrier, print or assert, which
-see or order the whole block; the program's block loads together at most `TRANSPILER_PACK_ROW_BYTES` bytes, 2 KiB
+see or order the whole block; its reductions' and scans' operands at most 64 elements a thread at one warp
+together; the program's block loads together at most `TRANSPILER_PACK_ROW_BYTES` bytes, 2 KiB
 by default (64 bytes a thread of one warp); and, at one warp, no value that would be converted between layouts
 or reduced across warps: every block value and memory access of the program holds one layout and the
 shared-memory plan is empty, so no program ever waits for another one of its block). Packed, program
@@ -36,6 +37,11 @@ _WHOLE_BLOCK = {OpKind.ATOMIC_RMW: "atomics (programs may depend on each other)"
                 OpKind.DEVICE_PRINT: "tl.device_print (it prints the block's id)",
                 OpKind.DEVICE_ASSERT: "tl.device_assert (it reports the block's id)"}
 PROGRAM_WARPS = 1
+# Each reduction or scan keeps its operands' elements live in the warp's registers until it is done: summed over
+# the program's reductions (elements a thread at one warp, per operand), at most this many. A softmax or an
+# argmax of 1024 columns is 64; the four reductions (sum, max, min, argmax) of a 1024-element int16 row, 160,
+# spilled on sm_80.
+REDUCED_REGISTERS = 64
 
 
 def row_bytes_limit() -> int:
@@ -66,6 +72,10 @@ def _structure_refusal(kernel, num_warps):
         return "not packed: the program has a runtime loop of its own (a row longer than its block)"
     if not any(op.name in (OpKind.REDUCE, OpKind.SCAN) for op in ops):
         return "not packed: no reduction or scan (a program without one crosses no warps already)"
+    reduced = sum(v.type.numel // 32 for op in ops if op.name in (OpKind.REDUCE, OpKind.SCAN) for v in op.operands)
+    if reduced > REDUCED_REGISTERS:
+        return (f"not packed: its reductions would hold {reduced} elements a thread at one warp (at most "
+                f"{REDUCED_REGISTERS}: more spilled)")
     limit = row_bytes_limit()
     loaded = sum(op.result.type.numel * op.result.dtype.itemsize for op in ops
                  if op.name == OpKind.LOAD and op.result.shape)
