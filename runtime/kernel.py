@@ -316,8 +316,8 @@ class Kernel(KernelVariants, KernelInterface):
                        tensor_maps=TensorMaps(var.tensor_maps) if var.tensor_maps else None)
         if not var.row_loop:
             return launcher
-        programs = var.resident_programs(device, num_warps)
-        return RowLoopLauncher(launcher, programs or UNKNOWN_RESIDENT_PROGRAMS)
+        blocks = (var.resident_programs(device, num_warps) or UNKNOWN_RESIDENT_PROGRAMS) if var.persistent else None
+        return RowLoopLauncher(launcher, blocks, var.programs_per_block)
 
     # -- binding -----------------------------------------------------------------------------------------
     def _bind_args(self, args, kwargs):

@@ -397,24 +397,34 @@ class DebugLauncher(Launcher):
 
 
 class RowLoopLauncher:
-    """Launches a kernel whose programs along x were folded into a row loop (`analysis/row_loop.py`): at most
-    `programs` of them, each looping over the user's program ids, which it learns from a last parameter holding
-    the user's grid x. Everything else is the wrapped launcher's."""
+    """Launches a kernel whose programs along x loop over the user's program ids (`analysis/row_loop.py`), which
+    it learns from a last parameter holding the user's grid x: `blocks` of them at most (one wave; None: every
+    block of the grid), a block holding `per_block` programs (`analysis/program_packing.py`). Everything else is
+    the wrapped launcher's."""
 
-    __slots__ = ("inner", "programs")
+    __slots__ = ("inner", "blocks", "per_block")
     # The loop computes `row + programs` for rows below the grid's x: that sum must stay an int.
     MAX_GRID_X = 2**31 - 1
 
-    def __init__(self, inner, programs: int):
+    def __init__(self, inner, blocks, per_block: int = 1):
         self.inner = inner
-        self.programs = max(1, programs)
+        self.blocks = None if blocks is None else max(1, blocks)
+        self.per_block = per_block
+
+    @property
+    def programs(self):
+        """Programs launched at most (one wave), or None when every program of the grid is launched."""
+        return None if self.blocks is None else self.blocks * self.per_block
 
     def launch(self, gx, gy, gz, values, stream):
-        if gx + self.programs > self.MAX_GRID_X:
+        needed = -(-gx // self.per_block)
+        blocks = needed if self.blocks is None else min(needed, self.blocks)
+        if gx + blocks * self.per_block > self.MAX_GRID_X:
             raise LaunchError(f"grid x of {gx} programs is not supported yet by a kernel folded into a row loop "
-                              f"(at most {self.MAX_GRID_X - self.programs})", kernel=self.inner.name,
-                              hint="set TRANSPILER_ROW_LOOP=0, or put part of the count on grid axis 1")
-        self.inner.launch(min(gx, self.programs), gy, gz, (*values, gx), stream)
+                              f"(at most {self.MAX_GRID_X - blocks * self.per_block})", kernel=self.inner.name,
+                              hint="set TRANSPILER_ROW_LOOP=0 and TRANSPILER_PACK_PROGRAMS=0, or put part of the "
+                                   "count on grid axis 1")
+        self.inner.launch(blocks, gy, gz, (*values, gx), stream)
 
     def __getattr__(self, name):
         return getattr(self.inner, name)

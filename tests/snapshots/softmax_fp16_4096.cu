@@ -306,7 +306,6 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
       tp::combine_max(red_acc[o], tp::shfl_xor(red_acc[o], 8));
       tp::combine_max(red_acc[o], tp::shfl_xor(red_acc[o], 16));
     }
-    __syncthreads();
     if ((lane & 31) == 0) {
     #pragma unroll
       for (int o = 0; o < 1; ++o) {
@@ -353,7 +352,6 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
       tp::combine_add(red_acc_1[o], tp::shfl_xor(red_acc_1[o], 8));
       tp::combine_add(red_acc_1[o], tp::shfl_xor(red_acc_1[o], 16));
     }
-    __syncthreads();
     if ((lane & 31) == 0) {
     #pragma unroll
       for (int o = 0; o < 1; ++o) {

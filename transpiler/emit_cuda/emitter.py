@@ -120,6 +120,9 @@ class Emitter:
         self.tma_maps: dict = {}      # TMA load -> the C name of its tensor map parameter
         self.tma_params: list = []    # (C declaration, host description) of each tensor map parameter
         self.tma_ready = None         # the C name of the parameter saying the host encoded every map
+        # The thread that performs a program's scalar stores: the block's first, or its warp's first lane when
+        # a block holds several programs of one warp each (analysis/program_packing.py).
+        self.first_thread_of_program = "lane == 0" if analysis.packing else "threadIdx.x == 0"
 
     # -- text ----------------------------------------------------------------------------------------------
     def write(self, text: str):
