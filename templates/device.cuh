@@ -148,7 +148,7 @@ template <> struct raw<4> { typedef unsigned int type; };
 template <> struct raw<2> { typedef unsigned short type; };
 template <> struct raw<1> { typedef unsigned char type; };
 
-enum Cache { CACHE_DEFAULT, CACHE_CA, CACHE_CG, CACHE_CS, CACHE_CV, CACHE_LU, CACHE_WB, CACHE_WT, CACHE_VOLATILE };
+enum Cache { CACHE_DEFAULT, CACHE_CA, CACHE_CG, CACHE_CS, CACHE_CV, CACHE_LU, CACHE_WB, CACHE_WT };
 
 template <int CACHE, typename V> __device__ __forceinline__ V load_raw(const V* p) {
   if constexpr (CACHE == CACHE_CA) return __ldca(p);
@@ -156,7 +156,6 @@ template <int CACHE, typename V> __device__ __forceinline__ V load_raw(const V* 
   else if constexpr (CACHE == CACHE_CS) return __ldcs(p);
   else if constexpr (CACHE == CACHE_CV) return __ldcv(p);
   else if constexpr (CACHE == CACHE_LU) return __ldlu(p);
-  else if constexpr (CACHE == CACHE_VOLATILE) return *reinterpret_cast<const volatile V*>(p);
   else return *p;
 }
 
@@ -204,17 +203,35 @@ TP_LD_HINT(evict_last, "evict_last")
 enum Evict { EVICT_NORMAL, EVICT_FIRST, EVICT_LAST };
 
 // Load N consecutive elements (N * sizeof(T) bytes, aligned to that) into dst[0..N).
-template <int N, int CACHE, int EVICT, typename T> __device__ __forceinline__ void load(T* dst, const T* src) {
+template <int N, int CACHE = CACHE_DEFAULT, typename T> __device__ __forceinline__ void load(T* dst, const T* src) {
+  typedef typename raw<N * sizeof(T)>::type V;
+  const V v = load_raw<CACHE>(reinterpret_cast<const V*>(src));
+  memcpy(dst, &v, sizeof(V));
+}
+
+// The same with an eviction priority hint (EVICT_FIRST or EVICT_LAST), which replaces the cache modifier.
+template <int N, int EVICT, typename T> __device__ __forceinline__ void load_evict(T* dst, const T* src) {
   typedef typename raw<N * sizeof(T)>::type V;
   V v;
   if constexpr (EVICT == EVICT_FIRST) v = ld_evict_first(reinterpret_cast<const V*>(src));
-  else if constexpr (EVICT == EVICT_LAST) v = ld_evict_last(reinterpret_cast<const V*>(src));
-  else v = load_raw<CACHE>(reinterpret_cast<const V*>(src));
+  else v = ld_evict_last(reinterpret_cast<const V*>(src));
+  memcpy(dst, &v, sizeof(V));
+}
+
+// The same as volatile reads (tl.load(..., volatile=True)): a volatile uint4 / uint2 cannot be copied as a
+// whole, so its words are read one by one, each volatile.
+template <int N, typename T> __device__ __forceinline__ void load_volatile(T* dst, const T* src) {
+  typedef typename raw<N * sizeof(T)>::type V;
+  const volatile V* q = reinterpret_cast<const volatile V*>(src);
+  V v;
+  if constexpr (sizeof(V) == 16) v = make_uint4(q->x, q->y, q->z, q->w);
+  else if constexpr (sizeof(V) == 8) v = make_uint2(q->x, q->y);
+  else v = *q;
   memcpy(dst, &v, sizeof(V));
 }
 
 // Store src[0..N) to N consecutive elements at dst (aligned to N * sizeof(T) bytes).
-template <int N, int CACHE, typename T> __device__ __forceinline__ void store(T* dst, const T* src) {
+template <int N, int CACHE = CACHE_DEFAULT, typename T> __device__ __forceinline__ void store(T* dst, const T* src) {
   typedef typename raw<N * sizeof(T)>::type V;
   V v;
   memcpy(&v, src, sizeof(V));

@@ -112,7 +112,7 @@ template <> struct raw<4> { typedef unsigned int type; };
 template <> struct raw<2> { typedef unsigned short type; };
 template <> struct raw<1> { typedef unsigned char type; };
 
-enum Cache { CACHE_DEFAULT, CACHE_CA, CACHE_CG, CACHE_CS, CACHE_CV, CACHE_LU, CACHE_WB, CACHE_WT, CACHE_VOLATILE };
+enum Cache { CACHE_DEFAULT, CACHE_CA, CACHE_CG, CACHE_CS, CACHE_CV, CACHE_LU, CACHE_WB, CACHE_WT };
 
 template <int CACHE, typename V> __device__ __forceinline__ V load_raw(const V* p) {
   if constexpr (CACHE == CACHE_CA) return __ldca(p);
@@ -120,7 +120,6 @@ template <int CACHE, typename V> __device__ __forceinline__ V load_raw(const V* 
   else if constexpr (CACHE == CACHE_CS) return __ldcs(p);
   else if constexpr (CACHE == CACHE_CV) return __ldcv(p);
   else if constexpr (CACHE == CACHE_LU) return __ldlu(p);
-  else if constexpr (CACHE == CACHE_VOLATILE) return *reinterpret_cast<const volatile V*>(p);
   else return *p;
 }
 
@@ -132,53 +131,15 @@ template <int CACHE, typename V> __device__ __forceinline__ void store_raw(V* p,
   else *p = v;
 }
 
-// Eviction priority hints (sm_80+): one 32-bit word at a time keeps the asm simple; ptxas fuses the words
-// of a 16-byte run back into one LDG.128 only without hints, so hinted loads use the vector forms below.
-#define TP_LD_HINT(SUFFIX, HINT)                                                                                \
-  __device__ __forceinline__ uint4 ld_##SUFFIX(const uint4* p) {                                                \
-    uint4 v;                                                                                                     \
-    asm volatile("ld.global.L1::" HINT ".v4.u32 {%0,%1,%2,%3}, [%4];"                                           \
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));                                       \
-    return v;                                                                                                    \
-  }                                                                                                              \
-  __device__ __forceinline__ uint2 ld_##SUFFIX(const uint2* p) {                                                \
-    uint2 v;                                                                                                     \
-    asm volatile("ld.global.L1::" HINT ".v2.u32 {%0,%1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));              \
-    return v;                                                                                                    \
-  }                                                                                                              \
-  __device__ __forceinline__ unsigned int ld_##SUFFIX(const unsigned int* p) {                                  \
-    unsigned int v;                                                                                              \
-    asm volatile("ld.global.L1::" HINT ".u32 %0, [%1];" : "=r"(v) : "l"(p));                                    \
-    return v;                                                                                                    \
-  }                                                                                                              \
-  __device__ __forceinline__ unsigned short ld_##SUFFIX(const unsigned short* p) {                              \
-    unsigned short v;                                                                                            \
-    asm volatile("ld.global.L1::" HINT ".u16 %0, [%1];" : "=h"(v) : "l"(p));                                    \
-    return v;                                                                                                    \
-  }                                                                                                              \
-  __device__ __forceinline__ unsigned char ld_##SUFFIX(const unsigned char* p) {                                \
-    unsigned short v;                                                                                            \
-    asm volatile("ld.global.L1::" HINT ".u8 %0, [%1];" : "=h"(v) : "l"(p));                                     \
-    return static_cast<unsigned char>(v);                                                                        \
-  }
-TP_LD_HINT(evict_first, "evict_first")
-TP_LD_HINT(evict_last, "evict_last")
-#undef TP_LD_HINT
-
-enum Evict { EVICT_NORMAL, EVICT_FIRST, EVICT_LAST };
-
 // Load N consecutive elements (N * sizeof(T) bytes, aligned to that) into dst[0..N).
-template <int N, int CACHE, int EVICT, typename T> __device__ __forceinline__ void load(T* dst, const T* src) {
+template <int N, int CACHE = CACHE_DEFAULT, typename T> __device__ __forceinline__ void load(T* dst, const T* src) {
   typedef typename raw<N * sizeof(T)>::type V;
-  V v;
-  if constexpr (EVICT == EVICT_FIRST) v = ld_evict_first(reinterpret_cast<const V*>(src));
-  else if constexpr (EVICT == EVICT_LAST) v = ld_evict_last(reinterpret_cast<const V*>(src));
-  else v = load_raw<CACHE>(reinterpret_cast<const V*>(src));
+  const V v = load_raw<CACHE>(reinterpret_cast<const V*>(src));
   memcpy(dst, &v, sizeof(V));
 }
 
 // Store src[0..N) to N consecutive elements at dst (aligned to N * sizeof(T) bytes).
-template <int N, int CACHE, typename T> __device__ __forceinline__ void store(T* dst, const T* src) {
+template <int N, int CACHE = CACHE_DEFAULT, typename T> __device__ __forceinline__ void store(T* dst, const T* src) {
   typedef typename raw<N * sizeof(T)>::type V;
   V v;
   memcpy(&v, src, sizeof(V));
@@ -455,9 +416,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   for (int v = 0; v < 8; ++v) {
     const int r = v * 8;
     if (rows_in[((r >> 3) & 7)]) {
-      tp::load<8, tp::CACHE_DEFAULT, tp::EVICT_NORMAL>(&q[r], q_ptrs[r]);
+      tp::load<8>(&q[r], q_ptrs[r]);
     } else {
-  #pragma unroll
+      #pragma unroll
       for (int j = 0; j < 8; ++j) q[r + j] = tp::cast<__half>(0.0f);
     }
   }
@@ -488,7 +449,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   #pragma unroll
   for (int v = 0; v < 8; ++v) {
     const int r = v * 8;
-    tp::store<8, tp::CACHE_DEFAULT>(&q_tile[(L2_tile0 + tp::swizzle_slabs<256, 2, 128>(((r >> 3) << 4), (r & 7)))], &q[r]);
+    tp::store<8>(&q_tile[(L2_tile0 + tp::swizzle_slabs<256, 2, 128>(((r >> 3) << 4), (r & 7)))], &q[r]);
   }
   tp::fence_proxy_async();  // the stores above, seen by the tensor cores' reads
   __syncthreads();
@@ -599,24 +560,18 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
     float qk_1[32];
     #pragma unroll
     for (int r = 0; r < 32; ++r) qk_1[r] = qk[r] * qk_scale;
-    float red_acc[2];
+    float qk_1_max_acc[2];
     #pragma unroll
     for (int o = 0; o < 2; ++o) {
-      {
-        const int r = (o << 1);
-        red_acc[o] = qk_1[r];
-      }
-    #pragma unroll
-      for (int k = 1; k < 16; ++k) {
-        const int r = (o << 1) | (k & 1) | ((k >> 1) << 2);
-        tp::combine_max(red_acc[o], qk_1[r]);
-      }
-      tp::combine_max(red_acc[o], tp::shfl_xor(red_acc[o], 1));
-      tp::combine_max(red_acc[o], tp::shfl_xor(red_acc[o], 2));
+      qk_1_max_acc[o] = qk_1[((o << 1))];
+      #pragma unroll
+      for (int k = 1; k < 16; ++k) tp::combine_max(qk_1_max_acc[o], qk_1[((o << 1) | (k & 1) | ((k >> 1) << 2))]);
+      #pragma unroll
+      for (int m = 1; m <= 2; m <<= 1) tp::combine_max(qk_1_max_acc[o], tp::shfl_xor(qk_1_max_acc[o], m));
     }
     float m_ij[2];
     #pragma unroll
-    for (int r = 0; r < 2; ++r) m_ij[r] = fmaxf(m_i[r], red_acc[r]);
+    for (int r = 0; r < 2; ++r) m_ij[r] = fmaxf(m_i[r], qk_1_max_acc[r]);
     float sub[32];
     #pragma unroll
     for (int r = 0; r < 32; ++r) sub[r] = qk_1[r] - (m_ij[((r >> 1) & 1)]);
@@ -632,24 +587,18 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
     float mul_12[2];
     #pragma unroll
     for (int r = 0; r < 2; ++r) mul_12[r] = l_i[r] * alpha[r];
-    float red_acc_1[2];
+    float p_sum_acc[2];
     #pragma unroll
     for (int o = 0; o < 2; ++o) {
-      {
-        const int r = (o << 1);
-        red_acc_1[o] = p[r];
-      }
-    #pragma unroll
-      for (int k = 1; k < 16; ++k) {
-        const int r = (o << 1) | (k & 1) | ((k >> 1) << 2);
-        tp::combine_add(red_acc_1[o], p[r]);
-      }
-      tp::combine_add(red_acc_1[o], tp::shfl_xor(red_acc_1[o], 1));
-      tp::combine_add(red_acc_1[o], tp::shfl_xor(red_acc_1[o], 2));
+      p_sum_acc[o] = p[((o << 1))];
+      #pragma unroll
+      for (int k = 1; k < 16; ++k) tp::combine_add(p_sum_acc[o], p[((o << 1) | (k & 1) | ((k >> 1) << 2))]);
+      #pragma unroll
+      for (int m = 1; m <= 2; m <<= 1) tp::combine_add(p_sum_acc[o], tp::shfl_xor(p_sum_acc[o], m));
     }
     float l_i_1[2];
     #pragma unroll
-    for (int r = 0; r < 2; ++r) l_i_1[r] = mul_12[r] + red_acc_1[r];
+    for (int r = 0; r < 2; ++r) l_i_1[r] = mul_12[r] + p_sum_acc[r];
     float acc_1[64];
     #pragma unroll
     for (int r = 0; r < 64; ++r) acc_1[r] = acc[r] * (alpha[((r >> 1) & 1)]);
@@ -868,24 +817,18 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
     float qk_3[32];
     #pragma unroll
     for (int r = 0; r < 32; ++r) qk_3[r] = visible_1[r] ? mul_17[r] : -tp::inf<float>();
-    float red_acc_2[2];
+    float qk_3_max_acc[2];
     #pragma unroll
     for (int o = 0; o < 2; ++o) {
-      {
-        const int r = (o << 1);
-        red_acc_2[o] = qk_3[r];
-      }
-    #pragma unroll
-      for (int k = 1; k < 16; ++k) {
-        const int r = (o << 1) | (k & 1) | ((k >> 1) << 2);
-        tp::combine_max(red_acc_2[o], qk_3[r]);
-      }
-      tp::combine_max(red_acc_2[o], tp::shfl_xor(red_acc_2[o], 1));
-      tp::combine_max(red_acc_2[o], tp::shfl_xor(red_acc_2[o], 2));
+      qk_3_max_acc[o] = qk_3[((o << 1))];
+      #pragma unroll
+      for (int k = 1; k < 16; ++k) tp::combine_max(qk_3_max_acc[o], qk_3[((o << 1) | (k & 1) | ((k >> 1) << 2))]);
+      #pragma unroll
+      for (int m = 1; m <= 2; m <<= 1) tp::combine_max(qk_3_max_acc[o], tp::shfl_xor(qk_3_max_acc[o], m));
     }
     float m_ij_1[2];
     #pragma unroll
-    for (int r = 0; r < 2; ++r) m_ij_1[r] = fmaxf(m_i_1[r], red_acc_2[r]);
+    for (int r = 0; r < 2; ++r) m_ij_1[r] = fmaxf(m_i_1[r], qk_3_max_acc[r]);
     float sub_2[32];
     #pragma unroll
     for (int r = 0; r < 32; ++r) sub_2[r] = qk_3[r] - (m_ij_1[((r >> 1) & 1)]);
@@ -901,24 +844,18 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
     float mul_18[2];
     #pragma unroll
     for (int r = 0; r < 2; ++r) mul_18[r] = l_i_2[r] * alpha_1[r];
-    float red_acc_3[2];
+    float p_1_sum_acc[2];
     #pragma unroll
     for (int o = 0; o < 2; ++o) {
-      {
-        const int r = (o << 1);
-        red_acc_3[o] = p_1[r];
-      }
-    #pragma unroll
-      for (int k = 1; k < 16; ++k) {
-        const int r = (o << 1) | (k & 1) | ((k >> 1) << 2);
-        tp::combine_add(red_acc_3[o], p_1[r]);
-      }
-      tp::combine_add(red_acc_3[o], tp::shfl_xor(red_acc_3[o], 1));
-      tp::combine_add(red_acc_3[o], tp::shfl_xor(red_acc_3[o], 2));
+      p_1_sum_acc[o] = p_1[((o << 1))];
+      #pragma unroll
+      for (int k = 1; k < 16; ++k) tp::combine_add(p_1_sum_acc[o], p_1[((o << 1) | (k & 1) | ((k >> 1) << 2))]);
+      #pragma unroll
+      for (int m = 1; m <= 2; m <<= 1) tp::combine_add(p_1_sum_acc[o], tp::shfl_xor(p_1_sum_acc[o], m));
     }
     float l_i_3[2];
     #pragma unroll
-    for (int r = 0; r < 2; ++r) l_i_3[r] = mul_18[r] + red_acc_3[r];
+    for (int r = 0; r < 2; ++r) l_i_3[r] = mul_18[r] + p_1_sum_acc[r];
     float acc_4[64];
     #pragma unroll
     for (int r = 0; r < 64; ++r) acc_4[r] = acc_3[r] * (alpha_1[((r >> 1) & 1)]);
@@ -1042,6 +979,6 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   for (int v = 0; v < 8; ++v) {
     const int r = v * 8;
     const __half* src = &cvt_2_L2[r];
-    if (rows_in[((r >> 3) & 7)]) tp::store<8, tp::CACHE_DEFAULT>(o_ptrs[r], src);
+    if (rows_in[((r >> 3) & 7)]) tp::store<8>(o_ptrs[r], src);
   }
 }

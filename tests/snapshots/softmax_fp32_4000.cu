@@ -80,7 +80,7 @@ template <> struct raw<4> { typedef unsigned int type; };
 template <> struct raw<2> { typedef unsigned short type; };
 template <> struct raw<1> { typedef unsigned char type; };
 
-enum Cache { CACHE_DEFAULT, CACHE_CA, CACHE_CG, CACHE_CS, CACHE_CV, CACHE_LU, CACHE_WB, CACHE_WT, CACHE_VOLATILE };
+enum Cache { CACHE_DEFAULT, CACHE_CA, CACHE_CG, CACHE_CS, CACHE_CV, CACHE_LU, CACHE_WB, CACHE_WT };
 
 template <int CACHE, typename V> __device__ __forceinline__ V load_raw(const V* p) {
   if constexpr (CACHE == CACHE_CA) return __ldca(p);
@@ -88,7 +88,6 @@ template <int CACHE, typename V> __device__ __forceinline__ V load_raw(const V* 
   else if constexpr (CACHE == CACHE_CS) return __ldcs(p);
   else if constexpr (CACHE == CACHE_CV) return __ldcv(p);
   else if constexpr (CACHE == CACHE_LU) return __ldlu(p);
-  else if constexpr (CACHE == CACHE_VOLATILE) return *reinterpret_cast<const volatile V*>(p);
   else return *p;
 }
 
@@ -100,53 +99,15 @@ template <int CACHE, typename V> __device__ __forceinline__ void store_raw(V* p,
   else *p = v;
 }
 
-// Eviction priority hints (sm_80+): one 32-bit word at a time keeps the asm simple; ptxas fuses the words
-// of a 16-byte run back into one LDG.128 only without hints, so hinted loads use the vector forms below.
-#define TP_LD_HINT(SUFFIX, HINT)                                                                                \
-  __device__ __forceinline__ uint4 ld_##SUFFIX(const uint4* p) {                                                \
-    uint4 v;                                                                                                     \
-    asm volatile("ld.global.L1::" HINT ".v4.u32 {%0,%1,%2,%3}, [%4];"                                           \
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));                                       \
-    return v;                                                                                                    \
-  }                                                                                                              \
-  __device__ __forceinline__ uint2 ld_##SUFFIX(const uint2* p) {                                                \
-    uint2 v;                                                                                                     \
-    asm volatile("ld.global.L1::" HINT ".v2.u32 {%0,%1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));              \
-    return v;                                                                                                    \
-  }                                                                                                              \
-  __device__ __forceinline__ unsigned int ld_##SUFFIX(const unsigned int* p) {                                  \
-    unsigned int v;                                                                                              \
-    asm volatile("ld.global.L1::" HINT ".u32 %0, [%1];" : "=r"(v) : "l"(p));                                    \
-    return v;                                                                                                    \
-  }                                                                                                              \
-  __device__ __forceinline__ unsigned short ld_##SUFFIX(const unsigned short* p) {                              \
-    unsigned short v;                                                                                            \
-    asm volatile("ld.global.L1::" HINT ".u16 %0, [%1];" : "=h"(v) : "l"(p));                                    \
-    return v;                                                                                                    \
-  }                                                                                                              \
-  __device__ __forceinline__ unsigned char ld_##SUFFIX(const unsigned char* p) {                                \
-    unsigned short v;                                                                                            \
-    asm volatile("ld.global.L1::" HINT ".u8 %0, [%1];" : "=h"(v) : "l"(p));                                     \
-    return static_cast<unsigned char>(v);                                                                        \
-  }
-TP_LD_HINT(evict_first, "evict_first")
-TP_LD_HINT(evict_last, "evict_last")
-#undef TP_LD_HINT
-
-enum Evict { EVICT_NORMAL, EVICT_FIRST, EVICT_LAST };
-
 // Load N consecutive elements (N * sizeof(T) bytes, aligned to that) into dst[0..N).
-template <int N, int CACHE, int EVICT, typename T> __device__ __forceinline__ void load(T* dst, const T* src) {
+template <int N, int CACHE = CACHE_DEFAULT, typename T> __device__ __forceinline__ void load(T* dst, const T* src) {
   typedef typename raw<N * sizeof(T)>::type V;
-  V v;
-  if constexpr (EVICT == EVICT_FIRST) v = ld_evict_first(reinterpret_cast<const V*>(src));
-  else if constexpr (EVICT == EVICT_LAST) v = ld_evict_last(reinterpret_cast<const V*>(src));
-  else v = load_raw<CACHE>(reinterpret_cast<const V*>(src));
+  const V v = load_raw<CACHE>(reinterpret_cast<const V*>(src));
   memcpy(dst, &v, sizeof(V));
 }
 
 // Store src[0..N) to N consecutive elements at dst (aligned to N * sizeof(T) bytes).
-template <int N, int CACHE, typename T> __device__ __forceinline__ void store(T* dst, const T* src) {
+template <int N, int CACHE = CACHE_DEFAULT, typename T> __device__ __forceinline__ void store(T* dst, const T* src) {
   typedef typename raw<N * sizeof(T)>::type V;
   V v;
   memcpy(&v, src, sizeof(V));
@@ -174,8 +135,8 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
     int out_stride,
     int n_cols) {
   extern __shared__ __align__(128) unsigned char tp_smem[];
-  float* red_acc0_smem = reinterpret_cast<float*>(tp_smem + 0);
-  float* red_acc_10_smem = reinterpret_cast<float*>(tp_smem + 64);
+  float* x_max_smem = reinterpret_cast<float*>(tp_smem + 0);
+  float* e_sum_smem = reinterpret_cast<float*>(tp_smem + 64);
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   (void)lane; (void)warp;
@@ -212,51 +173,27 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
   for (int v = 0; v < 2; ++v) {
     const int r = v * 4;
     if (valid[r]) {
-      tp::load<4, tp::CACHE_DEFAULT, tp::EVICT_NORMAL>(&x[r], ptr_1[r]);
+      tp::load<4>(&x[r], ptr_1[r]);
     } else {
-  #pragma unroll
+      #pragma unroll
       for (int j = 0; j < 4; ++j) x[r + j] = -tp::inf<float>();
     }
   }
 
   // x = x - tl.max(x, axis=0)
-  float red_acc[1];
+  float x_max = x[0];
   #pragma unroll
-  for (int o = 0; o < 1; ++o) {
-    {
-      const int r = 0;
-      red_acc[o] = x[r];
-    }
+  for (int k = 1; k < 8; ++k) tp::combine_max(x_max, x[k]);
   #pragma unroll
-    for (int k = 1; k < 8; ++k) {
-      const int r = k;
-      tp::combine_max(red_acc[o], x[r]);
-    }
-    tp::combine_max(red_acc[o], tp::shfl_xor(red_acc[o], 1));
-    tp::combine_max(red_acc[o], tp::shfl_xor(red_acc[o], 2));
-    tp::combine_max(red_acc[o], tp::shfl_xor(red_acc[o], 4));
-    tp::combine_max(red_acc[o], tp::shfl_xor(red_acc[o], 8));
-    tp::combine_max(red_acc[o], tp::shfl_xor(red_acc[o], 16));
-  }
-  if ((lane & 31) == 0) {
-  #pragma unroll
-    for (int o = 0; o < 1; ++o) {
-      red_acc0_smem[(warp) * 1] = red_acc[o];
-    }
-  }
+  for (int m = 1; m <= 16; m <<= 1) tp::combine_max(x_max, tp::shfl_xor(x_max, m));
+  if ((lane & 31) == 0) x_max_smem[warp] = x_max;
   __syncthreads();
+  x_max = x_max_smem[0];
   #pragma unroll
-  for (int o = 0; o < 1; ++o) {
-    red_acc[o] = red_acc0_smem[0];
-  #pragma unroll
-    for (int w = 1; w < 16; ++w) {
-      tp::combine_max(red_acc[o], red_acc0_smem[w * 1 + 0]);
-    }
-  }
-  const float red = red_acc[0];
+  for (int w = 1; w < 16; ++w) tp::combine_max(x_max, x_max_smem[w]);
   float x_1[8];
   #pragma unroll
-  for (int r = 0; r < 8; ++r) x_1[r] = x[r] - red;
+  for (int r = 0; r < 8; ++r) x_1[r] = x[r] - x_max;
 
   // e = tl.exp(x)
   float e[8];
@@ -266,43 +203,19 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
   // tl.store(OUT + row * out_stride + cols, e / tl.sum(e, axis=0), mask=valid)
   const int mul_1 = tp::wrap_mul<int>(row, out_stride);
   float* ptr_2 = OUT + mul_1;
-  float red_acc_1[1];
+  float e_sum = e[0];
   #pragma unroll
-  for (int o = 0; o < 1; ++o) {
-    {
-      const int r = 0;
-      red_acc_1[o] = e[r];
-    }
+  for (int k = 1; k < 8; ++k) tp::combine_add(e_sum, e[k]);
   #pragma unroll
-    for (int k = 1; k < 8; ++k) {
-      const int r = k;
-      tp::combine_add(red_acc_1[o], e[r]);
-    }
-    tp::combine_add(red_acc_1[o], tp::shfl_xor(red_acc_1[o], 1));
-    tp::combine_add(red_acc_1[o], tp::shfl_xor(red_acc_1[o], 2));
-    tp::combine_add(red_acc_1[o], tp::shfl_xor(red_acc_1[o], 4));
-    tp::combine_add(red_acc_1[o], tp::shfl_xor(red_acc_1[o], 8));
-    tp::combine_add(red_acc_1[o], tp::shfl_xor(red_acc_1[o], 16));
-  }
-  if ((lane & 31) == 0) {
-  #pragma unroll
-    for (int o = 0; o < 1; ++o) {
-      red_acc_10_smem[(warp) * 1] = red_acc_1[o];
-    }
-  }
+  for (int m = 1; m <= 16; m <<= 1) tp::combine_add(e_sum, tp::shfl_xor(e_sum, m));
+  if ((lane & 31) == 0) e_sum_smem[warp] = e_sum;
   __syncthreads();
+  e_sum = e_sum_smem[0];
   #pragma unroll
-  for (int o = 0; o < 1; ++o) {
-    red_acc_1[o] = red_acc_10_smem[0];
-  #pragma unroll
-    for (int w = 1; w < 16; ++w) {
-      tp::combine_add(red_acc_1[o], red_acc_10_smem[w * 1 + 0]);
-    }
-  }
-  const float red_1 = red_acc_1[0];
+  for (int w = 1; w < 16; ++w) tp::combine_add(e_sum, e_sum_smem[w]);
   float truediv[8];
   #pragma unroll
-  for (int r = 0; r < 8; ++r) truediv[r] = tp::div_full(e[r], red_1);
+  for (int r = 0; r < 8; ++r) truediv[r] = tp::div_full(e[r], e_sum);
   float* ptr_3[8];
   #pragma unroll
   for (int r = 0; r < 8; ++r) ptr_3[r] = ptr_2 + cols[r];
@@ -310,6 +223,6 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
   for (int v = 0; v < 2; ++v) {
     const int r = v * 4;
     const float* src = &truediv[r];
-    if (valid[r]) tp::store<4, tp::CACHE_DEFAULT>(ptr_3[r], src);
+    if (valid[r]) tp::store<4>(ptr_3[r], src);
   }
 }

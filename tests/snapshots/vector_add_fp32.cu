@@ -38,7 +38,7 @@ template <> struct raw<4> { typedef unsigned int type; };
 template <> struct raw<2> { typedef unsigned short type; };
 template <> struct raw<1> { typedef unsigned char type; };
 
-enum Cache { CACHE_DEFAULT, CACHE_CA, CACHE_CG, CACHE_CS, CACHE_CV, CACHE_LU, CACHE_WB, CACHE_WT, CACHE_VOLATILE };
+enum Cache { CACHE_DEFAULT, CACHE_CA, CACHE_CG, CACHE_CS, CACHE_CV, CACHE_LU, CACHE_WB, CACHE_WT };
 
 template <int CACHE, typename V> __device__ __forceinline__ V load_raw(const V* p) {
   if constexpr (CACHE == CACHE_CA) return __ldca(p);
@@ -46,7 +46,6 @@ template <int CACHE, typename V> __device__ __forceinline__ V load_raw(const V* 
   else if constexpr (CACHE == CACHE_CS) return __ldcs(p);
   else if constexpr (CACHE == CACHE_CV) return __ldcv(p);
   else if constexpr (CACHE == CACHE_LU) return __ldlu(p);
-  else if constexpr (CACHE == CACHE_VOLATILE) return *reinterpret_cast<const volatile V*>(p);
   else return *p;
 }
 
@@ -58,53 +57,15 @@ template <int CACHE, typename V> __device__ __forceinline__ void store_raw(V* p,
   else *p = v;
 }
 
-// Eviction priority hints (sm_80+): one 32-bit word at a time keeps the asm simple; ptxas fuses the words
-// of a 16-byte run back into one LDG.128 only without hints, so hinted loads use the vector forms below.
-#define TP_LD_HINT(SUFFIX, HINT)                                                                                \
-  __device__ __forceinline__ uint4 ld_##SUFFIX(const uint4* p) {                                                \
-    uint4 v;                                                                                                     \
-    asm volatile("ld.global.L1::" HINT ".v4.u32 {%0,%1,%2,%3}, [%4];"                                           \
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));                                       \
-    return v;                                                                                                    \
-  }                                                                                                              \
-  __device__ __forceinline__ uint2 ld_##SUFFIX(const uint2* p) {                                                \
-    uint2 v;                                                                                                     \
-    asm volatile("ld.global.L1::" HINT ".v2.u32 {%0,%1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));              \
-    return v;                                                                                                    \
-  }                                                                                                              \
-  __device__ __forceinline__ unsigned int ld_##SUFFIX(const unsigned int* p) {                                  \
-    unsigned int v;                                                                                              \
-    asm volatile("ld.global.L1::" HINT ".u32 %0, [%1];" : "=r"(v) : "l"(p));                                    \
-    return v;                                                                                                    \
-  }                                                                                                              \
-  __device__ __forceinline__ unsigned short ld_##SUFFIX(const unsigned short* p) {                              \
-    unsigned short v;                                                                                            \
-    asm volatile("ld.global.L1::" HINT ".u16 %0, [%1];" : "=h"(v) : "l"(p));                                    \
-    return v;                                                                                                    \
-  }                                                                                                              \
-  __device__ __forceinline__ unsigned char ld_##SUFFIX(const unsigned char* p) {                                \
-    unsigned short v;                                                                                            \
-    asm volatile("ld.global.L1::" HINT ".u8 %0, [%1];" : "=h"(v) : "l"(p));                                     \
-    return static_cast<unsigned char>(v);                                                                        \
-  }
-TP_LD_HINT(evict_first, "evict_first")
-TP_LD_HINT(evict_last, "evict_last")
-#undef TP_LD_HINT
-
-enum Evict { EVICT_NORMAL, EVICT_FIRST, EVICT_LAST };
-
 // Load N consecutive elements (N * sizeof(T) bytes, aligned to that) into dst[0..N).
-template <int N, int CACHE, int EVICT, typename T> __device__ __forceinline__ void load(T* dst, const T* src) {
+template <int N, int CACHE = CACHE_DEFAULT, typename T> __device__ __forceinline__ void load(T* dst, const T* src) {
   typedef typename raw<N * sizeof(T)>::type V;
-  V v;
-  if constexpr (EVICT == EVICT_FIRST) v = ld_evict_first(reinterpret_cast<const V*>(src));
-  else if constexpr (EVICT == EVICT_LAST) v = ld_evict_last(reinterpret_cast<const V*>(src));
-  else v = load_raw<CACHE>(reinterpret_cast<const V*>(src));
+  const V v = load_raw<CACHE>(reinterpret_cast<const V*>(src));
   memcpy(dst, &v, sizeof(V));
 }
 
 // Store src[0..N) to N consecutive elements at dst (aligned to N * sizeof(T) bytes).
-template <int N, int CACHE, typename T> __device__ __forceinline__ void store(T* dst, const T* src) {
+template <int N, int CACHE = CACHE_DEFAULT, typename T> __device__ __forceinline__ void store(T* dst, const T* src) {
   typedef typename raw<N * sizeof(T)>::type V;
   V v;
   memcpy(&v, src, sizeof(V));
@@ -163,10 +124,10 @@ extern "C" __global__ void __launch_bounds__(128) add_kernel(
   for (int v = 0; v < 2; ++v) {
     const int r = v * 4;
     if (mask[r] && mask[r + 1] && mask[r + 2] && mask[r + 3]) {
-      tp::load<4, tp::CACHE_DEFAULT, tp::EVICT_NORMAL>(&x[r], ptr[r]);
+      tp::load<4>(&x[r], ptr[r]);
     } else {
       // the ragged run: element by element from the run's first address (a contiguous run)
-  #pragma unroll
+      #pragma unroll
       for (int j = 0; j < 4; ++j) {
         x[r + j] = (mask[(r + j)]) ? *(ptr[r] + j) : 0.0f;
       }
@@ -182,10 +143,10 @@ extern "C" __global__ void __launch_bounds__(128) add_kernel(
   for (int v = 0; v < 2; ++v) {
     const int r = v * 4;
     if (mask[r] && mask[r + 1] && mask[r + 2] && mask[r + 3]) {
-      tp::load<4, tp::CACHE_DEFAULT, tp::EVICT_NORMAL>(&y[r], ptr_1[r]);
+      tp::load<4>(&y[r], ptr_1[r]);
     } else {
       // the ragged run: element by element from the run's first address (a contiguous run)
-  #pragma unroll
+      #pragma unroll
       for (int j = 0; j < 4; ++j) {
         y[r + j] = (mask[(r + j)]) ? *(ptr_1[r] + j) : 0.0f;
       }
@@ -204,9 +165,9 @@ extern "C" __global__ void __launch_bounds__(128) add_kernel(
     const int r = v * 4;
     const float* src = &add[r];
     if (mask[r] && mask[r + 1] && mask[r + 2] && mask[r + 3]) {
-      tp::store<4, tp::CACHE_DEFAULT>(ptr_2[r], src);
+      tp::store<4>(ptr_2[r], src);
     } else {
-  #pragma unroll
+      #pragma unroll
       for (int j = 0; j < 4; ++j) {
         if (mask[(r + j)]) *(ptr_2[r] + j) = src[j];
       }

@@ -9,6 +9,7 @@ from . import cspell
 from . import rules  # noqa: F401  (registers the lowering rules)
 from .device_header import used_helpers
 from .emitter import Emitter, Read, jinja_env, templates_dir
+from .text import indent_pragmas
 
 
 def _params(kernel, written, c_names):
@@ -94,7 +95,7 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
         notes.append(f"layout L{i}: {layout.describe()} ({layout.num_regs} registers per thread)")
     shared_bytes = em.smem.total_bytes()
     smem_constants = [f"constexpr int {name} = {value};" for name, value in em.smem.constants()]
-    params, body = _params(kernel, analysis.read_only.written_args, em.names), "\n".join(em.lines)
+    params, body = _params(kernel, analysis.read_only.written_args, em.names), "\n".join(indent_pragmas(em.lines))
     row_loop = getattr(em, "row_count_param", None) is not None
     if row_loop:       # the user's grid x, appended by the runtime after the arguments' slots
         params.append(f"const int {em.row_count_param}")
@@ -107,7 +108,7 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
         num_warps=analysis.options.num_warps, threads=32 * analysis.options.num_warps, layout_notes=notes,
         # Tensor-core kernels plan their registers (fragments, stages); the others let the runtime tune occupancy.
         occupancy_macro=None if em.uses_tiles else OCCUPANCY_MACRO, maxnreg_macro=MAXNREG_MACRO,
-        device_header="", device_functions=em.device_functions,
+        device_header="", device_functions=["\n".join(indent_pragmas(f.split("\n"))) for f in em.device_functions],
         params=params, shared_bytes=shared_bytes,
         smem_align=em.smem.align,
         shared_decls=(smem_constants + em.shared_decls) if shared_bytes else [],

@@ -76,6 +76,8 @@ class Read:
             return f"{self.array}[{r}]"
         if not self.regmap:
             return f"{self.array}[0]"
+        if r.isdigit():       # a known register: its source register, not an expression the C compiler folds
+            return f"{self.array}[{sum(1 << d for s, d in self.regmap if int(r) >> s & 1)}]"
         return f"{self.array}[{bit_moves(r, self.regmap, 30)}]"
 
     @property
