@@ -1,7 +1,5 @@
 // ---- device helpers (templates/device.cuh: the ones this kernel uses, inlined) ----------------------------
-// Conversions that follow Triton's rules, wide loads and stores with cache hints, warp shuffles and the
-// combiners of the built-in reductions. Everything is __forceinline__: the generated kernel reads as if
-// these were written in place.
+// Triton's conversions, wide loads and stores, warp shuffles, reduction combiners; all __forceinline__.
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 
@@ -59,10 +57,9 @@ __device__ __forceinline__ float div_full(float a, float b) {
   return r;
 }
 
-// Triton's integer +, -, *, << and unary - wrap around (LLVM's add, sub, mul, shl without an nsw flag); in C a
-// signed result out of range is undefined behaviour and NVVM builds on that (`(x + y) < x` became `y < 0`). These compute in an
-// unsigned type of at least 32 bits (narrower operands would be promoted back to int) and convert back,
-// which wraps.
+// Triton's integer +, -, *, << and unary - wrap around (LLVM's add, sub, mul, shl without nsw); a signed C result
+// out of range is undefined and NVVM builds on that (`(x + y) < x` became `y < 0`). These compute in an unsigned
+// type of at least 32 bits (narrower operands would be promoted back to int) and convert back, which wraps.
 template <typename T> struct wrapping { using U = unsigned; };
 template <> struct wrapping<long long> { using U = unsigned long long; };
 template <> struct wrapping<unsigned long long> { using U = unsigned long long; };
@@ -203,7 +200,14 @@ TP_LD_HINT(evict_last, "evict_last")
 enum Evict { EVICT_NORMAL, EVICT_FIRST, EVICT_LAST };
 
 // Load N consecutive elements (N * sizeof(T) bytes, aligned to that) into dst[0..N).
-template <int N, int CACHE = CACHE_DEFAULT, typename T> __device__ __forceinline__ void load(T* dst, const T* src) {
+template <int N, typename T> __device__ __forceinline__ void load(T* dst, const T* src) {
+  typedef typename raw<N * sizeof(T)>::type V;
+  const V v = *reinterpret_cast<const V*>(src);
+  memcpy(dst, &v, sizeof(V));
+}
+
+// The same with a cache modifier (tl.load(..., cache_modifier=".cg")).
+template <int N, int CACHE, typename T> __device__ __forceinline__ void load_cached(T* dst, const T* src) {
   typedef typename raw<N * sizeof(T)>::type V;
   const V v = load_raw<CACHE>(reinterpret_cast<const V*>(src));
   memcpy(dst, &v, sizeof(V));
@@ -231,7 +235,15 @@ template <int N, typename T> __device__ __forceinline__ void load_volatile(T* ds
 }
 
 // Store src[0..N) to N consecutive elements at dst (aligned to N * sizeof(T) bytes).
-template <int N, int CACHE = CACHE_DEFAULT, typename T> __device__ __forceinline__ void store(T* dst, const T* src) {
+template <int N, typename T> __device__ __forceinline__ void store(T* dst, const T* src) {
+  typedef typename raw<N * sizeof(T)>::type V;
+  V v;
+  memcpy(&v, src, sizeof(V));
+  *reinterpret_cast<V*>(dst) = v;
+}
+
+// The same with a cache modifier (tl.store(..., cache_modifier=".cs")).
+template <int N, int CACHE, typename T> __device__ __forceinline__ void store_cached(T* dst, const T* src) {
   typedef typename raw<N * sizeof(T)>::type V;
   V v;
   memcpy(&v, src, sizeof(V));

@@ -21,7 +21,7 @@ def _expected_load_call(c):
         return f"tp::load_evict<4, tp::EVICT_{c['EVICT'][6:].upper()}>("
     if c["VOLATILE"]:
         return "tp::load_volatile<4>("
-    return f"tp::load<4, tp::CACHE_{c['LOAD_CACHE'][1:].upper()}>(" if c["LOAD_CACHE"] else "tp::load<4>("
+    return f"tp::load_cached<4, tp::CACHE_{c['LOAD_CACHE'][1:].upper()}>(" if c["LOAD_CACHE"] else "tp::load<4>("
 
 
 @pytest.mark.parametrize("name,constexprs", CASES, ids=[c[0] for c in CASES])
@@ -29,8 +29,10 @@ def test_each_hint_is_spelled_with_its_helper(name, constexprs):
     src = _source(constexprs)
     assert _expected_load_call(constexprs) in src
     store = constexprs["STORE_CACHE"]
-    assert (f"tp::store<4, tp::CACHE_{store[1:].upper()}>(" if store else "tp::store<4>(") in src
-    hinted = constexprs["EVICT"] in ("evict_first", "evict_last")
+    assert (f"tp::store_cached<4, tp::CACHE_{store[1:].upper()}>(" if store else "tp::store<4>(") in src
+    hinted = constexprs["EVICT"] in ("evict_first", "evict_last")     # the hint replaces the cache modifier
+    cached = bool(constexprs["LOAD_CACHE"] and not hinted or store)
+    assert ("enum Cache" in src) == cached
     assert ("#define TP_LD_HINT" in src) == hinted and ("enum Evict" in src) == hinted
 
 

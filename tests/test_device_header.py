@@ -37,8 +37,11 @@ def test_macro_made_helpers_are_kept_when_a_kept_helper_calls_them():
 
 def test_a_load_without_an_eviction_hint_leaves_the_hinted_loads_out():
     kept = used_helpers(_header(), "tp::load<4>(dst, src);")
-    assert "load_raw" in kept and "enum Cache" in kept and "struct raw<16>" in kept
+    assert "struct raw<16>" in kept
     assert "TP_LD_HINT" not in kept and "enum Evict" not in kept and "load_evict" not in kept
+    assert "load_raw" not in kept and "enum Cache" not in kept        # nor the cache modifiers' helpers
+    kept = used_helpers(_header(), "tp::load_cached<4, tp::CACHE_CG>(dst, src);")
+    assert "load_raw" in kept and "enum Cache" in kept and "TP_LD_HINT" not in kept
 
 
 def test_examples_inline_only_what_they_call():

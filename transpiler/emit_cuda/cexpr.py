@@ -7,6 +7,11 @@ import re
 _ATOM = re.compile(r"[A-Za-z_]\w*(\[[^\[\]]*\])?|\d+|\(.*\)")
 
 
+def is_atom(x: str) -> bool:
+    """Whether `x` needs no parentheses as an operand: a name, a subscript, a number or one parenthesized group."""
+    return bool(_ATOM.fullmatch(x)) and _balanced(x)
+
+
 def _atom(x: str) -> str:
     return x if _ATOM.fullmatch(x) and _balanced(x) else f"({x})"
 
@@ -47,4 +52,4 @@ def _summand(x: str) -> str:
     return x if _atom(x) == x or not re.search(r"[|&^<>?=]", x) else f"({x})"
 
 
-__all__ = ["add", "mul"]
+__all__ = ["add", "is_atom", "mul"]

@@ -34,7 +34,8 @@ def _load_call(n, op, volatile=False) -> str:
 
 
 def _with_cache(helper, n, cache) -> str:
-    return f"{helper}<{n}>" if cache == "tp::CACHE_DEFAULT" else f"{helper}<{n}, {cache}>"
+    """`tp::load<n>` / `tp::store<n>`, or their `_cached` forms for a cache modifier other than the default."""
+    return f"{helper}<{n}>" if cache == "tp::CACHE_DEFAULT" else f"{helper}_cached<{n}, {cache}>"
 
 
 def _all_of(read, vec):

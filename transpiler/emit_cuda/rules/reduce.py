@@ -86,8 +86,14 @@ def reduce(em, op, layout_unused):
         init = inp.at(_subscript(deposit_o))
         if edt != adt:
             init = f"tp::cast<{ct}>({init})"
-        # each operand's accumulator is a name of its own (`base` + `0` could be another reduction's `base`)
-        name = em.fresh(f"{base}{i}") if len(inputs) > 1 else base
+        # each operand's accumulator is a name of its own (`base` + `0` could be another reduction's `base`);
+        # one that is its result takes the result's Python name (`v, j = tl.max(..., return_indices=True)`)
+        if len(inputs) == 1:
+            name = base
+        elif direct:
+            name = base if i == 0 and not op.results[0].name else em.fresh(op.results[i].name or f"{role}_{i}")
+        else:
+            name = em.fresh(f"{base}{i}")
         accs.append(dict(name=name, ref=name if single else f"{name}[o]", ctype=ct, init=init))
     acc_refs_o = ", ".join(a["ref"] for a in accs)
 
