@@ -52,9 +52,7 @@ template <typename To, typename From> __device__ __forceinline__ To bitcast(From
 
 // fp32 division as Triton lowers `/`: div.full.f32 (at most 2 ulp, no slow path for the full range).
 __device__ __forceinline__ float div_full(float a, float b) {
-  float r;
-  asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
+  float r; asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r;
 }
 
 // Triton's integer +, -, *, << and unary - wrap around (LLVM's add, sub, mul, shl without nsw); a signed C result
@@ -63,22 +61,11 @@ __device__ __forceinline__ float div_full(float a, float b) {
 template <typename T> struct wrapping { using U = unsigned; };
 template <> struct wrapping<long long> { using U = unsigned long long; };
 template <> struct wrapping<unsigned long long> { using U = unsigned long long; };
-template <typename T> __device__ __forceinline__ T wrap_add(T a, T b) {
-  using U = typename wrapping<T>::U;
-  return T(U(a) + U(b));
-}
-template <typename T> __device__ __forceinline__ T wrap_sub(T a, T b) {
-  using U = typename wrapping<T>::U;
-  return T(U(a) - U(b));
-}
-template <typename T> __device__ __forceinline__ T wrap_mul(T a, T b) {
-  using U = typename wrapping<T>::U;
-  return T(U(a) * U(b));
-}
-template <typename T> __device__ __forceinline__ T wrap_shl(T a, T b) {
-  using U = typename wrapping<T>::U;
-  return T(U(a) << U(b));
-}
+template <typename T> using wrap_u = typename wrapping<T>::U;
+template <typename T> __device__ __forceinline__ T wrap_add(T a, T b) { return T(wrap_u<T>(a) + wrap_u<T>(b)); }
+template <typename T> __device__ __forceinline__ T wrap_sub(T a, T b) { return T(wrap_u<T>(a) - wrap_u<T>(b)); }
+template <typename T> __device__ __forceinline__ T wrap_mul(T a, T b) { return T(wrap_u<T>(a) * wrap_u<T>(b)); }
+template <typename T> __device__ __forceinline__ T wrap_shl(T a, T b) { return T(wrap_u<T>(a) << wrap_u<T>(b)); }
 template <typename T> __device__ __forceinline__ T wrap_neg(T a) { return wrap_sub<T>(T(0), a); }
 // |INT_MIN| wraps to INT_MIN, as Triton's abs does.
 template <typename T> __device__ __forceinline__ T iabs(T x) { return x < T(0) ? wrap_neg<T>(x) : x; }

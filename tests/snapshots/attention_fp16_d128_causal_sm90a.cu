@@ -76,9 +76,7 @@ template <typename To, typename From> __device__ __forceinline__ To cast(From x)
 
 // fp32 division as Triton lowers `/`: div.full.f32 (at most 2 ulp, no slow path for the full range).
 __device__ __forceinline__ float div_full(float a, float b) {
-  float r;
-  asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
+  float r; asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r;
 }
 
 // Triton's integer +, -, *, << and unary - wrap around (LLVM's add, sub, mul, shl without nsw); a signed C result
@@ -87,14 +85,9 @@ __device__ __forceinline__ float div_full(float a, float b) {
 template <typename T> struct wrapping { using U = unsigned; };
 template <> struct wrapping<long long> { using U = unsigned long long; };
 template <> struct wrapping<unsigned long long> { using U = unsigned long long; };
-template <typename T> __device__ __forceinline__ T wrap_add(T a, T b) {
-  using U = typename wrapping<T>::U;
-  return T(U(a) + U(b));
-}
-template <typename T> __device__ __forceinline__ T wrap_mul(T a, T b) {
-  using U = typename wrapping<T>::U;
-  return T(U(a) * U(b));
-}
+template <typename T> using wrap_u = typename wrapping<T>::U;
+template <typename T> __device__ __forceinline__ T wrap_add(T a, T b) { return T(wrap_u<T>(a) + wrap_u<T>(b)); }
+template <typename T> __device__ __forceinline__ T wrap_mul(T a, T b) { return T(wrap_u<T>(a) * wrap_u<T>(b)); }
 
 // ---- combiners of the built-in reductions: fold x into the accumulator -----------------------------------
 template <typename T> __device__ __forceinline__ void combine_add(T& acc, same_t<T> x) {
@@ -347,43 +340,34 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
 
   // offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
   const int mul = tp::wrap_mul<int>(start_m, 128);
-
-  // q_ptrs = Q + off_z * stride_qz + off_h * stride_qh + offs_m[:, None] * stride_qm + offs_d[None, :] * stride_qd
-  const int mul_1 = tp::wrap_mul<int>(off_z, stride_qz);
-  const __half* ptr = Q + mul_1;
-  const int mul_2 = tp::wrap_mul<int>(off_h, stride_qh);
-  const __half* ptr_1 = ptr + mul_2;
-
-  // offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
   int idx[8];
   #pragma unroll
-  for (int r = 0; r < 8; ++r) idx[r] = L0_dim0 + ((r << 4));
+  for (int r = 0; r < 8; ++r) idx[r] = L0_dim0 + (r << 4);
   int offs_m[8];
   #pragma unroll
   for (int r = 0; r < 8; ++r) offs_m[r] = tp::wrap_add<int>(mul, idx[r]);
-
-  // q_ptrs = Q + off_z * stride_qz + off_h * stride_qh + offs_m[:, None] * stride_qm + offs_d[None, :] * stride_qd
-  int mul_3[8];
-  #pragma unroll
-  for (int r = 0; r < 8; ++r) mul_3[r] = tp::wrap_mul<int>(offs_m[r], stride_qm);
-  const __half* ptr_2[8];
-  #pragma unroll
-  for (int r = 0; r < 8; ++r) ptr_2[r] = ptr_1 + mul_3[r];
 
   // offs_d = tl.arange(0, HEAD_DIM)
   int offs_d[8];
   #pragma unroll
   for (int r = 0; r < 8; ++r) offs_d[r] = L1_dim0 + r;
 
-  // q_ptrs = Q + off_z * stride_qz + off_h * stride_qh + offs_m[:, None] * stride_qm + offs_d[None, :] * stride_qd
-  const __half* q_ptrs[64];
-  #pragma unroll
-  for (int r = 0; r < 64; ++r) q_ptrs[r] = (ptr_2[((r >> 3) & 7)]) + (offs_d[(r & 7)]);
-
   // rows_in = offs_m[:, None] < seq_len
   bool rows_in[8];
   #pragma unroll
   for (int r = 0; r < 8; ++r) rows_in[r] = offs_m[r] < seq_len;
+
+  // q_ptrs = Q + off_z * stride_qz + off_h * stride_qh + offs_m[:, None] * stride_qm + offs_d[None, :] * stride_qd
+  const int q_offset = tp::wrap_mul<int>(off_z, stride_qz);
+  const __half* q_ptr = Q + q_offset;
+  const int q_offset_1 = tp::wrap_mul<int>(off_h, stride_qh);
+  const __half* q_ptr_1 = q_ptr + q_offset_1;
+  int q_offsets[8];
+  #pragma unroll
+  for (int r = 0; r < 8; ++r) q_offsets[r] = tp::wrap_mul<int>(offs_m[r], stride_qm);
+  const __half* q_ptrs[8];
+  #pragma unroll
+  for (int r = 0; r < 8; ++r) q_ptrs[r] = q_ptr_1 + q_offsets[r];
 
   // q = tl.load(q_ptrs, mask=rows_in, other=0.0)
   __half q[64];
@@ -391,7 +375,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   for (int v = 0; v < 8; ++v) {
     const int r = v * 8;
     if (rows_in[((r >> 3) & 7)]) {
-      tp::load<8>(&q[r], q_ptrs[r]);
+      tp::load<8>(&q[r], (q_ptrs[((r >> 3) & 7)]) + (offs_d[(r & 7)]));
     } else {
       #pragma unroll
       for (int j = 0; j < 8; ++j) q[r + j] = tp::cast<__half>(0.0f);
@@ -399,16 +383,16 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   }
 
   // K_block = K + off_z * stride_kz + off_h * stride_kh
-  const int mul_4 = tp::wrap_mul<int>(off_z, stride_kz);
-  const __half* ptr_3 = K + mul_4;
-  const int mul_5 = tp::wrap_mul<int>(off_h, stride_kh);
-  const __half* K_block = ptr_3 + mul_5;
+  const int k_offset = tp::wrap_mul<int>(off_z, stride_kz);
+  const __half* k_ptr = K + k_offset;
+  const int k_offset_1 = tp::wrap_mul<int>(off_h, stride_kh);
+  const __half* K_block = k_ptr + k_offset_1;
 
   // V_block = V + off_z * stride_vz + off_h * stride_vh
-  const int mul_6 = tp::wrap_mul<int>(off_z, stride_vz);
-  const __half* ptr_4 = V + mul_6;
-  const int mul_7 = tp::wrap_mul<int>(off_h, stride_vh);
-  const __half* V_block = ptr_4 + mul_7;
+  const int v_offset = tp::wrap_mul<int>(off_z, stride_vz);
+  const __half* v_ptr = V + v_offset;
+  const int v_offset_1 = tp::wrap_mul<int>(off_h, stride_vh);
+  const __half* V_block = v_ptr + v_offset_1;
 
   // qk_scale = sm_scale * 1.44269504089  # log2(e): exp(x) = exp2(x * log2(e))
   const float qk_scale = sm_scale * 1.44269504089f;
@@ -441,52 +425,52 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   int offs_d_1[8];
   #pragma unroll
   for (int r = 0; r < 8; ++r) offs_d_1[r] = L1_dim0 + r;
-  const __half* ptr_5[8];
+  const __half* k_ptrs_1[8];
   #pragma unroll
-  for (int r = 0; r < 8; ++r) ptr_5[r] = K_block + offs_d_1[r];
+  for (int r = 0; r < 8; ++r) k_ptrs_1[r] = K_block + offs_d_1[r];
   int offs_n[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) offs_n[r] = L3_dim0 + ((r << 4));
+  for (int r = 0; r < 4; ++r) offs_n[r] = L3_dim0 + (r << 4);
   int add_1[4];
   #pragma unroll
   for (int r = 0; r < 4; ++r) add_1[r] = tp::wrap_add<int>(0, offs_n[r]);
-  int mul_8[4];
+  int mul_1[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) mul_8[r] = tp::wrap_mul<int>(add_1[r], stride_kn);
-  const __half* k_ptrs_1[32];
+  for (int r = 0; r < 4; ++r) mul_1[r] = tp::wrap_mul<int>(add_1[r], stride_kn);
+  const __half* k_ptrs_2[32];
   #pragma unroll
-  for (int r = 0; r < 32; ++r) k_ptrs_1[r] = (ptr_5[(r & 7)]) + (mul_8[((r >> 3) & 3)]);
+  for (int r = 0; r < 32; ++r) k_ptrs_2[r] = (k_ptrs_1[(r & 7)]) + (mul_1[((r >> 3) & 3)]);
   const __half* k_ptrs_ahead[32];
   #pragma unroll
-  for (int r = 0; r < 32; ++r) k_ptrs_ahead[r] = k_ptrs_1[r];
+  for (int r = 0; r < 32; ++r) k_ptrs_ahead[r] = k_ptrs_2[r];
   int add_2[4];
   #pragma unroll
   for (int r = 0; r < 4; ++r) add_2[r] = tp::wrap_add<int>(0, offs_n[r]);
-  int mul_9[4];
+  int v_offsets[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) mul_9[r] = tp::wrap_mul<int>(add_2[r], stride_vn);
-  const __half* ptr_6[4];
+  for (int r = 0; r < 4; ++r) v_offsets[r] = tp::wrap_mul<int>(add_2[r], stride_vn);
+  const __half* v_ptrs_1[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) ptr_6[r] = V_block + mul_9[r];
-  const __half* v_ptrs_1[32];
+  for (int r = 0; r < 4; ++r) v_ptrs_1[r] = V_block + v_offsets[r];
+  const __half* v_ptrs_2[32];
   #pragma unroll
-  for (int r = 0; r < 32; ++r) v_ptrs_1[r] = (ptr_6[((r >> 3) & 3)]) + (offs_d_1[(r & 7)]);
+  for (int r = 0; r < 32; ++r) v_ptrs_2[r] = (v_ptrs_1[((r >> 3) & 3)]) + (offs_d_1[(r & 7)]);
   const __half* v_ptrs_ahead[32];
   #pragma unroll
-  for (int r = 0; r < 32; ++r) v_ptrs_ahead[r] = v_ptrs_1[r];
+  for (int r = 0; r < 32; ++r) v_ptrs_ahead[r] = v_ptrs_2[r];
   __half* k__stages = reinterpret_cast<__half*>(tp_smem + tp_smem_stage);
   __half* v__stages = reinterpret_cast<__half*>(tp_smem + tp_smem_stage + 65536);
   for (int stage = 0; stage < 2; ++stage) {
-    const int start_n_ahead = 0 + stage * 64;
+    const int start_n_ahead = stage * 64;
     if (start_n_ahead < full_end) {
-      const int mul_10 = tp::wrap_mul<int>(64, stride_kn);
-      const __half* k_ptrs_2[32];
+      const int mul_2 = tp::wrap_mul<int>(64, stride_kn);
+      const __half* k_ptrs_3[32];
       #pragma unroll
-      for (int r = 0; r < 32; ++r) k_ptrs_2[r] = k_ptrs_ahead[r] + mul_10;
-      const int mul_11 = tp::wrap_mul<int>(64, stride_vn);
-      const __half* v_ptrs_2[32];
+      for (int r = 0; r < 32; ++r) k_ptrs_3[r] = k_ptrs_ahead[r] + mul_2;
+      const int mul_3 = tp::wrap_mul<int>(64, stride_vn);
+      const __half* v_ptrs_3[32];
       #pragma unroll
-      for (int r = 0; r < 32; ++r) v_ptrs_2[r] = v_ptrs_ahead[r] + mul_11;
+      for (int r = 0; r < 32; ++r) v_ptrs_3[r] = v_ptrs_ahead[r] + mul_3;
       #pragma unroll
       for (int v = 0; v < 4; ++v) {
         const int r = v * 8;
@@ -498,9 +482,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
         tp::cp_async<16>(&(v__stages + (stage) * 8192)[(L5_tile2 + tp::swizzle_slabs<256, 2, 64>(((r >> 3) << 4), (r & 7)))], v_ptrs_ahead[r]);
       }
       #pragma unroll
-      for (int r = 0; r < 32; ++r) k_ptrs_ahead[r] = k_ptrs_2[r];
+      for (int r = 0; r < 32; ++r) k_ptrs_ahead[r] = k_ptrs_3[r];
       #pragma unroll
-      for (int r = 0; r < 32; ++r) v_ptrs_ahead[r] = v_ptrs_2[r];
+      for (int r = 0; r < 32; ++r) v_ptrs_ahead[r] = v_ptrs_3[r];
     }
     tp::cp_async_commit();  // one group per iteration, even an empty one
   }
@@ -559,9 +543,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
     float alpha[2];
     #pragma unroll
     for (int r = 0; r < 2; ++r) alpha[r] = exp2f(sub_1[r]);
-    float mul_12[2];
+    float mul_4[2];
     #pragma unroll
-    for (int r = 0; r < 2; ++r) mul_12[r] = l_i[r] * alpha[r];
+    for (int r = 0; r < 2; ++r) mul_4[r] = l_i[r] * alpha[r];
     float p_sum_acc[2];
     #pragma unroll
     for (int o = 0; o < 2; ++o) {
@@ -573,7 +557,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
     }
     float l_i_1[2];
     #pragma unroll
-    for (int r = 0; r < 2; ++r) l_i_1[r] = mul_12[r] + p_sum_acc[r];
+    for (int r = 0; r < 2; ++r) l_i_1[r] = mul_4[r] + p_sum_acc[r];
     float acc_1[64];
     #pragma unroll
     for (int r = 0; r < 64; ++r) acc_1[r] = acc[r] * (alpha[((r >> 1) & 1)]);
@@ -606,14 +590,14 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
       {
         const int start_n_ahead = start_n + 2 * 64;
         if (start_n_ahead < full_end) {
-          const int mul_10 = tp::wrap_mul<int>(64, stride_kn);
-          const __half* k_ptrs_2_L4[32];
+          const int mul_2 = tp::wrap_mul<int>(64, stride_kn);
+          const __half* k_ptrs_3_L4[32];
           #pragma unroll
-          for (int r = 0; r < 32; ++r) k_ptrs_2_L4[r] = k_ptrs_ahead[r] + mul_10;
-          const int mul_11 = tp::wrap_mul<int>(64, stride_vn);
-          const __half* v_ptrs_2_L5[32];
+          for (int r = 0; r < 32; ++r) k_ptrs_3_L4[r] = k_ptrs_ahead[r] + mul_2;
+          const int mul_3 = tp::wrap_mul<int>(64, stride_vn);
+          const __half* v_ptrs_3_L5[32];
           #pragma unroll
-          for (int r = 0; r < 32; ++r) v_ptrs_2_L5[r] = v_ptrs_ahead[r] + mul_11;
+          for (int r = 0; r < 32; ++r) v_ptrs_3_L5[r] = v_ptrs_ahead[r] + mul_3;
           #pragma unroll
           for (int v = 0; v < 4; ++v) {
             const int r = v * 8;
@@ -625,9 +609,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
             tp::cp_async<16>(&(v__stages + ((stage + 2) % 4) * 8192)[(L5_tile2 + tp::swizzle_slabs<256, 2, 64>(((r >> 3) << 4), (r & 7)))], v_ptrs_ahead[r]);
           }
           #pragma unroll
-          for (int r = 0; r < 32; ++r) k_ptrs_ahead[r] = k_ptrs_2_L4[r];
+          for (int r = 0; r < 32; ++r) k_ptrs_ahead[r] = k_ptrs_3_L4[r];
           #pragma unroll
-          for (int r = 0; r < 32; ++r) v_ptrs_ahead[r] = v_ptrs_2_L5[r];
+          for (int r = 0; r < 32; ++r) v_ptrs_ahead[r] = v_ptrs_3_L5[r];
         }
       }
       tp::cp_async_commit();
@@ -660,52 +644,52 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   int offs_d_2[8];
   #pragma unroll
   for (int r = 0; r < 8; ++r) offs_d_2[r] = L1_dim0 + r;
-  const __half* ptr_7[8];
+  const __half* k_ptrs_5[8];
   #pragma unroll
-  for (int r = 0; r < 8; ++r) ptr_7[r] = K_block + offs_d_2[r];
+  for (int r = 0; r < 8; ++r) k_ptrs_5[r] = K_block + offs_d_2[r];
   int offs_n_1[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) offs_n_1[r] = L3_dim0 + ((r << 4));
+  for (int r = 0; r < 4; ++r) offs_n_1[r] = L3_dim0 + (r << 4);
   int add_3[4];
   #pragma unroll
   for (int r = 0; r < 4; ++r) add_3[r] = tp::wrap_add<int>(full_end, offs_n_1[r]);
-  int mul_13[4];
+  int mul_5[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) mul_13[r] = tp::wrap_mul<int>(add_3[r], stride_kn);
-  const __half* k_ptrs_4[32];
+  for (int r = 0; r < 4; ++r) mul_5[r] = tp::wrap_mul<int>(add_3[r], stride_kn);
+  const __half* k_ptrs_6[32];
   #pragma unroll
-  for (int r = 0; r < 32; ++r) k_ptrs_4[r] = (ptr_7[(r & 7)]) + (mul_13[((r >> 3) & 3)]);
-  const __half* k_ptrs_3_ahead[32];
+  for (int r = 0; r < 32; ++r) k_ptrs_6[r] = (k_ptrs_5[(r & 7)]) + (mul_5[((r >> 3) & 3)]);
+  const __half* k_ptrs_4_ahead[32];
   #pragma unroll
-  for (int r = 0; r < 32; ++r) k_ptrs_3_ahead[r] = k_ptrs_4[r];
+  for (int r = 0; r < 32; ++r) k_ptrs_4_ahead[r] = k_ptrs_6[r];
   int add_4[4];
   #pragma unroll
   for (int r = 0; r < 4; ++r) add_4[r] = tp::wrap_add<int>(full_end, offs_n_1[r]);
-  int mul_14[4];
+  int v_offsets_1[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) mul_14[r] = tp::wrap_mul<int>(add_4[r], stride_vn);
-  const __half* ptr_8[4];
+  for (int r = 0; r < 4; ++r) v_offsets_1[r] = tp::wrap_mul<int>(add_4[r], stride_vn);
+  const __half* v_ptrs_5[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) ptr_8[r] = V_block + mul_14[r];
-  const __half* v_ptrs_4[32];
+  for (int r = 0; r < 4; ++r) v_ptrs_5[r] = V_block + v_offsets_1[r];
+  const __half* v_ptrs_6[32];
   #pragma unroll
-  for (int r = 0; r < 32; ++r) v_ptrs_4[r] = (ptr_8[((r >> 3) & 3)]) + (offs_d_2[(r & 7)]);
-  const __half* v_ptrs_3_ahead[32];
+  for (int r = 0; r < 32; ++r) v_ptrs_6[r] = (v_ptrs_5[((r >> 3) & 3)]) + (offs_d_2[(r & 7)]);
+  const __half* v_ptrs_4_ahead[32];
   #pragma unroll
-  for (int r = 0; r < 32; ++r) v_ptrs_3_ahead[r] = v_ptrs_4[r];
+  for (int r = 0; r < 32; ++r) v_ptrs_4_ahead[r] = v_ptrs_6[r];
   __half* k__1_stages = reinterpret_cast<__half*>(tp_smem + tp_smem_stage);
   __half* v__1_stages = reinterpret_cast<__half*>(tp_smem + tp_smem_stage + 65536);
   for (int stage_1 = 0; stage_1 < 2; ++stage_1) {
     const int start_n_ahead_1 = full_end + stage_1 * 64;
     if (start_n_ahead_1 < masked_end) {
-      const int mul_15 = tp::wrap_mul<int>(64, stride_kn);
-      const __half* k_ptrs_5[32];
+      const int mul_6 = tp::wrap_mul<int>(64, stride_kn);
+      const __half* k_ptrs_7[32];
       #pragma unroll
-      for (int r = 0; r < 32; ++r) k_ptrs_5[r] = k_ptrs_3_ahead[r] + mul_15;
-      const int mul_16 = tp::wrap_mul<int>(64, stride_vn);
-      const __half* v_ptrs_5[32];
+      for (int r = 0; r < 32; ++r) k_ptrs_7[r] = k_ptrs_4_ahead[r] + mul_6;
+      const int mul_7 = tp::wrap_mul<int>(64, stride_vn);
+      const __half* v_ptrs_7[32];
       #pragma unroll
-      for (int r = 0; r < 32; ++r) v_ptrs_5[r] = v_ptrs_3_ahead[r] + mul_16;
+      for (int r = 0; r < 32; ++r) v_ptrs_7[r] = v_ptrs_4_ahead[r] + mul_7;
       int cols[4];
       #pragma unroll
       for (int r = 0; r < 4; ++r) cols[r] = tp::wrap_add<int>(start_n_ahead_1, offs_n_1[r]);
@@ -715,7 +699,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
       #pragma unroll
       for (int v = 0; v < 4; ++v) {
         const int r = v * 8;
-        tp::cp_async_zfill<16>(&(k__1_stages + (stage_1) * 8192)[(L4_tile1 + tp::swizzle_slabs<256, 2, 64>(((r >> 3) << 4), (r & 7)))], k_ptrs_3_ahead[r], lt[((r >> 3) & 3)]);
+        tp::cp_async_zfill<16>(&(k__1_stages + (stage_1) * 8192)[(L4_tile1 + tp::swizzle_slabs<256, 2, 64>(((r >> 3) << 4), (r & 7)))], k_ptrs_4_ahead[r], lt[((r >> 3) & 3)]);
       }
       bool lt_1[4];
       #pragma unroll
@@ -723,12 +707,12 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
       #pragma unroll
       for (int v = 0; v < 4; ++v) {
         const int r = v * 8;
-        tp::cp_async_zfill<16>(&(v__1_stages + (stage_1) * 8192)[(L5_tile2 + tp::swizzle_slabs<256, 2, 64>(((r >> 3) << 4), (r & 7)))], v_ptrs_3_ahead[r], lt_1[((r >> 3) & 3)]);
+        tp::cp_async_zfill<16>(&(v__1_stages + (stage_1) * 8192)[(L5_tile2 + tp::swizzle_slabs<256, 2, 64>(((r >> 3) << 4), (r & 7)))], v_ptrs_4_ahead[r], lt_1[((r >> 3) & 3)]);
       }
       #pragma unroll
-      for (int r = 0; r < 32; ++r) k_ptrs_3_ahead[r] = k_ptrs_5[r];
+      for (int r = 0; r < 32; ++r) k_ptrs_4_ahead[r] = k_ptrs_7[r];
       #pragma unroll
-      for (int r = 0; r < 32; ++r) v_ptrs_3_ahead[r] = v_ptrs_5[r];
+      for (int r = 0; r < 32; ++r) v_ptrs_4_ahead[r] = v_ptrs_7[r];
     }
     tp::cp_async_commit();  // one group per iteration, even an empty one
   }
@@ -760,9 +744,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
       tp::wgmma_pin<32>(qk_2);
       tp::wgmma_pin<64>(acc_3);  // the previous iteration's group, left in flight, is done
     }
-    float mul_17[32];
+    float mul_8[32];
     #pragma unroll
-    for (int r = 0; r < 32; ++r) mul_17[r] = qk_2[r] * qk_scale;
+    for (int r = 0; r < 32; ++r) mul_8[r] = qk_2[r] * qk_scale;
     int offs_n_1_L8[16];
     #pragma unroll
     for (int r = 0; r < 16; ++r) offs_n_1_L8[r] = L8_dim0 + ((r & 1) | ((r >> 1) << 3));
@@ -771,15 +755,12 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
     for (int r = 0; r < 16; ++r) cols_L8[r] = tp::wrap_add<int>(start_n_1, offs_n_1_L8[r]);
     bool visible[16];
     #pragma unroll
-    for (int r = 0; r < 16; ++r) {
-      const int run = r & ~3;  // first register of r's run of equal elements
-      visible[r] = cols_L8[run] < seq_len;
-    }
+    for (int r = 0; r < 16; ++r) visible[r] = cols_L8[(r & ~3)] < seq_len;  // from the first register of r's run
 
     // offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     int idx_L9[2];
     #pragma unroll
-    for (int r = 0; r < 2; ++r) idx_L9[r] = L9_dim0 + ((r << 3));
+    for (int r = 0; r < 2; ++r) idx_L9[r] = L9_dim0 + (r << 3);
     int offs_m_L9[2];
     #pragma unroll
     for (int r = 0; r < 2; ++r) offs_m_L9[r] = tp::wrap_add<int>(mul, idx_L9[r]);
@@ -791,7 +772,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
     for (int r = 0; r < 32; ++r) visible_1[r] = (visible[(r & 1) | (((r >> 2) & 7) << 1)]) && ge[r];
     float qk_3[32];
     #pragma unroll
-    for (int r = 0; r < 32; ++r) qk_3[r] = visible_1[r] ? mul_17[r] : -tp::inf<float>();
+    for (int r = 0; r < 32; ++r) qk_3[r] = visible_1[r] ? mul_8[r] : -tp::inf<float>();
     float qk_3_max_acc[2];
     #pragma unroll
     for (int o = 0; o < 2; ++o) {
@@ -816,9 +797,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
     float alpha_1[2];
     #pragma unroll
     for (int r = 0; r < 2; ++r) alpha_1[r] = exp2f(sub_3[r]);
-    float mul_18[2];
+    float mul_9[2];
     #pragma unroll
-    for (int r = 0; r < 2; ++r) mul_18[r] = l_i_2[r] * alpha_1[r];
+    for (int r = 0; r < 2; ++r) mul_9[r] = l_i_2[r] * alpha_1[r];
     float p_1_sum_acc[2];
     #pragma unroll
     for (int o = 0; o < 2; ++o) {
@@ -830,7 +811,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
     }
     float l_i_3[2];
     #pragma unroll
-    for (int r = 0; r < 2; ++r) l_i_3[r] = mul_18[r] + p_1_sum_acc[r];
+    for (int r = 0; r < 2; ++r) l_i_3[r] = mul_9[r] + p_1_sum_acc[r];
     float acc_4[64];
     #pragma unroll
     for (int r = 0; r < 64; ++r) acc_4[r] = acc_3[r] * (alpha_1[((r >> 1) & 1)]);
@@ -863,14 +844,14 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
       {
         const int start_n_ahead_1 = start_n_1 + 2 * 64;
         if (start_n_ahead_1 < masked_end) {
-          const int mul_15 = tp::wrap_mul<int>(64, stride_kn);
-          const __half* k_ptrs_5_L4[32];
+          const int mul_6 = tp::wrap_mul<int>(64, stride_kn);
+          const __half* k_ptrs_7_L4[32];
           #pragma unroll
-          for (int r = 0; r < 32; ++r) k_ptrs_5_L4[r] = k_ptrs_3_ahead[r] + mul_15;
-          const int mul_16 = tp::wrap_mul<int>(64, stride_vn);
-          const __half* v_ptrs_5_L5[32];
+          for (int r = 0; r < 32; ++r) k_ptrs_7_L4[r] = k_ptrs_4_ahead[r] + mul_6;
+          const int mul_7 = tp::wrap_mul<int>(64, stride_vn);
+          const __half* v_ptrs_7_L5[32];
           #pragma unroll
-          for (int r = 0; r < 32; ++r) v_ptrs_5_L5[r] = v_ptrs_3_ahead[r] + mul_16;
+          for (int r = 0; r < 32; ++r) v_ptrs_7_L5[r] = v_ptrs_4_ahead[r] + mul_7;
           int cols_L3[4];
           #pragma unroll
           for (int r = 0; r < 4; ++r) cols_L3[r] = tp::wrap_add<int>(start_n_ahead_1, offs_n_1[r]);
@@ -880,7 +861,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
           #pragma unroll
           for (int v = 0; v < 4; ++v) {
             const int r = v * 8;
-            tp::cp_async_zfill<16>(&(k__1_stages + ((stage_1 + 2) % 4) * 8192)[(L4_tile1 + tp::swizzle_slabs<256, 2, 64>(((r >> 3) << 4), (r & 7)))], k_ptrs_3_ahead[r], lt_L6[((r >> 3) & 3)]);
+            tp::cp_async_zfill<16>(&(k__1_stages + ((stage_1 + 2) % 4) * 8192)[(L4_tile1 + tp::swizzle_slabs<256, 2, 64>(((r >> 3) << 4), (r & 7)))], k_ptrs_4_ahead[r], lt_L6[((r >> 3) & 3)]);
           }
           bool lt_1_L7[4];
           #pragma unroll
@@ -888,12 +869,12 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
           #pragma unroll
           for (int v = 0; v < 4; ++v) {
             const int r = v * 8;
-            tp::cp_async_zfill<16>(&(v__1_stages + ((stage_1 + 2) % 4) * 8192)[(L5_tile2 + tp::swizzle_slabs<256, 2, 64>(((r >> 3) << 4), (r & 7)))], v_ptrs_3_ahead[r], lt_1_L7[((r >> 3) & 3)]);
+            tp::cp_async_zfill<16>(&(v__1_stages + ((stage_1 + 2) % 4) * 8192)[(L5_tile2 + tp::swizzle_slabs<256, 2, 64>(((r >> 3) << 4), (r & 7)))], v_ptrs_4_ahead[r], lt_1_L7[((r >> 3) & 3)]);
           }
           #pragma unroll
-          for (int r = 0; r < 32; ++r) k_ptrs_3_ahead[r] = k_ptrs_5_L4[r];
+          for (int r = 0; r < 32; ++r) k_ptrs_4_ahead[r] = k_ptrs_7_L4[r];
           #pragma unroll
-          for (int r = 0; r < 32; ++r) v_ptrs_3_ahead[r] = v_ptrs_5_L5[r];
+          for (int r = 0; r < 32; ++r) v_ptrs_4_ahead[r] = v_ptrs_7_L5[r];
         }
       }
       tp::cp_async_commit();
@@ -919,41 +900,36 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   #pragma unroll
   for (int r = 0; r < 64; ++r) acc_6[r] = tp::div_full(acc_3[r], (l_i_2[((r >> 1) & 1)]));
 
-  // o_ptrs = Out + off_z * stride_oz + off_h * stride_oh + offs_m[:, None] * stride_om + offs_d[None, :] * stride_od
-  const int mul_19 = tp::wrap_mul<int>(off_z, stride_oz);
-  __half* ptr_9 = Out + mul_19;
-  const int mul_20 = tp::wrap_mul<int>(off_h, stride_oh);
-  __half* ptr_10 = ptr_9 + mul_20;
-
   // tl.store(o_ptrs, acc.to(Out.dtype.element_ty), mask=rows_in)
-  __half cvt_2[64];
+  __half out_values[64];
   #pragma unroll
-  for (int r = 0; r < 64; ++r) cvt_2[r] = tp::cast<__half>(acc_6[r]);
+  for (int r = 0; r < 64; ++r) out_values[r] = tp::cast<__half>(acc_6[r]);
 
   // o_ptrs = Out + off_z * stride_oz + off_h * stride_oh + offs_m[:, None] * stride_om + offs_d[None, :] * stride_od
-  int mul_21[8];
+  const int out_offset = tp::wrap_mul<int>(off_z, stride_oz);
+  __half* out_ptr = Out + out_offset;
+  const int out_offset_1 = tp::wrap_mul<int>(off_h, stride_oh);
+  __half* out_ptr_1 = out_ptr + out_offset_1;
+  int out_offsets[8];
   #pragma unroll
-  for (int r = 0; r < 8; ++r) mul_21[r] = tp::wrap_mul<int>(offs_m[r], stride_om);
-  __half* ptr_11[8];
+  for (int r = 0; r < 8; ++r) out_offsets[r] = tp::wrap_mul<int>(offs_m[r], stride_om);
+  __half* out_ptrs[8];
   #pragma unroll
-  for (int r = 0; r < 8; ++r) ptr_11[r] = ptr_10 + mul_21[r];
-  __half* o_ptrs[64];
-  #pragma unroll
-  for (int r = 0; r < 64; ++r) o_ptrs[r] = (ptr_11[((r >> 3) & 7)]) + (offs_d[(r & 7)]);
+  for (int r = 0; r < 8; ++r) out_ptrs[r] = out_ptr_1 + out_offsets[r];
 
   // tl.store(o_ptrs, acc.to(Out.dtype.element_ty), mask=rows_in)
-  // cvt_2 to layout L2 through shared memory
-  __half* convert_cvt_2 = reinterpret_cast<__half*>(tp_smem + tp_smem_stage);
-  __half cvt_2_L2[64];
+  // out_values to layout L2 through shared memory
+  __half* convert_out_values = reinterpret_cast<__half*>(tp_smem + tp_smem_stage);
+  __half out_values_L2[64];
   #pragma unroll
-  for (int r = 0; r < 64; ++r) convert_cvt_2[(L10_dim0 + ((((r >> 1) & 1) << 3))) * 132 + (L10_dim1 + ((r & 1) | ((r >> 2) << 3)))] = cvt_2[r];
+  for (int r = 0; r < 64; ++r) convert_out_values[(L10_dim0 + (((r >> 1) & 1) << 3)) * 132 + (L10_dim1 + ((r & 1) | ((r >> 2) << 3)))] = out_values[r];
   __syncthreads();
   #pragma unroll
-  for (int r = 0; r < 64; ++r) cvt_2_L2[r] = convert_cvt_2[(L2_dim0 + (((r >> 3) << 4))) * 132 + (L2_dim1 + ((r & 7)))];
+  for (int r = 0; r < 64; ++r) out_values_L2[r] = convert_out_values[(L2_dim0 + ((r >> 3) << 4)) * 132 + (L2_dim1 + (r & 7))];
   #pragma unroll
   for (int v = 0; v < 8; ++v) {
     const int r = v * 8;
-    const __half* src = &cvt_2_L2[r];
-    if (rows_in[((r >> 3) & 7)]) tp::store<8>(o_ptrs[r], src);
+    const __half* src = &out_values_L2[r];
+    if (rows_in[((r >> 3) & 7)]) tp::store<8>((out_ptrs[((r >> 3) & 7)]) + (offs_d[(r & 7)]), src);
   }
 }

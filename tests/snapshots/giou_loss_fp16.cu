@@ -44,9 +44,7 @@ template <typename To, typename From> __device__ __forceinline__ To cast(From x)
 
 // fp32 division as Triton lowers `/`: div.full.f32 (at most 2 ulp, no slow path for the full range).
 __device__ __forceinline__ float div_full(float a, float b) {
-  float r;
-  asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
+  float r; asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r;
 }
 
 // Triton's integer +, -, *, << and unary - wrap around (LLVM's add, sub, mul, shl without nsw); a signed C result
@@ -55,14 +53,9 @@ __device__ __forceinline__ float div_full(float a, float b) {
 template <typename T> struct wrapping { using U = unsigned; };
 template <> struct wrapping<long long> { using U = unsigned long long; };
 template <> struct wrapping<unsigned long long> { using U = unsigned long long; };
-template <typename T> __device__ __forceinline__ T wrap_add(T a, T b) {
-  using U = typename wrapping<T>::U;
-  return T(U(a) + U(b));
-}
-template <typename T> __device__ __forceinline__ T wrap_mul(T a, T b) {
-  using U = typename wrapping<T>::U;
-  return T(U(a) * U(b));
-}
+template <typename T> using wrap_u = typename wrapping<T>::U;
+template <typename T> __device__ __forceinline__ T wrap_add(T a, T b) { return T(wrap_u<T>(a) + wrap_u<T>(b)); }
+template <typename T> __device__ __forceinline__ T wrap_mul(T a, T b) { return T(wrap_u<T>(a) * wrap_u<T>(b)); }
 
 // ---- wide global loads and stores ----------------------------------------------------------------------
 template <int BYTES> struct raw;
@@ -116,21 +109,10 @@ extern "C" __global__ void __launch_bounds__(128) giou_loss_kernel(
   const int mul = tp::wrap_mul<int>(pid, 512);
   int idx[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) idx[r] = L0_dim0 + ((r << 7));
+  for (int r = 0; r < 4; ++r) idx[r] = L0_dim0 + (r << 7);
   int box[4];
   #pragma unroll
   for (int r = 0; r < 4; ++r) box[r] = tp::wrap_add<int>(mul, idx[r]);
-
-  // p_left = tl.load(PRED + 4 * box + 0, mask=live, other=0.0).to(tl.float32)
-  int mul_1[4];
-  #pragma unroll
-  for (int r = 0; r < 4; ++r) mul_1[r] = tp::wrap_mul<int>(4, box[r]);
-  const __half* ptr[4];
-  #pragma unroll
-  for (int r = 0; r < 4; ++r) ptr[r] = PRED + mul_1[r];
-  const __half* ptr_1[4];
-  #pragma unroll
-  for (int r = 0; r < 4; ++r) ptr_1[r] = ptr[r] + 0;
 
   // live = box < n_boxes
   bool live[4];
@@ -138,6 +120,12 @@ extern "C" __global__ void __launch_bounds__(128) giou_loss_kernel(
   for (int r = 0; r < 4; ++r) live[r] = box[r] < n_boxes;
 
   // p_left = tl.load(PRED + 4 * box + 0, mask=live, other=0.0).to(tl.float32)
+  int pred_offsets[4];
+  #pragma unroll
+  for (int r = 0; r < 4; ++r) pred_offsets[r] = tp::wrap_mul<int>(4, box[r]);
+  const __half* pred_ptrs[4];
+  #pragma unroll
+  for (int r = 0; r < 4; ++r) pred_ptrs[r] = PRED + pred_offsets[r];
   __half ld[4];
   __half ld_1[4];
   __half ld_2[4];
@@ -146,7 +134,7 @@ extern "C" __global__ void __launch_bounds__(128) giou_loss_kernel(
   for (int r = 0; r < 4; ++r) {
     if (live[r]) {
       __half fields[4];
-      tp::load<4>(fields, ptr_1[r]);
+      tp::load<4>(fields, pred_ptrs[r]);
       ld[r] = fields[0];
       ld_1[r] = fields[1];
       ld_2[r] = fields[2];
@@ -178,15 +166,12 @@ extern "C" __global__ void __launch_bounds__(128) giou_loss_kernel(
   for (int r = 0; r < 4; ++r) p_bottom[r] = tp::cast<float>(ld_3[r]);
 
   // t_left = tl.load(TARGET + 4 * box + 0, mask=live, other=0.0).to(tl.float32)
-  int mul_2[4];
+  int target_offsets[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) mul_2[r] = tp::wrap_mul<int>(4, box[r]);
-  const __half* ptr_2[4];
+  for (int r = 0; r < 4; ++r) target_offsets[r] = tp::wrap_mul<int>(4, box[r]);
+  const __half* target_ptrs[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) ptr_2[r] = TARGET + mul_2[r];
-  const __half* ptr_3[4];
-  #pragma unroll
-  for (int r = 0; r < 4; ++r) ptr_3[r] = ptr_2[r] + 0;
+  for (int r = 0; r < 4; ++r) target_ptrs[r] = TARGET + target_offsets[r];
   __half ld_4[4];
   __half ld_5[4];
   __half ld_6[4];
@@ -195,7 +180,7 @@ extern "C" __global__ void __launch_bounds__(128) giou_loss_kernel(
   for (int r = 0; r < 4; ++r) {
     if (live[r]) {
       __half fields[4];
-      tp::load<4>(fields, ptr_3[r]);
+      tp::load<4>(fields, target_ptrs[r]);
       ld_4[r] = fields[0];
       ld_5[r] = fields[1];
       ld_6[r] = fields[2];
@@ -347,9 +332,9 @@ extern "C" __global__ void __launch_bounds__(128) giou_loss_kernel(
   float sub_7[4];
   #pragma unroll
   for (int r = 0; r < 4; ++r) sub_7[r] = 1.0f - giou[r];
-  float select[4];
+  float loss_values[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) select[r] = valid[r] ? sub_7[r] : 0.0f;
+  for (int r = 0; r < 4; ++r) loss_values[r] = valid[r] ? sub_7[r] : 0.0f;
 
   // box = pid * BLOCK + tl.arange(0, BLOCK)
   int idx_L1[4];
@@ -359,45 +344,34 @@ extern "C" __global__ void __launch_bounds__(128) giou_loss_kernel(
   #pragma unroll
   for (int r = 0; r < 4; ++r) box_L1[r] = tp::wrap_add<int>(mul, idx_L1[r]);
 
-  // tl.store(LOSS + box, tl.where(valid, 1.0 - giou, 0.0), mask=live)
-  float* ptr_4[4];
-  #pragma unroll
-  for (int r = 0; r < 4; ++r) ptr_4[r] = LOSS + box_L1[r];
-  // select to layout L1 through shared memory
-  float* convert_select = reinterpret_cast<float*>(tp_smem + tp_smem_stage);
-  float select_L1[4];
-  #pragma unroll
-  for (int r = 0; r < 4; ++r) convert_select[(L0_dim0 + ((r << 7)))] = select[r];
-  __syncthreads();
-  #pragma unroll
-  for (int r = 0; r < 4; ++r) select_L1[r] = convert_select[(L1_dim0 + r)];
-
   // live = box < n_boxes
   bool live_L1[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) {
-    const int run = r & ~3;  // first register of r's run of equal elements
-    live_L1[r] = box_L1[run] < n_boxes;
-  }
+  for (int r = 0; r < 4; ++r) live_L1[r] = box_L1[(r & ~3)] < n_boxes;  // from the first register of r's run
 
   // tl.store(LOSS + box, tl.where(valid, 1.0 - giou, 0.0), mask=live)
+  // loss_values to layout L1 through shared memory
+  float* convert_loss_values = reinterpret_cast<float*>(tp_smem + tp_smem_stage);
+  float loss_values_L1[4];
+  #pragma unroll
+  for (int r = 0; r < 4; ++r) convert_loss_values[(L0_dim0 + (r << 7))] = loss_values[r];
+  __syncthreads();
+  #pragma unroll
+  for (int r = 0; r < 4; ++r) loss_values_L1[r] = convert_loss_values[(L1_dim0 + r)];
   #pragma unroll
   for (int v = 0; v < 1; ++v) {
     const int r = v * 4;
-    const float* src = &select_L1[r];
-    if (live_L1[r]) tp::store<4>(ptr_4[r], src);
+    const float* src = &loss_values_L1[r];
+    if (live_L1[r]) tp::store<4>(LOSS + box_L1[r], src);
   }
 
   // tl.store(VALID + box, valid, mask=live)
-  bool* ptr_5[4];
-  #pragma unroll
-  for (int r = 0; r < 4; ++r) ptr_5[r] = VALID + box_L1[r];
   // valid to layout L1 through shared memory
   bool* convert_valid = reinterpret_cast<bool*>(tp_smem + tp_smem_stage);
   bool valid_L1[4];
   __syncthreads();
   #pragma unroll
-  for (int r = 0; r < 4; ++r) convert_valid[(L0_dim0 + ((r << 7)))] = valid[r];
+  for (int r = 0; r < 4; ++r) convert_valid[(L0_dim0 + (r << 7))] = valid[r];
   __syncthreads();
   #pragma unroll
   for (int r = 0; r < 4; ++r) valid_L1[r] = convert_valid[(L1_dim0 + r)];
@@ -405,6 +379,6 @@ extern "C" __global__ void __launch_bounds__(128) giou_loss_kernel(
   for (int v = 0; v < 1; ++v) {
     const int r = v * 4;
     const bool* src = &valid_L1[r];
-    if (live_L1[r]) tp::store<4>(ptr_5[r], src);
+    if (live_L1[r]) tp::store<4>(VALID + box_L1[r], src);
   }
 }

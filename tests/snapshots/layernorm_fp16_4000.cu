@@ -49,9 +49,7 @@ template <typename To, typename From> __device__ __forceinline__ To cast(From x)
 
 // fp32 division as Triton lowers `/`: div.full.f32 (at most 2 ulp, no slow path for the full range).
 __device__ __forceinline__ float div_full(float a, float b) {
-  float r;
-  asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
+  float r; asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r;
 }
 
 // Triton's integer +, -, *, << and unary - wrap around (LLVM's add, sub, mul, shl without nsw); a signed C result
@@ -60,14 +58,9 @@ __device__ __forceinline__ float div_full(float a, float b) {
 template <typename T> struct wrapping { using U = unsigned; };
 template <> struct wrapping<long long> { using U = unsigned long long; };
 template <> struct wrapping<unsigned long long> { using U = unsigned long long; };
-template <typename T> __device__ __forceinline__ T wrap_add(T a, T b) {
-  using U = typename wrapping<T>::U;
-  return T(U(a) + U(b));
-}
-template <typename T> __device__ __forceinline__ T wrap_mul(T a, T b) {
-  using U = typename wrapping<T>::U;
-  return T(U(a) * U(b));
-}
+template <typename T> using wrap_u = typename wrapping<T>::U;
+template <typename T> __device__ __forceinline__ T wrap_add(T a, T b) { return T(wrap_u<T>(a) + wrap_u<T>(b)); }
+template <typename T> __device__ __forceinline__ T wrap_mul(T a, T b) { return T(wrap_u<T>(a) * wrap_u<T>(b)); }
 
 // ---- combiners of the built-in reductions: fold x into the accumulator -----------------------------------
 template <typename T> __device__ __forceinline__ void combine_add(T& acc, same_t<T> x) {
@@ -127,42 +120,32 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_kernel(
     float* __restrict__ Mean, float* __restrict__ Rstd, int x_stride, int y_stride, int N, float eps) {
   extern __shared__ __align__(128) unsigned char tp_smem[];
   float* x_sum_smem = reinterpret_cast<float*>(tp_smem + 0);
-  float* mul_1_sum_smem = reinterpret_cast<float*>(tp_smem + 32);
+  float* mul_sum_smem = reinterpret_cast<float*>(tp_smem + 32);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int L0_dim0 = (lane << 3) | (warp << 8);
 
   // row = tl.program_id(0)
   const int row = static_cast<int>(blockIdx.x);
 
-  // x = tl.load(X + row * x_stride + cols, mask=valid, other=0.0).to(tl.float32)
-  const int mul = tp::wrap_mul<int>(row, x_stride);
-  const __half* ptr = X + mul;
-
   // cols = tl.arange(0, BLOCK)
   int cols[16];
   #pragma unroll
   for (int r = 0; r < 16; ++r) cols[r] = L0_dim0 + ((r & 7) | ((r >> 3) << 11));
 
-  // x = tl.load(X + row * x_stride + cols, mask=valid, other=0.0).to(tl.float32)
-  const __half* ptr_1[16];
-  #pragma unroll
-  for (int r = 0; r < 16; ++r) ptr_1[r] = ptr + cols[r];
-
   // valid = cols < N
   bool valid[16];
   #pragma unroll
-  for (int r = 0; r < 16; ++r) {
-    const int run = r & ~7;  // first register of r's run of equal elements
-    valid[r] = cols[run] < N;
-  }
+  for (int r = 0; r < 16; ++r) valid[r] = cols[(r & ~7)] < N;  // from the first register of r's run
 
   // x = tl.load(X + row * x_stride + cols, mask=valid, other=0.0).to(tl.float32)
+  const int x_offset = tp::wrap_mul<int>(row, x_stride);
+  const __half* x_ptr = X + x_offset;
   __half ld[16];
   #pragma unroll
   for (int v = 0; v < 2; ++v) {
     const int r = v * 8;
     if (valid[r]) {
-      tp::load<8>(&ld[r], ptr_1[r]);
+      tp::load<8>(&ld[r], x_ptr + cols[r]);
     } else {
       #pragma unroll
       for (int j = 0; j < 8; ++j) ld[r + j] = tp::cast<__half>(0.0f);
@@ -195,37 +178,27 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_kernel(
   for (int r = 0; r < 16; ++r) centered[r] = valid[r] ? sub[r] : 0.0f;
 
   // var = tl.sum(centered * centered, axis=0) / N
-  float mul_1[16];
+  float mul[16];
   #pragma unroll
-  for (int r = 0; r < 16; ++r) mul_1[r] = centered[r] * centered[r];
-  float mul_1_sum = mul_1[0];
+  for (int r = 0; r < 16; ++r) mul[r] = centered[r] * centered[r];
+  float mul_sum = mul[0];
   #pragma unroll
-  for (int k = 1; k < 16; ++k) tp::combine_add(mul_1_sum, mul_1[k]);
+  for (int k = 1; k < 16; ++k) tp::combine_add(mul_sum, mul[k]);
   #pragma unroll
-  for (int m = 1; m <= 16; m <<= 1) tp::combine_add(mul_1_sum, tp::shfl_xor(mul_1_sum, m));
-  if ((lane & 31) == 0) mul_1_sum_smem[warp] = mul_1_sum;
+  for (int m = 1; m <= 16; m <<= 1) tp::combine_add(mul_sum, tp::shfl_xor(mul_sum, m));
+  if ((lane & 31) == 0) mul_sum_smem[warp] = mul_sum;
   __syncthreads();
-  mul_1_sum = mul_1_sum_smem[0];
+  mul_sum = mul_sum_smem[0];
   #pragma unroll
-  for (int w = 1; w < 8; ++w) tp::combine_add(mul_1_sum, mul_1_sum_smem[w]);
-  const float cvt_1 = tp::cast<float>(N);
-  const float var = tp::div_full(mul_1_sum, cvt_1);
-
-  // rstd = 1.0 / tl.sqrt(var + eps)
-  const float add = var + eps;
-  const float sqrt_ = sqrtf(add);
-  const float rstd = tp::div_full(1.0f, sqrt_);
+  for (int w = 1; w < 8; ++w) tp::combine_add(mul_sum, mul_sum_smem[w]);
 
   // w = tl.load(W + cols, mask=valid).to(tl.float32)
-  const __half* ptr_2[16];
-  #pragma unroll
-  for (int r = 0; r < 16; ++r) ptr_2[r] = W + cols[r];
   __half ld_1[16];
   #pragma unroll
   for (int v = 0; v < 2; ++v) {
     const int r = v * 8;
     if (valid[r]) {
-      tp::load<8>(&ld_1[r], ptr_2[r]);
+      tp::load<8>(&ld_1[r], W + cols[r]);
     } else {
       #pragma unroll
       for (int j = 0; j < 8; ++j) ld_1[r + j] = tp::cast<__half>(0.0f);
@@ -236,15 +209,12 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_kernel(
   for (int r = 0; r < 16; ++r) w_[r] = tp::cast<float>(ld_1[r]);
 
   // b = tl.load(B + cols, mask=valid).to(tl.float32)
-  const __half* ptr_3[16];
-  #pragma unroll
-  for (int r = 0; r < 16; ++r) ptr_3[r] = B + cols[r];
   __half ld_2[16];
   #pragma unroll
   for (int v = 0; v < 2; ++v) {
     const int r = v * 8;
     if (valid[r]) {
-      tp::load<8>(&ld_2[r], ptr_3[r]);
+      tp::load<8>(&ld_2[r], B + cols[r]);
     } else {
       #pragma unroll
       for (int j = 0; j < 8; ++j) ld_2[r + j] = tp::cast<__half>(0.0f);
@@ -254,36 +224,42 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_kernel(
   #pragma unroll
   for (int r = 0; r < 16; ++r) b[r] = tp::cast<float>(ld_2[r]);
 
+  // var = tl.sum(centered * centered, axis=0) / N
+  const float cvt_1 = tp::cast<float>(N);
+  const float var = tp::div_full(mul_sum, cvt_1);
+
+  // rstd = 1.0 / tl.sqrt(var + eps)
+  const float add = var + eps;
+  const float sqrt_ = sqrtf(add);
+  const float rstd = tp::div_full(1.0f, sqrt_);
+
   // tl.store(Y + row * y_stride + cols, centered * rstd * w + b, mask=valid)
-  const int mul_2 = tp::wrap_mul<int>(row, y_stride);
-  __half* ptr_4 = Y + mul_2;
-  float mul_3[16];
+  float mul_1[16];
   #pragma unroll
-  for (int r = 0; r < 16; ++r) mul_3[r] = centered[r] * rstd;
-  float mul_4[16];
+  for (int r = 0; r < 16; ++r) mul_1[r] = centered[r] * rstd;
+  float mul_2[16];
   #pragma unroll
-  for (int r = 0; r < 16; ++r) mul_4[r] = mul_3[r] * w_[r];
+  for (int r = 0; r < 16; ++r) mul_2[r] = mul_1[r] * w_[r];
   float add_1[16];
   #pragma unroll
-  for (int r = 0; r < 16; ++r) add_1[r] = mul_4[r] + b[r];
-  __half cvt_2[16];
+  for (int r = 0; r < 16; ++r) add_1[r] = mul_2[r] + b[r];
+  __half y_values[16];
   #pragma unroll
-  for (int r = 0; r < 16; ++r) cvt_2[r] = tp::cast<__half>(add_1[r]);
-  __half* ptr_5[16];
-  #pragma unroll
-  for (int r = 0; r < 16; ++r) ptr_5[r] = ptr_4 + cols[r];
+  for (int r = 0; r < 16; ++r) y_values[r] = tp::cast<__half>(add_1[r]);
+  const int y_offset = tp::wrap_mul<int>(row, y_stride);
+  __half* y_ptr = Y + y_offset;
   #pragma unroll
   for (int v = 0; v < 2; ++v) {
     const int r = v * 8;
-    const __half* src = &cvt_2[r];
-    if (valid[r]) tp::store<8>(ptr_5[r], src);
+    const __half* src = &y_values[r];
+    if (valid[r]) tp::store<8>(y_ptr + cols[r], src);
   }
 
   // tl.store(Mean + row, mean)
-  float* ptr_6 = Mean + row;
-  if (threadIdx.x == 0) *(ptr_6) = mean;
+  float* mean_ptr = Mean + row;
+  if (threadIdx.x == 0) *(mean_ptr) = mean;
 
   // tl.store(Rstd + row, rstd)
-  float* ptr_7 = Rstd + row;
-  if (threadIdx.x == 0) *(ptr_7) = rstd;
+  float* rstd_ptr = Rstd + row;
+  if (threadIdx.x == 0) *(rstd_ptr) = rstd;
 }

@@ -69,18 +69,10 @@ template <typename To, typename From> __device__ __forceinline__ To cast(From x)
 template <typename T> struct wrapping { using U = unsigned; };
 template <> struct wrapping<long long> { using U = unsigned long long; };
 template <> struct wrapping<unsigned long long> { using U = unsigned long long; };
-template <typename T> __device__ __forceinline__ T wrap_add(T a, T b) {
-  using U = typename wrapping<T>::U;
-  return T(U(a) + U(b));
-}
-template <typename T> __device__ __forceinline__ T wrap_sub(T a, T b) {
-  using U = typename wrapping<T>::U;
-  return T(U(a) - U(b));
-}
-template <typename T> __device__ __forceinline__ T wrap_mul(T a, T b) {
-  using U = typename wrapping<T>::U;
-  return T(U(a) * U(b));
-}
+template <typename T> using wrap_u = typename wrapping<T>::U;
+template <typename T> __device__ __forceinline__ T wrap_add(T a, T b) { return T(wrap_u<T>(a) + wrap_u<T>(b)); }
+template <typename T> __device__ __forceinline__ T wrap_sub(T a, T b) { return T(wrap_u<T>(a) - wrap_u<T>(b)); }
+template <typename T> __device__ __forceinline__ T wrap_mul(T a, T b) { return T(wrap_u<T>(a) * wrap_u<T>(b)); }
 
 // ---- wide global loads and stores ----------------------------------------------------------------------
 template <int BYTES> struct raw;
@@ -368,6 +360,8 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
         // b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
         tp::tma_load_2d((b_stages + (stage) * 8192), &tma_b, bar, 128 * static_cast<int>(pid_n), 64 * (stage));
         tp::tma_load_2d((b_stages + (stage) * 8192) + 4096, &tma_b, bar, 128 * static_cast<int>(pid_n) + 64, 64 * (stage));
+
+      // for k in range(0, tl.cdiv(K, BLOCK_K)):
       }
     }
     int stage = 0;  // the stage this iteration reads
@@ -416,8 +410,6 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
         tp::wgmma_wait<0>();
         tp::wgmma_pin<128>(accumulator_1);
       }
-
-      // for k in range(0, tl.cdiv(K, BLOCK_K)):
       #pragma unroll
       for (int r = 0; r < 128; ++r) accumulator[r] = accumulator_1[r];
       if (++stage == 3) { stage = 0; phase ^= 1; }
@@ -433,7 +425,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
     // offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
     int idx[8];
     #pragma unroll
-    for (int r = 0; r < 8; ++r) idx[r] = L0_dim0 + ((r << 4));
+    for (int r = 0; r < 8; ++r) idx[r] = L0_dim0 + (r << 4);
     int add_3[8];
     #pragma unroll
     for (int r = 0; r < 8; ++r) add_3[r] = tp::wrap_add<int>(mul, idx[r]);
@@ -452,12 +444,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
     for (int r = 0; r < 8; ++r) offs_k[r] = L1_dim0 + r;
 
     // a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
-    int add_4[64];
+    int a_offsets[64];
     #pragma unroll
-    for (int r = 0; r < 64; ++r) add_4[r] = tp::wrap_add<int>((mul_2[((r >> 3) & 7)]), (offs_k[(r & 7)]));
+    for (int r = 0; r < 64; ++r) a_offsets[r] = tp::wrap_add<int>((mul_2[((r >> 3) & 7)]), (offs_k[(r & 7)]));
     const __half* a_ptrs_1[64];
     #pragma unroll
-    for (int r = 0; r < 64; ++r) a_ptrs_1[r] = a_ptr + add_4[r];
+    for (int r = 0; r < 64; ++r) a_ptrs_1[r] = a_ptr + a_offsets[r];
 
     // for k in range(0, tl.cdiv(K, BLOCK_K)):
     const __half* a_ptrs_ahead[64];
@@ -467,7 +459,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
     // offs_k = tl.arange(0, BLOCK_K)
     int offs_k_L2[8];
     #pragma unroll
-    for (int r = 0; r < 8; ++r) offs_k_L2[r] = L2_dim0 + ((r << 3));
+    for (int r = 0; r < 8; ++r) offs_k_L2[r] = L2_dim0 + (r << 3);
 
     // b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
     int mul_3[8];
@@ -478,20 +470,20 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
     int idx_1[8];
     #pragma unroll
     for (int r = 0; r < 8; ++r) idx_1[r] = L3_dim0 + r;
-    int add_5[8];
+    int add_4[8];
     #pragma unroll
-    for (int r = 0; r < 8; ++r) add_5[r] = tp::wrap_add<int>(mul_1, idx_1[r]);
+    for (int r = 0; r < 8; ++r) add_4[r] = tp::wrap_add<int>(mul_1, idx_1[r]);
     int offs_bn[8];
     #pragma unroll
-    for (int r = 0; r < 8; ++r) offs_bn[r] = add_5[r] % N;
+    for (int r = 0; r < 8; ++r) offs_bn[r] = add_4[r] % N;
 
     // b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
-    int add_6[64];
+    int b_offsets[64];
     #pragma unroll
-    for (int r = 0; r < 64; ++r) add_6[r] = tp::wrap_add<int>((mul_3[((r >> 3) & 7)]), (offs_bn[(r & 7)]));
+    for (int r = 0; r < 64; ++r) b_offsets[r] = tp::wrap_add<int>((mul_3[((r >> 3) & 7)]), (offs_bn[(r & 7)]));
     const __half* b_ptrs_1[64];
     #pragma unroll
-    for (int r = 0; r < 64; ++r) b_ptrs_1[r] = b_ptr + add_6[r];
+    for (int r = 0; r < 64; ++r) b_ptrs_1[r] = b_ptr + b_offsets[r];
 
     // for k in range(0, tl.cdiv(K, BLOCK_K)):
     const __half* b_ptrs_ahead[64];
@@ -500,16 +492,8 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
     __half* a_stages_1 = reinterpret_cast<__half*>(tp_smem + tp_smem_stage);
     __half* b_stages_1 = reinterpret_cast<__half*>(tp_smem + tp_smem_stage + 49152);
     for (int stage_1 = 0; stage_1 < 2; ++stage_1) {
-      const int k_ahead_1 = 0 + stage_1 * 1;
+      const int k_ahead_1 = stage_1;
       if (k_ahead_1 < floordiv) {
-
-        // a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
-        const int mul_4 = tp::wrap_mul<int>(k_ahead_1, 64);
-        const int sub_1 = tp::wrap_sub<int>(K, mul_4);
-
-        // b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
-        const int mul_5 = tp::wrap_mul<int>(k_ahead_1, 64);
-        const int sub_2 = tp::wrap_sub<int>(K, mul_5);
 
         // a_ptrs += BLOCK_K * stride_ak
         const __half* a_ptrs_2[64];
@@ -517,18 +501,17 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
         for (int r = 0; r < 64; ++r) a_ptrs_2[r] = a_ptrs_ahead[r] + 64;
 
         // b_ptrs += BLOCK_K * stride_bk
-        const int mul_6 = tp::wrap_mul<int>(64, stride_bk);
+        const int mul_4 = tp::wrap_mul<int>(64, stride_bk);
         const __half* b_ptrs_2[64];
         #pragma unroll
-        for (int r = 0; r < 64; ++r) b_ptrs_2[r] = b_ptrs_ahead[r] + mul_6;
+        for (int r = 0; r < 64; ++r) b_ptrs_2[r] = b_ptrs_ahead[r] + mul_4;
 
         // a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
+        const int mul_5 = tp::wrap_mul<int>(k_ahead_1, 64);
+        const int sub_1 = tp::wrap_sub<int>(K, mul_5);
         bool lt[8];
         #pragma unroll
-        for (int r = 0; r < 8; ++r) {
-          const int run = r & ~7;  // first register of r's run of equal elements
-          lt[r] = offs_k[run] < sub_1;
-        }
+        for (int r = 0; r < 8; ++r) lt[r] = offs_k[(r & ~7)] < sub_1;  // from the first register of r's run
         #pragma unroll
         for (int v = 0; v < 8; ++v) {
           const int r = v * 8;
@@ -536,12 +519,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
         }
 
         // b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
+        const int mul_6 = tp::wrap_mul<int>(k_ahead_1, 64);
+        const int sub_2 = tp::wrap_sub<int>(K, mul_6);
         bool lt_1[8];
         #pragma unroll
-        for (int r = 0; r < 8; ++r) {
-          const int run = r & ~1;  // first register of r's run of equal elements
-          lt_1[r] = offs_k_L2[run] < sub_2;
-        }
+        for (int r = 0; r < 8; ++r) lt_1[r] = offs_k_L2[(r & ~1)] < sub_2;  // from the first register of r's run
         #pragma unroll
         for (int v = 0; v < 8; ++v) {
           const int r = v * 8;
@@ -584,16 +566,8 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
         tp::wgmma_commit();
         // the next stage's copies, issued while the tensor cores work
         {
-          const int k_ahead_1 = k_ + 2 * 1;
+          const int k_ahead_1 = k_ + 2;
           if (k_ahead_1 < floordiv) {
-
-            // a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
-            const int mul_4 = tp::wrap_mul<int>(k_ahead_1, 64);
-            const int sub_1 = tp::wrap_sub<int>(K, mul_4);
-
-            // b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
-            const int mul_5 = tp::wrap_mul<int>(k_ahead_1, 64);
-            const int sub_2 = tp::wrap_sub<int>(K, mul_5);
 
             // a_ptrs += BLOCK_K * stride_ak
             const __half* a_ptrs_2_L4[64];
@@ -601,18 +575,17 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
             for (int r = 0; r < 64; ++r) a_ptrs_2_L4[r] = a_ptrs_ahead[r] + 64;
 
             // b_ptrs += BLOCK_K * stride_bk
-            const int mul_6 = tp::wrap_mul<int>(64, stride_bk);
+            const int mul_4 = tp::wrap_mul<int>(64, stride_bk);
             const __half* b_ptrs_2_L5[64];
             #pragma unroll
-            for (int r = 0; r < 64; ++r) b_ptrs_2_L5[r] = b_ptrs_ahead[r] + mul_6;
+            for (int r = 0; r < 64; ++r) b_ptrs_2_L5[r] = b_ptrs_ahead[r] + mul_4;
 
             // a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
+            const int mul_5 = tp::wrap_mul<int>(k_ahead_1, 64);
+            const int sub_1 = tp::wrap_sub<int>(K, mul_5);
             bool lt_L6[8];
             #pragma unroll
-            for (int r = 0; r < 8; ++r) {
-              const int run = r & ~7;  // first register of r's run of equal elements
-              lt_L6[r] = offs_k[run] < sub_1;
-            }
+            for (int r = 0; r < 8; ++r) lt_L6[r] = offs_k[(r & ~7)] < sub_1;  // from the first register of r's run
             #pragma unroll
             for (int v = 0; v < 8; ++v) {
               const int r = v * 8;
@@ -620,12 +593,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
             }
 
             // b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
+            const int mul_6 = tp::wrap_mul<int>(k_ahead_1, 64);
+            const int sub_2 = tp::wrap_sub<int>(K, mul_6);
             bool lt_1_L7[8];
             #pragma unroll
-            for (int r = 0; r < 8; ++r) {
-              const int run = r & ~1;  // first register of r's run of equal elements
-              lt_1_L7[r] = offs_k_L2[run] < sub_2;
-            }
+            for (int r = 0; r < 8; ++r) lt_1_L7[r] = offs_k_L2[(r & ~1)] < sub_2;  // from the first register of r's run
             #pragma unroll
             for (int v = 0; v < 8; ++v) {
               const int r = v * 8;
@@ -643,8 +615,6 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
         tp::wgmma_wait<0>();
         tp::wgmma_pin<128>(accumulator_1_L8);
       }
-
-      // for k in range(0, tl.cdiv(K, BLOCK_K)):
       #pragma unroll
       for (int r = 0; r < 128; ++r) accumulator[r] = accumulator_1_L8[r];
       stage_1 = stage_1 + 1 == 3 ? 0 : stage_1 + 1;
@@ -669,27 +639,15 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
 
   // offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
   const int mul_8 = tp::wrap_mul<int>(pid_m, 128);
-
-  // offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-  const int mul_9 = tp::wrap_mul<int>(pid_n, 128);
-
-  // offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
   int idx_2[16];
   #pragma unroll
-  for (int r = 0; r < 16; ++r) idx_2[r] = L9_dim0 + ((r << 3));
+  for (int r = 0; r < 16; ++r) idx_2[r] = L9_dim0 + (r << 3);
   int offs_cm[16];
   #pragma unroll
   for (int r = 0; r < 16; ++r) offs_cm[r] = tp::wrap_add<int>(mul_8, idx_2[r]);
 
-  // c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
-  int mul_10[16];
-  #pragma unroll
-  for (int r = 0; r < 16; ++r) mul_10[r] = tp::wrap_mul<int>(stride_cm, offs_cm[r]);
-  __half* ptr[16];
-  #pragma unroll
-  for (int r = 0; r < 16; ++r) ptr[r] = c_ptr + mul_10[r];
-
   // offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+  const int mul_9 = tp::wrap_mul<int>(pid_n, 128);
   int idx_3[8];
   #pragma unroll
   for (int r = 0; r < 8; ++r) idx_3[r] = L3_dim0 + r;
@@ -698,9 +656,26 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
   for (int r = 0; r < 8; ++r) offs_cn[r] = tp::wrap_add<int>(mul_9, idx_3[r]);
 
   // c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
-  __half* c_ptrs[128];
+  int c_offsets[16];
   #pragma unroll
-  for (int r = 0; r < 128; ++r) c_ptrs[r] = (ptr[((r >> 3) & 15)]) + (offs_cn[(r & 7)]);
+  for (int r = 0; r < 16; ++r) c_offsets[r] = tp::wrap_mul<int>(stride_cm, offs_cm[r]);
+  __half* c_ptrs[16];
+  #pragma unroll
+  for (int r = 0; r < 16; ++r) c_ptrs[r] = c_ptr + c_offsets[r];
+
+  // c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+  bool lt_2[16];
+  #pragma unroll
+  for (int r = 0; r < 16; ++r) lt_2[r] = offs_cm[(r & ~1)] < M;  // from the first register of r's run
+  bool lt_3[8];
+  #pragma unroll
+  for (int r = 0; r < 8; ++r) lt_3[r] = offs_cn[(r & ~7)] < N;  // from the first register of r's run
+  bool c_mask[128];
+  #pragma unroll
+  for (int r = 0; r < 128; ++r) {
+    const int run = r & ~15;  // first register of r's run of equal elements
+    c_mask[r] = (lt_2[((run >> 3) & 15)]) && (lt_3[(run & 7)]);
+  }
 
   // tl.store(c_ptrs, c, mask=c_mask)
   // c to layout L10 through shared memory
@@ -710,33 +685,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
   for (int r = 0; r < 128; ++r) convert_c[(L8_dim0 + ((((r >> 1) & 1) << 3) | ((r >> 6) << 6))) * 132 + (L8_dim1 + ((r & 1) | (((r >> 2) & 15) << 3)))] = c[r];
   __syncthreads();
   #pragma unroll
-  for (int r = 0; r < 128; ++r) c_L10[r] = convert_c[(L10_dim0 + (((r >> 3) << 3))) * 132 + (L10_dim1 + ((r & 7)))];
-
-  // c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
-  bool lt_2[16];
-  #pragma unroll
-  for (int r = 0; r < 16; ++r) {
-    const int run = r & ~1;  // first register of r's run of equal elements
-    lt_2[r] = offs_cm[run] < M;
-  }
-  bool lt_3[8];
-  #pragma unroll
-  for (int r = 0; r < 8; ++r) {
-    const int run = r & ~7;  // first register of r's run of equal elements
-    lt_3[r] = offs_cn[run] < N;
-  }
-  bool c_mask[128];
-  #pragma unroll
-  for (int r = 0; r < 128; ++r) {
-    const int run = r & ~15;  // first register of r's run of equal elements
-    c_mask[r] = (lt_2[((run >> 3) & 15)]) && (lt_3[(run & 7)]);
-  }
-
-  // tl.store(c_ptrs, c, mask=c_mask)
+  for (int r = 0; r < 128; ++r) c_L10[r] = convert_c[(L10_dim0 + ((r >> 3) << 3)) * 132 + (L10_dim1 + (r & 7))];
   #pragma unroll
   for (int v = 0; v < 16; ++v) {
     const int r = v * 8;
     const __half* src = &c_L10[r];
-    if (c_mask[r]) tp::store<8>(c_ptrs[r], src);
+    if (c_mask[r]) tp::store<8>((c_ptrs[((r >> 3) & 15)]) + (offs_cn[(r & 7)]), src);
   }
 }

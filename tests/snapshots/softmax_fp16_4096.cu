@@ -50,9 +50,7 @@ template <typename To, typename From> __device__ __forceinline__ To cast(From x)
 
 // fp32 division as Triton lowers `/`: div.full.f32 (at most 2 ulp, no slow path for the full range).
 __device__ __forceinline__ float div_full(float a, float b) {
-  float r;
-  asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
+  float r; asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r;
 }
 
 // Triton's integer +, -, *, << and unary - wrap around (LLVM's add, sub, mul, shl without nsw); a signed C result
@@ -61,14 +59,9 @@ __device__ __forceinline__ float div_full(float a, float b) {
 template <typename T> struct wrapping { using U = unsigned; };
 template <> struct wrapping<long long> { using U = unsigned long long; };
 template <> struct wrapping<unsigned long long> { using U = unsigned long long; };
-template <typename T> __device__ __forceinline__ T wrap_add(T a, T b) {
-  using U = typename wrapping<T>::U;
-  return T(U(a) + U(b));
-}
-template <typename T> __device__ __forceinline__ T wrap_mul(T a, T b) {
-  using U = typename wrapping<T>::U;
-  return T(U(a) * U(b));
-}
+template <typename T> using wrap_u = typename wrapping<T>::U;
+template <typename T> __device__ __forceinline__ T wrap_add(T a, T b) { return T(wrap_u<T>(a) + wrap_u<T>(b)); }
+template <typename T> __device__ __forceinline__ T wrap_mul(T a, T b) { return T(wrap_u<T>(a) * wrap_u<T>(b)); }
 
 // ---- combiners of the built-in reductions: fold x into the accumulator -----------------------------------
 template <typename T> __device__ __forceinline__ void combine_add(T& acc, same_t<T> x) {
@@ -140,18 +133,11 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
   // x = tl.load(IN + row * in_stride + cols, mask=valid, other=-float("inf")).to(tl.float32)
   const int row_start = static_cast<int>(blockIdx.x);
   const int row_step = static_cast<int>(gridDim.x);
-  const int mul = tp::wrap_mul<int>(row_start, in_stride);
-  const __half* ptr = IN + mul;
 
   // cols = tl.arange(0, BLOCK)
   int cols[8];
   #pragma unroll
   for (int r = 0; r < 8; ++r) cols[r] = L0_dim0 + r;
-
-  // x = tl.load(IN + row * in_stride + cols, mask=valid, other=-float("inf")).to(tl.float32)
-  const __half* ptr_1[8];
-  #pragma unroll
-  for (int r = 0; r < 8; ++r) ptr_1[r] = ptr + cols[r];
 
   // valid = cols < n_cols
   bool valid[8];
@@ -159,17 +145,19 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
   for (int r = 0; r < 8; ++r) valid[r] = cols[r] < n_cols;
 
   // x = tl.load(IN + row * in_stride + cols, mask=valid, other=-float("inf")).to(tl.float32)
+  const int in_offset = tp::wrap_mul<int>(row_start, in_stride);
+  const __half* in_ptr = IN + in_offset;
   __half row_data[8];
   #pragma unroll
   for (int v = 0; v < 1; ++v) {
     const int r = v * 8;
     if (valid[r] && valid[r + 1] && valid[r + 2] && valid[r + 3] && valid[r + 4] && valid[r + 5] && valid[r + 6] && valid[r + 7]) {
-      tp::load<8>(&row_data[r], ptr_1[r]);
+      tp::load<8>(&row_data[r], in_ptr + cols[r]);
     } else {
       // the ragged run: element by element from the run's first address (a contiguous run)
       #pragma unroll
       for (int j = 0; j < 8; ++j) {
-        row_data[r + j] = (valid[(r + j)]) ? *(ptr_1[r] + j) : tp::cast<__half>(-tp::inf<float>());
+        row_data[r + j] = (valid[(r + j)]) ? *(in_ptr + cols[r] + j) : tp::cast<__half>(-tp::inf<float>());
       }
     }
   }
@@ -178,20 +166,11 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
   for (int r = 0; r < 8; ++r) this_row[r] = row_data[r];
   #pragma unroll 1
   for (int row = row_start; row < n_rows; row += row_step) {
-    const int row_ahead = tp::wrap_add<int>(row, row_step);
-    const bool lt = row_ahead < n_rows;
-    const int mul_1 = tp::wrap_mul<int>(row_ahead, in_stride);
-    const __half* ptr_2 = IN + mul_1;
 
     // cols = tl.arange(0, BLOCK)
     int cols_1[8];
     #pragma unroll
     for (int r = 0; r < 8; ++r) cols_1[r] = L0_dim0 + r;
-
-    // x = tl.load(IN + row * in_stride + cols, mask=valid, other=-float("inf")).to(tl.float32)
-    const __half* ptr_3[8];
-    #pragma unroll
-    for (int r = 0; r < 8; ++r) ptr_3[r] = ptr_2 + cols_1[r];
 
     // valid = cols < n_cols
     bool valid_1[8];
@@ -199,6 +178,10 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
     for (int r = 0; r < 8; ++r) valid_1[r] = cols_1[r] < n_cols;
 
     // x = tl.load(IN + row * in_stride + cols, mask=valid, other=-float("inf")).to(tl.float32)
+    const int row_ahead = tp::wrap_add<int>(row, row_step);
+    const int in_offset_1 = tp::wrap_mul<int>(row_ahead, in_stride);
+    const __half* in_ptr_1 = IN + in_offset_1;
+    const bool lt = row_ahead < n_rows;
     bool and_[8];
     #pragma unroll
     for (int r = 0; r < 8; ++r) and_[r] = valid_1[r] && lt;
@@ -207,12 +190,12 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
     for (int v = 0; v < 1; ++v) {
       const int r = v * 8;
       if (and_[r] && and_[r + 1] && and_[r + 2] && and_[r + 3] && and_[r + 4] && and_[r + 5] && and_[r + 6] && and_[r + 7]) {
-        tp::load<8>(&row_next[r], ptr_3[r]);
+        tp::load<8>(&row_next[r], in_ptr_1 + cols_1[r]);
       } else {
         // the ragged run: element by element from the run's first address (a contiguous run)
         #pragma unroll
         for (int j = 0; j < 8; ++j) {
-          row_next[r + j] = (and_[(r + j)]) ? *(ptr_3[r] + j) : tp::cast<__half>(-tp::inf<float>());
+          row_next[r + j] = (and_[(r + j)]) ? *(in_ptr_1 + cols_1[r] + j) : tp::cast<__half>(-tp::inf<float>());
         }
       }
     }
@@ -242,8 +225,6 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
     for (int r = 0; r < 8; ++r) e[r] = __expf(x_1[r]);
 
     // tl.store(OUT + row * out_stride + cols, e / tl.sum(e, axis=0), mask=valid)
-    const int mul_2 = tp::wrap_mul<int>(row, out_stride);
-    __half* ptr_4 = OUT + mul_2;
     float e_sum = e[0];
     #pragma unroll
     for (int k = 1; k < 8; ++k) tp::combine_add(e_sum, e[k]);
@@ -258,19 +239,14 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
     float truediv[8];
     #pragma unroll
     for (int r = 0; r < 8; ++r) truediv[r] = tp::div_full(e[r], e_sum);
-    __half cvt[8];
+    __half out_values[8];
     #pragma unroll
-    for (int r = 0; r < 8; ++r) cvt[r] = tp::cast<__half>(truediv[r]);
+    for (int r = 0; r < 8; ++r) out_values[r] = tp::cast<__half>(truediv[r]);
 
     // cols = tl.arange(0, BLOCK)
     int cols_2[8];
     #pragma unroll
     for (int r = 0; r < 8; ++r) cols_2[r] = L0_dim0 + r;
-
-    // tl.store(OUT + row * out_stride + cols, e / tl.sum(e, axis=0), mask=valid)
-    __half* ptr_5[8];
-    #pragma unroll
-    for (int r = 0; r < 8; ++r) ptr_5[r] = ptr_4 + cols_2[r];
 
     // valid = cols < n_cols
     bool valid_2[8];
@@ -278,21 +254,21 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
     for (int r = 0; r < 8; ++r) valid_2[r] = cols_2[r] < n_cols;
 
     // tl.store(OUT + row * out_stride + cols, e / tl.sum(e, axis=0), mask=valid)
+    const int out_offset = tp::wrap_mul<int>(row, out_stride);
+    __half* out_ptr = OUT + out_offset;
     #pragma unroll
     for (int v = 0; v < 1; ++v) {
       const int r = v * 8;
-      const __half* src = &cvt[r];
+      const __half* src = &out_values[r];
       if (valid_2[r] && valid_2[r + 1] && valid_2[r + 2] && valid_2[r + 3] && valid_2[r + 4] && valid_2[r + 5] && valid_2[r + 6] && valid_2[r + 7]) {
-        tp::store<8>(ptr_5[r], src);
+        tp::store<8>(out_ptr + cols_2[r], src);
       } else {
         #pragma unroll
         for (int j = 0; j < 8; ++j) {
-          if (valid_2[(r + j)]) *(ptr_5[r] + j) = src[j];
+          if (valid_2[(r + j)]) *(out_ptr + cols_2[r] + j) = src[j];
         }
       }
     }
-
-    // x = tl.load(IN + row * in_stride + cols, mask=valid, other=-float("inf")).to(tl.float32)
     #pragma unroll
     for (int r = 0; r < 8; ++r) this_row[r] = row_next[r];
   }

@@ -28,9 +28,7 @@ template <> __device__ __forceinline__ double inf<double>() { return __longlong_
 
 // fp32 division as Triton lowers `/`: div.full.f32 (at most 2 ulp, no slow path for the full range).
 __device__ __forceinline__ float div_full(float a, float b) {
-  float r;
-  asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
+  float r; asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r;
 }
 
 // Triton's integer +, -, *, << and unary - wrap around (LLVM's add, sub, mul, shl without nsw); a signed C result
@@ -39,14 +37,9 @@ __device__ __forceinline__ float div_full(float a, float b) {
 template <typename T> struct wrapping { using U = unsigned; };
 template <> struct wrapping<long long> { using U = unsigned long long; };
 template <> struct wrapping<unsigned long long> { using U = unsigned long long; };
-template <typename T> __device__ __forceinline__ T wrap_add(T a, T b) {
-  using U = typename wrapping<T>::U;
-  return T(U(a) + U(b));
-}
-template <typename T> __device__ __forceinline__ T wrap_mul(T a, T b) {
-  using U = typename wrapping<T>::U;
-  return T(U(a) * U(b));
-}
+template <typename T> using wrap_u = typename wrapping<T>::U;
+template <typename T> __device__ __forceinline__ T wrap_add(T a, T b) { return T(wrap_u<T>(a) + wrap_u<T>(b)); }
+template <typename T> __device__ __forceinline__ T wrap_mul(T a, T b) { return T(wrap_u<T>(a) * wrap_u<T>(b)); }
 
 // ---- combiners of the built-in reductions: fold x into the accumulator -----------------------------------
 template <typename T> __device__ __forceinline__ void combine_add(T& acc, same_t<T> x) {
@@ -117,19 +110,10 @@ extern "C" __global__ void __launch_bounds__(128) softmax_kernel(
   // row = tl.program_id(0)
   const int row = static_cast<int>(blockIdx.x);
 
-  // x = tl.load(IN + row * in_stride + cols, mask=valid, other=-float("inf")).to(tl.float32)
-  const int mul = tp::wrap_mul<int>(row, in_stride);
-  const float* ptr = IN + mul;
-
   // cols = tl.arange(0, BLOCK)
   int cols[8];
   #pragma unroll
-  for (int r = 0; r < 8; ++r) cols[r] = L0_dim0 + ((r << 7));
-
-  // x = tl.load(IN + row * in_stride + cols, mask=valid, other=-float("inf")).to(tl.float32)
-  const float* ptr_1[8];
-  #pragma unroll
-  for (int r = 0; r < 8; ++r) ptr_1[r] = ptr + cols[r];
+  for (int r = 0; r < 8; ++r) cols[r] = L0_dim0 + (r << 7);
 
   // valid = cols < n_cols
   bool valid[8];
@@ -137,10 +121,12 @@ extern "C" __global__ void __launch_bounds__(128) softmax_kernel(
   for (int r = 0; r < 8; ++r) valid[r] = cols[r] < n_cols;
 
   // x = tl.load(IN + row * in_stride + cols, mask=valid, other=-float("inf")).to(tl.float32)
+  const int in_offset = tp::wrap_mul<int>(row, in_stride);
+  const float* in_ptr = IN + in_offset;
   float x[8];
   #pragma unroll
   for (int r = 0; r < 8; ++r) {
-    x[r] = (valid[r]) ? *(ptr_1[r]) : -tp::inf<float>();
+    x[r] = (valid[r]) ? *(in_ptr + cols[r]) : -tp::inf<float>();
   }
 
   // x = x - tl.max(x, axis=0)
@@ -164,8 +150,6 @@ extern "C" __global__ void __launch_bounds__(128) softmax_kernel(
   for (int r = 0; r < 8; ++r) e[r] = __expf(x_1[r]);
 
   // tl.store(OUT + row * out_stride + cols, e / tl.sum(e, axis=0), mask=valid)
-  const int mul_1 = tp::wrap_mul<int>(row, out_stride);
-  float* ptr_2 = OUT + mul_1;
   float e_sum = e[0];
   #pragma unroll
   for (int k = 1; k < 8; ++k) tp::combine_add(e_sum, e[k]);
@@ -176,14 +160,13 @@ extern "C" __global__ void __launch_bounds__(128) softmax_kernel(
   e_sum = e_sum_smem[0];
   #pragma unroll
   for (int w = 1; w < 4; ++w) tp::combine_add(e_sum, e_sum_smem[w]);
-  float truediv[8];
+  float out_values[8];
   #pragma unroll
-  for (int r = 0; r < 8; ++r) truediv[r] = tp::div_full(e[r], e_sum);
-  float* ptr_3[8];
-  #pragma unroll
-  for (int r = 0; r < 8; ++r) ptr_3[r] = ptr_2 + cols[r];
+  for (int r = 0; r < 8; ++r) out_values[r] = tp::div_full(e[r], e_sum);
+  const int out_offset = tp::wrap_mul<int>(row, out_stride);
+  float* out_ptr = OUT + out_offset;
   #pragma unroll
   for (int r = 0; r < 8; ++r) {
-    if (valid[r]) *(ptr_3[r]) = truediv[r];
+    if (valid[r]) *(out_ptr + cols[r]) = out_values[r];
   }
 }

@@ -20,14 +20,9 @@ namespace tp {
 template <typename T> struct wrapping { using U = unsigned; };
 template <> struct wrapping<long long> { using U = unsigned long long; };
 template <> struct wrapping<unsigned long long> { using U = unsigned long long; };
-template <typename T> __device__ __forceinline__ T wrap_add(T a, T b) {
-  using U = typename wrapping<T>::U;
-  return T(U(a) + U(b));
-}
-template <typename T> __device__ __forceinline__ T wrap_mul(T a, T b) {
-  using U = typename wrapping<T>::U;
-  return T(U(a) * U(b));
-}
+template <typename T> using wrap_u = typename wrapping<T>::U;
+template <typename T> __device__ __forceinline__ T wrap_add(T a, T b) { return T(wrap_u<T>(a) + wrap_u<T>(b)); }
+template <typename T> __device__ __forceinline__ T wrap_mul(T a, T b) { return T(wrap_u<T>(a) * wrap_u<T>(b)); }
 
 // ---- wide global loads and stores ----------------------------------------------------------------------
 template <int BYTES> struct raw;
@@ -82,11 +77,6 @@ extern "C" __global__ void __launch_bounds__(128) add_kernel(
   #pragma unroll
   for (int r = 0; r < 8; ++r) offsets[r] = tp::wrap_add<int>(mul, idx[r]);
 
-  // x = tl.load(X + offsets, mask=mask)
-  const float* ptr[8];
-  #pragma unroll
-  for (int r = 0; r < 8; ++r) ptr[r] = X + offsets[r];
-
   // mask = offsets < n  # the last program runs past the end when n is not a multiple of BLOCK
   bool mask[8];
   #pragma unroll
@@ -98,52 +88,46 @@ extern "C" __global__ void __launch_bounds__(128) add_kernel(
   for (int v = 0; v < 2; ++v) {
     const int r = v * 4;
     if (mask[r] && mask[r + 1] && mask[r + 2] && mask[r + 3]) {
-      tp::load<4>(&x[r], ptr[r]);
+      tp::load<4>(&x[r], X + offsets[r]);
     } else {
       // the ragged run: element by element from the run's first address (a contiguous run)
       #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        x[r + j] = (mask[(r + j)]) ? *(ptr[r] + j) : 0.0f;
+        x[r + j] = (mask[(r + j)]) ? *(X + offsets[r] + j) : 0.0f;
       }
     }
   }
 
   // y = tl.load(Y + offsets, mask=mask)
-  const float* ptr_1[8];
-  #pragma unroll
-  for (int r = 0; r < 8; ++r) ptr_1[r] = Y + offsets[r];
   float y[8];
   #pragma unroll
   for (int v = 0; v < 2; ++v) {
     const int r = v * 4;
     if (mask[r] && mask[r + 1] && mask[r + 2] && mask[r + 3]) {
-      tp::load<4>(&y[r], ptr_1[r]);
+      tp::load<4>(&y[r], Y + offsets[r]);
     } else {
       // the ragged run: element by element from the run's first address (a contiguous run)
       #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        y[r + j] = (mask[(r + j)]) ? *(ptr_1[r] + j) : 0.0f;
+        y[r + j] = (mask[(r + j)]) ? *(Y + offsets[r] + j) : 0.0f;
       }
     }
   }
 
   // tl.store(Z + offsets, x + y, mask=mask)
-  float add[8];
+  float z_values[8];
   #pragma unroll
-  for (int r = 0; r < 8; ++r) add[r] = x[r] + y[r];
-  float* ptr_2[8];
-  #pragma unroll
-  for (int r = 0; r < 8; ++r) ptr_2[r] = Z + offsets[r];
+  for (int r = 0; r < 8; ++r) z_values[r] = x[r] + y[r];
   #pragma unroll
   for (int v = 0; v < 2; ++v) {
     const int r = v * 4;
-    const float* src = &add[r];
+    const float* src = &z_values[r];
     if (mask[r] && mask[r + 1] && mask[r + 2] && mask[r + 3]) {
-      tp::store<4>(ptr_2[r], src);
+      tp::store<4>(Z + offsets[r], src);
     } else {
       #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        if (mask[(r + j)]) *(ptr_2[r] + j) = src[j];
+        if (mask[(r + j)]) *(Z + offsets[r] + j) = src[j];
       }
     }
   }

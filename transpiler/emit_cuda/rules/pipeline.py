@@ -17,7 +17,7 @@ a load whose `other` is +0 copies a masked-off uniform run as 0 bytes (cp.async 
 """
 from __future__ import annotations
 
-from .. import cspell
+from .. import cexpr, cspell
 from ..emitter import Read
 from ..tiles import SharedTile, staged_view
 from ...targets import switch
@@ -180,11 +180,9 @@ def ring_loop(em, loop, targets, stage, top, prefetch, advance):
     em.bind(iv, Read(scalar=ivname, ctype=ct), None)
     for line in top:
         em.write(line)
-    outer_lines, outer_indent = em.lines, em.indent
-    em.lines, em.indent = [], 0
-    prefetch(ivname)
-    copies = "\n".join(em.lines)
-    em.lines, em.indent = outer_lines, outer_indent
+    with em.detached_text(indent=0):
+        prefetch(ivname)
+        copies = "\n".join(em.lines)
     in_flight = emit_body(em, loop, targets, stage, copies)
     for line in advance:
         em.write(line)
@@ -225,7 +223,7 @@ def _cp_async_ring(em, loop, targets):
     em.loop_depth += 1
     em.write(f"for (int {s} = 0; {s} < {distance}; ++{s}) {{")
     em.indent += 1
-    em.write(f"const {ct} {iv_ahead} = {lo} + {s} * {step};")
+    em.write(f"const {ct} {iv_ahead} = {cexpr.add(lo, cexpr.mul(s, step))};")
     em.write(f"if ({loop.condition(iv_ahead)}) {{")
     em.indent += 1
     _prefetch(em, plan, iv, iv_ahead, ct, carried, ahead, yields, s)
@@ -248,7 +246,7 @@ def _cp_async_ring(em, loop, targets):
     def prefetch(ivname):
         em.write("{")
         em.indent += 1
-        em.write(f"const {ct} {iv_ahead} = {ivname} + {distance} * {step};")
+        em.write(f"const {ct} {iv_ahead} = {cexpr.add(ivname, cexpr.mul(distance, step))};")
         em.write(f"if ({loop.condition(iv_ahead)}) {{")
         em.indent += 1
         _prefetch(em, plan, iv, iv_ahead, ct, carried, ahead, yields, f"({s} + {distance}) % {stages}")

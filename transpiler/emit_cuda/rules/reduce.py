@@ -17,25 +17,23 @@ def _combine_function(em, op, acc_ctypes):
     region = op.regions[0]
     n = len(acc_ctypes)
     fname = em.fresh("combine")
-    saved_lines, saved_indent, saved_last = em.lines, em.indent, em.last_line
-    em.lines, em.indent = [], 1
-    em.push_scope()
-    params = []
-    for i, a in enumerate(region.args):
-        cname = em.fresh(f"{'acc' if i < n else 'x'}{i % n}")
-        params.append(f"{acc_ctypes[i % n]}{'&' if i < n else ''} {cname}")
-        em.bind(a, Read(scalar=cname, ctype=acc_ctypes[i % n]), None)
-    for inner in region.ops[:-1]:
-        em.emit_op(inner)
-    results = [em.scalar(y) for y in region.ops[-1].operands]
-    tmp = [em.fresh(f"out{i}") for i in range(n)]
-    for t, res, ct in zip(tmp, results, acc_ctypes):
-        em.write(f"const {ct} {t} = {res};")
-    for i, t in enumerate(tmp):
-        em.write(f"{params[i].split()[-1]} = {t};")
-    body = "\n".join(em.lines)
-    em.pop_scope()
-    em.lines, em.indent, em.last_line = saved_lines, saved_indent, saved_last
+    with em.detached_text():
+        em.push_scope()
+        params = []
+        for i, a in enumerate(region.args):
+            cname = em.fresh(f"{'acc' if i < n else 'x'}{i % n}")
+            params.append(f"{acc_ctypes[i % n]}{'&' if i < n else ''} {cname}")
+            em.bind(a, Read(scalar=cname, ctype=acc_ctypes[i % n]), None)
+        for inner in region.ops[:-1]:
+            em.emit_op(inner)
+        results = [em.scalar(y) for y in region.ops[-1].operands]
+        tmp = [em.fresh(f"out{i}") for i in range(n)]
+        for t, res, ct in zip(tmp, results, acc_ctypes):
+            em.write(f"const {ct} {t} = {res};")
+        for i, t in enumerate(tmp):
+            em.write(f"{params[i].split()[-1]} = {t};")
+        body = "\n".join(em.lines)
+        em.pop_scope()
     em.device_functions.append(f"// combine_fn of the tl.reduce at line {op.loc.line if op.loc else '?'}\n"
                                f"__device__ __forceinline__ void {fname}({', '.join(params)}) {{\n{body}\n}}")
     return fname

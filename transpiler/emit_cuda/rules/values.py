@@ -3,6 +3,7 @@ and the shape ops (splat, broadcast, expand_dims, permute, reshape), which cost 
 from __future__ import annotations
 
 from ...analysis.layouts import register_map
+from ...parse.ir import OpKind
 from .. import cspell
 from ..bits import linear_register_map
 from ..emitter import Read, lowering
@@ -212,4 +213,22 @@ def bitcast(em, op, layout):
 
 @lowering("addptr")
 def addptr(em, op, layout):
+    v, (base_v, offset_v) = op.result, op.operands
+    if v.shape:
+        base, offset = em.operand(base_v, layout), em.operand(offset_v, layout)
+        if offset.array is None and offset.scalar == "0" and base.array is not None:
+            em.bind(v, base, layout)      # `p + 0` is p (`PRED + 4 * box + 0`): no copy of the block
+            return
+        if _only_address_of_one_access(em, v) and (base.array is not None or offset.array is not None):
+            # `tl.load(X + offs)`: the addresses are written into the access, `x + offs[r]`, not into an array
+            em.bind(v, Read(expr=lambda r: f"{_wrap(base.at(r))} + {_wrap(offset.at(r))}", ctype=em.ctype(v)),
+                    layout)
+            return
     _map(em, op, layout, lambda args: f"{_wrap(args[0])} + {_wrap(args[1])}")
+
+
+def _only_address_of_one_access(em, v) -> bool:
+    """Whether flexible pointer block `v` is read only as the address of one load or store."""
+    users = em.roles.users.get(v, [])
+    return (v in em.layouts.flexible and len(users) == 1 and users[0].name in (OpKind.LOAD, OpKind.STORE)
+            and users[0].operands[0] is v and v not in users[0].operands[1:])
