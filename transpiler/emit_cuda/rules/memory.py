@@ -10,6 +10,7 @@ import re
 
 from .. import cspell
 from ..emitter import Read, lowering
+from ...parse.ir import OpKind
 
 _CACHE = {"": "tp::CACHE_DEFAULT", ".ca": "tp::CACHE_CA", ".cg": "tp::CACHE_CG", ".cs": "tp::CACHE_CS",
           ".cv": "tp::CACHE_CV", ".lu": "tp::CACHE_LU", ".wb": "tp::CACHE_WB", ".wt": "tp::CACHE_WT"}
@@ -59,7 +60,7 @@ def _combined_load(em, group):
         em.bind(op.result, Read(array=name, ctype=ctype), layout)
 
 
-@lowering("load")
+@lowering(OpKind.LOAD)
 def load(em, op, layout):
     group = em.analysis.combined_loads.get(op)
     if group is not None:
@@ -103,7 +104,7 @@ def load(em, op, layout):
     em.bind(v, Read(array=name, ctype=ctype), layout)
 
 
-@lowering("store")
+@lowering(OpKind.STORE)
 def store(em, op, layout):
     ptr_v, value_v = op.operands[0], op.operands[1]
     mask_v = op.operands[2] if len(op.operands) > 2 else None

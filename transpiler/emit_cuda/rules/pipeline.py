@@ -22,6 +22,7 @@ from ..emitter import Read
 from ..tiles import SharedTile, staged_view
 from ...targets import switch
 from .control import assign_yield, bind_args, declare_carried, loop_condition, unroll_pragma
+from ...parse.ir import OpKind
 
 
 def _issue_copies(em, staged, tile):
@@ -147,13 +148,13 @@ def emit_body(em, loop, targets, stage, prefetch):
     staged_values = {staged.op.result for staged in plan.loads}
     # Staged loads have no registers to fill, and a tl.trans of one is only a different view of its tile.
     skip = {o for o in region.ops if o in plan.main_dead_ops or plan.is_staged(o)
-            or (o.name == "permute" and o.operands[0] in staged_values)}
+            or (o.name == OpKind.PERMUTE and o.operands[0] in staged_values)}
     em.pending_prefetch = prefetch
     em.async_dot, em.async_dot_issued = plan.async_dot, False
     if plan.async_dot is not None:   # the other dots' waits retire its group: they pin its accumulator
         acc, acc_layout = targets[loop.main.index(plan.async_carried)]
         em.in_flight_acc = (acc.array, acc_layout.num_regs)
-    em.prefetch_host = plan.async_dot or next((o for o in region.ops if o.name == "dot"
+    em.prefetch_host = plan.async_dot or next((o for o in region.ops if o.name == OpKind.DOT
                                                and any(staged_view(em, x) for x in o.operands[:2])), None)
     em.last_line = None
     em.emit_region(region, skip)

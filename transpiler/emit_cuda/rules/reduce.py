@@ -10,6 +10,7 @@ import re
 from .. import cexpr, cspell
 from ..bits import bit_moves
 from ..emitter import Read, lowering
+from ...parse.ir import OpKind
 
 
 def _combine_function(em, op, acc_ctypes):
@@ -48,7 +49,7 @@ def _subscript(expr: str) -> str:
     return expr if re.fullmatch(r"\w+", expr) else f"({expr})"
 
 
-@lowering("reduce")
+@lowering(OpKind.REDUCE)
 def reduce(em, op, layout_unused):
     axis = op.attrs["axis"]
     combine = op.attrs["combine"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from .. import cspell
 from ..bits import bit_moves
 from ..emitter import Read, jinja_env, lowering, templates_dir
+from ...parse.ir import OpKind
 
 def _combine_function(em, op, ctypes):
     """Emit the user's combine_fn as `combine(out..., left..., right...)`: out = combine_fn(left, right)."""
@@ -66,7 +67,7 @@ def _reg(*parts):
     return " | ".join(parts) if parts else "0"
 
 
-@lowering("scan")
+@lowering(OpKind.SCAN)
 def scan(em, op, layout_unused):
     plan = em.layouts.scan_plan[op]
     layout, axis, reverse = plan.layout, plan.axis, op.attrs["reverse"]
