@@ -192,6 +192,8 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_kernel(
   mul_sum = mul_sum_smem[0];
   #pragma unroll
   for (int w = 1; w < 8; ++w) tp::combine_add(mul_sum, mul_sum_smem[w]);
+  const float cvt_1 = tp::cast<float>(N);
+  const float var = tp::div_full(mul_sum, cvt_1);
 
   // w = tl.load(W + cols, mask=valid).to(tl.float32)
   __nv_bfloat16 ld_1[16];
@@ -224,10 +226,6 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_kernel(
   float b[16];
   #pragma unroll
   for (int r = 0; r < 16; ++r) b[r] = tp::cast<float>(ld_2[r]);
-
-  // var = tl.sum(centered * centered, axis=0) / N
-  const float cvt_1 = tp::cast<float>(N);
-  const float var = tp::div_full(mul_sum, cvt_1);
 
   // rstd = 1.0 / tl.sqrt(var + eps)
   const float add = var + eps;

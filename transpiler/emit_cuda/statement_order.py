@@ -18,6 +18,7 @@ MOVABLE = frozenset({OpKind.CONSTANT, OpKind.PROGRAM_ID, OpKind.NUM_PROGRAMS, Op
                      OpKind.BROADCAST, OpKind.EXPAND_DIMS, OpKind.PERMUTE, OpKind.RESHAPE, OpKind.ELEMENTWISE,
                      OpKind.CAST, OpKind.BITCAST, OpKind.ADDPTR, OpKind.HINT})
 _REGION_OPS = frozenset({OpKind.FOR, OpKind.WHILE, OpKind.IF})
+_STATEMENTS = frozenset({OpKind.REDUCE, OpKind.SCAN, OpKind.LOAD, OpKind.DOT, OpKind.ATOMIC_RMW, OpKind.ATOMIC_CAS})
 _SHARED_TEXT = ("__syncthreads", "tp_smem", "_smem", "__shfl", "shfl_xor", "asm", "cp_async")
 
 
@@ -75,8 +76,8 @@ _WHERE_READ = frozenset({OpKind.ELEMENTWISE, OpKind.ADDPTR, OpKind.CAST, OpKind.
 
 def scalars_written_where_read(kernel) -> set:
     """The ops whose scalar results are written by the first rule that reads them (`Emitter.scalar`), like
-    flexible blocks: pure arithmetic read only in its own region, so that `IN + row * in_stride` is written
-    with the load it feeds rather than before the lines it comes after. Not what feeds a loop or an if, even
+    flexible blocks: pure arithmetic read only in its own region (and not of a reduction's or a load's result), so that
+    `IN + row * in_stride` is written with the load it feeds rather than before the lines it comes after. Not what feeds a loop or an if, even
     through other arithmetic: a region's op writes what it asks for where it asks, inside its own text."""
     regions_of, users = {}, {}
 
@@ -101,12 +102,20 @@ def scalars_written_where_read(kernel) -> set:
     def choose(region):
         for op in region.ops:
             if (op.name in _WHERE_READ and op.results and not any(r.shape for r in op.results)
-                    and all(regions_of.get(r, set()) == {id(region)} and not feeds(r) for r in op.results)):
+                    and all(regions_of.get(r, set()) == {id(region)} and not feeds(r) for r in op.results)
+                    and all(_from_inputs(v, out) for v in op.operands)):
                 out.add(op)
             for inner in op.regions:
                 choose(inner)
     choose(kernel.body)
     return out
+
+
+def _from_inputs(v, written_where_read) -> bool:
+    """Whether `v` is not the result of a reduction, a scan, a load, a dot or an atomic: a scalar made from one
+    of those stays with it, under its line (`var = tl.sum(d * d, axis=0) / N`)."""
+    op = getattr(v, "owner", None)
+    return op is None or not hasattr(op, "name") or op.name not in _STATEMENTS
 
 
 def _flattened(chunk) -> list:
