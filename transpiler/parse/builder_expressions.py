@@ -179,7 +179,7 @@ class ExpressionBuilder:
         return result
 
     def _expr_IfExp(self, node):
-        cond = self.eval(node.test)
+        cond = semantic.assigned_constant(self.eval(node.test))
         if isinstance(cond, constexpr):
             cond = cond.value
         if semantic.is_const(cond):
