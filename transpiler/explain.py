@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 
 from .analysis.layouts import LinearLayout
+from .parse.ir import OpKind
 
 
 def _bits(bases, dim):
@@ -85,7 +86,7 @@ def _memory_text(op, analysis, name_of):
     ptr = op.operands[0]
     elem = ptr.dtype.element_ty
     n_access = layout.num_regs // vec
-    what = _value_name(op.result) if op.name == "load" else _value_name(op.operands[1])
+    what = _value_name(op.result) if op.name == OpKind.LOAD else _value_name(op.operands[1])
     return (f"{op.name} {what} {elem}[{'x'.join(map(str, ptr.shape))}] in {name_of(layout)}: vector width {vec} "
             f"({vec * elem.itemsize} bytes per access, {n_access} access{'es' if n_access != 1 else ''} per "
             f"thread)")
@@ -122,17 +123,17 @@ def explain_ir(ir, analysis, emitted, arch=None) -> str:
     for op in ir.walk():
         line = op.loc.line if op.loc else None
         entries = by_line.setdefault(line, [])
-        if op.name in ("load", "store") and op in layouts.mem_layout:
+        if op.name in (OpKind.LOAD, OpKind.STORE) and op in layouts.mem_layout:
             entries.append(_memory_text(op, analysis, name_of))
-        elif op.name == "reduce":
+        elif op.name == OpKind.REDUCE:
             entries.append(_reduce_text(op, layouts, name_of))
-        elif op.name == "scan":
+        elif op.name == OpKind.SCAN:
             plan = layouts.scan_plan[op]
             entries.append(f"scan {op.attrs['combine']} along dim {plan.axis}"
                            f"{' from the end' if op.attrs['reverse'] else ''} in {name_of(plan.layout)}: "
                            f"{plan.describe()}")
         for r in op.results:
-            if r.shape and r.name and op.name not in ("load",):
+            if r.shape and r.name and op.name not in (OpKind.LOAD):
                 if r in layouts.layout:
                     entries.append(f"{r.name} {r.type} in {name_of(layouts.layout[r])}")
                 elif r in layouts.flexible:

@@ -9,6 +9,7 @@ from . import cspell
 from . import rules  # noqa: F401  (registers the lowering rules)
 from .device_header import used_helpers
 from .emitter import Emitter, Read, jinja_env, templates_dir
+from .text import indent_pragmas, layout_in_words, wrap
 
 
 def _params(kernel, written, c_names):
@@ -37,7 +38,7 @@ def _specialization_text(kernel):
             note = f" (multiple of {a.divisibility})"
         parts.append(f"{a.name} None (a null pointer, unused)" if a.is_none else f"{a.name} {dt}{note}")
     parts += [f"{k} = {getattr(v, '__transpiler_builtin__', None) or repr(v)}" for k, v in kernel.constexprs.items()]
-    return ", ".join(parts)
+    return [line[3:] for line in wrap(parts, "// specialization: ", "//   ")]    # the template writes the `// `
 
 
 def _device_header(kernel_code: str, with_tiles: bool, with_fp8: bool = False, with_tma: bool = False) -> str:
@@ -72,6 +73,10 @@ class EmittedKernel:
     programs_per_block: int = 1  # programs of the grid's x in one block, one warp each (program_packing.py)
 
 
+def _reads(text, name) -> bool:
+    return re.search(rf"\b{re.escape(name)}\b", text) is not None
+
+
 def _referenced_thread_bases(lines, body):
     """The thread-base declarations the body reads: one asked for by an expression that was then not written
     (a derived kernel's shapes can do that) would be an unused variable, which NVRTC warns about. Later lines
@@ -93,10 +98,10 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
     em.emit_region(kernel.body)
     notes = []
     for layout, i in sorted(em.layout_ids.items(), key=lambda kv: kv[1]):
-        notes.append(f"layout L{i}: {layout.describe()} ({layout.num_regs} registers per thread)")
+        notes += layout_in_words(layout, i)
     shared_bytes = em.smem.total_bytes()
     smem_constants = [f"constexpr int {name} = {value};" for name, value in em.smem.constants()]
-    params, body = _params(kernel, analysis.read_only.written_args, em.names), "\n".join(em.lines)
+    params, body = _params(kernel, analysis.read_only.written_args, em.names), "\n".join(indent_pragmas(em.lines))
     row_loop = getattr(em, "row_count_param", None) is not None
     if row_loop:       # the user's grid x, appended by the runtime after the arguments' slots
         params.append(f"const int {em.row_count_param}")
@@ -113,8 +118,10 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
         programs_per_block=analysis.programs_per_block,
         # Tensor-core kernels plan their registers (fragments, stages); the others let the runtime tune occupancy.
         occupancy_macro=None if em.uses_tiles else OCCUPANCY_MACRO, maxnreg_macro=MAXNREG_MACRO,
-        device_header="", device_functions=em.device_functions,
-        params=params, shared_bytes=shared_bytes,
+        device_header="", device_functions=["\n".join(indent_pragmas(f.split("\n"))) for f in em.device_functions],
+        param_lines=[line.strip() for line in wrap(params, "", "", ") {", 116)] if params else [],
+        unused_thread_ids=" ".join(f"(void){n};" for n in ("lane", "warp") if not _reads(body, n)),
+        shared_bytes=shared_bytes,
         smem_align=em.smem.align,
         shared_decls=(smem_constants + em.shared_decls) if shared_bytes else [],
         thread_bases=_referenced_thread_bases(em.thread_base_lines, body), body=body)
