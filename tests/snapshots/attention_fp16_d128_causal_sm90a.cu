@@ -338,6 +338,12 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   // off_h = off_hz % heads
   const int off_h = off_hz % heads;
 
+  // q_ptrs = Q + off_z * stride_qz + off_h * stride_qh + offs_m[:, None] * stride_qm + offs_d[None, :] * stride_qd
+  const int q_offset = tp::wrap_mul<int>(off_z, stride_qz);
+  const __half* q_ptr = Q + q_offset;
+  const int q_offset_1 = tp::wrap_mul<int>(off_h, stride_qh);
+  const __half* q_ptr_1 = q_ptr + q_offset_1;
+
   // offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
   const int mul = tp::wrap_mul<int>(start_m, 128);
   int idx[8];
@@ -358,10 +364,6 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   for (int r = 0; r < 8; ++r) rows_in[r] = offs_m[r] < seq_len;
 
   // q_ptrs = Q + off_z * stride_qz + off_h * stride_qh + offs_m[:, None] * stride_qm + offs_d[None, :] * stride_qd
-  const int q_offset = tp::wrap_mul<int>(off_z, stride_qz);
-  const __half* q_ptr = Q + q_offset;
-  const int q_offset_1 = tp::wrap_mul<int>(off_h, stride_qh);
-  const __half* q_ptr_1 = q_ptr + q_offset_1;
   int q_offsets[8];
   #pragma unroll
   for (int r = 0; r < 8; ++r) q_offsets[r] = tp::wrap_mul<int>(offs_m[r], stride_qm);
@@ -900,16 +902,18 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   #pragma unroll
   for (int r = 0; r < 64; ++r) acc_6[r] = tp::div_full(acc_3[r], (l_i_2[((r >> 1) & 1)]));
 
+  // o_ptrs = Out + off_z * stride_oz + off_h * stride_oh + offs_m[:, None] * stride_om + offs_d[None, :] * stride_od
+  const int out_offset = tp::wrap_mul<int>(off_z, stride_oz);
+  __half* out_ptr = Out + out_offset;
+  const int out_offset_1 = tp::wrap_mul<int>(off_h, stride_oh);
+  __half* out_ptr_1 = out_ptr + out_offset_1;
+
   // tl.store(o_ptrs, acc.to(Out.dtype.element_ty), mask=rows_in)
   __half out_values[64];
   #pragma unroll
   for (int r = 0; r < 64; ++r) out_values[r] = tp::cast<__half>(acc_6[r]);
 
   // o_ptrs = Out + off_z * stride_oz + off_h * stride_oh + offs_m[:, None] * stride_om + offs_d[None, :] * stride_od
-  const int out_offset = tp::wrap_mul<int>(off_z, stride_oz);
-  __half* out_ptr = Out + out_offset;
-  const int out_offset_1 = tp::wrap_mul<int>(off_h, stride_oh);
-  __half* out_ptr_1 = out_ptr + out_offset_1;
   int out_offsets[8];
   #pragma unroll
   for (int r = 0; r < 8; ++r) out_offsets[r] = tp::wrap_mul<int>(offs_m[r], stride_om);

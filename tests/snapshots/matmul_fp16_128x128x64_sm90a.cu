@@ -639,6 +639,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
 
   // offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
   const int mul_8 = tp::wrap_mul<int>(pid_m, 128);
+
+  // offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+  const int mul_9 = tp::wrap_mul<int>(pid_n, 128);
+
+  // offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
   int idx_2[16];
   #pragma unroll
   for (int r = 0; r < 16; ++r) idx_2[r] = L9_dim0 + (r << 3);
@@ -647,7 +652,6 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
   for (int r = 0; r < 16; ++r) offs_cm[r] = tp::wrap_add<int>(mul_8, idx_2[r]);
 
   // offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-  const int mul_9 = tp::wrap_mul<int>(pid_n, 128);
   int idx_3[8];
   #pragma unroll
   for (int r = 0; r < 8; ++r) idx_3[r] = L3_dim0 + r;
