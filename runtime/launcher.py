@@ -208,9 +208,10 @@ class Launcher:
             return None
         maps, slots, n = self._maps, self._slots, len(self.kinds)
 
+        end = n + len(maps.specs) + 1
+
         def fill(values):
-            for j, address in enumerate(maps.addresses(values)):
-                slots[n + j] = address
+            slots[n:end] = maps.addresses(values)
         return fill
 
 
