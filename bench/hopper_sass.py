@@ -61,6 +61,12 @@ def main():
         (out / f"{name}.cubin").write_bytes(blob)
         sass = subprocess.run(["cuobjdump", "-sass", str(out / f"{name}.cubin")], capture_output=True,
                               text=True).stdout
+        if not sass.strip() and (out / f"{name}.cu").exists():
+            # a cubin from a newer NVRTC than the machine's cuobjdump reads: the same source through its nvcc
+            subprocess.run(["nvcc", "-cubin", "-gencode=arch=compute_90a,code=sm_90a", "-o",
+                            str(out / f"{name}.nvcc.cubin"), str(out / f"{name}.cu")], capture_output=True)
+            sass = subprocess.run(["cuobjdump", "-sass", str(out / f"{name}.nvcc.cubin")], capture_output=True,
+                                  text=True).stdout
         (out / f"{name}.sass").write_text(sass)
         print(f"{name}: {summary(sass)}", flush=True)
 

@@ -33,6 +33,14 @@ __device__ __forceinline__ void mbarrier_wait_parity(unsigned long long* bar, un
   }
 }
 
+// Whether this launch's grid has at least one program per multiprocessor (%nsmid: the count of SM ids, which is
+// the SM count where the ids are contiguous). A TMA ring's guard when analysis/tma.py keeps small grids on cp.async.
+__device__ __forceinline__ bool grid_fills_sms() {
+  unsigned sms;
+  asm("mov.u32 %0, %%nsmid;" : "=r"(sms));
+  return static_cast<unsigned long long>(gridDim.x) * gridDim.y * gridDim.z >= sms;
+}
+
 // Copy the box of `map` whose first element is at (x inner, y outer) into shared memory at `dst` (laid out as
 // the map's swizzle says), completing its bytes on `bar`. Elements outside the tensor are written as zeros.
 __device__ __forceinline__ void tma_load_2d(void* dst, const TensorMap* map, unsigned long long* bar, int x, int y) {

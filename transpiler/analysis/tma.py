@@ -65,6 +65,7 @@ class TmaPlan:
     loads: list
     guards: list = field(default_factory=list)     # Polys that must be >= 0 (loop-invariant scalars)
     distance: int = 0              # iterations the boxes run ahead of their use
+    full_grid_only: bool = False   # the ring runs only where the grid has a program per SM (else cp.async)
     refill_after_wait: bool = False  # the refill of a stage follows the wgmma wait retiring it (group in flight)
 
     @property
@@ -211,12 +212,12 @@ def plan_tma(kernel, pipelines, dots, decisions, target):
         except NotAffine as e:
             decisions.add("tma", loop, "tiles copied by cp.async, not TMA", str(e))
             continue
-        plan = TmaPlan(loop, loads, guards, distance=pipe.distance)
+        plan = TmaPlan(loop, loads, guards, distance=pipe.distance, full_grid_only=switch("TRANSPILER_TMA_FULL_GRID"))
         plans[loop] = plan
         what = ", ".join(f"line {t.staged.op.loc.line if t.staged.op.loc else '?'} ({t.slabs} box(es) of "
                          f"{t.box[1]}x{t.box[0]}, {t.span}-byte swizzle)" for t in loads)
-        guard = (f"; run-time guard: {' && '.join(f'{g!r} >= 0' for g in guards)}, else the cp.async ring"
-                 if guards else "")
+        conditions = [f"{g!r} >= 0" for g in guards] + (["a program per SM"] if plan.full_grid_only else [])
+        guard = f"; run-time guard: {' && '.join(conditions)}, else the cp.async ring" if conditions else ""
         decisions.add("tma", loop, f"TMA + mbarrier ring, {pipe.stages} stages, for the loads on {what}",
                       f"each is an affine tile of a pointer argument whose mask is the tensor's bounds "
                       f"({plan.stage_bytes} bytes per stage){guard}")

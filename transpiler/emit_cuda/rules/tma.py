@@ -62,6 +62,8 @@ def tma_condition(em, plan):
     if em.tma_ready is None:
         em.tma_ready = em.fresh("tma_ready")
     parts = [em.tma_ready] + [f"({_spell(em, g, ctype='long long')}) >= 0" for g in plan.guards]
+    if plan.full_grid_only:
+        parts.append("tp::grid_fills_sms()")
     return " && ".join(parts)
 
 
