@@ -33,6 +33,8 @@ VARIANTS = "default=,cp_async=TRANSPILER_TMA=0"
 
 def parse_variants(text):
     out = {}
+    if text == "none":
+        return out
     for item in text.split(","):
         name, _, settings = item.partition("=")
         out[name] = dict(s.split("=", 1) for s in settings.split("+") if s)
@@ -101,7 +103,9 @@ def main():
     ap.add_argument("--variants", default=VARIANTS)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", default=None)
-    ap.add_argument("--profile", default=None, help="dtype:MxNxK: launch each variant and Triton twice, no timing")
+    ap.add_argument("--profile", default=None, help="dtype:MxNxK,...: launch each variant and Triton once, no timing")
+    ap.add_argument("--warm", action="store_true", help="only build (and check) the variants at each shape, or "
+                    "Triton's with --variants none: run one such process per setting in parallel to fill the caches")
     args = ap.parse_args()
     variants = parse_variants(args.variants)
     theirs = load(KERNELS, "triton")
@@ -113,11 +117,17 @@ def main():
         b = torch.randn((k, n), device="cuda", dtype=dt) / k ** 0.5
         ref = torch.matmul(a, b)
         impls = build(variants, a, b, ref)
+        if args.warm and variants:
+            print(f"built {text}: {', '.join(impls)}", flush=True)
+            continue
         c_t = torch.full_like(ref, float("nan"))
         theirs.matmul(a, b, out=c_t)
         err = ((c_t.float() - ref.float()).norm() / ref.float().norm()).item()
         assert err < 2e-2, f"triton: relative error {err:.2e}"
         impls["triton"] = lambda: theirs.matmul(a, b, out=c_t)
+        if args.warm:
+            print(f"built {text}: triton", flush=True)
+            continue
         if args.profile:        # each built and launched once above: one profiled launch per implementation
             torch.cuda.synchronize()
             print(f"profiled {text}:", ", ".join(impls), flush=True)

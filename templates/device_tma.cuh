@@ -33,6 +33,12 @@ __device__ __forceinline__ void mbarrier_wait_parity(unsigned long long* bar, un
   }
 }
 
+// Bring a tensor map into the copy engine's descriptor cache ahead of its first box (its address: a kernel
+// parameter's, in the generic space).
+__device__ __forceinline__ void prefetch_tensormap(const TensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];" :: "l"(reinterpret_cast<unsigned long long>(map)) : "memory");
+}
+
 // Whether this launch's grid has at least one program per multiprocessor (%nsmid: the count of SM ids, which is
 // the SM count where the ids are contiguous). A TMA ring's guard when analysis/tma.py keeps small grids on cp.async.
 __device__ __forceinline__ bool grid_fills_sms() {

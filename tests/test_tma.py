@@ -119,6 +119,19 @@ def test_in_flight_tma_ring_refills_the_previous_stage_after_the_wait(monkeypatc
         < body.index("tp::wgmma_wait<1>()")
 
 
+@pytest.mark.parametrize("switch_name, text", [("TRANSPILER_TMA_PREFETCH", "tp::prefetch_tensormap(&tma_a);"),
+                                                ("TRANSPILER_TMA_FULL_GRID", "&& tp::grid_fills_sms()")])
+def test_measured_switches_are_off_by_default_and_spell_their_code(monkeypatch, switch_name, text):
+    """Two ideas for small grids measured on the H200 (bench/NOTES.md) and left off: prefetching the tensor maps
+    at kernel entry, and keeping grids under one program per SM on the cp.async ring."""
+    assert text not in matmul_example.matmul_kernel.cuda_source(*_args(), ACTIVATION="", arch="sm_90a", **CONFIG)
+    monkeypatch.setenv(switch_name, "1")
+    source = matmul_example.matmul_kernel.cuda_source(*_args(), ACTIVATION="", arch="sm_90a", **CONFIG)
+    assert text in source
+    if switch_name == "TRANSPILER_TMA_PREFETCH":     # at entry, before any index arithmetic
+        assert source.index(text) < source.index("tl.program_id(")
+
+
 @needs_nvrtc
 def test_in_flight_tma_ring_compiles_without_spills():
     four = dict(CONFIG, BLOCK_K=32, num_stages=4)
@@ -126,6 +139,9 @@ def test_in_flight_tma_ring_compiles_without_spills():
     result = compile_offline(variant.source, "sm_90a")
     assert result.spill_bytes == 0 and not result.warnings, result.log
     assert "wgmma.wait_group.sync.aligned 1" in result.ptx and "cp.async.bulk.tensor.2d" in result.ptx
+    # the epilogue's layout conversion reads 16 bytes at a time: its 16-byte row padding keeps them aligned
+    # (analysis/bank_padding.py), 128x128 fp16 / 128 threads = 16 such reads a thread
+    assert len(re.findall(r"ld\.shared\.v4", result.ptx)) >= 16 and "ld.shared.v2" not in result.ptx
 
 
 @pytest.mark.parametrize("config", [dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, GROUP_M=8, num_warps=4, num_stages=4),

@@ -1034,10 +1034,10 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   __half* convert_cvt_2 = reinterpret_cast<__half*>(tp_smem + tp_smem_stage);
   __half cvt_2_L2[64];
   #pragma unroll
-  for (int r = 0; r < 64; ++r) convert_cvt_2[(L10_dim0 + ((((r >> 1) & 1) << 3))) * 132 + (L10_dim1 + ((r & 1) | ((r >> 2) << 3)))] = cvt_2[r];
+  for (int r = 0; r < 64; ++r) convert_cvt_2[(L10_dim0 + ((((r >> 1) & 1) << 3))) * 136 + (L10_dim1 + ((r & 1) | ((r >> 2) << 3)))] = cvt_2[r];
   __syncthreads();
   #pragma unroll
-  for (int r = 0; r < 64; ++r) cvt_2_L2[r] = convert_cvt_2[(L2_dim0 + (((r >> 3) << 4))) * 132 + (L2_dim1 + ((r & 7)))];
+  for (int r = 0; r < 64; ++r) cvt_2_L2[r] = convert_cvt_2[(L2_dim0 + (((r >> 3) << 4))) * 136 + (L2_dim1 + ((r & 7)))];
   #pragma unroll
   for (int v = 0; v < 8; ++v) {
     const int r = v * 8;

@@ -766,10 +766,10 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
   __half* convert_c = reinterpret_cast<__half*>(tp_smem + tp_smem_stage);
   __half c_L10[128];
   #pragma unroll
-  for (int r = 0; r < 128; ++r) convert_c[(L8_dim0 + ((((r >> 1) & 1) << 3) | ((r >> 6) << 6))) * 132 + (L8_dim1 + ((r & 1) | (((r >> 2) & 15) << 3)))] = c[r];
+  for (int r = 0; r < 128; ++r) convert_c[(L8_dim0 + ((((r >> 1) & 1) << 3) | ((r >> 6) << 6))) * 136 + (L8_dim1 + ((r & 1) | (((r >> 2) & 15) << 3)))] = c[r];
   __syncthreads();
   #pragma unroll
-  for (int r = 0; r < 128; ++r) c_L10[r] = convert_c[(L10_dim0 + (((r >> 3) << 3))) * 132 + (L10_dim1 + ((r & 7)))];
+  for (int r = 0; r < 128; ++r) c_L10[r] = convert_c[(L10_dim0 + (((r >> 3) << 3))) * 136 + (L10_dim1 + ((r & 7)))];
 
   // c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
   bool lt_2[16];

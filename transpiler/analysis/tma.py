@@ -66,6 +66,7 @@ class TmaPlan:
     guards: list = field(default_factory=list)     # Polys that must be >= 0 (loop-invariant scalars)
     distance: int = 0              # iterations the boxes run ahead of their use
     full_grid_only: bool = False   # the ring runs only where the grid has a program per SM (else cp.async)
+    prefetch_maps: bool = False    # thread 0 prefetches the maps at kernel entry (their first box waits less)
     refill_after_wait: bool = False  # the refill of a stage follows the wgmma wait retiring it (group in flight)
 
     @property
@@ -212,7 +213,8 @@ def plan_tma(kernel, pipelines, dots, decisions, target):
         except NotAffine as e:
             decisions.add("tma", loop, "tiles copied by cp.async, not TMA", str(e))
             continue
-        plan = TmaPlan(loop, loads, guards, distance=pipe.distance, full_grid_only=switch("TRANSPILER_TMA_FULL_GRID"))
+        plan = TmaPlan(loop, loads, guards, distance=pipe.distance, full_grid_only=switch("TRANSPILER_TMA_FULL_GRID"),
+                       prefetch_maps=switch("TRANSPILER_TMA_PREFETCH"))
         plans[loop] = plan
         what = ", ".join(f"line {t.staged.op.loc.line if t.staged.op.loc else '?'} ({t.slabs} box(es) of "
                          f"{t.box[1]}x{t.box[0]}, {t.span}-byte swizzle)" for t in loads)

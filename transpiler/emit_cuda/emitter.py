@@ -117,6 +117,7 @@ class Emitter:
         self.macros = jinja_env().get_template("ops.j2").module
         self.dot_macros = jinja_env().get_template("dot.j2").module
         self.const_pointers = analysis.read_only.const_values   # pointers derived only from read-only arguments
+        self.tma_prefetch = False     # thread 0 prefetches the tensor maps at kernel entry (analysis/tma.py)
         self.uses_tma = False         # whether a loop loads by TMA (rules/tma.py): its helpers and parameters
         self.tma_maps: dict = {}      # TMA load -> the C name of its tensor map parameter
         self.tma_params: list = []    # (C declaration, host description) of each tensor map parameter

@@ -64,6 +64,7 @@ def tma_condition(em, plan):
     parts = [em.tma_ready] + [f"({_spell(em, g, ctype='long long')}) >= 0" for g in plan.guards]
     if plan.full_grid_only:
         parts.append("tp::grid_fills_sms()")
+    em.tma_prefetch = em.tma_prefetch or plan.prefetch_maps
     return " && ".join(parts)
 
 
