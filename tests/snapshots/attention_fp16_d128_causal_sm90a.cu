@@ -12,7 +12,6 @@
 // layout L7: shape [64, 1]: reg [(16,0), (32,0)] lane [(0,0), (0,0), (0,0), (0,0), (1,0)] warp [(2,0), (4,0), (8,0)] (4 registers per thread)
 // layout L8: shape [64]: reg [(1), (8), (16), (32)] lane [(2), (4), (0), (0), (0)] warp [(0), (0), (0)] (16 registers per thread)
 // layout L9: shape [128]: reg [(8)] lane [(0), (0), (1), (2), (4)] warp [(16), (32), (64)] (2 registers per thread)
-// layout L10: shape [128, 128]: reg [(0,1), (8,0), (0,8), (0,16), (0,32), (0,64)] lane [(0,2), (0,4), (1,0), (2,0), (4,0)] warp [(16,0), (32,0), (64,0)] (64 registers per thread)
 //
 // Compile alone: nvcc -gencode=arch=compute_90a,code=sm_90a -c attention_kernel.cu  (warpgroup MMA: sm_90a only)
 // ---- device helpers (templates/device.cuh: the ones this kernel uses, inlined) ----------------------------
@@ -251,6 +250,13 @@ template <int N> __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
 }
 
+// stmatrix (sm_90): the inverse of ldmatrix_x4. Lane l gives the address of row (l % 8) of block (l / 8); register i
+// of each lane holds its two elements of block i, as an mma accumulator's fragment (layout conversions, emitter.py).
+__device__ __forceinline__ void stmatrix_x4(void* p, unsigned r0, unsigned r1, unsigned r2, unsigned r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1,%2,%3,%4};"
+               :: "r"(smem_addr(p)), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+}
+
 // Fragments built element by element (operand layouts ldmatrix cannot produce).
 template <typename T> __device__ __forceinline__ unsigned pack2(T lo, T hi) {
   unsigned short a, b;
@@ -394,8 +400,6 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   const int L5_tile2 = tp::swizzle_slabs<256, 2, 64>(L5_dim0, L5_dim1);
   const int L8_dim0 = ((lane & 3) << 1);
   const int L9_dim0 = (lane >> 2) | (warp << 4);
-  const int L10_dim1 = ((lane & 3) << 1);
-  const int L10_dim0 = (lane >> 2) | (warp << 4);
 
   // start_m = tl.program_id(0)
   const int start_m = static_cast<int>(blockIdx.x);
@@ -1033,8 +1037,15 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   // cvt_2 to layout L2 through shared memory
   __half* convert_cvt_2 = reinterpret_cast<__half*>(tp_smem + tp_smem_stage);
   __half cvt_2_L2[64];
-  #pragma unroll
-  for (int r = 0; r < 64; ++r) convert_cvt_2[(L10_dim0 + ((((r >> 1) & 1) << 3))) * 136 + (L10_dim1 + ((r & 1) | ((r >> 2) << 3)))] = cvt_2[r];
+  {
+    const int sm_row = (lane & 7) ^ (((lane >> 3) & 1) * 8) ^ (((warp >> 0) & 1) * 16) ^ (((warp >> 1) & 1) * 32) ^ (((warp >> 2) & 1) * 64);  // the block row this lane addresses
+    const int sm_col = (((lane >> 4) & 1) * 8);
+    #pragma unroll
+    for (int quad = 0; quad < 8; ++quad)
+      tp::stmatrix_x4(&convert_cvt_2[(sm_row ^ (0)) * 136 + (sm_col ^ ((((quad >> 0) & 1) * 16) ^ (((quad >> 1) & 1) * 32) ^ (((quad >> 2) & 1) * 64)))],
+          tp::pack2(cvt_2[8 * quad], cvt_2[8 * quad + 1]), tp::pack2(cvt_2[8 * quad + 2], cvt_2[8 * quad + 3]),
+          tp::pack2(cvt_2[8 * quad + 4], cvt_2[8 * quad + 5]), tp::pack2(cvt_2[8 * quad + 6], cvt_2[8 * quad + 7]));
+  }
   __syncthreads();
   #pragma unroll
   for (int r = 0; r < 64; ++r) cvt_2_L2[r] = convert_cvt_2[(L2_dim0 + (((r >> 3) << 4))) * 136 + (L2_dim1 + ((r & 7)))];

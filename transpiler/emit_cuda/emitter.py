@@ -16,6 +16,7 @@ import jinja2
 from .. import dtypes
 from ..analysis import conversion_chunks
 from ..analysis.bank_padding import conversion_padding
+from ..analysis.stmatrix import plan_stmatrix
 from ..analysis.layouts import LinearLayout, register_map
 from ..parse.ir import OP_KINDS, OpKind, Value
 from . import cspell
@@ -347,6 +348,17 @@ class Emitter:
         (buf,), barrier = self.scratch_buffers(
             [(dt, numel + rows * pad, f"convert_{self.name_of(v)}", ct)], "layout conversion")
         name = self.fresh(f"{self.name_of(v)}_L{self.layout_id(layout)}")
+        blocks = plan_stmatrix(own_part, dt.itemsize, own_part.shape[-1] + pad, self.analysis.options.arch) \
+            if chunks.count == 1 else None
+        if blocks is not None:
+            self.uses_tiles = True       # the helper lives with the tensor-core ones
+            self.write(self.macros.convert_stmatrix(dict(
+                ctype=ct, name=name, n_src=own.num_regs, n_dst=layout.num_regs, buf=buf, src=src.array,
+                pitch=own_part.shape[-1] + pad, dst_index=self.padded_index(layout_part, pad),
+                barrier_before=barrier, **_stmatrix_addresses(blocks))))
+            read = Read(array=name, ctype=ct)
+            self.bind(v, read, layout)
+            return read
         text = self.macros.convert(dict(
             ctype=ct, name=name, n_src=own.num_regs, n_dst=layout.num_regs, buf=buf,
             src=src.array, src_index=self.padded_index(own_part, pad), dst_index=self.padded_index(layout_part, pad),
@@ -418,6 +430,24 @@ class Emitter:
 
     def pop_scope(self):
         self.scopes.pop()
+
+
+def _xor_of_bits(var, first_bit, moves, coord):
+    """C expression: the XOR of `moves[i][coord]` over the set bits `first_bit + i` of `var` (0 when none)."""
+    terms = [f"((({var} >> {first_bit + i}) & 1) * {m[coord]})" for i, m in enumerate(moves) if m[coord]]
+    return " ^ ".join(terms) if terms else "0"
+
+
+def _stmatrix_addresses(blocks):
+    """The parts of a stmatrix conversion's addresses (analysis/stmatrix.py): the lane's own (its row in the block,
+    the block pairs its lane bits 3-4 pick, its warp's move) and per instruction `quad`'s (the other pairs)."""
+    pairs = blocks.pairs
+    lane = [(_xor_of_bits("lane", 3, pairs[:2], d)) for d in (0, 1)]
+    warp = [(_xor_of_bits("warp", 0, blocks.warps, d)) for d in (0, 1)]
+    row = " ^ ".join(t for t in ("(lane & 7)", lane[0], warp[0]) if t != "0")
+    col = " ^ ".join(t for t in (lane[1], warp[1]) if t != "0") or "0"
+    return dict(lane_row=row, lane_col=col, q_row=_xor_of_bits("quad", 0, pairs[2:], 0),
+                q_col=_xor_of_bits("quad", 0, pairs[2:], 1))
 
 
 def _hint_for(v):
