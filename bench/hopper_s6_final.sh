@@ -11,7 +11,7 @@ PY=${PYTHON:-python3}
 export PYTHONUNBUFFERED=1
 export TRANSPILER_CACHE_DIR=${TRANSPILER_CACHE_DIR:-/tmp/tp_cache} TRITON_CACHE_DIR=${TRITON_CACHE_DIR:-/tmp/triton_cache}
 L=/tmp/hopper_logs; rm -rf $L; mkdir -p $L
-V=${VARIANTS:-default=,prefetch=TRANSPILER_TMA_PREFETCH=1,cp_async=TRANSPILER_TMA=0}
+V=${VARIANTS:-default=,no_stmatrix=TRANSPILER_STMATRIX=0,cp_async=TRANSPILER_TMA=0}
 S=${SHAPES:-}
 if [ -z "$S" ]; then
   for d in float16 bfloat16; do for s in 1024x1024x1024 2048x2048x2048 4096x4096x4096 8192x8192x8192 8192x8192x512 16x8192x8192; do S="$S,$d:$s"; done; done
@@ -20,7 +20,8 @@ fi
 T0=$(date +%s)
 step() { echo "== $1 (t=$(( $(date +%s) - T0 ))s)"; }
 run() { local limit=$1; shift; timeout --signal=INT --kill-after=5 "$limit" "$@"; }
-trap 'tar -C /tmp -czf "$OUT/logs.tar.gz" hopper_logs' EXIT
+snap() { tar -C /tmp -czf "$OUT/logs.tar.gz" hopper_logs; }     # after each step: a call cut short keeps what ran
+trap snap EXIT
 
 step "GPU tests in parallel with one cache-filling process per setting"
 tests=${TESTS:-"tests/test_gpu_dot.py -k case; tests/test_gpu_dot.py -k 'not case'; tests/test_gpu_dot_dtypes.py; tests/test_gpu_tma.py; tests/test_gpu_attention.py; tests/test_gpu_block_pointers.py"}
@@ -39,14 +40,16 @@ wait
 for k in $(seq 1 $i); do echo "test_$k: $(grep -h '^FAILED\|passed\|failed\|error' $L/test_$k.log | tail -n 4 | tr '\n' ' ') $(tail -n 1 $L/test_$k.log)"; done
 for k in $(seq 1 $j); do echo "warm_$k: $(grep -c '^built' $L/warm_$k.log) built, $(tail -n 1 $L/warm_$k.log)"; done
 
+snap
 step "A/B ($V)"
 run "${AB_S:-120}" $PY bench/hopper_ab.py --rounds "${ROUNDS:-2}" --variants "$V" --shapes "$S" --out $L/ab.json >$L/ab.log 2>&1
 echo "rc $?"; grep -v '^{' $L/ab.log | tail -n 14
 grep -o '"shape": "[0-9x]*"\|host_us_per_launch": {[^}]*}' $L/ab.log | paste - - | head -n 4
 
+snap
 if [ "${NCU:-1}" = 1 ]; then
   step "ncu, 1024^3 and 2048^3 fp16"
-  NV=${NCU_VARIANTS:-default=,prefetch=TRANSPILER_TMA_PREFETCH=1}
+  NV=${NCU_VARIANTS:-default=,no_stmatrix=TRANSPILER_STMATRIX=0,prefetch=TRANSPILER_TMA_PREFETCH=1}
   labels=""; for sh in 1024 2048; do for v in $(echo "$NV" | tr ',' '\n' | cut -d= -f1) triton; do labels="$labels,$v@$sh"; done; done
   run "${NCU_S:-60}" ncu --clock-control none --section SpeedOfLight --section WarpStateStats --section Occupancy \
     --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" -k regex:matmul_kernel --csv --page details \
