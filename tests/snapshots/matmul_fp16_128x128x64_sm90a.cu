@@ -292,6 +292,12 @@ __device__ __forceinline__ void mbarrier_wait_parity(unsigned long long* bar, un
   }
 }
 
+// Bring a tensor map into the copy engine's descriptor cache ahead of its first box (its address: a kernel
+// parameter's, in the generic space).
+__device__ __forceinline__ void prefetch_tensormap(const TensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];" :: "l"(reinterpret_cast<unsigned long long>(map)) : "memory");
+}
+
 // Copy the box of `map` whose first element is at (x inner, y outer) into shared memory at `dst` (laid out as
 // the map's swizzle says), completing its bytes on `bar`. Elements outside the tensor are written as zeros.
 __device__ __forceinline__ void tma_load_2d(void* dst, const TensorMap* map, unsigned long long* bar, int x, int y) {
@@ -372,6 +378,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
   const int L9_dim0 = (lane >> 4) | (warp << 1);
   const int L10_dim1 = ((lane & 15) << 3);
   const int L10_dim0 = (lane >> 4) | (warp << 1);
+  if (tma_ready && threadIdx.x == 0) { tp::prefetch_tensormap(&tma_a); tp::prefetch_tensormap(&tma_b); }
 
   // pid = tl.program_id(axis=0)
   const int pid = static_cast<int>(blockIdx.x);
