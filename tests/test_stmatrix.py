@@ -76,3 +76,47 @@ def test_sixteen_stmatrix_replace_sixty_four_stores():
     assert result.spill_bytes == 0 and not result.warnings, result.log
     assert len(re.findall(r"stmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16", result.ptx)) == 16
     assert not re.search(r"st\.shared\.(b32|u32|b16|u16)", result.ptx)
+
+
+def _element_index(layout, r, lane, warp, pitch):
+    row, col = layout.coords(r, lane, warp)
+    return row * pitch + col
+
+
+def _stmatrix_writes(layout, pitch):
+    """index -> (warp, lane, register) the emitted stmatrix conversion stores there, from its C expressions
+    evaluated here (they use only *, >>, & and ^, which Python orders as C does) and stmatrix's definition: lane
+    L addresses row L % 8 of block L // 8; that row's element c comes from lane 4 * (L % 8) + c // 2, register
+    pair L // 8 (elements c % 2 of the pair)."""
+    from transpiler.emit_cuda.emitter import _stmatrix_addresses
+    parts = _stmatrix_addresses(plan_stmatrix(layout, 2, pitch, "sm_90a"))
+    writes = {}
+    for warp in range(1 << len(layout.warp)):
+        for quad in range(layout.num_regs // 8):
+            for lane_addr in range(32):
+                env = dict(lane=lane_addr, warp=warp, quad=quad)
+                row = eval(parts["lane_row"], {}, env) ^ eval(parts["q_row"], {}, env)
+                col = eval(parts["lane_col"], {}, env) ^ eval(parts["q_col"], {}, env)
+                block, block_row = lane_addr // 8, lane_addr % 8
+                for c in range(8):
+                    lane = 4 * block_row + c // 2
+                    writes.setdefault(row * pitch + col + c, set()).add((warp, lane, 8 * quad + 2 * block + c % 2))
+    return writes
+
+
+@pytest.mark.parametrize("layout", [
+    ACC,                                                                    # wgmma 128x128, one warpgroup
+    LinearLayout((128, 128), ((0, 1), (8, 0), (0, 8), (0, 16), (0, 32), (0, 64)), LANES,
+                 ((16, 0), (32, 0), (64, 0))),                              # attention's two warpgroups
+    LinearLayout((16, 128), ((0, 1), (8, 0), (0, 8)), LANES, ((0, 16), (0, 32), (0, 64), (0, 0))),  # mma, 16 rows
+    LinearLayout((64, 64), ((0, 1), (0, 8), (8, 0), (32, 0)), LANES, ((16, 0), (0, 16), (0, 32))),
+], ids=["wgmma", "two-warpgroups", "mma-16-rows", "mixed-bits"])
+def test_stmatrix_stores_each_register_where_the_element_stores_would(layout):
+    pitch = layout.shape[1] + 8
+    writes = _stmatrix_writes(layout, pitch)
+    expected = {}
+    for warp in range(1 << len(layout.warp)):
+        for lane in range(32):
+            for r in range(layout.num_regs):
+                expected.setdefault(_element_index(layout, r, lane, warp, pitch), set()).add((warp, lane, r))
+    assert writes == expected
