@@ -113,8 +113,10 @@ def explain_ir(ir, analysis, emitted, arch=None) -> str:
     name_of = _Names()
     layouts = analysis.layouts
     num_warps = analysis.options.num_warps
-    out = [f"kernel {ir.name} ({os.path.basename(ir.source_file)}), num_warps = {num_warps} "
-           f"({32 * num_warps} threads per program)", "", "specialization:"]
+    threads = (f"{32 * num_warps} threads per block, {analysis.programs_per_block} programs of one warp"
+               if analysis.packing else f"{32 * num_warps} threads per program")
+    out = [f"kernel {ir.name} ({os.path.basename(ir.source_file)}), num_warps = {num_warps} ({threads})", "",
+           "specialization:"]
     out += _specialization(ir)
 
     by_line: dict = {}
@@ -174,7 +176,13 @@ def _occupancy_text(ir, emitted, arch) -> str:
                 "report puts it within reach; explain(..., arch='sm_90a') shows the outcome)")
     from .runtime.compiler import compile_tuned
     _, occupancy = compile_tuned(emitted.source, ir.name, arch, emitted.shared_bytes)
-    return f"registers ({arch}): " + (occupancy.describe() if occupancy else "no ptxas report")
+    text = occupancy.describe() if occupancy else "no ptxas report"
+    per_block = emitted.programs_per_block
+    if occupancy and per_block > 1:     # the occupancy counts blocks; each holds several one-warp programs
+        blocks = occupancy.blocks_per_sm
+        text = text.replace(f"{blocks} programs per SM",
+                            f"{blocks} blocks of {per_block} programs per SM ({blocks * per_block} programs)", 1)
+    return f"registers ({arch}): " + text
 
 
 def explain_kernel(kernel, *args, num_warps=4, num_stages=3, arch=None, **constexprs) -> str:

@@ -209,7 +209,6 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
     for (int k = 1; k < 8; ++k) tp::combine_max(x_max, x[k]);
     #pragma unroll
     for (int m = 1; m <= 16; m <<= 1) tp::combine_max(x_max, tp::shfl_xor(x_max, m));
-    __syncthreads();
     if ((lane & 31) == 0) x_max_smem[warp] = x_max;
     __syncthreads();
     x_max = x_max_smem[0];
@@ -230,7 +229,6 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
     for (int k = 1; k < 8; ++k) tp::combine_add(e_sum, e[k]);
     #pragma unroll
     for (int m = 1; m <= 16; m <<= 1) tp::combine_add(e_sum, tp::shfl_xor(e_sum, m));
-    __syncthreads();
     if ((lane & 31) == 0) e_sum_smem[warp] = e_sum;
     __syncthreads();
     e_sum = e_sum_smem[0];

@@ -84,7 +84,7 @@ def compile_ahead_of_time(spec, arch: str, out_dir: str) -> list:
                    specialization=specialization, num_warps=spec.num_warps, threads=32 * spec.num_warps,
                    shared_bytes=variant.shared_bytes, params=params, checks=checks, cubin_bytes=len(cubin),
                    cubin_rows=_byte_rows(cubin), indent=len(f"CUresult {variant.name}_launch("),
-                   row_loop=variant.row_loop)
+                   row_loop=variant.row_loop, programs_per_block=variant.programs_per_block)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = {

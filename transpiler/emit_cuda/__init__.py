@@ -69,6 +69,8 @@ class EmittedKernel:
     required_arch: object = None  # analysis.arch_requirements.ArchRequirement, or None
     tensor_maps: tuple = ()       # host descriptions of the tensor map parameters after the arguments (rules/tma.py)
     row_loop: bool = False       # programs folded into a row loop: a launch adds the grid's x as a last parameter
+    persistent: bool = False     # ... and launches at most one wave of blocks (rows are prefetched)
+    programs_per_block: int = 1  # programs of the grid's x in one block, one warp each (program_packing.py)
 
 
 def _reads(text, name) -> bool:
@@ -105,11 +107,18 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
         params.append(f"const int {em.row_count_param}")
     if em.uses_tma:     # after the slots: the tensor maps, then whether the host encoded them all
         params += [decl for decl, _ in em.tma_params] + [f"int {em.tma_ready}"]
+        if em.tma_prefetch:     # before the index arithmetic, so the descriptors' fetch overlaps it
+            maps = " ".join(f"tp::prefetch_tensormap(&{decl.split()[-1]});" for decl, _ in em.tma_params)
+            body = f"  if ({em.tma_ready} && threadIdx.x == 0) {{ {maps} }}\n" + body
+    if analysis.packing and shared_bytes:
+        raise AssertionError("a packed kernel's programs needed shared memory: program_packing.py let through "
+                             "a kernel whose programs share their block")
     uses_fp8 = any("__nv_fp8" in text for text in params + [body])
     context = dict(
         source_file=os.path.basename(kernel.source_file),  # no absolute path: stable snapshots
         name=kernel.name, specialization=_specialization_text(kernel),
         num_warps=analysis.options.num_warps, threads=32 * analysis.options.num_warps, layout_notes=notes,
+        programs_per_block=analysis.programs_per_block,
         # Tensor-core kernels plan their registers (fragments, stages); the others let the runtime tune occupancy.
         occupancy_macro=None if em.uses_tiles else OCCUPANCY_MACRO, maxnreg_macro=MAXNREG_MACRO,
         device_header="", device_functions=["\n".join(indent_pragmas(f.split("\n"))) for f in em.device_functions],
@@ -123,7 +132,8 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
     context["device_header"] = _device_header(template.render(**context), em.uses_tiles, uses_fp8, em.uses_tma)
     source = template.render(**context)
     return EmittedKernel(source, shared_bytes, em.smem.report(), analysis.required_arch,
-                         tuple(spec for _, spec in em.tma_params), row_loop)
+                         tuple(spec for _, spec in em.tma_params), row_loop,
+                         bool(analysis.row_loop and analysis.row_loop.persistent), analysis.programs_per_block)
 
 
 __all__ = ["emit_kernel", "EmittedKernel", "OCCUPANCY_MACRO", "MAXNREG_MACRO"]

@@ -111,7 +111,7 @@ def store(em, op, layout):
     ctype = cspell.ctype(value_v.dtype)
     if not ptr_v.shape:
         ptr, value = em.scalar(ptr_v), em.scalar(value_v)
-        cond = "threadIdx.x == 0" + (f" && ({em.scalar(mask_v)})" if mask_v is not None else "")
+        cond = em.first_thread_of_program + (f" && ({em.scalar(mask_v)})" if mask_v is not None else "")
         em.write(f"if ({cond}) *({ptr}) = {value};")
         return
     layout = em.layouts.mem_layout[op]

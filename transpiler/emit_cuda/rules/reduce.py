@@ -122,7 +122,7 @@ def reduce(em, op, layout_unused):
                    smem_slot_r0=slot,
                    smem_vals_w=", ".join(f"{b}[{cexpr.add(cexpr.mul('w', n_slots), slot)}]" for b in bufs),
                    writer=f"(lane & {lane_axis_mask}) == 0" if lane_axis_mask else "true",
-                   barrier_before=em.loop_depth > 0)
+                   barrier_before=em.loop_depth > 0 and op not in em.smem.unguarded_reductions)
     em.write(em.macros.reduce(ctx))
     # Results: the accumulators, converted back to the result type where they were widened.
     for i, (res, acc) in enumerate(zip(op.results, accs)):

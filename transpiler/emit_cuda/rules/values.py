@@ -18,7 +18,10 @@ def constant(em, op, layout):
 
 @lowering(OpKind.PROGRAM_ID)
 def program_id(em, op, layout):
-    em.define_scalar(op.result, f"static_cast<int>(blockIdx.{'xyz'[op.attrs['axis']]})")
+    axis, per_block = op.attrs["axis"], em.analysis.programs_per_block
+    block = f"static_cast<int>(blockIdx.{'xyz'[axis]})"
+    # Packed programs (analysis/program_packing.py): program `block * per_block + slot` runs in warp `slot`.
+    em.define_scalar(op.result, f"{block} * {per_block} + program_slot" if axis == 0 and per_block > 1 else block)
 
 
 @lowering(OpKind.NUM_PROGRAMS)
@@ -29,7 +32,9 @@ def num_programs(em, op, layout):
 @lowering(OpKind.LAUNCHED_PROGRAMS)
 def launched_programs(em, op, layout):
     """The programs actually launched along an axis (the row loop's step), not the user's grid."""
-    em.define_scalar(op.result, f"static_cast<int>(gridDim.{'xyz'[op.attrs['axis']]})")
+    axis, per_block = op.attrs["axis"], em.analysis.programs_per_block
+    blocks = f"static_cast<int>(gridDim.{'xyz'[axis]})"
+    em.define_scalar(op.result, f"{blocks} * {per_block}" if axis == 0 and per_block > 1 else blocks)
 
 
 @lowering(OpKind.ROW_COUNT)
