@@ -209,11 +209,29 @@ def binary_operands(b, x, y, div_or_mod=False, allow_ptr=False, arithmetic=True)
 
 
 def elementwise(b, fn, operands, out_dtype, **attrs) -> Value:
-    if fn != "select" and any(v.dtype.is_fp8() for v in operands):
-        raise b.error(DTypeError, f"computing on fp8 values ({fn}) is not supported yet",
-                      hint="convert them first, e.g. x.to(tl.float32); fp8 values can be loaded, stored and converted")
+    fp8 = next((v.dtype for v in operands if v.dtype.is_fp8()), None)
+    if fp8 is not None and fn != "select":
+        return fp8_elementwise(b, fn, operands, out_dtype, fp8, **attrs)
     shape = operands[0].shape
     return b.emit("elementwise", list(operands), Type(out_dtype, shape), fn=fn, **attrs)
+
+
+def fp8_elementwise(b, fn, operands, out_dtype, fp8, **attrs) -> Value:
+    """What Triton compiles on fp8 operands (`dtypes.FP8_COMPUTATIONS`), built from other ops: `abs` clears
+    the sign bit of the bits (any fp8 format, as Triton's lowering does), `max` / `min` compare the values
+    widened to fp32 exactly and narrow the winner back (exact). Anything else is refused, as Triton fails."""
+    try:
+        dtypes.fp8_computable(fn, fp8)
+    except TypeError as e:
+        raise b.error(DTypeError, str(e)) from None
+    if fn == "abs":
+        bits = cast(b, operands[0], dtypes.uint8, bitcast=True)
+        magnitude = splat(b, constant(b, 0x7F, dtypes.uint8), bits.shape)
+        cleared = b.emit("elementwise", [bits, magnitude], bits.type, fn="and")
+        return cast(b, cleared, fp8, bitcast=True)
+    wide = [cast(b, v, dtypes.float32) for v in operands]
+    result = b.emit("elementwise", wide, Type(dtypes.float32, wide[0].shape), fn=fn, **attrs)
+    return cast(b, result, out_dtype)
 
 
 # ---------------------------------------------------------------------------------------------------------
