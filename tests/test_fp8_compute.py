@@ -9,13 +9,9 @@ import transpiler.language as tl
 import fp8_compute_kernels as fk
 from transpiler.errors import DTypeError
 
-try:
-    from transpiler.runtime.compiler import compile_offline
-    compile_offline("extern \"C\" __global__ void k() {}", "sm_80")
-    HAVE_NVRTC = True
-except Exception:  # pragma: no cover - NVRTC missing
-    HAVE_NVRTC = False
-needs_nvrtc = pytest.mark.skipif(not HAVE_NVRTC, reason="NVRTC not available")
+from transpiler.runtime.compiler import compile_offline, nvrtc_available
+
+needs_nvrtc = pytest.mark.skipif(not nvrtc_available(), reason="NVRTC and CUDA headers not installed")
 
 # (exponent bits, mantissa bits, bias, has infinities) of the two formats CUDA has
 FORMATS = {"e4nv": (tl.float8e4nv, 4, 3, 7, False), "e5": (tl.float8e5, 5, 2, 15, True)}

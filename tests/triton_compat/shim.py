@@ -335,6 +335,11 @@ def install():
     modules = {"triton": triton, "triton.language": language, "triton.runtime": runtime,
                "triton.runtime.jit": runtime_jit, "triton.runtime.errors": runtime_errors,
                "triton.runtime.driver": driver, "triton.testing": testing, "triton.knobs": knobs}
+    from transpiler import tools
+    from transpiler.tools import tensor_descriptor
+    modules["triton.tools"], modules["triton.tools.tensor_descriptor"] = tools, tensor_descriptor
+    triton.tools = tools
+    modules["triton.language.libdevice"] = _tl.libdevice    # the pre-3.0 path, still in public kernels
     for sub in ("extra", "math", "random", "core", "standard"):
         target = getattr(_tl, sub, None)
         if target is not None:

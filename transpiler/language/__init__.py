@@ -13,7 +13,7 @@ from ..dtypes import (bfloat16, block_type, dtype, float8e4b8, float8e4b15, floa
                       uint64)
 from . import catalogue as _catalogue
 from . import extra  # `tl.extra.cuda.libdevice`, `tl.extra.libdevice`
-from .core import builtin, constexpr, tensor
+from .core import builtin, constexpr, tensor, tensor_descriptor
 from .standard import cat, flip, interleave, join, ravel, softmax, split, swizzle2d
 
 void = _dtypes.void

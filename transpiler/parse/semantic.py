@@ -331,7 +331,7 @@ def pointer_offset(b, ptr, offset, negate):
     return b.emit("addptr", [ptr, offset], ptr.type)
 
 
-def _is_integer_one(v) -> bool:
+def is_integer_one(v) -> bool:
     """Whether `v` is the integer constant 1 (splat or broadcast to a block or not)."""
     owner = getattr(v, "owner", None)
     while getattr(owner, "name", None) in ("splat", "broadcast"):
@@ -345,9 +345,9 @@ def _arith(fn):
         if fn == "mul" and dt.is_int():
             # An integer argument equal to 1 is specialized into the constant 1 (Triton's rule): multiplying
             # by it (a unit stride) is the other operand, so the access stays contiguous and vectorizes.
-            if _is_integer_one(y):
+            if is_integer_one(y):
                 return x
-            if _is_integer_one(x):
+            if is_integer_one(x):
                 return y
         return elementwise(b, fn, [x, y], dt)
     return apply
