@@ -60,8 +60,8 @@ def mixed_case(rng, n=700):
     want_sum = (fa + fb).astype(np.float16)                         # exact in float64, one fp16 rounding
     prod = (fa * h.astype(np.float64)).astype(np.float16)           # fp16 multiply, then fp16 subtract
     want_hsum = (prod.astype(np.float64) - fb).astype(np.float16)
-    return fk.fp8_mixed_kernel, (fp8(a, "e4nv"), fp8(b, "e5"), h, s, hs, n), dict(BLOCK=256), (transpiler.cdiv(n, 256),), \
-        (s, hs), (want_sum, want_hsum)
+    args = (fp8(a, "e4nv"), fp8(b, "e5"), h, s, hs, n)
+    return fk.fp8_mixed_kernel, args, dict(BLOCK=256), (transpiler.cdiv(n, 256),), (s, hs), (want_sum, want_hsum)
 
 
 def select_case(rng, fmt, n=600):
