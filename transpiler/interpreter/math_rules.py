@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import CompileTimeError, DTypeError
+from ..errors import CompileTimeError, DTypeError, UnsupportedSyntaxError
 from ..language import PropagateNan, catalogue
 from . import arith, numeric
 from .arith import cast_tensor, check_types, computable
@@ -194,6 +194,12 @@ _UMULHI_TYPES = (dt.int32, dt.int64, dt.uint32, dt.uint64)
 def _high_product_64(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     high = np.frompyfunc(lambda p, q: (int(p) * int(q)) >> 64, 2, 1)(a, b)
     return np.asarray(high).astype(np.uint64)
+
+
+@rule("inline_asm_elementwise")
+def inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack):
+    raise error(UnsupportedSyntaxError, "tl.inline_asm_elementwise runs PTX, which the interpreter cannot (Triton's "
+                "interpreter cannot either)", hint="compile the kernel (launch it on a GPU, or kernel.cuda_source)")
 
 
 @rule("umulhi")

@@ -236,6 +236,13 @@ def umulhi(x, y):
     """High 32 bits of the 64-bit product of two uint32/int32 values."""
 
 
+@builtin
+def inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack):
+    """Run the PTX `asm` (operands `$0`, `$1`, ...: outputs first) on each element of the broadcast `args`, or
+    on each `pack` elements of a thread, narrow ones packed into 32-bit registers; the result has `dtype` (a tuple
+    of dtypes gives a tuple of results). Compiled only: the interpreter cannot run PTX."""
+
+
 # ---- reductions -----------------------------------------------------------------------------------------
 
 

@@ -22,7 +22,8 @@ from ..language import TENSOR_METHODS, TENSOR_PROPERTIES
 from ..language import core
 from ..language.core import BUILTINS, builtin_name, constexpr
 from . import (semantic, semantic_atomic, semantic_block_ptr, semantic_dot,  # noqa: F401  (they register rules)
-               semantic_libdevice, semantic_reduce, semantic_scan, semantic_standard, semantic_tensor_desc)
+               semantic_inline_asm, semantic_libdevice, semantic_reduce, semantic_scan, semantic_standard,
+               semantic_tensor_desc)
 from ..options import DEFAULT as DEFAULT_OPTIONS
 from .dead_code import remove_dead_code
 from .ir import Argument, KernelIR, Op, Region, Type, Value, walk

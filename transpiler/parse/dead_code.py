@@ -21,6 +21,8 @@ PURE_OPS = frozenset({"constant", "program_id", "num_programs", "arange", "splat
 
 
 def _removable(op) -> bool:
+    if op.attrs.get("is_pure") is False:      # tl.inline_asm_elementwise(..., is_pure=False) has effects
+        return False
     return op.name in PURE_OPS or (op.name == "load" and not op.attrs.get("volatile"))
 
 

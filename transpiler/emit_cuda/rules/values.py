@@ -3,7 +3,7 @@ and the shape ops (splat, broadcast, expand_dims, permute, reshape), which cost 
 from __future__ import annotations
 
 from ...analysis.layouts import register_map
-from .. import cspell
+from .. import cspell, inline_asm
 from ..bits import linear_register_map
 from ..emitter import Read, lowering
 from ..libdevice import libdevice_call
@@ -175,6 +175,9 @@ def _wrap(expr):
 @lowering("elementwise")
 def elementwise(em, op, layout):
     fn = op.attrs["fn"]
+    if fn == "inline_asm":
+        inline_asm.emit(em, op, layout)
+        return
     if fn.startswith("libdevice."):
         operand_dtypes = [v.dtype for v in op.operands]
         _map(em, op, layout, lambda args: libdevice_call(fn, operand_dtypes, [_wrap(a) for a in args]))
