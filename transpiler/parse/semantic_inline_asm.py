@@ -84,6 +84,9 @@ def _inline_asm_elementwise(b, asm, constraints, args, dtype, is_pure, pack):
     if multiple and len(result_dts) > 1 and not is_pure:
         raise b.error(UnsupportedSyntaxError, "tl.inline_asm_elementwise with several results and is_pure=False is "
                       "not supported yet (each result runs the asm once)")
+    if pack > 1 and any(dt is dtypes.int1 for dt in result_dts + tuple(v.dtype for v in values)):
+        raise b.error(UnsupportedSyntaxError, "tl.inline_asm_elementwise with boolean operands or results and "
+                      "pack > 1 is not supported yet (convert them to int8 first)")
     _check_constraints(b, constraints, result_dts, [v.dtype for v in values], pack)
     results = [b.emit("elementwise", list(values), Type(dt, shape), fn="inline_asm", asm=asm,
                       constraints=tuple(c.strip() for c in constraints.split(",")), pack=pack,
