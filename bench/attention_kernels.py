@@ -267,7 +267,7 @@ def attn_fwd(Q, K, V, bias, SM_SCALE: tl.constexpr, LSE, Out, stride_qz, stride_
             mask_m_offsets = start_m_idx + tl.arange(0, BLOCK_M)
             out_ptrs_mask = mask_m_offsets[:, None] >= out_mask_boundary[None, :]
             z = 0.0
-            acc = tl.where(out_ptrs_mask, acc, z)
+            acc = tl.where(out_ptrs_mask, acc, z.to(acc.type.element_ty))
     l_offset = LSE + off_z * stride_lse_z + off_h_q * stride_lse_h + cu_seqlens_q_start * stride_lse_m
     l_ptrs = l_offset + offs_m * stride_lse_m
     if USE_EXP2:

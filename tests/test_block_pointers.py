@@ -297,8 +297,8 @@ def test_a_dropped_advance_is_an_error_when_compiled():
 
 
 @pytest.mark.parametrize("which,phrase", [
-    ("to_number", "'p' is a block pointer to tl.float32[16] blocks (order (0,)) on one path and the constant 0"),
-    ("to_block_pointer", "'q' is a int32 value on one path and a block pointer"),
+    ("to_number", "'p' is a block pointer to tl.float32[16] blocks (order (0,)) on one path and an int32 value"),
+    ("to_block_pointer", "'q' is an int32 value on one path and a block pointer"),
     ("to_other_block_shape", "tl.float32[16] blocks (order (0,)) on one path and a block pointer to "
                              "tl.float32[32] blocks"),
 ])

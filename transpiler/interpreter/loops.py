@@ -1,4 +1,9 @@
-"""Loop-carried values: the interpreter gives them the compiled path's types.
+"""Assigned numbers and loop-carried values: the interpreter gives them the compiled path's types.
+
+Triton makes a number assigned to a name (`c = 100`, `eps = 1e-6`, not `c: tl.constexpr = 100`) an int32 / fp32
+/ ... scalar, so `x_int8 * c` is int32 and `x_fp16 + eps` fp32, where `x_int8 * 100` keeps int8. The rewrite
+below wraps each assigned value in `carry`, which types Python numbers that way (the compiler does the same in
+`parse/builder.py`).
 
 In a compiled kernel a runtime `for ... in range(...)` / `tl.range(...)` or `while` loop turns every variable
 it reassigns into a typed runtime value: `count = 0` before the loop is an int32 scalar after it, and
@@ -7,7 +12,8 @@ wrap-around, no fp32 rounding). So, before running a kernel that has such loops,
 its syntax tree: ahead of each runtime loop, every number the loop reassigns becomes a 0-d block typed as
 Triton types the literal, and so does the loop variable at the top of each iteration. `tl.static_range`
 loops are left alone, as the compiler unrolls them. Line and column numbers stay those of the source file,
-so errors, tracebacks and pdb point at the user's lines. Kernels without runtime loops run unchanged.
+so errors, tracebacks and pdb point at the user's lines. Kernels that assign nothing and have no runtime
+loops run unchanged.
 """
 from __future__ import annotations
 
@@ -18,16 +24,19 @@ import sys
 import textwrap
 
 from ..language import core
-from .tensor import is_python_number, scalar_tensor
+from .tensor import AssignedNumber, is_python_number
 
 _CARRY = "__transpiler_carry__"
 _cache: dict = {}
 
 
-def carry(value):
-    """A number entering a runtime loop as a typed 0-d block; anything else unchanged."""
+def carry(value, each=False):
+    """A number entering a runtime loop, or assigned to a name, as a typed 0-d block; anything else unchanged.
+    With `each`, the items of a tuple or list (`a, b = 0, 1.0`) are typed one by one."""
+    if each and isinstance(value, (tuple, list)):
+        return type(value)(carry(v, True) for v in value)
     value = value.value if isinstance(value, core.constexpr) else value
-    return scalar_tensor(value) if is_python_number(value) else value
+    return AssignedNumber(value) if is_python_number(value) else value
 
 
 def interpreted_function(fn):
@@ -76,14 +85,46 @@ def _carry_statement(name: str, node) -> ast.stmt:
     return ast.copy_location(stmt, node)
 
 
+def _is_constexpr_annotation(node) -> bool:
+    return (isinstance(node, ast.Name) and node.id == "constexpr") or \
+        (isinstance(node, ast.Attribute) and node.attr == "constexpr")
+
+
+def _carry_call(value, each=False):
+    call = ast.Call(ast.Name(_CARRY, ast.Load()), [value] + ([ast.Constant(True)] if each else []), [])
+    return ast.copy_location(call, value)
+
+
 class _Rewriter(ast.NodeTransformer):
     def __init__(self):
         self.changed = False
+
+    def _typed_assignment(self, stmt):
+        """The statements that stand for `stmt` with assigned numbers typed as Triton types them (`c = 100` is
+        an int32 scalar: `x_int8 * c` is int32), or None when `stmt` assigns nothing."""
+        if isinstance(stmt, ast.Assign):
+            each = any(isinstance(t, (ast.Tuple, ast.List)) for t in stmt.targets)
+            stmt.value = _carry_call(stmt.value, each)
+            return [stmt]
+        if isinstance(stmt, ast.AnnAssign) and stmt.value is not None and \
+                not _is_constexpr_annotation(stmt.annotation):
+            stmt.value = _carry_call(stmt.value)
+            return [stmt]
+        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+            name = stmt.target.id
+            again = ast.Assign(targets=[ast.Name(name, ast.Store())], value=_carry_call(ast.Name(name, ast.Load())))
+            return [stmt, ast.copy_location(again, stmt)]
+        return None
 
     def _visit_body(self, body):
         out = []
         for stmt in body:
             stmt = self.visit(stmt)
+            typed = self._typed_assignment(stmt)
+            if typed is not None:
+                out += typed
+                self.changed = True
+                continue
             if _is_runtime_loop(stmt):
                 carried = _assigned_names(stmt.body)
                 if isinstance(stmt, ast.For) and isinstance(stmt.target, ast.Name):

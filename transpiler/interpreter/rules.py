@@ -18,13 +18,13 @@ from . import block_pointers, numeric, pointers
 from .location import error, program_text
 from .registry import rule
 from .shapes import (broadcast_pair, fit_to_shape, normalize_axis, shape_argument, validate_block_shape)
-from .tensor import Tensor, is_python_number, to_tensor, unwrap
+from .tensor import Tensor, constexpr_value, is_python_number, to_tensor, unwrap
 
 # ---- argument helpers -------------------------------------------------------------------------------------
 
 
 def _constexpr_int(value, what: str) -> int:
-    value = unwrap(value)
+    value = constexpr_value(value)
     if isinstance(value, Tensor):
         raise error(CompileTimeError, f"{what} must be a constexpr integer, but got a runtime {value.dtype!r} value",
                     hint="pass it as a parameter annotated tl.constexpr")

@@ -50,7 +50,7 @@ def _is_power_of_two(n: int) -> bool:
 
 def shape_argument(shape, what: str) -> tuple:
     """A shape given as `(a, b)`, `[a, b]`, `a, b` (varargs) or a single int, as a tuple of ints."""
-    from .tensor import Tensor, unwrap  # local: tensor imports this module
+    from .tensor import Tensor, constexpr_value, unwrap  # local: tensor imports this module
     shape = unwrap(shape)
     if isinstance(shape, tuple) and len(shape) == 1 and isinstance(unwrap(shape[0]), (tuple, list)):
         shape = unwrap(shape[0])
@@ -58,7 +58,7 @@ def shape_argument(shape, what: str) -> tuple:
         shape = (shape,)
     dims = []
     for d in shape:
-        d = unwrap(d)
+        d = constexpr_value(d)
         if isinstance(d, Tensor) or not isinstance(d, (int, np.integer)) or isinstance(d, bool):
             raise error(CompileTimeError, f"{what}: shape entries must be constexpr integers, got {d!r}")
         dims.append(int(d))
@@ -79,8 +79,8 @@ def validate_block_shape(shape: tuple, what: str) -> tuple:
 
 def normalize_axis(axis, ndim: int, what: str) -> int:
     """A non-negative axis for a block of rank `ndim`; ShapeError naming the axis and the rank if out of range."""
-    from .tensor import unwrap
-    axis = unwrap(axis)
+    from .tensor import constexpr_value
+    axis = constexpr_value(axis)
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
         raise error(CompileTimeError, f"{what}: axis must be a constexpr integer, got {axis!r}")
     if not -ndim <= axis < ndim:

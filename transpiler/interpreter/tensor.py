@@ -239,6 +239,24 @@ def unwrap(value):
     return value.value if isinstance(value, core.constexpr) else value
 
 
+class AssignedNumber(Tensor):
+    """A number assigned to a name (`c = 100`): an int32 / fp32 / ... 0-d block for typing, as Triton makes it,
+    that still gives its value where a constexpr is needed (`tl.arange(0, c)`), as the compiler accepts it
+    (`parse.semantic.assigned_constant`). Anything computed from it is an ordinary block."""
+
+    __slots__ = ("number",)
+
+    def __init__(self, number):
+        super().__init__(numeric.scalar_constant(number, scalar_dtype(number)), scalar_dtype(number))
+        self.number = number
+
+
+def constexpr_value(value):
+    """`unwrap`, and an assigned number's value: for arguments that must be constexprs."""
+    value = unwrap(value)
+    return value.number if isinstance(value, AssignedNumber) else value
+
+
 def is_python_number(value) -> bool:
     return isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating))
 

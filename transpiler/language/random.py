@@ -62,7 +62,7 @@ def philox(seed, c0, c1, c2, c3, n_rounds: tl.constexpr = N_ROUNDS_DEFAULT):
     tl.static_assert(seed.dtype.is_int(), "the seed of a random stream must be an integer")
     seed = seed.to(tl.uint64)
     c0 = tl.core.to_tensor(c0)
-    bits = c0.dtype.primitive_bitwidth
+    bits: tl.constexpr = c0.dtype.primitive_bitwidth
     if bits == 32:
         counter = tl.uint32
         k0 = seed.to(tl.uint32)

@@ -260,13 +260,19 @@ class Builder:
     def _stmt_Assign(self, stmt):
         value = self.eval(stmt.value)
         for target in stmt.targets:
-            self._assign(target.target, value)
+            self._assign(target.target, value, typed_numbers=True)
 
     def _stmt_AnnAssign(self, stmt):
         if stmt.value is None:
             return
         value = self.eval(stmt.value)
-        self._assign(stmt.target, value)
+        self._assign(stmt.target, value, typed_numbers=not self._is_constexpr_annotation(stmt.annotation))
+
+    def _is_constexpr_annotation(self, annotation) -> bool:
+        try:
+            return self.eval(annotation.annotation) is constexpr
+        except TranspilerError:     # `x: SomeType = ...`: only `tl.constexpr` keeps a number a constexpr
+            return False
 
     def _stmt_AugAssign(self, stmt):
         if not isinstance(stmt.target, cst.Name):
@@ -274,12 +280,18 @@ class Builder:
                              "language)")
         current = self._lookup(stmt.target.value)
         value = semantic.binary_op(self, _AUGOPS[type(stmt.operator)], current, self.eval(stmt.value))
-        self._assign(stmt.target, value)
+        self._assign(stmt.target, value, typed_numbers=True)
 
-    def _assign(self, target, value):
+    def _assign(self, target, value, typed_numbers=False):
+        """Bind `target` to `value`. With `typed_numbers` (a plain assignment, not `x: tl.constexpr = ...`) a
+        Python number becomes a typed 0-d constant, int32 / fp32 / ... as Triton's `to_tensor` types it: after
+        `c = 100`, `x_int8 * c` is int32 and `x_fp16 + c` fp32 in Triton, not the weak literal of `x_int8 * 100`.
+        Where a constexpr is needed the name still gives its value (`semantic.assigned_constant`)."""
         if isinstance(target, cst.Name):
             if isinstance(value, constexpr):
                 value = value.value
+            if typed_numbers and isinstance(value, (bool, int, float)):
+                value = semantic.constant(self, value)
             if isinstance(value, Value) and value.name is None:
                 value.name = target.value
             if isinstance(value, Record):
@@ -292,7 +304,7 @@ class Builder:
             if len(value) != len(target.elements):
                 raise self.error(ShapeError, f"cannot unpack {len(value)} values into {len(target.elements)} names")
             for element, v in zip(target.elements, value):
-                self._assign(element.value, v)
+                self._assign(element.value, v, typed_numbers)
             return
         raise self.error(UnsupportedSyntaxError, f"assigning to {_describe(target)} is not Triton's language",
                          hint="kernels assign to names; write memory with tl.store")
@@ -328,7 +340,7 @@ class Builder:
         """Build an if statement. With `rest` (the statements after an if that holds a `return`), each branch
         that does not return runs on into `rest`, as an early return means, and the result is True: the
         caller's block ends here. Without `rest` the result is False."""
-        cond = self.eval(stmt.test)
+        cond = semantic.assigned_constant(self.eval(stmt.test))
         if isinstance(cond, constexpr):
             cond = cond.value
         if semantic.is_const(cond):
@@ -845,7 +857,7 @@ class Builder:
         return result
 
     def _expr_IfExp(self, node):
-        cond = self.eval(node.test)
+        cond = semantic.assigned_constant(self.eval(node.test))
         if isinstance(cond, constexpr):
             cond = cond.value
         if semantic.is_const(cond):

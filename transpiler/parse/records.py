@@ -159,5 +159,6 @@ def _describe(v):
     if isinstance(v, Record):
         return str(v)
     if isinstance(v, Value):
-        return f"a {v.type} value"
+        article = "an" if str(v.type)[:1] in "aeiou" else "a"
+        return f"{article} {v.type} value"
     return f"the constant {v!r}"

@@ -35,7 +35,17 @@ def is_const(x):
     return not isinstance(x, Value)
 
 
+def assigned_constant(x):
+    """The Python number a 0-d `constant` op holds (a name assigned a number, which Triton makes an int32/fp32
+    scalar), or `x` itself. Contexts that need a constexpr (`tl.arange` bounds, shapes, `static_range`, an `if`
+    chosen at compile time) accept such a name by its value, where Triton refuses it."""
+    if isinstance(x, Value) and not x.shape and x.owner is not None and getattr(x.owner, "name", None) == "constant":
+        return x.owner.attrs["value"]
+    return x
+
+
 def const_value(b, x, what="value"):
+    x = assigned_constant(x)
     if isinstance(x, Value):
         raise b.error(CompileTimeError, f"{what} must be a compile-time constant (a constexpr), "
                       f"but it is a runtime {x.type}",
@@ -212,6 +222,9 @@ def elementwise(b, fn, operands, out_dtype, **attrs) -> Value:
     fp8 = next((v.dtype for v in operands if v.dtype.is_fp8()), None)
     if fp8 is not None and fn != "select":
         return fp8_elementwise(b, fn, operands, out_dtype, fp8, **attrs)
+    folded = _folded(fn, operands, out_dtype, attrs)
+    if folded is not None:
+        return constant(b, folded, out_dtype)
     shape = operands[0].shape
     return b.emit("elementwise", list(operands), Type(out_dtype, shape), fn=fn, **attrs)
 
@@ -232,6 +245,40 @@ def fp8_elementwise(b, fn, operands, out_dtype, fp8, **attrs) -> Value:
     wide = [cast(b, v, dtypes.float32) for v in operands]
     result = b.emit("elementwise", wide, Type(dtypes.float32, wide[0].shape), fn=fn, **attrs)
     return cast(b, result, out_dtype)
+
+
+# Scalar constants combined at compile time (`unrolled = 0` then `unrolled += i` over a static_range is one
+# number in the C++): only where NumPy computes exactly what the GPU would -- wrap-around integer arithmetic,
+# IEEE fp32/fp64 add, sub and mul rounded once each (as Triton's constant folding, no fma contraction),
+# comparisons and bitwise operations. Division, shifts, math functions and fp16/bf16 are left to the GPU.
+_FOLDABLE = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "lt": np.less, "le": np.less_equal,
+             "gt": np.greater, "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal,
+             "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}
+
+
+def _numpy_scalar_type(dt):
+    if dt.kind is Kind.BOOL:
+        return np.bool_
+    if dt.kind is Kind.INT:
+        return np.dtype(f"{'' if dt.signed else 'u'}int{dt.bits}")
+    return {32: np.float32, 64: np.float64}.get(dt.bits) if dt.kind is Kind.FLOAT else None
+
+
+def _folded(fn, operands, out_dtype, attrs):
+    """The Python value of `fn` on 0-d constant operands when NumPy gives the GPU's exact result, else None."""
+    if fn not in _FOLDABLE or attrs or out_dtype.kind is Kind.FLOAT and out_dtype.bits not in (32, 64):
+        return None
+    values = []
+    for v in operands:
+        owner = v.owner
+        np_type = _numpy_scalar_type(v.dtype)
+        if v.shape or getattr(owner, "name", None) != "constant" or np_type is None or \
+                (v.dtype.kind is Kind.FLOAT and fn in ("and", "or", "xor")):
+            return None
+        values.append(np.array([owner.attrs["value"]]).astype(np_type))
+    with np.errstate(all="ignore"):
+        result = _FOLDABLE[fn](*values)[0]
+    return result.item()
 
 
 # ---------------------------------------------------------------------------------------------------------
