@@ -2,7 +2,7 @@
 room that needs to know something about it.
 
 A row carries what each stage needs, so adding a function is adding a row (and a test):
-- `typing`: its typing class, read by the typing rule (`parse/semantic.py`): FLOAT (the operand must be a
+- `typing`: its typing class, read by the typing rule (`parse/semantic_elementwise.py`): FLOAT (the operand must be a
   floating-point block or scalar; the result has its type) or FLOAT_OR_INT (integers too, e.g. `tl.abs`);
 - `fp32`, `fp64`, `integer`: the C spelling over the operand `{a}` per element-type family, read by the emitter
   (`emit_cuda/cspell.py`); fp16 and bf16 compute in fp32 and round back once, as Triton does;

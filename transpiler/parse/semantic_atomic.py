@@ -12,8 +12,8 @@ from __future__ import annotations
 from .. import atomics
 from ..errors import CompileTimeError, DTypeError, ShapeError
 from .ir import Type
-from .semantic import (RULES, _check_pointer, _mask_value, broadcast_to_shape, cast, const_value, is_const,
-                       to_value)
+from .semantic import RULES, broadcast_to_shape, cast, const_value, is_const, to_value
+from .semantic_memory import _check_pointer, _mask_value
 
 
 def _ordering(b, sem, scope, what):

@@ -12,7 +12,8 @@ from .. import dtypes
 from ..dtypes import Kind
 from ..errors import DTypeError, ShapeError
 from .ir import Region, Type, Value
-from .semantic import (RULES, _reshape, cast, const_value, expand_dims, is_const, rule, splat, to_value)
+from .semantic import RULES, cast, const_value, expand_dims, is_const, rule, splat, to_value
+from .semantic_shapes import _reshape
 
 
 def normalize_axis(b, axis, rank):

@@ -1,0 +1,89 @@
+"""Typing rules of the builtins that change a block's shape: broadcast, expand_dims, reshape / view, permute /
+trans."""
+from __future__ import annotations
+
+import builtins
+
+from ..errors import ShapeError
+from .ir import Type
+from .semantic import (broadcast_pair, broadcast_to_shape, check_block_shape, const_value, expand_dims, rule,
+                       to_value)
+
+
+def _dims(b, shape):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    return tuple(const_value(b, s, "a shape") for s in shape)
+
+
+@rule("broadcast_to")
+def _broadcast_to(b, input, *shape):
+    shape = _dims(b, shape)
+    return broadcast_to_shape(b, to_value(b, input), shape)
+
+
+@rule("broadcast")
+def _broadcast(b, input, other):
+    return broadcast_pair(b, to_value(b, input), to_value(b, other))
+
+
+@rule("expand_dims")
+def _expand_dims(b, input, axis):
+    v = to_value(b, input)
+    axes = const_value(b, axis, "axis")
+    axes = [axes] if isinstance(axes, int) else list(axes)
+    rank = len(v.shape) + len(axes)
+    # Axes are checked against the result's rank before they are normalized (as Triton does): -3 on a block
+    # of rank 1 is an error, not axis 1; two axes naming one position are an error too.
+    for a in axes:
+        if not -rank <= a < rank:
+            raise b.error(ShapeError, f"tl.expand_dims: axis {a} is out of range for a block of rank {rank} "
+                                      f"(expected {-rank} <= axis < {rank})")
+    normalized = [a % rank for a in axes]
+    if len(set(normalized)) != len(normalized):
+        raise b.error(ShapeError, f"tl.expand_dims: repeated axis in {axes}")
+    for a in sorted(normalized):
+        v = expand_dims(b, v, a)
+    return v
+
+
+@rule("reshape")
+def _reshape(b, input, *shape, can_reorder=False):
+    v = to_value(b, input)
+    shape = _dims(b, shape)
+    n = 1
+    for s in shape:
+        n *= s
+    if n != v.type.numel:
+        raise b.error(ShapeError, f"cannot reshape {list(v.shape)} ({v.type.numel} elements) to {list(shape)}")
+    check_block_shape(b, shape)
+    if shape == v.shape:
+        return v
+    return b.emit("reshape", [v], Type(v.dtype, shape))
+
+
+@rule("view")
+def _view(b, input, *shape):
+    return _reshape(b, input, *shape)
+
+
+@rule("permute")
+def _permute(b, input, *dims):
+    v = to_value(b, input)
+    dims = _dims(b, dims)
+    if sorted(dims) != list(builtins.range(len(v.shape))):
+        raise b.error(ShapeError, f"permute order {list(dims)} is not a permutation of the {len(v.shape)} dims")
+    if list(dims) == list(builtins.range(len(v.shape))):
+        return v
+    return b.emit("permute", [v], Type(v.dtype, tuple(v.shape[d] for d in dims)), order=tuple(dims))
+
+
+@rule("trans")
+def _trans(b, input, *dims):
+    v = to_value(b, input)
+    dims = _dims(b, dims)
+    if not dims:
+        if len(v.shape) != 2:
+            raise b.error(ShapeError, f"tl.trans without dims needs a 2-D block, not shape {list(v.shape)}")
+        dims = (1, 0)
+    return _permute(b, v, *dims)

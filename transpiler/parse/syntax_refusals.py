@@ -1,0 +1,39 @@
+"""The wording of the builder's refusals of Python syntax: what a construct is called, and whether refusing it is
+"not Triton's language" (Triton's code generator rejects it too) or "not supported yet"."""
+from __future__ import annotations
+
+
+SYNTAX_HINT = ("kernels use assignments, if/for/while, tl builtins and @transpile helpers; "
+                "do other work on the host, before the launch")
+
+
+def describe(node) -> str:
+    names = {
+        "While": "while", "With": "a with statement", "Try": "try/except", "Raise": "raise", "Lambda": "lambda",
+        "ListComp": "a list comprehension", "GeneratorExp": "a generator expression", "DictComp": "a dict "
+        "comprehension", "SetComp": "a set comprehension", "Dict": "a dict literal", "Set": "a set literal",
+        "FunctionDef": "a nested function definition", "ClassDef": "a class definition", "Global": "global",
+        "Nonlocal": "nonlocal", "Del": "del", "Import": "import", "ImportFrom": "import", "Await": "await",
+        "Yield": "yield", "FormattedString": "an f-string", "NamedExpr": "the walrus operator :=",
+        "Imaginary": "a complex number", "Match": "match", "Subscript": "a subscript",
+        "Attribute": "an attribute",
+    }
+    kind = type(node).__name__
+    return names.get(kind, f"'{kind}'")
+
+
+# Constructs Triton's code generator also rejects; any other construct we refuse is one we do not support yet.
+_NOT_TRITON = {"Lambda", "Try", "TryStar", "Raise", "ClassDef", "FunctionDef", "Global", "Nonlocal", "Del", "Import",
+               "ImportFrom", "Await", "Yield", "YieldFrom", "Dict", "Set", "DictComp", "SetComp", "GeneratorExp",
+               "Match", "NamedExpr", "Imaginary"}
+
+
+def unsupported_construct(node) -> str:
+    if type(node).__name__ in _NOT_TRITON:
+        return f"{describe(node)} is not Triton's language (Triton's compiler rejects it too)"
+    return f"{describe(node)} is not supported yet in kernels"
+
+
+def short(obj):
+    name = getattr(obj, "__name__", None)
+    return f"'{name}'" if name else f"a {type(obj).__name__}"
