@@ -106,3 +106,14 @@ class ActiveDriver:
 
 
 active = ActiveDriver()
+
+
+_allocator = None
+
+
+def set_allocator(allocator):
+    """Triton's `triton.set_allocator(fn)`: Triton calls `fn(size, alignment, stream)` for the global scratch its
+    in-kernel tensor descriptors (TMA descriptors made on the device) live in. Our descriptors need no scratch
+    (parse/semantic_tensor_desc.py), so the allocator is kept and never called."""
+    global _allocator
+    _allocator = allocator

@@ -44,6 +44,7 @@ from .errors import (AutotuneError, CompileTimeError, DTypeError, IgnoredOptionW
                      ShapeError, TranspilerError, UnsupportedSyntaxError)
 from .runtime import JITFunction, Kernel, KernelInterface, gpu_available, transpile  # noqa: E402
 from .runtime.args import StandIn, TensorWrapper, reinterpret  # noqa: E402
+from .runtime.host_api import set_allocator  # noqa: E402
 from . import testing  # noqa: E402,F401  (`transpiler.testing.do_bench`, as `triton.testing` after `import triton`)
 from .runtime.autotune import AutotuneWarning, Autotuner, Config, Heuristics, autotune, heuristics  # noqa: E402
 from .runtime.torch_ops import custom_op  # noqa: E402  (torch is imported only when an op is registered)
@@ -69,6 +70,7 @@ def next_power_of_2(n: int) -> int:
 
 
 __all__ = ["transpile", "jit", "Kernel", "JITFunction", "KernelInterface", "StandIn", "TensorWrapper", "reinterpret",
+           "set_allocator",
            "OutOfResources", "cdiv", "next_power_of_2", "gpu_available", "language", "custom_op", "autograd",
            "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "AutotuneError", "AutotuneWarning",
            "TranspilerError", "UnsupportedSyntaxError", "NameResolutionError", "CompileTimeError", "ShapeError",

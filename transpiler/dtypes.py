@@ -342,10 +342,10 @@ def integer_promote(a: dtype, b: dtype) -> dtype:
 
 def computation_type(a: dtype, a_is_python_scalar: bool, b: dtype, b_is_python_scalar: bool,
                      div_or_mod: bool = False) -> dtype:
-    """The type in which a binary arithmetic op is computed (Triton's `computation_type_impl`)."""
-    if a.is_fp8() or b.is_fp8():
-        raise TypeError(f"arithmetic on fp8 values ({a!r}, {b!r}) is not supported yet; convert them first, "
-                        "e.g. x.to(tl.float32)")
+    """The type in which a binary arithmetic op is computed (Triton's `computation_type_impl`). fp8 follows
+    Triton too: a wider float operand wins (the fp8 side is converted up), two different fp8 types meet in
+    fp16, one fp8 type stays itself (which only selections and min/max then accept: see `fp8_computable`), and
+    fp8 with an integer block is refused."""
     if a_is_python_scalar != b_is_python_scalar:
         scalar, block = (a, b) if a_is_python_scalar else (b, a)
         if scalar.kind <= block.kind:
@@ -362,11 +362,31 @@ def computation_type(a: dtype, a_is_python_scalar: bool, b: dtype, b_is_python_s
         if div_or_mod:
             return float32
         return bfloat16 if (a is bfloat16 and b is bfloat16) else float32
+    if a.is_fp8() and b.is_fp8():
+        return a if a is b else float16
+    if a.is_fp8() or b.is_fp8():
+        raise TypeError(f"invalid operands of type {a!r} and {b!r}: an fp8 value meets an integer block "
+                        "(not Triton's language); convert one of them first")
     # int1 counts as unsigned here, as in Triton (its UINT_TYPES): `bools // 2` and `bools / int32s` are refused.
     if div_or_mod and a.signed != b.signed and a.is_int() and b.is_int():
         raise TypeError(f"Cannot use /, // or % with {a!r} and {b!r} because they have different signedness; "
                         "cast them to the same signedness")
     return integer_promote(a, b)
+
+
+# What Triton 3.6 compiles on fp8 operands of one type (the computation type above left them fp8): selection
+# (`tl.where`), `tl.abs` (the sign bit cleared) and `tl.maximum` / `tl.minimum`. Its arithmetic, comparisons,
+# math functions and sums pass Triton's front end and then fail in its LLVM lowering (fp8 is an i8 there).
+FP8_COMPUTATIONS = frozenset({"select", "abs", "max", "min"})
+
+
+def fp8_computable(fn: str, dt: dtype, what: str | None = None) -> None:
+    """Refuse computing `fn` in the fp8 type `dt` where Triton's compiler cannot either (a TypeError)."""
+    if dt.is_fp8() and fn not in FP8_COMPUTATIONS:
+        raise TypeError(f"{what or fn} on {dt!r} values is not supported: Triton's compiler cannot lower fp8 "
+                        "arithmetic, comparisons or math either (its front end types them, its LLVM lowering "
+                        "fails); convert first, e.g. x.to(tl.float32), or combine with a float32 block, which "
+                        "converts the fp8 side")
 
 
 def float_of_width(bits: int) -> dtype:

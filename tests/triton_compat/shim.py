@@ -330,11 +330,16 @@ def install():
         jit=jit, JITFunction=JITFunction, language=language, runtime=runtime, testing=testing, knobs=knobs,
         TritonError=transpiler.TranspilerError, CompilationError=transpiler.TranspilerError,
         OutOfResources=transpiler.LaunchError, cdiv=transpiler.cdiv, next_power_of_2=transpiler.next_power_of_2,
-        reinterpret=reinterpret, compile=_compile_ir, autotune=transpiler.autotune,
-        heuristics=transpiler.heuristics, Config=transpiler.Config)
+        reinterpret=reinterpret, set_allocator=transpiler.set_allocator, compile=_compile_ir,
+        autotune=transpiler.autotune, heuristics=transpiler.heuristics, Config=transpiler.Config)
     modules = {"triton": triton, "triton.language": language, "triton.runtime": runtime,
                "triton.runtime.jit": runtime_jit, "triton.runtime.errors": runtime_errors,
                "triton.runtime.driver": driver, "triton.testing": testing, "triton.knobs": knobs}
+    from transpiler import tools
+    from transpiler.tools import tensor_descriptor
+    modules["triton.tools"], modules["triton.tools.tensor_descriptor"] = tools, tensor_descriptor
+    triton.tools = tools
+    modules["triton.language.libdevice"] = _tl.libdevice    # the pre-3.0 path, still in public kernels
     for sub in ("extra", "math", "random", "core", "standard"):
         target = getattr(_tl, sub, None)
         if target is not None:

@@ -88,7 +88,7 @@ def check_types(lhs, rhs, op: str, *, allow_lhs_ptr=False, allow_rhs_ptr=False, 
 
 def _apply(fn, a: Tensor, b: Tensor) -> Tensor:
     """`fn` elementwise on two Tensors of one dtype; the result has that dtype (rounded / wrapped)."""
-    dtype = a.dtype
+    dtype = computable(a, f"operator {fn.__name__}").dtype
     result = fn(numeric.arithmetic_view(a.data, dtype), numeric.arithmetic_view(b.data, dtype))
     return Tensor(numeric.finish_arithmetic(result, dtype), dtype)
 
@@ -152,6 +152,7 @@ _COMPARISONS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": op
 
 def compare(op: str, lhs, rhs) -> Tensor:
     a, b = check_types(lhs, rhs, op)
+    computable(a, f"operator {op}")
     return Tensor(np.asarray(_COMPARISONS[op](a.data, b.data)), dt.int1)
 
 
@@ -213,11 +214,13 @@ def shr(lhs, rhs, arithmetic: bool) -> Tensor:
 
 # ---- unary ------------------------------------------------------------------------------------------------
 
-def computable(t: Tensor, what: str) -> Tensor:
-    """`t`, unless it holds fp8 values, which nothing but loads, stores and conversions takes yet."""
-    if t.dtype.is_fp8():
-        raise error(DTypeError, f"{what} of fp8 values is not supported yet",
-                    hint="convert them first, e.g. x.to(tl.float32)")
+def computable(t: Tensor, what: str, fn: str = "") -> Tensor:
+    """`t`, unless it holds fp8 values that `fn` cannot take (`dtypes.fp8_computable`: Triton's compiler
+    lowers only selections, abs and min/max on fp8)."""
+    try:
+        dt.fp8_computable(fn, t.dtype, what)
+    except TypeError as exc:
+        raise error(DTypeError, str(exc)) from None
     return t
 
 

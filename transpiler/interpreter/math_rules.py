@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import CompileTimeError, DTypeError, InterpreterError
+from ..errors import CompileTimeError, DTypeError, UnsupportedSyntaxError
 from ..language import PropagateNan, catalogue
 from . import arith, numeric
 from .arith import cast_tensor, check_types, computable
@@ -31,9 +31,7 @@ def round_from_wide(values, dtype: dt.dtype) -> np.ndarray:
 
 
 def _require_float(t: Tensor, what: str) -> Tensor:
-    if t.dtype.is_fp8():
-        raise error(DTypeError, f"computing on fp8 values ({what}) is not supported yet",
-                    hint="convert them first, e.g. x.to(tl.float32); fp8 values can be loaded, stored and converted")
+    computable(t, what)
     if not t.dtype.is_floating():
         raise error(DTypeError, f"{what} expects a floating-point block, got {t.dtype!r}",
                     hint="convert it first, e.g. x.to(tl.float32)")
@@ -86,6 +84,9 @@ def _as_tensors(what: str, *operands) -> list:
 
 def _min_max(x, y, propagate_nan, what: str, nan_losing, nan_winning) -> Tensor:
     a, b = check_types(*_as_tensors(what, x, y), what)
+    if a.dtype.is_fp8():
+        # Triton compares fp8 values widened (exactly); the types CUDA cannot convert hold their bits here.
+        cast_tensor(a, dt.float32)
     fn = nan_winning if a.dtype.is_floating() and _propagates_nan(propagate_nan, what) else nan_losing
     return Tensor(numeric.finish(fn(a.data, b.data), a.dtype), a.dtype)
 
@@ -129,9 +130,11 @@ def _float_function_rule(name: str, fn):
 
 def _float_or_int_rule(name: str, fn):
     def float_or_int_function(x):
-        t = computable(to_tensor(x, f"the input of tl.{name}"), f"tl.{name}")
+        t = computable(to_tensor(x, f"the input of tl.{name}"), f"tl.{name}", name)
         if t.dtype.is_ptr():
             raise error(DTypeError, f"tl.{name} is not defined on pointers")
+        if t.dtype.is_fp8():    # abs: the sign bit cleared, in any fp8 format (as Triton's lowering does)
+            return Tensor(numeric.from_bits(numeric.to_bits(t.data, t.dtype) & np.uint8(0x7F), t.dtype), t.dtype)
         return Tensor(fn(t.data), t.dtype)  # in the operand's type: abs(INT_MIN) wraps to INT_MIN, as on the GPU
 
     float_or_int_function.__name__ = float_or_int_function.__qualname__ = name
@@ -193,6 +196,12 @@ def _high_product_64(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.asarray(high).astype(np.uint64)
 
 
+@rule("inline_asm_elementwise")
+def inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack):
+    raise error(UnsupportedSyntaxError, "tl.inline_asm_elementwise runs PTX, which the interpreter cannot (Triton's "
+                "interpreter cannot either)", hint="compile the kernel (launch it on a GPU, or kernel.cuda_source)")
+
+
 @rule("umulhi")
 def umulhi(x, y):
     for operand in (unwrap(x), unwrap(y)):
@@ -208,7 +217,3 @@ def umulhi(x, y):
     return Tensor(numeric.from_bits(high, a.dtype), a.dtype)
 
 
-@rule("inline_asm_elementwise")
-def inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack):
-    raise error(InterpreterError, "tl.inline_asm_elementwise runs PTX, which the CPU interpreter cannot execute; "
-                "it runs in compiled kernels only")

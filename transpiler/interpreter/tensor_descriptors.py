@@ -61,6 +61,7 @@ class TensorDescriptor:
 
 
 core.TENSOR_CLASSES.append(TensorDescriptor)
+core.DESCRIPTOR_CLASSES.append(TensorDescriptor)
 
 
 @rule("make_tensor_descriptor")

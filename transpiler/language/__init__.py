@@ -13,7 +13,7 @@ from ..dtypes import (bfloat16, block_type, dtype, float8e4b8, float8e4b15, floa
                       uint64)
 from . import catalogue as _catalogue
 from . import extra  # `tl.extra.cuda.libdevice`, `tl.extra.libdevice`
-from .core import builtin, constexpr, tensor
+from .core import builtin, constexpr, tensor, tensor_descriptor
 from .standard import cat, flip, gather, histogram, interleave, join, ravel, softmax, sort, split, swizzle2d, topk
 
 void = _dtypes.void
@@ -101,13 +101,6 @@ atomic_xchg = _atomic_rmw("atomic_xchg", "store `val` to `*pointer`")
 @builtin
 def atomic_cas(pointer, cmp, val, sem=None, scope=None):
     """Atomically store `val` to `*pointer` where `*pointer == cmp` (bitwise); returns the old values."""
-
-
-@builtin
-def inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack):
-    """Run the PTX `asm` once per element of the broadcast `args`: `$0` is the output (of `dtype`), `$1`, ...
-    the operands, each in the register its `constraints` letter names ("=r,r,f": a 32-bit output, a 32-bit
-    integer and an fp32 operand). Compiled kernels only (the CPU interpreter cannot run PTX); pack=1."""
 
 
 # ---- block pointers -------------------------------------------------------------------------------------
@@ -241,6 +234,13 @@ def fdiv(x, y, ieee_rounding=False):
 @builtin
 def umulhi(x, y):
     """High 32 bits of the 64-bit product of two uint32/int32 values."""
+
+
+@builtin
+def inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack):
+    """Run the PTX `asm` (operands `$0`, `$1`, ...: outputs first) on each element of the broadcast `args`, or
+    on each `pack` elements of a thread, narrow ones packed into 32-bit registers; the result has `dtype` (a tuple
+    of dtypes gives a tuple of results). Compiled only: the interpreter cannot run PTX."""
 
 
 # ---- reductions -----------------------------------------------------------------------------------------

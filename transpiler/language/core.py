@@ -82,6 +82,28 @@ class tensor(metaclass=_TensorMeta):
         raise TypeError("tl.tensor values are made by tl builtins (tl.load, tl.full, ...), not by calling tl.tensor")
 
 
+# The classes of tensor descriptors on both paths (the compiler's record, the interpreter's object).
+DESCRIPTOR_CLASSES: list = []
+
+
+class _DescriptorMeta(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, tuple(DESCRIPTOR_CLASSES))
+
+
+class tensor_descriptor_base(metaclass=_DescriptorMeta):
+    """Triton's `tl.tensor_descriptor` (and `tl.core.tensor_descriptor_base`), for `isinstance(d,
+    tl.tensor_descriptor)`: true of descriptors made in the kernel or passed from the host. Made by
+    `tl.make_tensor_descriptor` or a host `TensorDescriptor` argument, not by calling it."""
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("tensor descriptors are made by tl.make_tensor_descriptor or passed from the host "
+                        "(transpiler.tools.tensor_descriptor.TensorDescriptor), not by calling tl.tensor_descriptor")
+
+
+tensor_descriptor = tensor_descriptor_base
+
+
 def current_interpreter():
     """The interpreter running on this thread, or None while compiling or outside kernels."""
     return getattr(_state, "interpreter", None)

@@ -18,8 +18,9 @@ import libcst as cst
 from ..errors import TranspilerError, UnsupportedSyntaxError
 from ..language import core
 from . import (semantic, semantic_creation, semantic_memory, semantic_shapes,  # noqa: F401  (they register rules)
-               semantic_elementwise, semantic_debug, semantic_asm, semantic_atomic, semantic_block_ptr, semantic_dot,
-               semantic_libdevice, semantic_reduce, semantic_scan, semantic_standard, semantic_tensor_desc)
+               semantic_elementwise, semantic_debug, semantic_atomic, semantic_block_ptr, semantic_dot,
+               semantic_inline_asm, semantic_libdevice, semantic_reduce, semantic_scan, semantic_standard,
+               semantic_tensor_desc)
 from ..options import DEFAULT as DEFAULT_OPTIONS
 from .builder_calls import CallBuilder
 from .builder_expressions import ExpressionBuilder
@@ -97,6 +98,7 @@ class Builder(StatementBuilder, LoopBuilder, ExpressionBuilder, CallBuilder):
         args = []
         params = list(inspect.signature(self.kernel_fn).parameters)
         tuples = {}                    # tuple parameters: name -> {leaf path: what the kernel sees}
+        descriptors = {}               # host tensor descriptors: name -> {path: (block shape, padding)}
         for index, spec in enumerate(self.arg_specs):
             if spec.is_constexpr:
                 seen = spec.constexpr
@@ -109,10 +111,12 @@ class Builder(StatementBuilder, LoopBuilder, ExpressionBuilder, CallBuilder):
                         else value)
             if spec.path:
                 tuples.setdefault(spec.name, {})[spec.path] = seen
+                if spec.descriptor:
+                    descriptors.setdefault(spec.name, {})[spec.descriptor[0]] = spec.descriptor[1:]
             else:
                 self.scope.locals[spec.name] = seen
         for name, leaves in tuples.items():
-            self.scope.locals[name] = _rebuild_tuple(leaves)
+            self.scope.locals[name] = _rebuild_tuple(leaves, descriptor=self._host_descriptor(descriptors.get(name)))
         assert list(dict.fromkeys(s.name for s in self.arg_specs)) == params[:len(set(s.name for s in self.arg_specs))]
         try:
             self._block(parsed.node.body)
@@ -120,6 +124,23 @@ class Builder(StatementBuilder, LoopBuilder, ExpressionBuilder, CallBuilder):
             pass
         return KernelIR(self.kernel_fn.__name__, args, body, parsed.file, parsed.lines,
                         {s.name: s.constexpr for s in self.arg_specs if s.is_constexpr})
+
+    def _host_descriptor(self, statics):
+        """For a parameter holding host tensor descriptors (`statics`: {path: (block shape, padding)}), the maker
+        `_rebuild_tuple` calls at each path: the descriptor `tl.make_tensor_descriptor` would build from the
+        leaves there (base, shape..., strides...), so its checks and errors are that rule's."""
+        if not statics:
+            return None
+
+        def make(prefix, leaves):
+            if prefix not in statics:
+                return None
+            block_shape, padding = statics[prefix]
+            rank = len(block_shape)
+            parts = [leaves[prefix + (i,)] for i in range(1 + 2 * rank)]
+            return semantic.RULES["make_tensor_descriptor"](self, parts[0], list(parts[1:1 + rank]),
+                                                            list(parts[1 + rank:]), list(block_shape), padding)
+        return make
 
     # -- statements ----------------------------------------------------------------------------------------
     def _block(self, body):
@@ -145,14 +166,18 @@ class Builder(StatementBuilder, LoopBuilder, ExpressionBuilder, CallBuilder):
         method(stmt)
 
 
-def _rebuild_tuple(leaves: dict, prefix=()):
+def _rebuild_tuple(leaves: dict, prefix=(), descriptor=None):
     """The nested tuple whose leaf at each index path is `leaves[path]` (a tuple argument, flattened by the
-    runtime into one parameter per leaf)."""
+    runtime into one parameter per leaf); where `descriptor(prefix, leaves)` makes one, a host tensor
+    descriptor stands at that path instead."""
     if prefix in leaves:
         return leaves[prefix]
+    made = descriptor(prefix, leaves) if descriptor else None
+    if made is not None:
+        return made
     items, i = [], 0
     while any(p[:len(prefix) + 1] == prefix + (i,) for p in leaves):
-        items.append(_rebuild_tuple(leaves, prefix + (i,)))
+        items.append(_rebuild_tuple(leaves, prefix + (i,), descriptor))
         i += 1
     return tuple(items)
 

@@ -22,7 +22,7 @@ PURE_OPS = frozenset({"constant", "program_id", "num_programs", "arange", "splat
 
 
 def _removable(op) -> bool:
-    if op.attrs.get("pure") is False:        # inline assembly not declared `is_pure`: it may have effects
+    if op.attrs.get("is_pure") is False:      # tl.inline_asm_elementwise(..., is_pure=False) has effects
         return False
     return op.name in PURE_OPS or (op.name == OpKind.LOAD and not op.attrs.get("volatile"))
 

@@ -222,14 +222,32 @@ def binary_operands(b, x, y, div_or_mod=False, allow_ptr=False, arithmetic=True)
 
 
 def elementwise(b, fn, operands, out_dtype, **attrs) -> Value:
-    if fn != "select" and any(v.dtype.is_fp8() for v in operands):
-        raise b.error(DTypeError, f"computing on fp8 values ({fn}) is not supported yet",
-                      hint="convert them first, e.g. x.to(tl.float32); fp8 values can be loaded, stored and converted")
+    fp8 = next((v.dtype for v in operands if v.dtype.is_fp8()), None)
+    if fp8 is not None and fn != "select":
+        return fp8_elementwise(b, fn, operands, out_dtype, fp8, **attrs)
     folded = _folded(fn, operands, out_dtype, attrs)
     if folded is not None:
         return constant(b, folded, out_dtype)
     shape = operands[0].shape
     return b.emit("elementwise", list(operands), Type(out_dtype, shape), fn=fn, **attrs)
+
+
+def fp8_elementwise(b, fn, operands, out_dtype, fp8, **attrs) -> Value:
+    """What Triton compiles on fp8 operands (`dtypes.FP8_COMPUTATIONS`), built from other ops: `abs` clears
+    the sign bit of the bits (any fp8 format, as Triton's lowering does), `max` / `min` compare the values
+    widened to fp32 exactly and narrow the winner back (exact). Anything else is refused, as Triton fails."""
+    try:
+        dtypes.fp8_computable(fn, fp8)
+    except TypeError as e:
+        raise b.error(DTypeError, str(e)) from None
+    if fn == "abs":
+        bits = cast(b, operands[0], dtypes.uint8, bitcast=True)
+        magnitude = splat(b, constant(b, 0x7F, dtypes.uint8), bits.shape)
+        cleared = b.emit("elementwise", [bits, magnitude], bits.type, fn="and")
+        return cast(b, cleared, fp8, bitcast=True)
+    wide = [cast(b, v, dtypes.float32) for v in operands]
+    result = b.emit("elementwise", wide, Type(dtypes.float32, wide[0].shape), fn=fn, **attrs)
+    return cast(b, result, out_dtype)
 
 
 # Scalar constants combined at compile time (`unrolled = 0` then `unrolled += i` over a static_range is one
@@ -363,7 +381,7 @@ def pointer_offset(b, ptr, offset, negate):
     return b.emit("addptr", [ptr, offset], ptr.type)
 
 
-def _is_integer_one(v) -> bool:
+def is_integer_one(v) -> bool:
     """Whether `v` is the integer constant 1 (splat or broadcast to a block or not)."""
     owner = getattr(v, "owner", None)
     while getattr(owner, "name", None) in ("splat", "broadcast"):
@@ -377,9 +395,9 @@ def _arith(fn):
         if fn == "mul" and dt.is_int():
             # An integer argument equal to 1 is specialized into the constant 1 (Triton's rule): multiplying
             # by it (a unit stride) is the other operand, so the access stays contiguous and vectorizes.
-            if _is_integer_one(y):
+            if is_integer_one(y):
                 return x
-            if _is_integer_one(x):
+            if is_integer_one(x):
                 return y
         return elementwise(b, fn, [x, y], dt)
     return apply

@@ -7,14 +7,15 @@ dimension bounds-checked (parse/semantic_block_ptr.py): elements outside the ten
 or NaN) and are not written. The result is an ordinary masked pointer block, so a descriptor load that feeds a
 `tl.dot` in a loop is staged by TMA on sm_90a like any affine tile (analysis/tma.py), and by cp.async or plain
 loads elsewhere. Triton's rules are kept: 1 to 5 dimensions, the last stride the constant 1, at least 16 bytes
-in the block's last dimension. Descriptors passed from the host (`TensorDescriptor` arguments) and the
-descriptor atomics, gather and scatter are not supported yet.
+in the block's last dimension. A host `TensorDescriptor` argument (transpiler/tools/tensor_descriptor.py) is
+rebuilt through the same rule by the IR builder. The descriptor atomics, gather and scatter are not supported yet.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from .. import dtypes
+from ..language import core
 from ..errors import CompileTimeError, DTypeError, ShapeError
 from . import semantic
 from .ir import Type, Value
@@ -86,6 +87,9 @@ class TensorDescriptor(Record):
                             tuple(reversed(range(self.rank))), self.name)
 
 
+core.DESCRIPTOR_CLASSES.append(TensorDescriptor)     # `isinstance(desc, tl.tensor_descriptor)` while compiling
+
+
 @rule("make_tensor_descriptor")
 def _make_tensor_descriptor(b, base, shape, strides, block_shape, padding_option="zero"):
     if is_const(base) or not base.dtype.is_ptr() or base.shape:
@@ -109,7 +113,7 @@ def _make_tensor_descriptor(b, base, shape, strides, block_shape, padding_option
     if padding == "nan" and not elem.is_floating():
         raise b.error(DTypeError, f"padding_option='nan' needs a floating-point tensor, not {elem!r}")
     last = strides[-1]
-    if not (is_const(last) and last == 1):
+    if not ((is_const(last) and last == 1) or semantic.is_integer_one(last)):
         raise b.error(CompileTimeError, "a tensor descriptor's last dimension must be contiguous: its stride must "
                       "be 1 at compile time (not Triton's language otherwise)",
                       hint="pass 1 (a literal, or an argument equal to 1, which is specialized)")

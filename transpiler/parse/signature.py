@@ -22,19 +22,23 @@ class ArgSpec:
     equal_to_one: bool = False
     is_none: bool = False               # None was passed: the kernel sees None, C keeps the parameter slot
     path: tuple = ()                    # a leaf of tuple parameter `name`: its index path (runtime/tuple_args.py)
+    descriptor: tuple = ()              # a leaf of a host tensor descriptor: (its path, block shape, padding)
 
     @property
     def c_name(self):
         """The C parameter's name: the parameter's, with a leaf's path (`T_0_1`)."""
         return self.name + "".join(f"_{i}" for i in self.path)
 
-    def at_path(self, path) -> "ArgSpec":
-        return self if not path else dataclasses.replace(self, path=tuple(path))
+    def at_path(self, path, descriptor=()) -> "ArgSpec":
+        if not path:
+            return self
+        return dataclasses.replace(self, path=tuple(path), descriptor=tuple(descriptor))
 
     def key(self):
         if self.is_constexpr:
             return ("c", self.c_name, _hashable(self.constexpr))
-        return (self.c_name, self.dtype.name, self.divisibility, self.equal_to_one, self.is_none)
+        return (self.c_name, self.dtype.name, self.divisibility, self.equal_to_one, self.is_none) + \
+            ((self.descriptor,) if self.descriptor else ())
 
 
 def _hashable(v):

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from ...analysis.layouts import register_map
 from ...parse.ir import OpKind
-from .. import cspell
+from .. import cspell, inline_asm
 from ..bits import linear_register_map
 from ..emitter import Read, lowering
-from ..inline_asm import inline_asm_expr
 from ..libdevice import libdevice_call
 
 
@@ -183,7 +182,7 @@ def _wrap(expr):
 def elementwise(em, op, layout):
     fn = op.attrs["fn"]
     if fn == "inline_asm":
-        _map(em, op, layout, lambda args: inline_asm_expr(op, args))
+        inline_asm.emit(em, op, layout)
         return
     if fn.startswith("libdevice."):
         operand_dtypes = [v.dtype for v in op.operands]

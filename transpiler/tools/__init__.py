@@ -1,0 +1,1 @@
+"""Host-side helpers that Triton keeps under `triton.tools` (`tensor_descriptor.TensorDescriptor`)."""
