@@ -214,16 +214,24 @@ def build_ours(kernel, args, constexprs) -> tuple[dict, str]:
 
 
 def build_triton(fn, names, args, constexprs) -> tuple[dict, str]:
-    import triton
+    """Triton's front end only (the code generator to TTIR, as `triton.compile` starts): the later stages
+    (optimization, PTX, ptxas) decide no Python name's type and cost most of the time."""
+    from triton._C.libtriton import ir
     from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
+    from triton.compiler.compiler import ASTSource, make_backend
     types = {}
-    os.environ["TRITON_ALWAYS_COMPILE"] = "1"     # a cache hit would skip the code generator, so record nothing
     try:
         signature, fixed = triton_signature(names, args, constexprs)
         source = ASTSource(fn, signature, constexprs=fixed)
+        target = GPUTarget("cuda", 90, 32)
+        backend = make_backend(target)
+        options = backend.parse_options(dict(num_warps=4, **source.parse_options()))
+        context = ir.context()
+        ir.load_dialects(context)
+        backend.load_dialects(context)
         with _recording_triton(types):
-            triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+            source.make_ir(target, options, backend.get_codegen_implementation(options), backend.get_module_map(),
+                           context)
     except Exception as error:
         message = _first_line(error)
         cause = getattr(error, "__cause__", None) or getattr(error, "__context__", None)
@@ -256,10 +264,14 @@ def compare_module(path, kernel_name, args, constexprs=None, label=None) -> Comp
 
 def compare_source(source: str, kernel_name, args, constexprs=None, label=None) -> Comparison:
     """`compare_module` for a module given as source text (written to a file: both compilers read source files)."""
-    directory = Path(tempfile.mkdtemp(prefix="typing_oracle_"))
-    path = directory / f"{kernel_name}_{abs(hash(source)) % 10**8}.py"
+    return compare_module(write_source(source, kernel_name), kernel_name, args, constexprs, label)
+
+
+def write_source(source: str, stem: str) -> Path:
+    """`source` in a file of its own (a fresh directory: the twins' module names come from the file's stem)."""
+    path = Path(tempfile.mkdtemp(prefix="typing_oracle_")) / f"{stem}.py"
     path.write_text(source)
-    return compare_module(path, kernel_name, args, constexprs, label)
+    return path
 
 
 def differences(ours: dict, triton: dict, path=None) -> list:
