@@ -32,6 +32,21 @@ def _time(fn):
     return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
 
 
+def _host(fn, calls=200):
+    """Host (Python) time of one call in us, the GPU not waited for: do_bench's figure is the GPU's time
+    from the first launch's start to the last's end, which includes idle gaps when the host launches slower
+    than the GPU runs; a host time near the do_bench time says the figure is the launch path's."""
+    import time
+    import torch
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    host = (time.perf_counter() - start) / calls * 1e6
+    torch.cuda.synchronize()
+    return host
+
+
 def _close(name, got, want, rtol):
     err = float((got.double() - want.double()).abs().max() / want.double().abs().max().clamp_min(1e-30))
     status = "ok" if err < rtol else "MISMATCH"
@@ -85,6 +100,7 @@ def bench_giou(batch, n):
     print(f"giou backward {n_boxes} boxes fp32: derived {t_ours * 1e3:8.1f} us (added into .grad: "
           f"{t_added * 1e3:.1f} us) | torch.compile {t_torch * 1e3:8.1f} us ({t_torch / t_ours:.2f}x) | "
           f"hand-written Triton {t_hand * 1e3:8.1f} us ({t_hand / t_ours:.2f}x)")
+    print(f"  host time per call: derived {_host(ours):.1f} us, hand-written Triton {_host(triton_hand):.1f} us")
 
 
 def bench_layernorm(rows, cols):
@@ -94,6 +110,7 @@ def bench_layernorm(rows, cols):
     import transpiler.language as tl
     import autodiff_triton as T
     from autodiff_layernorm import layernorm_fwd
+    from transpiler.autodiff import partials
     dt = torch.float16
     x = torch.randn(rows, cols, device="cuda", dtype=dt)
     w = torch.randn(cols, device="cuda", dtype=dt)
@@ -135,15 +152,18 @@ def bench_layernorm(rows, cols):
     _close("layernorm dx hand-written", hdx, xr.grad, 1e-2)
     t_ours, t_hand = _time(ours), _time(triton_hand)
     # Where the derived backward's time goes: its main kernel alone, and the partial sums of dw and db.
-    d, values, options, plans = layernorm_fwd.backward._prepare(
+    d, values, options, plans, size = layernorm_fwd.backward._prepare(
         (x, w, b, y, cols, cols, 1e-5), dict(BLOCK=block, num_warps=warps, accumulate=False,
                                              grads={"X": dx, "W": gw, "B": gb, "Y": dy}), launching=True,
         grid=(rows,))
-    t_main = _time(lambda: d.kernel[(rows,)](*values, **options))
-    t_sums = _time(lambda: [plan.reduce() for plan in plans])
+    t_main = _time(lambda: d.kernel[size](*values, **options))
+    t_sums = _time(lambda: partials.reduce_all(plans))
     print(f"layernorm backward {rows}x{cols} fp16: derived {t_ours * 1e3:8.1f} us (main kernel {t_main * 1e3:.1f} "
           f"us, partial sums {t_sums * 1e3:.1f} us) | hand-written Triton {t_hand * 1e3:8.1f} us "
           f"({t_hand / t_ours:.2f}x)")
+    print(f"  host time per call: derived {_host(ours):.1f} us (main kernel's launch "
+          f"{_host(lambda: d.kernel[size](*values, **options)):.1f} us, partial sums "
+          f"{_host(lambda: partials.reduce_all(plans)):.1f} us), hand-written Triton {_host(triton_hand):.1f} us")
 
 
 def main():

@@ -9,8 +9,9 @@ and each compiler, in new processes:
         its launch, then of the second call (launch only, for scale);
   warm  another new process on the caches the cold one filled: time to first launch.
 Each process's start-up (imports, CUDA context, inputs) is measured apart and left out of those figures.
-`--offline` needs no GPU: for our compiler only, the attention kernel's time of parse + analysis + emission and
-of NVRTC (sm_90a) in a fresh process on an empty cache, with the source's line count and ptxas' spills.
+`--offline` needs no GPU: for our compiler only, the attention kernel's time of parse + analysis + emission (each
+step apart, the lazy imports first) and of the one NVRTC run a launch makes (sm_90a, NVRTC's phases from its
+`-time` report) in a fresh process on an empty cache, with the source's line count and the cubin's stack frame (spills).
 
     python bench/compile_time.py [--out DIR] [--kernels softmax,matmul,attention]
     python bench/compile_time.py --offline [--kernels attention]
@@ -86,32 +87,89 @@ def run_child(kernel: str, flavor: str, cache_root: Path) -> dict:
 
 
 def offline_child(kernel: str) -> dict:
-    """Runs in the fresh process (no GPU needed): our emission of `kernel`, then NVRTC on it."""
+    """Runs in the fresh process (no GPU needed): our emission of `kernel` step by step, then the one NVRTC run
+    a launch makes (`compiler.compile_cubin`'s options, with NVRTC's own `-time` report of its phases)."""
     import numpy as np
 
     sys.path.insert(0, str(HERE))
     from twins import BENCH, EXAMPLES  # noqa: F401  (puts examples/ on sys.path)
     import attention_kernels as attention_module
 
-    from transpiler.runtime.compiler import compile_offline
     if kernel != "attention":
         raise SystemExit(f"--offline measures the attention kernel only, not {kernel!r}")
     z, h, n, d = ATTENTION_SHAPE
     q = np.zeros((z, h, n, d), np.float16)
     lse = np.zeros((z, h, n), np.float32)
     st = lambda a: [x // a.itemsize for x in a.strides]  # noqa: E731
-    config = attention_module.ATTENTION_CONFIG
+    config = dict(attention_module.ATTENTION_CONFIG)
+    num_warps, num_stages = config.pop("num_warps", 4), config.pop("num_stages", 3)
     args = [q, q, q, None, 1.0 / d ** 0.5, lse, q, *st(q), *st(q), *st(q), *st(q), *[0] * 10, *st(lse), None, None,
             0.0, 0, 0, None, None]
-    started = time.perf_counter()
-    source = attention_module.attn_fwd.cuda_source(
-        *args, HQ=h, HK=h, ACTUAL_BLOCK_DMODEL=d, MAX_SEQLENS_Q=n, MAX_SEQLENS_K=n, IS_VARLEN=False, IS_CAUSAL=True,
-        BLOCK_DMODEL=d, PRE_LOAD_V=False, USE_BIAS=False, ENABLE_DROPOUT=False, RETURN_SCORES=False,
-        USE_ALIBI=False, USE_EXP2=True, **config)
-    emitted = time.perf_counter()
-    compiled = compile_offline(source, "sm_90a")
-    return {"emit_s": emitted - started, "cuda_lines": len(source.splitlines()),
-            "nvrtc_s": time.perf_counter() - emitted, "spill_bytes": compiled.spill_bytes}
+    constexprs = dict(HQ=h, HK=h, ACTUAL_BLOCK_DMODEL=d, MAX_SEQLENS_Q=n, MAX_SEQLENS_K=n, IS_VARLEN=False,
+                      IS_CAUSAL=True, BLOCK_DMODEL=d, PRE_LOAD_V=False, USE_BIAS=False, ENABLE_DROPOUT=False,
+                      RETURN_SCORES=False, USE_ALIBI=False, USE_EXP2=True, **config)
+    kernel_obj = attention_module.attn_fwd
+    clock = time.perf_counter
+    started = clock()
+    from transpiler.analysis import analyze
+    from transpiler.emit_cuda import emit_kernel
+    from transpiler.parse import build_kernel_ir, source as source_module
+    imported = clock()
+    values = kernel_obj._bind_for_compile(tuple(args), constexprs, num_warps)
+    key = kernel_obj.spec_key(values)                 # compiles the kernel's launch binder
+    keyed = clock()
+    opts = kernel_obj.variant_options(key, num_warps, num_stages, "sm_90a")
+    libcst_s = [0.0]
+    real_parse = source_module.parsed_function
+
+    def timed_parse(fn):
+        t = clock()
+        try:
+            return real_parse(fn)
+        finally:
+            libcst_s[0] += clock() - t
+    import transpiler.parse.builder as builder_module
+    builder_module.parsed_function = timed_parse      # the builder's name for it (imported from parse/source.py)
+    t0 = clock()
+    ir = build_kernel_ir(kernel_obj.fn, kernel_obj._arg_specs(key, values), opts)
+    t1 = clock()
+    analysis = analyze(ir, opts)
+    t2 = clock()
+    source = emit_kernel(ir, analysis).source
+    emitted = clock()
+    phases, cubin, nvrtc_s = _nvrtc_with_phases(source, "sm_90a")
+    from transpiler.runtime.occupancy import cubin_resources
+    resources = cubin_resources(cubin)
+    return {"emit_s": emitted - started, "cuda_lines": len(source.splitlines()), "nvrtc_s": nvrtc_s,
+            "stack_frame_bytes": resources.frame_bytes if resources is not None else None,   # spills, local arrays
+            "split_s": {"imports (libcst, jinja2, our passes)": imported - started,
+                        "binder (compile of the launch pass)": keyed - imported,
+                        "parse to IR": t1 - t0, "  of which libcst parse + positions": libcst_s[0],
+                        "analysis": t2 - t1, "emission (Jinja templates compiled on first use)": emitted - t2},
+            "nvrtc_phases_ms": phases}
+
+
+def _nvrtc_with_phases(source, arch):
+    """`(phases, cubin, seconds)` of the NVRTC run a launch makes, with NVRTC's `-time` report ({phase: ms})."""
+    from cupy.cuda import nvrtc
+    from transpiler.runtime.compiler import nvrtc_options
+    with tempfile.TemporaryDirectory() as folder:
+        report = os.path.join(folder, "time.csv")
+        prog = nvrtc.createProgram(source, "attention.cu", [], [])
+        try:
+            started = time.perf_counter()
+            nvrtc.compileProgram(prog, list(nvrtc_options(arch)) + [f"-time={report}"])
+            seconds = time.perf_counter() - started
+            cubin = nvrtc.getCUBIN(prog)
+        finally:
+            nvrtc.destroyProgram(prog)
+        phases = {}
+        if os.path.exists(report):
+            for line in open(report).read().splitlines()[1:]:
+                fields = [f.strip() for f in line.split(",")]
+                if len(fields) == 4 and fields[3] == "ms":
+                    phases[fields[1]] = phases.get(fields[1], 0) + float(fields[2])
+    return phases, cubin, seconds
 
 
 def measure_offline(kernels) -> dict:

@@ -6,7 +6,8 @@
 #   3. the bench on a quiet GPU: matmul and attention against Triton and cuBLAS / SDPA, then the memory-bound
 #      workloads' quick points.
 # Logs under $OUT; one summary line per step on stdout. Budgets in seconds: TEST_LIMIT, FUZZ_BUDGET, BENCH_S, LOAD_S (0: skip),
-# AUTODIFF_S; COMPILE_TIME_KERNELS=attention adds the cold-compile comparison.
+# AUTODIFF_S; COMPILE_TIME_KERNELS=attention adds the cold-compile comparison; LAUNCH_BENCH="command" the launch
+# comparison. Everything under $OUT ends packed in $OUT/gpu_final.tgz.
 #     OUT=folder bash bench/gpu_final.sh
 set -u
 mkdir -p "${OUT:=gpu_out}"
@@ -23,6 +24,9 @@ mkdir -p "$OUT/robust"
 OUT="$OUT/robust" timeout $((TEST_LIMIT + 10)) bash bench/sanitize.sh --budget $((TEST_LIMIT - 40)) --timeout 40 \
   --jobs ${SAN_JOBS:-3} >"$OUT/robust/sanitize.log" 2>&1
 echo "sanitizer sweep: exit $?"
+if [ -f "$OUT/robust/sanitize/summary.md" ]; then   # the kernels with any error or hazard, and the totals
+  grep -v "| 0 | 0 | 0 | 0 |" "$OUT/robust/sanitize/summary.md"
+fi
 wait $tests; cat "$OUT/tests.txt"
 
 LOAD_S=${LOAD_S:-60}   # 0 skips the load test
@@ -47,3 +51,13 @@ if [ -n "${COMPILE_TIME_KERNELS:-}" ]; then   # e.g. attention: cold compile, ou
     >"$OUT/compile_time.log" 2>&1
   echo "compile time: exit $? | $(tail -n 6 "$OUT/compile_time.log" | tr '\n' ' ')"
 fi
+
+if [ -n "${LAUNCH_BENCH:-}" ]; then   # launch host time: ours, CuPy RawKernel, Triton, torch side by side
+  timeout 90 $LAUNCH_BENCH >"$OUT/launch.log" 2>&1
+  echo "launch bench: exit $?"; tail -n 20 "$OUT/launch.log"
+fi
+
+# $OUT returns at most 8 files: everything packed into one archive (the sanitizer's raw logs left out).
+rm -rf "$OUT/robust/sanitize/logs" "$OUT/tests/fuzz/work"
+(cd "$OUT" && tar czf /tmp/gpu_final.tgz --exclude=gpu_final.tgz . && find . -mindepth 1 -delete &&
+  mv /tmp/gpu_final.tgz ./gpu_final.tgz)

@@ -10,13 +10,16 @@ With a GPU (CuPy, and torch when present), the steps run for real on a tiny 4-ar
                    cuLaunchKernel (11 arguments), ctypes cuLaunchKernelEx (4), CuPy's Cython `launchKernel`,
                    cuda.bindings' `cuLaunchKernel` (where importable)
     ours           the whole `kernel[(1,)](x, y, n, scale)` under each launch plan (`launcher.PLANS`: `cupy`,
-                   `ex`, `driver`, and the candidate `cuda-bindings` defined here), CuPy arrays, then torch
-                   tensors when torch is there
+                   `ex`, `driver`, the candidate `cuda-bindings` defined here and `cupy-lock`, the `cupy` plan
+                   before the buffer pool, from bench/launch_cpu.py), CuPy arrays, then torch tensors when
+                   torch is there; the general path (`Kernel._launch`, what `kernel[grid]` did before
+                   runtime/grid_launch.py); a constexpr given by keyword (`BLOCK=128`)
     RawKernel      cupy.RawKernel of the same kind of kernel, for scale
+    side by side   bench/launch_overhead.py's launchers in the same run: ours, Triton, RawKernel, torch.mul
 Without a GPU the driver, the streams and the module loading are faked (no-ops), so `ours` is the pure-Python
 part of a launch on this machine: run it to see the effect of a change to the launch path before a GPU run.
 
-    python bench/launch_path.py [--n 20000]
+    python bench/launch_path.py [--n 20000]       (on the H200: the one command for the launch figures)
 """
 from __future__ import annotations
 
@@ -43,6 +46,13 @@ from transpiler.runtime import launcher as launcher_mod  # noqa: E402
 @transpiler.jit
 def tiny(X, Y, n, scale):
     offs = tl.arange(0, 128)
+    mask = offs < n
+    tl.store(Y + offs, tl.load(X + offs, mask=mask) * scale, mask=mask)
+
+
+@transpiler.jit
+def tiny_block(X, Y, n, scale, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
     mask = offs < n
     tl.store(Y + offs, tl.load(X + offs, mask=mask) * scale, mask=mask)
 
@@ -144,22 +154,26 @@ def _binding_plan(call_for):
     `call(gx, gy, gz, stream)` with the parameters already packed (the context check as in the `ex` plan)."""
     def plan(launcher):
         launcher._lay_out()
-        pack, buffer, offset, context, name = launcher._pack, launcher._buffer, launcher._offset, launcher.context, \
-            launcher.name
+        pack, context, name = launcher._pack, launcher.context, launcher.name
         call = call_for(launcher)
         _, get_current = driver_mod.driver.raw_launch_functions()
         current = ctypes.c_void_p()
         current_ref = ctypes.byref(current)
         record = launcher_mod.recent_launches.append
 
+        pop, push = launcher_mod._buffer_pool(launcher)
+
         def launch(gx, gy, gz, values, stream):
-            with launcher._lock:
-                pack(buffer, offset, *values)
+            buffers = pop()
+            try:
+                pack(buffers[0], buffers[1], *values)
                 get_current(current_ref)
                 if current.value != context:
                     raise RuntimeError("candidate plans are timed in the arrays' context only")
                 call(gx, gy, gz, stream)
-                record((name, gx, gy, gz))
+            finally:
+                push(buffers)
+            record((name, gx, gy, gz))
         return launch
     return plan
 
@@ -167,7 +181,7 @@ def _binding_plan(call_for):
 def _cuda_bindings_call(launcher):
     bindings = _cuda_bindings()
     f, block, shared, params = bindings.CUfunction(launcher._func), launcher.block, launcher.shared_bytes, \
-        launcher._params
+        launcher._params   # the pool's first buffer set (the timing runs on one thread)
     streams = {}
 
     def call(gx, gy, gz, stream):
@@ -182,6 +196,8 @@ def full_path_per_plan(x, y, n, sync):
     """The whole `kernel[(1,)](x, y, 100, 2.0)` under each launch plan (a fresh kernel object per plan)."""
     if _cuda_bindings() is not None:
         launcher_mod.PLANS.setdefault("cuda-bindings", _binding_plan(_cuda_bindings_call))
+    from launch_cpu import _locked_plan          # the `cupy` plan before the buffer pool, for comparison
+    launcher_mod.PLANS.setdefault("cupy-lock", _locked_plan)
     rows = {}
     import cupy
     for plan in launcher_mod.PLANS:
@@ -197,6 +213,27 @@ def full_path_per_plan(x, y, n, sync):
             print(f"plan {plan} failed: {type(e).__name__}: {e}")
         finally:
             launcher_mod.forced_plan = None
+    return rows
+
+
+def side_by_side(n, sync):
+    """bench/launch_overhead.py's launchers in this run: ours (CuPy arrays, torch tensors, a torch custom op),
+    Triton, cupy.RawKernel and torch.mul, each checked once, then timed as the rows above."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import launch_overhead
+    rows = {}
+    try:
+        builders = launch_overhead.launchers()
+    except Exception as e:           # no torch here: the rows above are the comparison
+        print(f"side by side skipped: {type(e).__name__}: {e}")
+        return rows
+    for name, build in builders.items():
+        try:
+            launch, out, inp = build()
+            launch_overhead.check(name, launch, out, inp)
+            rows[f"side by side: {name}"] = per_call_us(launch, n, sync)
+        except Exception as e:       # Triton missing, say: reported, not fatal
+            print(f"side by side: {name} failed: {type(e).__name__}: {e}"[:300])
     return rows
 
 
@@ -236,7 +273,10 @@ def main(argv=None) -> int:
         rows.update(driver_calls(launcher, n, sync))
         rows.update(full_path_per_plan(x, y, n, sync))
     rows["ours"] = per_call_us(lambda: tiny[(1,)](x, y, 100, 2.0), n, sync)
+    rows["ours, general path"] = per_call_us(lambda: tiny._launch((1,), (x, y, 100, 2.0), 4, 3, None, {}), n, sync)
     rows["ours via run(grid=...)"] = per_call_us(lambda: tiny.run(x, y, 100, 2.0, grid=(1,)), n, sync)
+    tiny_block[(1,)](x, y, 100, 2.0, BLOCK=128)
+    rows["ours, BLOCK= by keyword"] = per_call_us(lambda: tiny_block[(1,)](x, y, 100, 2.0, BLOCK=128), n, sync)
     if on_gpu:
         try:
             import torch
@@ -255,6 +295,7 @@ def main(argv=None) -> int:
         rows["RawKernel"] = per_call_us(lambda: raw((1,), (128,), raw_args), n, sync)
         cupy.cuda.runtime.deviceSynchronize()
         assert np.allclose(cupy.asnumpy(y)[:100], 2 * np.arange(100)), "wrong result"
+        rows.update(side_by_side(n, sync))
     where = "GPU" if on_gpu else "no GPU: driver, streams and loading faked"
     print(f"host time per step of one launch ({where}; median of 21 x {n} calls):")
     for name, us in rows.items():

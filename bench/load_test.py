@@ -39,7 +39,7 @@ import numpy as np  # noqa: E402
 
 import transpiler  # noqa: E402
 import transpiler.language as tl  # noqa: E402
-from transpiler.runtime import compiler, kernel as kernel_mod, launch_key, launcher  # noqa: E402
+from transpiler.runtime import build_events, launch_key, launcher  # noqa: E402
 
 RSS_LIMIT_MB = 64
 GPU_LIMIT_MB = 64
@@ -106,26 +106,21 @@ def _jobs(rng):
 
 
 class Counts:
-    """Variant builds per (kernel, key) and NVRTC runs per (source, arch), counted by wrapping the build steps."""
+    """Variant builds per (kernel, key) and NVRTC runs per (source, arch), counted from the build events
+    (`runtime/build_events.py`)."""
 
     def __init__(self):
         self.builds = collections.Counter()
         self.nvrtc = collections.Counter()
         self.lock = threading.Lock()
-        real_build, real_compile = kernel_mod.Kernel._build_variant, compiler.compile_cubin
-        counts = self
+        build_events.subscribe(self.count)
 
-        def build(kernel, key, values, opts):
-            with counts.lock:
-                counts.builds[(kernel.__name__, key, opts)] += 1
-            return real_build(kernel, key, values, opts)
-
-        def nvrtc(source, name, arch, extra=()):
-            with counts.lock:
-                counts.nvrtc[(hash(source), arch, tuple(extra))] += 1
-            return real_compile(source, name, arch, extra)
-        kernel_mod.Kernel._build_variant = build
-        compiler.compile_cubin = nvrtc
+    def count(self, event):
+        with self.lock:
+            if event.kind == "variant":
+                self.builds[(event.kernel.__name__, event.key, event.opts)] += 1
+            elif event.kind == "nvrtc":
+                self.nvrtc[(hash(event.source), event.arch, event.options)] += 1
 
 
 def _rss_mb():

@@ -2,7 +2,7 @@
 """Process replay: prove a compiler refactor changes no generated CUDA it did not mean to (tinygrad's idea).
 
 `record` runs the CPU test suite with this file loaded as a pytest plugin. Every variant a test or an example
-spec generates (each kernel object and specialization that reaches `Kernel._generate`) is written to a folder,
+spec generates (each "generated" build event, `runtime/build_events.py`) is written to a folder,
 once for the source any device gets (the sm_80 source) and once for the sm_90a one, whichever of the two the
 test asked for. A variant whose generation raises is recorded too, as its error message. Object addresses
 (` at 0x...`) and the checkout's path are taken out of what is recorded: they vary between processes. `diff` compares two
@@ -31,6 +31,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 from collections import defaultdict
 from pathlib import Path
 
@@ -44,29 +45,37 @@ def pytest_configure(config):
     out = os.environ.get(ENV_DIR)
     if not out:
         return
-    from transpiler.runtime import kernel as kernel_mod
-    original = kernel_mod.Kernel._generate
-    if getattr(original, "__replay__", False):
+    from transpiler.runtime import build_events
+    global _recording
+    if _recording:
         return
+    _recording = True
+    inside = threading.local()      # the other target's generation, made here, is not recorded again
 
-    def recording_generate(self, key, values, opts):
+    def on_generated(event):
+        if event.kind != "generated" or getattr(inside, "active", False):
+            return
+        kernel, key, opts = event.kernel, event.key, event.opts
+        _record(out, kernel, key, opts, source=event.source, error=event.error)
+        if event.error is not None:
+            return
+        inside.active = True
         try:
-            result = original(self, key, values, opts)
-        except BaseException as e:
-            _record(out, self, key, opts, error=e)
-            raise
-        _record(out, self, key, opts, source=result.source)
-        for other in TARGETS:
-            if other != opts.arch:
-                other_opts = dataclasses.replace(opts, arch=other)
-                try:
-                    _record(out, self, key, other_opts, source=original(self, key, values, other_opts).source)
-                except Exception as e:
-                    _record(out, self, key, other_opts, error=e)
-        return result
+            for other in TARGETS:
+                if other != opts.arch:
+                    other_opts = dataclasses.replace(opts, arch=other)
+                    try:
+                        _record(out, kernel, key, other_opts,
+                                source=kernel._generate(key, event.values, other_opts).source)
+                    except Exception as e:
+                        _record(out, kernel, key, other_opts, error=e)
+        finally:
+            inside.active = False
 
-    recording_generate.__replay__ = True
-    kernel_mod.Kernel._generate = recording_generate
+    build_events.subscribe(on_generated)
+
+
+_recording = False
 
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")

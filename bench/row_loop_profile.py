@@ -4,7 +4,7 @@ and resident programs per SM of each variant, printed. Variants: folded into a r
 TRANSPILER_ROW_LOOP_BYTES=64) and one row per program (TRANSPILER_ROW_LOOP=0), each from a fresh Kernel object.
 
     ncu --clock-control none --section SpeedOfLight --section Occupancy --section WarpStateStats \
-        python bench/row_loop_profile.py
+        python bench/row_loop_profile.py [WORD ...]    (only the cases whose label holds one of the words)
 """
 from __future__ import annotations
 
@@ -25,6 +25,9 @@ CASES = [  # (label, module path, wrapper, dtype, shape, environment)
     ("softmax fp16 4096x8192 off", EXAMPLES / "softmax.py", "softmax", "float16", (4096, 8192),
      {"TRANSPILER_ROW_LOOP": "0"}),
     ("argmax fp16 32768x1024 fold", BENCH / "kernels.py", "row_argmax", "float16", (32768, 1024), {}),
+    ("softmax fp16 32768x1024 packed", EXAMPLES / "softmax.py", "softmax", "float16", (32768, 1024), {}),
+    ("softmax fp16 32768x1024 unpacked", EXAMPLES / "softmax.py", "softmax", "float16", (32768, 1024),
+     {"TRANSPILER_PACK_PROGRAMS": "0"}),
 ]
 
 
@@ -33,7 +36,10 @@ def main():
 
     import torch
     from transpiler.runtime.occupancy import blocks_per_sm, cubin_resources, limits_for
+    words = sys.argv[1:]
     for i, (label, path, fn, dt, shape, env) in enumerate(CASES):
+        if words and not any(w in label for w in words):
+            continue
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)
         spec = importlib.util.spec_from_file_location(f"_profile_{i}", path)
@@ -48,7 +54,8 @@ def main():
             report = cubin_resources(var.cubin("sm_90a"))
             threads = int(re.match(r"\d+", var.source.split("__launch_bounds__(")[-1]).group(0))
             per_sm = blocks_per_sm(report.registers, threads, var.shared_bytes, limits_for("sm_90a"))
-            print(f"{label}: row_loop={var.row_loop} registers={report.registers} programs/SM={per_sm}", flush=True)
+            print(f"{label}: row_loop={var.row_loop} packed={var.programs_per_block} registers={report.registers} "
+                  f"blocks/SM={per_sm}", flush=True)
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)

@@ -1,6 +1,7 @@
 """How many compiled variants a run creates, with our specialization keys and with Triton's coarser ones.
 
-Wraps `Kernel._build_variant` (called once per in-memory variant miss) and records each (kernel, key, num_warps,
+Subscribes to the "variant" build events (`runtime/build_events.py`: one per in-memory variant miss) and
+records each (kernel, key, num_warps,
 num_stages, options, target). The same records, with every integer's divisor and every pointer's alignment
 folded back to "16 or not" (what the keys were before divisibility by 2/4/8 and pointer alignment 1..16
 joined them, and what Triton keys), give the count those keys would have made in the same run: one run measures
@@ -28,18 +29,20 @@ def _coarse(part):
 
 
 def install():
-    from transpiler.runtime.kernel import Kernel
-    if getattr(Kernel._build_variant, "_counted", False):
+    from transpiler.runtime import build_events
+    global _installed
+    if _installed:
         return
-    original = Kernel._build_variant
+    _installed = True
 
-    def counted(self, key, values, opts):
+    def on_variant(event):
         # `opts`: the frozen CompileOptions (num_warps, num_stages, arch, ...), part of what makes a variant
-        _records.add((self.fn.__module__, self.fn.__qualname__, key, opts))
-        return original(self, key, values, opts)
+        if event.kind == "variant":
+            _records.add((event.kernel.fn.__module__, event.kernel.fn.__qualname__, event.key, event.opts))
+    build_events.subscribe(on_variant)
 
-    counted._counted = True
-    Kernel._build_variant = counted
+
+_installed = False
 
 
 def _coarse_record(r):

@@ -53,7 +53,8 @@ def layer_norm(x, weight, bias, eps=1e-5, out=None):
 
 def layer_norm_backward(x, weight, bias, dy, eps=1e-5):
     """(dx, dw, db): the gradients of sum(dy * y) by the derived backward `layernorm_kernel.backward` (mean and
-    rstd recomputed, not read back; dw and db through per-program partial rows and a second kernel)."""
+    rstd recomputed, not read back; dw and db summed in registers by one wave of programs running the rows,
+    then their partial rows by a tile kernel)."""
     n_rows, n_cols = x.shape
     dx = H.empty(x, x.shape)
     dw, db = H.empty(x, (n_cols,), "float32"), H.empty(x, (n_cols,), "float32")

@@ -6,7 +6,8 @@ helpers' sources, the specialization, the launch and compile options (`transpile
 variables that change generated code are read there) and this package's code generator (its files' names,
 sizes and modification times: a stat per file, no reading, so a warm process pays well under a millisecond).
 `<key>.json` holds the generated source, the parameter kinds and the dynamic shared memory a launch gives;
-`<key>.<arch>.cubin` the NVRTC output for one architecture; `binder-*.marshal` a launch binder's code object;
+`<key>.<arch>.<toolchain>.cubin` the NVRTC output for one architecture, made by the NVRTC and CuPy that
+`toolchain.cubin_fingerprint` names; `binder-*.marshal` a launch binder's code object;
 `autotune/<key>.json` an autotuner's choice.
 
 Integrity. Every file is one header line and the payload:
@@ -175,12 +176,24 @@ def store(key: str, data: dict):
     write(f"{key}.json", json.dumps(data).encode())
 
 
-def load_cubin(key: str, arch: str):
-    return read(cache_dir() / f"{key}.{arch}.cubin")
+def load_cubin(key: str, arch: str, toolchain: str):
+    """The cubin of variant `key` for `arch` made by the toolchain named `toolchain`
+    (`toolchain.cubin_fingerprint`: NVRTC's and CuPy's versions, the NVRTC options), or None."""
+    return read(cache_dir() / f"{key}.{arch}.{toolchain}.cubin")
 
 
-def store_cubin(key: str, arch: str, cubin: bytes):
-    write(f"{key}.{arch}.cubin", cubin)
+def load_any_cubin(key: str, arch: str):
+    """A sound cubin of variant `key` for `arch` made by any toolchain (for a process without NVRTC, which can
+    run a cached cubin but make none), or None."""
+    for path in sorted(cache_dir().glob(f"{key}.{arch}.*.cubin")):
+        cubin = read(path)
+        if cubin is not None:
+            return cubin
+    return None
+
+
+def store_cubin(key: str, arch: str, toolchain: str, cubin: bytes):
+    write(f"{key}.{arch}.{toolchain}.cubin", cubin)
 
 
 def load_named(name: str):

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import InternalCompilerError, OutOfResources
+from . import build_events
 
 
 def arch_for_capability(major: int, minor: int) -> str:
@@ -86,9 +87,11 @@ def compile_cubin(source: str, kernel_name: str, arch: str, extra_options: tuple
             nvrtc.compileProgram(prog, list(nvrtc_options(arch, tuple(extra_options))))
         except Exception:
             raise _internal_error(kernel_name, source, nvrtc.getProgramLog(prog)) from None
-        return nvrtc.getCUBIN(prog)
+        cubin = nvrtc.getCUBIN(prog)
     finally:
         nvrtc.destroyProgram(prog)
+    build_events.send("nvrtc", name=kernel_name, source=source, arch=arch, options=tuple(extra_options))
+    return cubin
 
 
 def compile_tuned(source: str, kernel_name: str, arch: str, shared_bytes: int = 0):

@@ -2,16 +2,20 @@
 
 `kernel[grid](*args, num_warps=4, num_stages=3, stream=None, **constexprs)` launches. The launch path is
 short on purpose (launch overhead is a product feature):
-  1. one pass over the arguments (a function generated per kernel by `launch_key.make_binder`) gives the
+  1. one pass over the arguments (the kernel's generated binder, `launch_key.make_binder`) gives the
      specialization key, the parameter slot values, the device holding the arrays and their frameworks;
-  2. the key, with num_warps, num_stages and the device, finds a `Launcher` in a dict;
-  3. the launcher packs the slots into its buffer and calls cuLaunchKernel on the current stream of the
+  2. the key, with num_warps, num_stages, the code-changing environment's token and the device, finds a
+     `Launcher` in a dict;
+  3. the launcher packs the slots into a buffer and calls cuLaunchKernel on the current stream of the
      arrays' framework, in their device's context, with the variant's dynamic shared memory.
-Arguments given by keyword, defaults, a callable grid and everything unusual take a slower, general path
-(`_bind_args`, `_grid`) before step 1. A missing launcher is built once per key, whatever the number of
-threads asking (`once.OnceMap`), after the checks a launch makes before any CUDA call (num_warps, the grid):
-the variant (memory, then the disk cache of generated CUDA, then parse → analysis → emission), its cubin for
-the device's architecture (memory, disk, then NVRTC) and the cubin loaded in the device's context.
+For a tuple grid, `kernel[grid]` returns a function generated per kernel that does 1-3 in one frame
+(`grid_launch.py`) for the usual calls (arguments by position, constexprs after them by keyword), and hands
+everything else to the general path, `_launch`: arguments given by keyword in other ways, defaults, a callable
+grid, a key without a launcher yet, and everything unusual (`_bind_args`, `_grid`) before step 1. A missing
+launcher is built once per key, whatever the number of threads asking (`once.OnceMap`), after the checks a
+launch makes before any CUDA call (num_warps, the grid): the variant (memory, then the disk cache of generated
+CUDA, then parse → analysis → emission), its cubin for the device's architecture (memory, disk, then NVRTC)
+and the cubin loaded in the device's context.
 
 Errors: every LaunchError a launch (or `cuda_source`, `warmup`, ...) raises points at the kernel's `def` line
 (`definition`); a crash in analysis or emission after the kernel type-checked is an InternalCompilerError.
@@ -30,7 +34,7 @@ import os
 
 from ..errors import LaunchError, SourceLocation, TranspilerError
 from ..language.core import constexpr, current_interpreter
-from . import compiler, launch_key, tuple_args
+from . import compiler, grid_launch, launch_key, tuple_args
 from .args import FakeTensorArgument
 from .error_location import at_definition, located
 from .kernel_variants import KernelVariants, _unwrap
@@ -42,7 +46,7 @@ from .tensor_maps import TensorMaps
 from .torch_ops import launches_elided
 from .triton_options import check_launch_options, jit_options
 
-MAX_GRID = (2**31 - 1, 65535, 65535)    # every CUDA device since compute capability 3.0 (cudaDevAttrMaxGridDimX..Z)
+MAX_GRID = grid_launch.MAX_GRID
 
 
 def _is_constexpr_param(param):
@@ -80,9 +84,10 @@ class Kernel(KernelVariants, KernelInterface):
         self._constexpr_mask = tuple(n in self.constexpr_names for n in self.arg_names)
         self._variant_map = OnceMap()        # (spec key, CompileOptions) -> variant
         self.variants = self._variant_map.values
-        self._launcher_map = OnceMap()       # (*spec key, num_warps, num_stages, device) -> Launcher
+        self._launcher_map = OnceMap()       # (*spec key, num_warps, num_stages, environment, device) -> Launcher
         self._launchers = self._launcher_map.values
         self._binder = None                  # generated on first use: launch_key.make_binder
+        self._grid_factory = None            # generated on first use: grid_launch.make_factory
         self._grid_launches = {}             # tuple grid -> its `kernel[grid]` function
         self._source_hash = None
         self._arity = len(self._names)       # launches with exactly this many positional arguments bind fast
@@ -119,17 +124,39 @@ class Kernel(KernelVariants, KernelInterface):
             pass
         launch = self._launch
 
-        def launch_on_grid(*args, num_warps=4, num_stages=3, stream=None, **kwargs):
-            try:
-                return launch(grid, args, num_warps, num_stages, stream, kwargs)
-            except TranspilerError as e:    # a try costs nothing until it catches
-                raise user_facing(e)  # (transpiler's own frames are hidden: TRANSPILER_DEBUG=1 shows them)
-        if type(grid) is tuple and len(self._grid_launches) < 256:
-            try:
-                self._grid_launches[grid] = launch_on_grid
-            except TypeError:
-                pass
+        def general(args, num_warps, num_stages, stream, kwargs):   # its caller makes the error user-facing
+            return launch(grid, args, num_warps, num_stages, stream, kwargs)
+
+        checked = grid_launch.fast_grid(grid)
+        if checked is None:             # a callable grid, or one the general path checks and words
+            def launch_on_grid(*args, num_warps=4, num_stages=3, stream=None, **kwargs):
+                try:
+                    return launch(grid, args, num_warps, num_stages, stream, kwargs)
+                except TranspilerError as e:    # a try costs nothing until it catches
+                    raise user_facing(e)  # (transpiler's own frames are hidden: TRANSPILER_DEBUG=1 shows them)
+            return launch_on_grid
+        launch_on_grid = (self._grid_factory or self._make_grid_factory())(
+            *checked, self._launchers, general, self._launch_failed, cupy_stream, torch_stream)
+        if len(self._grid_launches) < 256:
+            self._grid_launches[grid] = launch_on_grid
         return launch_on_grid
+
+    def _make_grid_factory(self):
+        self._grid_factory = grid_launch.make_factory(self._names, self._constexpr_mask, self.__name__,
+                                                      self._generic_mask)
+        return self._grid_factory
+
+    def grid_launch_source(self) -> str:
+        """The Python function generated for `kernel[grid](...)` with a tuple grid (`runtime/grid_launch.py`)."""
+        return grid_launch.launch_source(self._names, self._constexpr_mask, self.__name__, self._generic_mask)
+
+    def _launch_failed(self, error):
+        """The user-facing error for an exception raised by a launcher's launch call (a LaunchError, located;
+        a driver error, worded by `_driver_error`)."""
+        if not isinstance(error, LaunchError):
+            cause, error = error, self._driver_error(error)
+            error.__cause__ = cause
+        return user_facing(located(error, self.definition()))
 
     @at_definition
     def run(self, *args, grid, num_warps=4, num_stages=3, stream=None, **kwargs):
@@ -289,8 +316,8 @@ class Kernel(KernelVariants, KernelInterface):
                        tensor_maps=TensorMaps(var.tensor_maps) if var.tensor_maps else None)
         if not var.row_loop:
             return launcher
-        programs = var.resident_programs(device, num_warps)
-        return RowLoopLauncher(launcher, programs or UNKNOWN_RESIDENT_PROGRAMS)
+        blocks = (var.resident_programs(device, num_warps) or UNKNOWN_RESIDENT_PROGRAMS) if var.persistent else None
+        return RowLoopLauncher(launcher, blocks, var.programs_per_block)
 
     # -- binding -----------------------------------------------------------------------------------------
     def _bind_args(self, args, kwargs):

@@ -12,7 +12,7 @@ from ..errors import InternalCompilerError, TranspilerError
 from .. import options as options_mod
 from ..language.core import constexpr
 from ..targets import source_target
-from . import cache, launch_key, tuple_args
+from . import build_events, cache, launch_key, tuple_args
 from .error_location import at_definition
 from .variant import CompiledVariant, requirement_from_json, requirement_to_json
 
@@ -40,7 +40,12 @@ class KernelVariants:
         arguments in order) for a device of architecture `arch` (None: any; the source differs only where the
         architecture has instructions the others lack, see `targets.source_target`)."""
         opts = self.variant_options(key, num_warps, num_stages, arch)
-        return self._variant_map.get((key, opts), lambda: self._build_variant(key, values, opts))
+        return self._variant_map.get((key, opts), lambda: self._new_variant(key, values, opts))
+
+    def _new_variant(self, key, values, opts):
+        variant = self._build_variant(key, values, opts)
+        build_events.send("variant", kernel=self, key=key, opts=opts, values=values)
+        return variant
 
     def variant_options(self, key, num_warps, num_stages=3, arch=None):
         """The frozen `CompileOptions` a variant of specialization `key` is made under: this kernel's compile
@@ -66,6 +71,7 @@ class KernelVariants:
                            for part, c in zip(key, self._constexpr_mask)]
             entry = {"name": self.fn.__name__, "source": emitted.source, "param_kinds": param_kinds,
                      "shared_bytes": emitted.shared_bytes, "row_loop": emitted.row_loop,
+                     "persistent": emitted.persistent, "programs_per_block": emitted.programs_per_block,
                      "required_arch": requirement_to_json(emitted.required_arch, self.fn),
                      "tensor_maps": list(emitted.tensor_maps)}
             cache.store(disk_key, entry)
@@ -76,7 +82,8 @@ class KernelVariants:
                 f.write(entry["source"])
         return CompiledVariant(entry["name"], entry["source"], entry["param_kinds"], entry.get("shared_bytes", 0),
                                disk_key, opts, requirement_from_json(entry.get("required_arch"), self.fn),
-                               opts.maxnreg, entry.get("tensor_maps", ()), entry.get("row_loop", False))
+                               opts.maxnreg, entry.get("tensor_maps", ()), entry.get("row_loop", False),
+                               entry.get("persistent"), entry.get("programs_per_block", 1))
 
     def _arg_specs(self, key, values):
         from ..analysis.specialization import arg_spec
@@ -88,19 +95,28 @@ class KernelVariants:
         under the frozen compile options `opts` (the IR from the source and the specialization alone)."""
         from ..analysis import analyze
         from ..emit_cuda import emit_kernel
+        from ..emit_cuda.emitter import jinja_env
         from ..parse import build_kernel_ir
-        ir = build_kernel_ir(self.fn, self._arg_specs(key, values), opts)
+        from .template_cache import install
+        install(jinja_env())
         try:
-            return emit_kernel(ir, analyze(ir, opts))
-        except TranspilerError as e:
-            raise e.with_context(kernel=self.fn.__name__)
-        except Exception as e:   # a typed IR the later passes cannot handle is our bug, not the user's
-            raise InternalCompilerError(
-                f"generating CUDA for '{self.fn.__name__}' failed after the kernel type-checked "
-                f"({type(e).__name__}: {e}); this is a bug in transpiler, not in your kernel",
-                self.definition(), kernel=self.fn.__name__,
-                hint="please report it with the kernel's source; kernel.interpret[grid](...) runs it on the CPU "
-                     "meanwhile") from e
+            ir = build_kernel_ir(self.fn, self._arg_specs(key, values), opts)
+            try:
+                emitted = emit_kernel(ir, analyze(ir, opts))
+            except TranspilerError as e:
+                raise e.with_context(kernel=self.fn.__name__)
+            except Exception as e:   # a typed IR the later passes cannot handle is our bug, not the user's
+                raise InternalCompilerError(
+                    f"generating CUDA for '{self.fn.__name__}' failed after the kernel type-checked "
+                    f"({type(e).__name__}: {e}); this is a bug in transpiler, not in your kernel",
+                    self.definition(), kernel=self.fn.__name__,
+                    hint="please report it with the kernel's source; kernel.interpret[grid](...) runs it on the "
+                         "CPU meanwhile") from e
+        except BaseException as e:
+            build_events.send("generated", kernel=self, key=key, opts=opts, values=values, error=e)
+            raise
+        build_events.send("generated", kernel=self, key=key, opts=opts, values=values, source=emitted.source)
+        return emitted
 
     # -- public helpers ----------------------------------------------------------------------------------
     @at_definition

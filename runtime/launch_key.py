@@ -28,6 +28,7 @@ import sys
 import numpy as np
 
 from .. import dtypes
+from ..options import ENVIRONMENT, environment_token  # noqa: F401  (named by the generated binders)
 from ..errors import LaunchError
 from ..language.core import constexpr  # noqa: F401  (named by the generated binders)
 from . import cache
@@ -157,7 +158,8 @@ def _learn_type(value):
 # loop, no per-argument calls for the common types). `kernel.launch_binder_source()` prints it. Its arguments
 # are the launch arguments in parameter order, num_warps, num_stages and `for_launch` (False for
 # `cuda_source` and friends: host arrays are then accepted and no device is asked for). It returns
-#   key        (one part per parameter..., num_warps, num_stages, device): selects the launcher;
+#   key        (one part per parameter..., num_warps, num_stages, environment token, device): selects the
+#              launcher;
 #   values     one value per runtime parameter: the address of an array, a scalar as given;
 #   device     the device holding the arrays (the current device when there are none; -1 when not for_launch);
 #   frameworks TORCH | CUPY | FOREIGN | HOST bits.
@@ -168,12 +170,14 @@ _PARAM = """\
     if t is _cupy_ndarray:
         m = a{i}.data
         v{i} = m.ptr
-        d = m.device_id
         k{i} = (_PTR_PARTS.get(a{i}.dtype) or _parts(a{i}.dtype, {name!r}, {kernel!r}))[v{i} & 15]
         frameworks |= CUPY
+        if m.device_id != device:
+            if device >= 0:
+                {refuse}
+            device = m.device_id
     elif t is int:
         v{i} = a{i}
-        d = -1
         if -2147483648 <= a{i} <= 2147483647:
             k{i} = _I32_ONE if a{i} == 1 else _I32_BY_LOW_BITS[a{i} & 15]
         else:
@@ -183,17 +187,20 @@ _PARAM = """\
         d = a{i}.get_device()
         k{i} = (_PTR_PARTS.get(a{i}.dtype) or _parts(a{i}.dtype, {name!r}, {kernel!r}))[v{i} & 15]
         frameworks |= TORCH if d >= 0 else HOST
+        if d >= 0 and d != device:
+            if device >= 0:
+                {refuse}
+            device = d
     elif t is float:
         v{i} = a{i}
-        d = -1
         k{i} = FP32
     else:
         k{i}, v{i}, d, f = _other(a{i}, {name!r}, {kernel!r})
         frameworks |= f
-    if d >= 0 and d != device:
-        if device >= 0:
-            raise refusal(args, {refusal_args})
-        device = d
+        if d >= 0 and d != device:
+            if device >= 0:
+                {refuse}
+            device = d
 """
 
 _CONSTEXPR = """\
@@ -222,9 +229,10 @@ def generic_part(part):
 
 # The launch key, as the binder makes it (a flat tuple: it is hashed on every launch, and a flat tuple of shared
 # parts hashes fastest): one part per parameter, then the parts of launch options that select another variant
-# (("maxnreg", n)), then the launch options every key ends with. Read and extended only through the functions
-# below, never by position.
-LAUNCH_TAIL = ("num_warps", "num_stages", "device")
+# (("maxnreg", n)), then the launch options every key ends with and the token of the code-changing environment
+# variables (`options.environment_token`: a launcher is made under the values it names). Read and extended only
+# through the functions below, never by position.
+LAUNCH_TAIL = ("num_warps", "num_stages", "environment", "device")
 
 
 def specialization_of(key) -> tuple:
@@ -250,23 +258,38 @@ def option_parts(specialization, n_params) -> dict:
     return dict(specialization[n_params:])
 
 
-def binder_source(names, constexpr_mask, kernel_name, generic_mask=None) -> str:
-    def tuple_of(items):
-        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
-    args = [f"a{i}" for i in range(len(names))]
-    refusal_args = f"{tuple(names)!r}, {tuple(constexpr_mask)!r}, {kernel_name!r}"
-    lines = ["def launch_facts(args, num_warps, num_stages, for_launch=True):",
-             f"    {tuple_of(args)} = args" if names else "    assert not args",
-             "    device = -1", "    frameworks = 0"]
+def parameter_pass(names, constexpr_mask, kernel_name, generic_mask, refuse) -> list:
+    """The lines of the pass over `a0, a1, ...` that set `k<i>` (key part), `v<i>` (slot value), `device` and
+    `frameworks` (both initialised by the caller), one block per parameter; `refuse` is the statement run for
+    arrays on two devices."""
+    lines = []
     for i, (name, is_constexpr) in enumerate(zip(names, constexpr_mask)):
         lines.append((_CONSTEXPR if is_constexpr else _PARAM).format(i=i, name=name, kernel=kernel_name,
-                                                                     refusal_args=refusal_args).rstrip())
+                                                                     refuse=refuse).rstrip())
         if generic_mask and generic_mask[i]:
             lines.append(_GENERIC.format(i=i).rstrip())
-    keys = [f"k{i}" for i in range(len(names))] + ["num_warps", "num_stages", "device"]
+    return lines
+
+
+def tuple_of(items) -> str:
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+
+def binder_source(names, constexpr_mask, kernel_name, generic_mask=None) -> str:
+    args = [f"a{i}" for i in range(len(names))]
+    # The refusal's constants are a default argument, not literals at each refusal: a kernel of 60 parameters
+    # has 180 refusal sites, and compiling 180 copies of two 60-element tuples took 70 ms of a cold launch.
+    refusal_args = f"{tuple(names)!r}, {tuple(constexpr_mask)!r}, {kernel_name!r}"
+    lines = [f"def launch_facts(args, num_warps, num_stages, for_launch=True, _refusal=({refusal_args})):",
+             f"    {tuple_of(args)} = args" if names else "    assert not args",
+             "    device = -1", "    frameworks = 0"]
+    lines += parameter_pass(names, constexpr_mask, kernel_name, generic_mask, refuse="raise refusal(args, *_refusal)")
+    keys = [f"k{i}" for i in range(len(names))] + ["num_warps", "num_stages", "environment", "device"]
     values = [f"v{i}" for i, c in enumerate(constexpr_mask) if not c]
-    lines += ["    if frameworks & HOST and for_launch:", f"        raise refusal(args, {refusal_args})",
+    lines += ["    if frameworks & HOST and for_launch:", "        raise refusal(args, *_refusal)",
               "    if device < 0 and for_launch:", "        device = current_device()",
+              "    environment = ENVIRONMENT[0]", "    if environment is None:",
+              "        environment = environment_token()",
               f"    return {tuple_of(keys)}, {tuple_of(values)}, device, frameworks"]
     return "\n".join(lines) + "\n"
 
@@ -281,15 +304,18 @@ def make_binder(names, constexpr_mask, kernel_name, generic_mask=None):
     return namespace["launch_facts"]
 
 
-def _code_of(source, kernel_name):
-    name = f"binder-{sys.implementation.cache_tag}-{hashlib.sha256(source.encode()).hexdigest()[:24]}.marshal"
+def _code_of(source, kernel_name, filename=None):
+    """The code object of a generated `source` (compiled as `filename`), from the disk cache when it is there."""
+    named = source if filename is None else filename + source      # the code object holds its file name
+    filename = filename or f"<launch binder of {kernel_name}>"
+    name = f"binder-{sys.implementation.cache_tag}-{hashlib.sha256(named.encode()).hexdigest()[:24]}.marshal"
     payload = cache.load_named(name)       # checked against its digest: marshal must never see a damaged file
     if payload is not None:
         try:
             return marshal.loads(payload)
         except (ValueError, EOFError, TypeError):
             pass
-    code = compile(source, f"<launch binder of {kernel_name}>", "exec")
+    code = compile(source, filename, "exec")
     cache.write(name, marshal.dumps(code))
     return code
 

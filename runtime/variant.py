@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..errors import LaunchError, SourceLocation
 from .. import options as options_mod
-from . import cache, compiler
+from . import cache, compiler, toolchain
 from .launcher import STICKY_ERRORS
 from .once import OnceMap
 
@@ -17,11 +17,14 @@ class CompiledVariant:
     architecture and its loaded function per device."""
 
     def __init__(self, name, source, param_kinds, shared_bytes=0, disk_key=None, options=options_mod.DEFAULT,
-                 required_arch=None, maxnreg=None, tensor_maps=(), row_loop=False):
+                 required_arch=None, maxnreg=None, tensor_maps=(), row_loop=False, persistent=None,
+                 programs_per_block=1):
         self.name = name
         self.source = source
         self.param_kinds = param_kinds       # per kernel parameter: "ptr", a dtype name, or None (constexpr)
         self.row_loop = row_loop             # folded into a row loop: the grid's x is a last int32 parameter
+        self.persistent = row_loop if persistent is None else persistent   # ... one wave of blocks launched
+        self.programs_per_block = programs_per_block   # programs of the grid's x per block (program_packing.py)
         self.slot_kinds = [k for k in param_kinds if k is not None] + (["int32"] if row_loop else [])
         self.shared_bytes = shared_bytes     # dynamic shared memory per program
         self.disk_key = disk_key
@@ -51,7 +54,11 @@ class CompiledVariant:
 
     def _build_cubin(self, arch):
         self.check_arch(arch)
-        cubin = cache.load_cubin(self.disk_key, arch) if self.disk_key else None
+        cubin = cache.load_cubin(self.disk_key, arch, toolchain.cubin_fingerprint(arch)) if self.disk_key else None
+        if cubin is None and self.disk_key and toolchain.nvrtc_version() == "none":
+            # No NVRTC here (a machine with only a driver): a cubin another NVRTC made is the only one this process
+            # can run; the driver refuses one it cannot load, and `_load` then says why.
+            cubin = cache.load_any_cubin(self.disk_key, arch)
         if cubin is not None:
             self._from_disk.add(arch)
             return cubin
@@ -67,7 +74,7 @@ class CompiledVariant:
         if occupancy is not None:
             self.occupancy[arch] = occupancy
         if self.disk_key:
-            cache.store_cubin(self.disk_key, arch, cubin)
+            cache.store_cubin(self.disk_key, arch, toolchain.cubin_fingerprint(arch), cubin)
         return cubin
 
     def resident_programs(self, device, num_warps):

@@ -1,7 +1,5 @@
 // ---- device helpers (templates/device.cuh: the ones this kernel uses, inlined) ----------------------------
-// Conversions that follow Triton's rules, wide loads and stores with cache hints, warp shuffles and the
-// combiners of the built-in reductions. Everything is __forceinline__: the generated kernel reads as if
-// these were written in place.
+// Triton's conversions, wide loads and stores, warp shuffles, reduction combiners; all __forceinline__.
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 
@@ -54,34 +52,20 @@ template <typename To, typename From> __device__ __forceinline__ To bitcast(From
 
 // fp32 division as Triton lowers `/`: div.full.f32 (at most 2 ulp, no slow path for the full range).
 __device__ __forceinline__ float div_full(float a, float b) {
-  float r;
-  asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
+  float r; asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r;
 }
 
-// Triton's integer +, -, *, << and unary - wrap around (LLVM's add, sub, mul, shl without an nsw flag); in C a
-// signed result out of range is undefined behaviour and NVVM builds on that (`(x + y) < x` became `y < 0`). These compute in an
-// unsigned type of at least 32 bits (narrower operands would be promoted back to int) and convert back,
-// which wraps.
+// Triton's integer +, -, *, << and unary - wrap around (LLVM's add, sub, mul, shl without nsw); a signed C result
+// out of range is undefined and NVVM builds on that (`(x + y) < x` became `y < 0`). These compute in an unsigned
+// type of at least 32 bits (narrower operands would be promoted back to int) and convert back, which wraps.
 template <typename T> struct wrapping { using U = unsigned; };
 template <> struct wrapping<long long> { using U = unsigned long long; };
 template <> struct wrapping<unsigned long long> { using U = unsigned long long; };
-template <typename T> __device__ __forceinline__ T wrap_add(T a, T b) {
-  using U = typename wrapping<T>::U;
-  return T(U(a) + U(b));
-}
-template <typename T> __device__ __forceinline__ T wrap_sub(T a, T b) {
-  using U = typename wrapping<T>::U;
-  return T(U(a) - U(b));
-}
-template <typename T> __device__ __forceinline__ T wrap_mul(T a, T b) {
-  using U = typename wrapping<T>::U;
-  return T(U(a) * U(b));
-}
-template <typename T> __device__ __forceinline__ T wrap_shl(T a, T b) {
-  using U = typename wrapping<T>::U;
-  return T(U(a) << U(b));
-}
+template <typename T> using wrap_u = typename wrapping<T>::U;
+template <typename T> __device__ __forceinline__ T wrap_add(T a, T b) { return T(wrap_u<T>(a) + wrap_u<T>(b)); }
+template <typename T> __device__ __forceinline__ T wrap_sub(T a, T b) { return T(wrap_u<T>(a) - wrap_u<T>(b)); }
+template <typename T> __device__ __forceinline__ T wrap_mul(T a, T b) { return T(wrap_u<T>(a) * wrap_u<T>(b)); }
+template <typename T> __device__ __forceinline__ T wrap_shl(T a, T b) { return T(wrap_u<T>(a) << wrap_u<T>(b)); }
 template <typename T> __device__ __forceinline__ T wrap_neg(T a) { return wrap_sub<T>(T(0), a); }
 // |INT_MIN| wraps to INT_MIN, as Triton's abs does.
 template <typename T> __device__ __forceinline__ T iabs(T x) { return x < T(0) ? wrap_neg<T>(x) : x; }
@@ -148,7 +132,7 @@ template <> struct raw<4> { typedef unsigned int type; };
 template <> struct raw<2> { typedef unsigned short type; };
 template <> struct raw<1> { typedef unsigned char type; };
 
-enum Cache { CACHE_DEFAULT, CACHE_CA, CACHE_CG, CACHE_CS, CACHE_CV, CACHE_LU, CACHE_WB, CACHE_WT, CACHE_VOLATILE };
+enum Cache { CACHE_DEFAULT, CACHE_CA, CACHE_CG, CACHE_CS, CACHE_CV, CACHE_LU, CACHE_WB, CACHE_WT };
 
 template <int CACHE, typename V> __device__ __forceinline__ V load_raw(const V* p) {
   if constexpr (CACHE == CACHE_CA) return __ldca(p);
@@ -156,7 +140,6 @@ template <int CACHE, typename V> __device__ __forceinline__ V load_raw(const V* 
   else if constexpr (CACHE == CACHE_CS) return __ldcs(p);
   else if constexpr (CACHE == CACHE_CV) return __ldcv(p);
   else if constexpr (CACHE == CACHE_LU) return __ldlu(p);
-  else if constexpr (CACHE == CACHE_VOLATILE) return *reinterpret_cast<const volatile V*>(p);
   else return *p;
 }
 
@@ -204,17 +187,50 @@ TP_LD_HINT(evict_last, "evict_last")
 enum Evict { EVICT_NORMAL, EVICT_FIRST, EVICT_LAST };
 
 // Load N consecutive elements (N * sizeof(T) bytes, aligned to that) into dst[0..N).
-template <int N, int CACHE, int EVICT, typename T> __device__ __forceinline__ void load(T* dst, const T* src) {
+template <int N, typename T> __device__ __forceinline__ void load(T* dst, const T* src) {
+  typedef typename raw<N * sizeof(T)>::type V;
+  const V v = *reinterpret_cast<const V*>(src);
+  memcpy(dst, &v, sizeof(V));
+}
+
+// The same with a cache modifier (tl.load(..., cache_modifier=".cg")).
+template <int N, int CACHE, typename T> __device__ __forceinline__ void load_cached(T* dst, const T* src) {
+  typedef typename raw<N * sizeof(T)>::type V;
+  const V v = load_raw<CACHE>(reinterpret_cast<const V*>(src));
+  memcpy(dst, &v, sizeof(V));
+}
+
+// The same with an eviction priority hint (EVICT_FIRST or EVICT_LAST), which replaces the cache modifier.
+template <int N, int EVICT, typename T> __device__ __forceinline__ void load_evict(T* dst, const T* src) {
   typedef typename raw<N * sizeof(T)>::type V;
   V v;
   if constexpr (EVICT == EVICT_FIRST) v = ld_evict_first(reinterpret_cast<const V*>(src));
-  else if constexpr (EVICT == EVICT_LAST) v = ld_evict_last(reinterpret_cast<const V*>(src));
-  else v = load_raw<CACHE>(reinterpret_cast<const V*>(src));
+  else v = ld_evict_last(reinterpret_cast<const V*>(src));
+  memcpy(dst, &v, sizeof(V));
+}
+
+// The same as volatile reads (tl.load(..., volatile=True)): a volatile uint4 / uint2 cannot be copied as a
+// whole, so its words are read one by one, each volatile.
+template <int N, typename T> __device__ __forceinline__ void load_volatile(T* dst, const T* src) {
+  typedef typename raw<N * sizeof(T)>::type V;
+  const volatile V* q = reinterpret_cast<const volatile V*>(src);
+  V v;
+  if constexpr (sizeof(V) == 16) v = make_uint4(q->x, q->y, q->z, q->w);
+  else if constexpr (sizeof(V) == 8) v = make_uint2(q->x, q->y);
+  else v = *q;
   memcpy(dst, &v, sizeof(V));
 }
 
 // Store src[0..N) to N consecutive elements at dst (aligned to N * sizeof(T) bytes).
-template <int N, int CACHE, typename T> __device__ __forceinline__ void store(T* dst, const T* src) {
+template <int N, typename T> __device__ __forceinline__ void store(T* dst, const T* src) {
+  typedef typename raw<N * sizeof(T)>::type V;
+  V v;
+  memcpy(&v, src, sizeof(V));
+  *reinterpret_cast<V*>(dst) = v;
+}
+
+// The same with a cache modifier (tl.store(..., cache_modifier=".cs")).
+template <int N, int CACHE, typename T> __device__ __forceinline__ void store_cached(T* dst, const T* src) {
   typedef typename raw<N * sizeof(T)>::type V;
   V v;
   memcpy(&v, src, sizeof(V));

@@ -9,7 +9,9 @@ import transpiler.language as tl
 from transpiler.language.extra import libdevice
 
 UNARY = ["exp", "exp2", "log", "log2", "sqrt", "sqrt_rn", "rsqrt", "sin", "cos", "erf", "sigmoid", "abs",
-         "tanh", "expm1", "log1p", "atan", "sinh", "cosh", "tan", "floor", "neg", "cast32"]
+         "tanh", "expm1", "log1p", "atan", "sinh", "cosh", "tan", "floor", "neg", "cast32",
+         "libdevice_exp", "libdevice_log", "libdevice_sqrt", "libdevice_rsqrt", "libdevice_sin", "libdevice_cos",
+         "libdevice_erf"]
 BINARY = ["add", "sub", "mul", "truediv", "div_rn", "minimum", "maximum", "where", "fma", "clamp", "pow"]
 
 
@@ -56,6 +58,20 @@ def unary_kernel(X, OUT, n, FN: tl.constexpr, BLOCK: tl.constexpr):
         y = libdevice.cosh(x)
     elif FN == "tan":
         y = libdevice.tan(x)
+    elif FN == "libdevice_exp":
+        y = libdevice.exp(x)
+    elif FN == "libdevice_log":
+        y = libdevice.log(x)
+    elif FN == "libdevice_sqrt":
+        y = libdevice.sqrt(x)
+    elif FN == "libdevice_rsqrt":
+        y = libdevice.rsqrt(x)
+    elif FN == "libdevice_sin":
+        y = libdevice.sin(x)
+    elif FN == "libdevice_cos":
+        y = libdevice.cos(x)
+    elif FN == "libdevice_erf":
+        y = libdevice.erf(x)
     elif FN == "floor":
         y = tl.floor(x * 3.0) + x * x
     elif FN == "neg":
@@ -151,6 +167,17 @@ def layernorm_kernel(X, W, B, Y, stride, n_cols, eps, BLOCK: tl.constexpr):
 
 
 @transpiler.jit
+def bias_2d_kernel(X, BIAS, OUT, M, N, stride, BM: tl.constexpr, BN: tl.constexpr):
+    """A 2-D grid of tiles and a bias indexed by the column tile only: programs along axis 0 share it."""
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    live = (rm[:, None] < M) & (rn[None, :] < N)
+    x = tl.load(X + rm[:, None] * stride + rn[None, :], mask=live, other=0.0)
+    b = tl.load(BIAS + rn, mask=rn < N, other=0.0)
+    tl.store(OUT + rm[:, None] * stride + rn[None, :], tl.sin(x + b[None, :]) * x, mask=live)
+
+
+@transpiler.jit
 def broadcast_kernel(X, S, V, OUT, n_rows, n_cols, BM: tl.constexpr, BN: tl.constexpr):
     """2-D block: a per-row scalar and a per-column vector broadcast over the block, a column sum."""
     rows = tl.program_id(0) * BM + tl.arange(0, BM)
@@ -199,6 +226,23 @@ def loop_sum_kernel(X, W, OUT, n_cols, stride, BLOCK: tl.constexpr):
 
 
 @transpiler.jit
+def loop_blocks_kernel(X, Y, OUT, n, ITERS: tl.constexpr, BLOCK: tl.constexpr, OVERLAP: tl.constexpr):
+    """A runtime loop over ITERS blocks per program: the iterations' blocks are disjoint (plain gradient writes
+    inside the loop), or with OVERLAP consecutive iterations share half a block (atomic adds)."""
+    pid = tl.program_id(0)
+    acc = tl.zeros((BLOCK,), tl.float64)
+    for i in range(0, ITERS):
+        if OVERLAP:
+            offs = pid * ITERS * BLOCK + i * (BLOCK // 2) + tl.arange(0, BLOCK)
+        else:
+            offs = (pid * ITERS + i) * BLOCK + tl.arange(0, BLOCK)
+        x = tl.load(X + offs, mask=offs < n, other=0.0)
+        y = tl.load(Y + offs, mask=offs < n, other=0.0)
+        acc += tl.sin(x) * y
+    tl.store(OUT + pid * BLOCK + tl.arange(0, BLOCK), acc)
+
+
+@transpiler.jit
 def recurrence_kernel(X, W, OUT, steps, n, BLOCK: tl.constexpr):
     """Non-linear carried state and a runtime if in the loop (reverse with per-iteration replay)."""
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -210,6 +254,21 @@ def recurrence_kernel(X, W, OUT, steps, n, BLOCK: tl.constexpr):
         if i % 2 == 1:
             h = h * 0.75
     tl.store(OUT + offs, h, mask=m)
+
+
+@transpiler.jit
+def recurrence_bounds_kernel(X, W, OUT, n, STEPS: tl.constexpr, BY_PROGRAM: tl.constexpr, BLOCK: tl.constexpr):
+    """Non-linear carried state, a block and a scalar, over a constant trip count (STEPS) or one depending on
+    the program (tape or replay: the cost decision, and bounds a tape cannot be sized by)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    h = tl.load(X + offs, mask=m, other=0.0)
+    w = tl.load(W + offs, mask=m, other=0.0)
+    s = tl.sum(w, axis=0) * 0.1
+    for i in range(0, STEPS + (tl.program_id(0) if BY_PROGRAM else 0)):
+        h = tl.sin(h * w + s)
+        s = tl.cos(s) * 0.5 + tl.sum(h * w, axis=0) * 0.01
+    tl.store(OUT + offs, h + s, mask=m)
 
 
 @transpiler.jit
@@ -280,7 +339,8 @@ def cases(rng):
     out = []
     n = 37
     for fn in UNARY:
-        x = _positive(rng, n) if fn in ("log", "log2", "sqrt", "sqrt_rn", "rsqrt", "log1p") else \
+        x = _positive(rng, n) if fn in ("log", "log2", "sqrt", "sqrt_rn", "rsqrt", "log1p", "libdevice_log",
+                                        "libdevice_sqrt", "libdevice_rsqrt") else \
             rng.uniform(-1.2, 1.2, n)
         if fn == "floor":
             x = x + 0.011       # stay clear of the jumps of floor(3x)
@@ -310,6 +370,9 @@ def cases(rng):
         kernel=layernorm_kernel, args=[rng.normal(size=(rows, cols)), rng.normal(size=cols), rng.normal(size=cols),
                                        np.zeros((rows, cols)), cols, cols, 1e-5],
         grid=(rows,), constexprs=dict(BLOCK=32), outputs=["Y"], inputs=["X", "W", "B"])))
+    out.append(("bias_2d", dict(
+        kernel=bias_2d_kernel, args=[rng.normal(size=(20, 32)), rng.normal(size=32), np.zeros((20, 32)), 20, 30, 32],
+        grid=(3, 2), constexprs=dict(BM=8, BN=16), outputs=["OUT"], inputs=["X", "BIAS"])))
     out.append(("broadcast_2d", dict(
         kernel=broadcast_kernel, args=[rng.normal(size=(10, 13)), rng.normal(size=10), rng.normal(size=13),
                                        np.zeros((10, 13)), 10, 13],
@@ -320,9 +383,18 @@ def cases(rng):
     out.append(("loop_sum", dict(kernel=loop_sum_kernel, args=[rng.normal(size=(3, 37)), rng.normal(size=37),
                                                                np.zeros(3), 37, 37],
                                  grid=(3,), constexprs=dict(BLOCK=16), outputs=["OUT"], inputs=["X", "W"])))
+    for overlap in (False, True):
+        out.append((f"loop_blocks{'_overlapping' if overlap else ''}", dict(
+            kernel=loop_blocks_kernel, args=[rng.normal(size=181), rng.normal(size=181), np.zeros(64), 181],
+            grid=(4,), constexprs=dict(ITERS=3, BLOCK=16, OVERLAP=overlap), outputs=["OUT"], inputs=["X", "Y"])))
     out.append(("loop_recurrence", dict(kernel=recurrence_kernel, args=[rng.normal(size=20), rng.normal(size=20),
                                                                         np.zeros(20), 5, 20],
                                         grid=(2,), constexprs=dict(BLOCK=16), outputs=["OUT"], inputs=["X", "W"])))
+    for label, steps, by_program in (("short", 3, False), ("long", 12, False), ("by_program", 3, True)):
+        out.append((f"loop_recurrence_{label}", dict(
+            kernel=recurrence_bounds_kernel, args=[rng.normal(size=20), rng.normal(size=20), np.zeros(20), 20],
+            grid=(2,), constexprs=dict(STEPS=steps, BY_PROGRAM=by_program, BLOCK=16), outputs=["OUT"],
+            inputs=["X", "W"])))
     out.append(("static_loop", dict(kernel=static_loop_kernel, args=[rng.normal(size=20), np.zeros(20), 20],
                                     grid=(2,), constexprs=dict(STEPS=3, BLOCK=16), outputs=["OUT"], inputs=["X"])))
     m, nn, k = 20, 18, 17

@@ -239,3 +239,18 @@ def check(case, outputs):
         got = np.asarray(outputs[index]).astype(np.float64)
         np.testing.assert_allclose(got, ref, rtol=rtol, atol=atol, equal_nan=True,
                                    err_msg=f"output {index} of {case['kernel'].__name__}")
+
+
+def fresh(case):
+    """The case with a new Kernel object for its function: launchers are kept per specialization, not per
+    compile option, so a test that changes a switch needs a kernel that has not launched yet."""
+    return dict(case, kernel=transpiler.jit(case["kernel"].fn))
+
+
+def run_on_gpu(case):
+    """Launch the case on the GPU (CuPy arrays made from its NumPy arguments); its arguments, back on the host."""
+    import cupy
+    dev = [cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in case["args"]]
+    case["kernel"][case["grid"]](*dev, num_warps=case["num_warps"], **case["constexprs"])
+    cupy.cuda.runtime.deviceSynchronize()
+    return [cupy.asnumpy(a) if isinstance(a, cupy.ndarray) else a for a in dev]

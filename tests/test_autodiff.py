@@ -65,26 +65,67 @@ def test_replicated_and_strided_reads_get_partials_and_runtime_tests_with_the_re
         *_case("layernorm_affine")["args"], grads=_grads(_case("layernorm_affine")),
         **_case("layernorm_affine")["constexprs"])
     assert "if partial_W_rows >= programs_" in source and "tl.atomic_add(partial_W_row_" in source
-    assert "gradient of W -> grad_W: atomic add: its addresses are not affine" in _decisions(_case("loop_sum"))
+    assert ("gradient of W -> grad_W: partial sums: every program reads the same elements (a block replicated across "
+            "programs): per-program partial sums: each program adds atomically into row program % 64"
+            ) in _decisions(_case("loop_sum"))
     assert ("gradient of X -> grad_X: plain or atomic by a runtime test: a row per program at a runtime stride "
             "(offsets lane[0] + program_id(0)*stride): plain when stride >= n_cols holds") in text
     text = _decisions(_case("broadcast_2d"))
     assert "gradient of S -> grad_S: atomic add" in text       # S[rows] and S[0]: two index patterns
 
 
-def test_plain_and_atomic_writes_give_the_same_gradients(monkeypatch):
-    case = _case("boxes_giou")
+def test_loads_indexed_by_a_loop_get_plain_writes_when_iterations_are_disjoint():
+    """The induction variable is lo + step * k: disjoint iterations (blocks i * BLOCK of a program's ITERS)
+    are one more digit of the mixed-radix proof; iterations sharing half a block are not; a row loop at a
+    runtime stride (`row * stride + start + arange`, masked `start + arange < n_cols`) is plain under the
+    runtime test."""
+    text = _decisions(_case("loop_blocks"))
+    assert ("gradient of X -> grad_X: plain read-add-write: each element is read by exactly one lane of one "
+            "program in one iteration of its loop (offsets 16*iteration(i) + lane[0] + 48*program_id(0))") in text
+    text = _decisions(_case("loop_blocks_overlapping"))
+    assert "gradient of X -> grad_X: atomic add: two lanes of a program, or two iterations of its loop" in text
+    text = _decisions(_case("loop_sum"))
+    assert ("gradient of X -> grad_X: plain or atomic by a runtime test: a row per program at a runtime stride "
+            "(offsets 16*iteration(start) + lane[0] + program_id(0)*stride): plain when stride >= n_cols") in text
+
+
+def test_a_block_shared_by_programs_along_another_axis_gets_atomic_adds():
+    """`BIAS + rn` in a kernel whose rows are along axis 0: programs (0, j) and (1, j) read the same elements,
+    which the interpreter's sequential programs would not show: the decision must say atomic."""
+    assert ("gradient of BIAS -> grad_BIAS: atomic add: programs along grid axis 0 read the same elements (its "
+            "offsets do not depend on program_id(0))") in _decisions(_case("bias_2d"))
+
+
+def test_a_grid_axis_the_forward_never_reads_is_refused():
+    case = _case("loop_blocks")
+    with pytest.raises(ValueError, match="2 programs along axis 1, whose program id loop_blocks_kernel never reads"):
+        case["kernel"].backward.interpret[(4, 2)](*case["args"], grads=_grads(case), **case["constexprs"])
+
+
+def test_a_runtime_trip_count_under_a_program_id_is_not_proved_injective():
+    from transpiler.autodiff.gradient_writes import Affine, _injective
+    k = ("iter", (0, "i"))
+    form = Affine.of({("pid", 0): 64, k: 16, ("lane", 0): 1})
+    assert _injective(form, (16,), {k: 4}) is None
+    assert _injective(form, (16,), {k: 5}) == "the blocks of neighbouring programs overlap"
+    assert "trip count is a runtime value" in _injective(form, (16,), {k: None})
+
+
+@pytest.mark.parametrize("name", ["boxes_giou", "loop_blocks"])
+def test_plain_and_atomic_writes_give_the_same_gradients(name, monkeypatch):
+    case = _case(name)
     results = []
     for forced in (False, True):
         if forced:
             monkeypatch.setenv("TRANSPILER_AUTODIFF_WRITES", "atomic")
         grads = {n: np.full_like(a, 0.25) for n, a in _grads(case).items()}
-        grads["LOSS"] = np.random.default_rng(0).normal(size=grads["LOSS"].shape)
+        (out,) = case["outputs"]
+        grads[out] = np.random.default_rng(0).normal(size=grads[out].shape)
         case["kernel"].backward.interpret[case["grid"]](*case["args"], grads=grads, **case["constexprs"])
         results.append(grads)
     assert "tl.atomic_add(" in case["kernel"].backward.python_source(*case["args"], grads=_grads(case),
                                                                       **case["constexprs"])
-    for n in ("PRED", "TARGET"):
+    for n in case["inputs"]:
         np.testing.assert_allclose(results[0][n], results[1][n], rtol=1e-13)
         assert np.abs(results[0][n] - 0.25).max() > 1e-3
 
@@ -190,7 +231,31 @@ def test_gradients_through_loop_carried_pointers_are_refused_at_the_loop():
 
 def test_explain_says_what_each_loop_recomputes():
     assert "reads none of its carried values" in _decisions(_case("loop_sum"))
-    assert "replays the forward loop up to it" in _decisions(_case("loop_recurrence"))
+    assert ("kept per iteration in a tape (one forward pass stores them, each reverse iteration loads its own): its "
+            "trip count is a runtime value") in _decisions(_case("loop_recurrence"))
+
+
+def test_tape_or_replay_is_chosen_by_cost_and_by_what_can_be_sized():
+    """A loop whose reverse reads its carried values (a block and a scalar): 3 constant iterations replay
+    (3 body replays cost less than the tape's stores and loads), 12 take the tape (66 replays would cost
+    more), a trip count depending on the program id replays (a tape is sized before the launch)."""
+    short, long, by_program = (_decisions(_case(f"loop_recurrence_{k}")) for k in ("short", "long", "by_program"))
+    assert "replays the forward loop up to it (O(n^2) iterations): 3 iterations: replaying" in short
+    assert "kept per iteration in a tape" in long and "costs less than replaying (66 body replays" in long
+    assert "its bounds are not host values" in by_program
+    case = _case("loop_recurrence_long")
+    source = case["kernel"].backward.python_source(*case["args"], grads=_grads(case), **case["constexprs"])
+    assert source.count("tl.store(tape_") == 2 and "tl.debug_barrier()" in source
+    assert "tape_h, tape_h_trips, tape_s, tape_s_trips" in source.splitlines()[0]
+
+
+def test_tape_offsets_are_row_major_for_any_block_rank():
+    from transpiler.autodiff.tapes import offsets_text
+    assert offsets_text(()) == ""
+    assert offsets_text((16,)) == "tl.arange(0, 16)"
+    assert offsets_text((4, 8)) == "tl.arange(0, 4)[:, None] * 8 + tl.arange(0, 8)[None, :]"
+    assert offsets_text((2, 3, 4)) == ("tl.arange(0, 2)[:, None, None] * 12 + tl.arange(0, 3)[None, :, None] * 4 + "
+                                       "tl.arange(0, 4)[None, None, :]")
     boxes = _case("boxes_giou")
     text = boxes["kernel"].backward.explain(*boxes["args"], grads=_grads(boxes), **boxes["constexprs"])
     assert "autodiff: boxes_kernel_backward" in text and "layout" in text    # the ordinary explain follows
@@ -214,8 +279,19 @@ def test_giou_example_backward_matches_the_reference():
     assert giou_loss.run_case("numpy", "float32", batch=2, n=77).count("backward rel error") == 1
 
 
+@pytest.mark.parametrize("dtype,shape", [("float16", (40, 50, 70)), ("float32", (70, 65, 33))])
+def test_fused_mlp_example_backward_matches_the_float64_formulas(dtype, shape):
+    """The example's derived backward of gelu(X @ W + b) (K loop of dots, bias shared by row tiles) against
+    the float64 formulas (the example raises Mismatch past its tolerance)."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+    import fused_mlp
+    assert "backward rel error" in fused_mlp.run_case("numpy", dtype, shape=shape)
+
+
 def test_accumulate_false_overwrites_what_the_forward_reads():
-    for name in ("boxes_giou", "layernorm_affine", "row_sum_overlapping_rows"):
+    for name in ("boxes_giou", "layernorm_affine", "row_sum_overlapping_rows", "loop_recurrence_long", "bias_2d"):
         case = _case(name)
         added = {n: np.zeros_like(g) for n, g in _grads(case).items()}
         overwritten = {n: np.full_like(g, 7.5) for n, g in _grads(case).items()}
@@ -248,16 +324,107 @@ def test_partial_rows_shared_by_programs_take_atomic_adds(monkeypatch):
         np.testing.assert_allclose(shared[n][0], own[n][0], rtol=1e-12, atol=1e-14)
 
 
-@pytest.mark.parametrize("programs", [5, 16, 17, 300, 4099])
-def test_partial_rows_are_summed_in_passes_exactly(programs):
-    """The partial-row buffer is folded CHUNK_ROWS rows per program per pass (4096 rows in one program's loop
-    were serial: 3.2 ms on the H200), then added into the gradient: the same sum for every row count."""
+@pytest.mark.parametrize("programs,accumulate", [(1, True), (5, False), (65, True), (300, False), (2048, True),
+                                                 (4097, False)])
+def test_partial_rows_are_summed_in_passes_exactly(programs, accumulate):
+    """The partial-row buffer is summed by tiles of PASS_ROWS rows per program per pass (4096 rows in one
+    program's loop were serial: 3.2 ms on the H200), then added into (or stored as) the gradient: the same sum
+    for every row count, columns past a block's 128 included."""
     from transpiler.autodiff import partials
     rng = np.random.default_rng(programs)
-    grad = rng.standard_normal(37)
-    plan = partials.Plan(grad, 0, programs, 40)
+    grad = rng.standard_normal(37 if programs > 300 else 300)
+    plan = partials.Plan(grad, 0, programs, 40 if programs > 300 else 301, accumulate)
     assert plan.rows == programs
     plan.buffer[...] = rng.standard_normal(plan.buffer.shape)
-    expected = grad + plan.buffer[:, :37].sum(axis=0)
+    expected = (grad if accumulate else 0) + plan.buffer[:, :grad.size].sum(axis=0)
     plan.reduce(interpret=True)
     np.testing.assert_allclose(grad, expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("rows_a,rows_b,accumulate", [(19, 19, True), (300, 2500, False), (1, 64, True)])
+def test_two_gradients_are_summed_in_one_launch(rows_a, rows_b, accumulate):
+    """`reduce_all` pairs the plans (layernorm's dW and dB: one launch); rows past FINAL_ROWS fold first;
+    gradients of other lengths and row counts in one launch come out as each alone."""
+    from transpiler.autodiff import partials
+    rng = np.random.default_rng(rows_a + rows_b)
+    grads = [rng.standard_normal(37), rng.standard_normal(130)]
+    plans = [partials.Plan(grads[0], 0, rows_a, 40, accumulate), partials.Plan(grads[1], 1, rows_b, 256, accumulate)]
+    expected = []
+    for plan, grad in zip(plans, grads):
+        plan.buffer[...] = rng.standard_normal(plan.buffer.shape)
+        expected.append((grad if accumulate else 0) + plan.buffer[:, :grad.size].sum(axis=0))
+    partials.reduce_all(plans, interpret=True)
+    for grad, want in zip(grads, expected):
+        np.testing.assert_allclose(grad, want, rtol=1e-12, atol=1e-12)
+
+
+@needs_nvrtc
+def test_the_paired_sum_kernel_compiles_without_spills():
+    from transpiler.autodiff import partials
+    buffer, grad = np.zeros((1184, 1024), np.float32), np.zeros(1024, np.float32)
+    rows, columns, warps = partials._tile(1184)
+    for arch in ("sm_80", "sm_90a"):
+        source = partials.sum_two_into.cuda_source(buffer, grad, 1024, 1184, 1024, buffer, grad, 1024, 1184, 1024,
+                                                   128, rows, columns, False, num_warps=warps, arch=arch)
+        result = compile_offline(source, arch)
+        assert result.spill_bytes == 0 and not result.warnings, result.log
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("rows", [1, 19, 1184, 2048, 4097])
+def test_partial_sum_kernels_compile_without_spills(rows):
+    """The summing kernels at the tiles the plans choose (a pass for 4097 rows; one tile of up to 2048 rows)."""
+    from transpiler.autodiff import partials
+    grad = np.zeros(1000, np.float32)
+    plan = partials.Plan(grad, 0, rows, 1024, accumulate=False)
+    launches = []
+
+    class Recorder:
+        def __init__(self, kernel):
+            self.kernel = kernel
+
+        def __getitem__(self, grid):
+            return lambda *args, num_warps: launches.append((self.kernel, args, num_warps))
+
+    import unittest.mock
+    with unittest.mock.patch.object(partials, "sum_row_tiles", Recorder(partials.sum_row_tiles)), \
+            unittest.mock.patch.object(partials, "sum_rows_into", Recorder(partials.sum_rows_into)):
+        plan.reduce()
+    assert len(launches) == (2 if rows > partials.FINAL_ROWS else 1)
+    for kernel, args, num_warps in launches:
+        for arch in ("sm_80", "sm_90a"):
+            result = compile_offline(kernel.cuda_source(*args, num_warps=num_warps, arch=arch), arch)
+            assert result.spill_bytes == 0 and not result.warnings, result.log
+
+
+@pytest.mark.parametrize("wave", [1, 2, 3, 7])
+def test_folded_backward_runs_several_forward_programs_per_program(wave, monkeypatch):
+    """A weight vector every program reads: the backward folds the forward's programs into `wave` programs
+    (the interpreter's stand-in for one wave of resident programs), each summing W's and B's gradients in
+    registers over its rows; every fold gives the finite differences' gradients and the same as one program
+    per row (wave 7: the grid's own size)."""
+    from transpiler.autodiff import kernel as backward_kernel
+    rng = np.random.default_rng(11)
+    from autodiff_kernels import layernorm_kernel
+    rows, cols = 7, 29
+    args = [rng.normal(size=(rows, cols)), rng.normal(size=cols), rng.normal(size=cols), np.zeros((rows, cols)),
+            cols, cols, 1e-5]
+    monkeypatch.setattr(backward_kernel, "INTERPRETER_WAVE", wave)
+    report = gradient_check(layernorm_kernel, (rows,), args, ["Y"], ["X", "W", "B"], BLOCK=32)
+    for n, (analytic, numeric, error) in report.items():
+        assert error < 1e-6, (n, error)
+    grads = {"X": np.zeros((rows, cols)), "W": np.zeros(cols), "B": np.zeros(cols), "Y": np.ones((rows, cols))}
+    source = layernorm_kernel.backward.python_source(*args, grads=grads, BLOCK=32)
+    assert "for forward_program_" in source and "in range(tl.program_id(0), forward_programs, tl.num_programs(0))" \
+        in source
+    assert "folded: each program runs forward programs p, p + P" in _decisions(_case("layernorm_affine"))
+    monkeypatch.setattr(backward_kernel, "INTERPRETER_WAVE", rows)
+    unfolded = gradient_check(layernorm_kernel, (rows,), args, ["Y"], ["X", "W", "B"], BLOCK=32)
+    for n in report:
+        np.testing.assert_allclose(report[n][0], unfolded[n][0], rtol=1e-12, atol=1e-14)
+
+
+def test_loads_inside_regions_or_partial_rows_are_not_folded():
+    """The fold needs whole-row reads at the kernel's top level: a weight read inside a loop is not folded."""
+    text = _decisions(_case("loop_sum"))
+    assert "folded" not in text

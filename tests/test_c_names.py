@@ -45,7 +45,8 @@ def test_twelve_argmax_reductions_have_distinct_accumulators():
         np.testing.assert_allclose(vals[12 + i], (x + i).sum(), rtol=1e-6)
     if nvrtc_available():
         src = many_argmax_kernel.cuda_source(x, vals, idxs, BLOCK=64)
-        declared = re.findall(r"\b(?:float|int) (v_acc\w*)\[", src)
+        # one result register per thread: each accumulator is a scalar named after its result (`v`, `j`)
+        declared = re.findall(r"^\s*(?:float|int) ([vj]\w*) = ", src, re.M)
         assert len(declared) == 36 and len(set(declared)) == 36, "an accumulator of its own per operand"
         result = compile_offline(src, "sm_90a")
         assert not result.warnings, result.log

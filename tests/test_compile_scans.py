@@ -67,7 +67,8 @@ def test_several_warps_carry_totals_through_shared_memory_with_one_barrier(monke
     assert "y_smem[" in scan and "(lane & 31) == 31" in scan
 
 
-def test_a_scan_in_a_row_loop_waits_before_the_next_row_reuses_its_buffer():
+def test_a_scan_in_a_row_loop_waits_before_the_next_row_reuses_its_buffer(monkeypatch):
+    monkeypatch.setenv("TRANSPILER_PACK_PROGRAMS", "0")     # programs of 4 warps: the scan crosses warps
     src = _source(case_cumsum_rows(np.random.default_rng(0), n=500, block=512))    # 16 bytes a thread: folded
     loop = src[src.index(" = row_start; "):]        # the row loop (its variable renamed: the kernel has a `row`)
     scan = loop[loop.index("y = tl.cumsum("):]

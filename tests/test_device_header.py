@@ -29,10 +29,19 @@ def test_helpers_come_with_what_they_use_and_nothing_else():
 
 
 def test_macro_made_helpers_are_kept_when_a_kept_helper_calls_them():
-    kept = used_helpers(_header(), "tp::load<4, tp::CACHE_DEFAULT, tp::EVICT_NORMAL>(dst, src);")
+    kept = used_helpers(_header(), "tp::load_evict<4, tp::EVICT_FIRST>(dst, src);")
     assert "#define TP_LD_HINT" in kept and "TP_LD_HINT(evict_first" in kept and "#undef TP_LD_HINT" in kept
-    assert "enum Evict" in kept and "enum Cache" in kept and "struct raw<16>" in kept
-    assert "store_raw" not in kept
+    assert "enum Evict" in kept and "struct raw<16>" in kept
+    assert "store_raw" not in kept and "load_raw" not in kept
+
+
+def test_a_load_without_an_eviction_hint_leaves_the_hinted_loads_out():
+    kept = used_helpers(_header(), "tp::load<4>(dst, src);")
+    assert "struct raw<16>" in kept
+    assert "TP_LD_HINT" not in kept and "enum Evict" not in kept and "load_evict" not in kept
+    assert "load_raw" not in kept and "enum Cache" not in kept        # nor the cache modifiers' helpers
+    kept = used_helpers(_header(), "tp::load_cached<4, tp::CACHE_CG>(dst, src);")
+    assert "load_raw" in kept and "enum Cache" in kept and "TP_LD_HINT" not in kept
 
 
 def test_examples_inline_only_what_they_call():

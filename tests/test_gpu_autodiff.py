@@ -56,7 +56,7 @@ def test_gpu_gradient_matches_the_float64_interpreter_and_finite_differences(nam
             assert error < 1e-6, (n, error)
 
 
-@pytest.mark.parametrize("name", ["boxes_giou", "layernorm_affine", "loop_sum", "broadcast_2d"])
+@pytest.mark.parametrize("name", ["boxes_giou", "layernorm_affine", "loop_sum", "broadcast_2d", "loop_blocks"])
 def test_gpu_plain_and_atomic_writes_agree(name, monkeypatch):
     case = _fresh_case(name)
     start = _host_grads(case, np.random.default_rng())
@@ -79,15 +79,19 @@ def test_gpu_giou_example_backward_matches_torch_autograd(lib, dtype, batch, n):
     assert "backward rel error" in giou_loss.run_case(lib, dtype, batch=batch, n=n)
 
 
-def test_gpu_layernorm_derived_backward_matches_torch():
+@pytest.mark.parametrize("rows,accumulate", [(300, True), (5000, True), (7001, False)])
+def test_gpu_layernorm_derived_backward_matches_torch(rows, accumulate):
+    """300 rows: fewer forward programs than one wave; 5000 and 7001: each folded program runs several rows
+    and sums dW, dB in registers; accumulate=False stores the gradients over the poisoned arrays."""
     torch = pytest.importorskip("torch")
-    rows, cols = 300, 1000
+    cols = 1000
     x = torch.randn(rows, cols, device="cuda")
     w, b = torch.randn(cols, device="cuda"), torch.randn(cols, device="cuda")
     dy = torch.randn(rows, cols, device="cuda")
-    grads = {"X": torch.zeros_like(x), "W": torch.zeros_like(w), "B": torch.zeros_like(b), "Y": dy}
+    fill = 0.0 if accumulate else float("nan")
+    grads = {"X": torch.full_like(x, fill), "W": torch.full_like(w, fill), "B": torch.full_like(b, fill), "Y": dy}
     layernorm_kernel.backward[(rows,)](x, w, b, torch.empty_like(x), cols, cols, 1e-5, BLOCK=1024,
-                                       num_warps=8, grads=grads)
+                                       num_warps=8, grads=grads, accumulate=accumulate)
     torch.cuda.synchronize()
     xr, wr, br = (t.double().requires_grad_() for t in (x, w, b))
     torch.nn.functional.layer_norm(xr, (cols,), wr, br, 1e-5).backward(dy.double())
@@ -109,7 +113,9 @@ def test_gpu_torch_gradcheck_through_the_derived_backward():
                                           ("softmax", dict(dtype="float32", shape=(800, 4093), pitch=4096)),
                                           ("softmax", dict(dtype="float16", shape=(512, 3000))),
                                           ("layernorm", dict(dtype="float16", shape=(2049, 4000))),
-                                          ("layernorm", dict(dtype="float16", shape=(300, 1000)))])
+                                          ("layernorm", dict(dtype="float16", shape=(300, 1000))),
+                                          ("fused_mlp", dict(dtype="float16", shape=(1000, 1000, 1000))),
+                                          ("fused_mlp", dict(dtype="float32", shape=(777, 500, 333)))])
 def test_gpu_example_backwards_match_float64_formulas(example, case):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
     module = __import__(example)

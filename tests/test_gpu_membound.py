@@ -12,24 +12,21 @@ pytestmark = pytest.mark.gpu
 NAMES = [c[0] for c in K.all_cases(np.random.default_rng(0))]
 
 
-def _fresh(case):
-    """The case with a new Kernel object for its function: launchers are kept per specialization, not per
-    compile option, so a test that changes a switch needs a kernel that has not launched yet."""
-    import transpiler
-    return dict(case, kernel=transpiler.jit(case["kernel"].fn))
-
-
-def _run(case):
-    import cupy
-    dev = [cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in case["args"]]
-    case["kernel"][case["grid"]](*dev, num_warps=case["num_warps"], **case["constexprs"])
-    cupy.cuda.runtime.deviceSynchronize()
-    return [cupy.asnumpy(a) if isinstance(a, cupy.ndarray) else a for a in dev]
+_fresh, _run = K.fresh, K.run_on_gpu
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_row_loop_kernel_matches_numpy(name):
     case = dict(K.all_cases(np.random.default_rng()))[name]
+    K.check(case, _run(case))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_row_loop_kernel_matches_numpy_with_programs_unpacked(name, monkeypatch):
+    """Packing (analysis/program_packing.py) takes the short rows by default: here the row loop of programs of
+    num_warps warps runs them."""
+    monkeypatch.setenv("TRANSPILER_PACK_PROGRAMS", "0")
+    case = _fresh(dict(K.all_cases(np.random.default_rng()))[name])
     K.check(case, _run(case))
 
 
@@ -52,9 +49,10 @@ def test_wider_rows_folded_under_a_larger_budget(name, monkeypatch):
                                                          **case["constexprs"])
 
 
-def test_row_loop_launches_one_wave():
+def test_row_loop_launches_one_wave(monkeypatch):
     from transpiler.runtime import launcher
-    case = dict(K.all_cases(np.random.default_rng()))["argmax_fp32_many_rows"]
+    monkeypatch.setenv("TRANSPILER_PACK_PROGRAMS", "0")
+    case = _fresh(dict(K.all_cases(np.random.default_rng()))["argmax_fp32_many_rows"])
     K.check(case, _run(case))
     name, gx, gy, gz = launcher.recent_launches[-1]
     assert name == "row_argmax" and 132 <= gx < 33333

@@ -15,6 +15,12 @@ from transpiler.runtime.launcher import RowLoopLauncher
 needs_nvrtc = pytest.mark.skipif(not nvrtc_available(), reason="NVRTC and CUDA headers not installed")
 
 
+@pytest.fixture(autouse=True)
+def _programs_not_packed(monkeypatch):
+    """The row loop of programs of `num_warps` warps; packed programs of one warp: tests/test_program_packing.py."""
+    monkeypatch.setenv("TRANSPILER_PACK_PROGRAMS", "0")
+
+
 def _small(name):
     rng = np.random.default_rng(1)
     builders = {

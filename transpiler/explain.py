@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 
 from .analysis.layouts import LinearLayout
+from .parse.ir import OpKind
 
 
 def _bits(bases, dim):
@@ -85,7 +86,7 @@ def _memory_text(op, analysis, name_of):
     ptr = op.operands[0]
     elem = ptr.dtype.element_ty
     n_access = layout.num_regs // vec
-    what = _value_name(op.result) if op.name == "load" else _value_name(op.operands[1])
+    what = _value_name(op.result) if op.name == OpKind.LOAD else _value_name(op.operands[1])
     return (f"{op.name} {what} {elem}[{'x'.join(map(str, ptr.shape))}] in {name_of(layout)}: vector width {vec} "
             f"({vec * elem.itemsize} bytes per access, {n_access} access{'es' if n_access != 1 else ''} per "
             f"thread)")
@@ -112,25 +113,27 @@ def explain_ir(ir, analysis, emitted, arch=None) -> str:
     name_of = _Names()
     layouts = analysis.layouts
     num_warps = analysis.options.num_warps
-    out = [f"kernel {ir.name} ({os.path.basename(ir.source_file)}), num_warps = {num_warps} "
-           f"({32 * num_warps} threads per program)", "", "specialization:"]
+    threads = (f"{32 * num_warps} threads per block, {analysis.programs_per_block} programs of one warp"
+               if analysis.packing else f"{32 * num_warps} threads per program")
+    out = [f"kernel {ir.name} ({os.path.basename(ir.source_file)}), num_warps = {num_warps} ({threads})", "",
+           "specialization:"]
     out += _specialization(ir)
 
     by_line: dict = {}
     for op in ir.walk():
         line = op.loc.line if op.loc else None
         entries = by_line.setdefault(line, [])
-        if op.name in ("load", "store") and op in layouts.mem_layout:
+        if op.name in (OpKind.LOAD, OpKind.STORE) and op in layouts.mem_layout:
             entries.append(_memory_text(op, analysis, name_of))
-        elif op.name == "reduce":
+        elif op.name == OpKind.REDUCE:
             entries.append(_reduce_text(op, layouts, name_of))
-        elif op.name == "scan":
+        elif op.name == OpKind.SCAN:
             plan = layouts.scan_plan[op]
             entries.append(f"scan {op.attrs['combine']} along dim {plan.axis}"
                            f"{' from the end' if op.attrs['reverse'] else ''} in {name_of(plan.layout)}: "
                            f"{plan.describe()}")
         for r in op.results:
-            if r.shape and r.name and op.name not in ("load",):
+            if r.shape and r.name and op.name not in (OpKind.LOAD):
                 if r in layouts.layout:
                     entries.append(f"{r.name} {r.type} in {name_of(layouts.layout[r])}")
                 elif r in layouts.flexible:
@@ -173,7 +176,13 @@ def _occupancy_text(ir, emitted, arch) -> str:
                 "report puts it within reach; explain(..., arch='sm_90a') shows the outcome)")
     from .runtime.compiler import compile_tuned
     _, occupancy = compile_tuned(emitted.source, ir.name, arch, emitted.shared_bytes)
-    return f"registers ({arch}): " + (occupancy.describe() if occupancy else "no ptxas report")
+    text = occupancy.describe() if occupancy else "no ptxas report"
+    per_block = emitted.programs_per_block
+    if occupancy and per_block > 1:     # the occupancy counts blocks; each holds several one-warp programs
+        blocks = occupancy.blocks_per_sm
+        text = text.replace(f"{blocks} programs per SM",
+                            f"{blocks} blocks of {per_block} programs per SM ({blocks * per_block} programs)", 1)
+    return f"registers ({arch}): " + text
 
 
 def explain_kernel(kernel, *args, num_warps=4, num_stages=3, arch=None, **constexprs) -> str:

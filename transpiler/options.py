@@ -17,13 +17,22 @@ On from `TRANSPILER_DEBUG=1` or from the kernel's own flag (`@jit(debug=True)`).
 `codegen_switches`: the values of the tensor-core switches (`TRANSPILER_WGMMA` and the A/B switches of
 `transpiler/targets.py`, which reads them where it decides), recorded so the cache keys see them.
 
-The environment is read here (and by `targets.py` for the switches above), when a variant is built (the slow step
-of a launch): set the variables before a kernel's first launch.
+The environment is read here (and by `targets.py` for the switches above) when a variant is built (the slow step
+of a launch). Launchers are found by a key made at every launch, which must see a change of these variables
+too, but re-reading them there would cost each launch 0.43 us (`tuple(map(dict.get, ...))` over the 11 names, this
+project's CPU machine: a tenth of the launch-time goal). So `environment_token()` is a small int naming the
+variables' current values, computed again only after `os.environ` changed: `os.environ`'s dict of values is
+replaced by a subclass that forgets the token after each write or delete (`_Watched`), so a launch pays one
+list read (`ENVIRONMENT[0]`). Equal values get the same token, so a change of any other variable costs one
+re-read and no new launcher.
 """
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass, replace
+
+from . import targets
 
 
 @dataclass(frozen=True)
@@ -47,10 +56,70 @@ def debug_from_env() -> bool:
 
 def from_env(debug: bool = False) -> CompileOptions:
     """The options in force now: the kernel's own `debug` flag or the environment's."""
-    from .targets import switches_key
     return CompileOptions(debug=bool(debug) or debug_from_env(),
                           line_directives=bool(os.environ.get("TRANSPILER_LINE_DIRECTIVES")),
-                          codegen_switches=switches_key())
+                          codegen_switches=targets.switches_key())
 
 
 DEFAULT = CompileOptions()
+
+
+# ---- which code-changing environment is in force, for the launch key -------------------------------------
+
+# Every variable that changes the generated code or the compile options (tests/test_environment_keys.py holds
+# the classification of every variable the package reads and checks this list against it).
+CODE_VARIABLES = ("TRANSPILER_DEBUG", "TRANSPILER_LINE_DIRECTIVES", "TRANSPILER_WGMMA", *targets.SWITCHES)
+
+ENVIRONMENT = [None]     # [the current token], None after os.environ changed; the launch binders read it
+_changes = [0]           # os.environ's writes and deletes so far (a token read across one is not kept)
+_tokens = {}             # the variables' values -> their token
+_tokens_lock = threading.Lock()
+
+
+def environment_token() -> int:
+    """The token of the code-changing variables' values now (see the module's docstring)."""
+    token = ENVIRONMENT[0]
+    if token is None:
+        seen = _changes[0]
+        values = tuple(map(os.environ.get, CODE_VARIABLES))
+        with _tokens_lock:
+            token = _tokens.setdefault(values, len(_tokens))
+            # Kept for later launches only if no write happened since the values were read (another thread's
+            # write would otherwise leave the old values' token in place); writes count under this lock.
+            if _watching and _changes[0] == seen:
+                ENVIRONMENT[0] = token
+    return token
+
+
+class _Watched(dict):
+    """`os.environ`'s dict of values: forgets the environment token after every change (its reads stay the
+    plain dict's)."""
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        _forget()
+
+    def __delitem__(self, key):
+        super().__delitem__(key)
+        _forget()
+
+
+def _forget():
+    with _tokens_lock:
+        _changes[0] += 1
+        ENVIRONMENT[0] = None
+
+
+def _watch_environment() -> bool:
+    """Put `_Watched` under `os.environ` (CPython's `os._Environ` writes through `self._data[...]`); False where
+    that is not possible, and then the token is computed again at every launch."""
+    data = getattr(os.environ, "_data", None)
+    if type(data) is _Watched:
+        return True
+    if type(data) is not dict:
+        return False
+    os.environ._data = _Watched(data)
+    return True
+
+
+_watching = _watch_environment()

@@ -23,6 +23,9 @@ SWITCHES = {
     "TRANSPILER_TMA_IN_FLIGHT": "1",     # 0: a TMA loop waits for its wgmma group in its own iteration
     "TRANSPILER_ROW_LOOP": "1",          # 0: one row per program, no persistent row loop (analysis/row_loop.py)
     "TRANSPILER_ROW_LOOP_BYTES": "16",   # bytes a thread may hold one row ahead (32 and 64 measured slower)
+    "TRANSPILER_PACK_PROGRAMS": "1",     # 0: one program per block, never one warp each (analysis/program_packing.py)
+    "TRANSPILER_PACK_ROW_BYTES": "2048",  # the largest load of a program that packing takes
+    "TRANSPILER_LOOP_REDUCTION_BARRIER": "0",  # 1: every cross-warp reduction of a loop has a barrier before its write
 }
 
 

@@ -11,6 +11,7 @@ from .decisions import DecisionLog
 from .layout_assignment import LayoutAssignment, coalesced_order
 from .load_combining import combine_loads
 from .pipelining import plan_pipelines
+from .program_packing import plan_packing
 from .read_only import ReadOnlyPointers, plan_read_only
 from .row_loop import fold_row_loop
 from .shared_memory import SharedMemoryPlan, plan_shared_memory
@@ -36,6 +37,16 @@ class KernelAnalysis:
     required_arch: ArchRequirement | None = None   # the oldest GPU it runs on (arch_requirements.py)
     tma: dict = None    # for op -> TmaPlan (tma.py): loops whose tiles the copy engine brings in
     row_loop: object = None     # RowLoopPlan when programs are folded into a row loop (row_loop.py)
+    packing: object = None      # PackingPlan when a block holds several programs, one warp each (program_packing.py)
+
+    @property
+    def program_warps(self) -> int:
+        """Warps of one program: `num_warps`, or one where programs are packed (every layout is over these)."""
+        return self.packing.program_warps if self.packing else self.options.num_warps
+
+    @property
+    def programs_per_block(self) -> int:
+        return self.packing.programs_per_block if self.packing else 1
 
     @property
     def uses_wgmma(self):
@@ -51,10 +62,13 @@ def analyze(kernel, options: CompileOptions) -> KernelAnalysis:
     """Every pass over `kernel` under `options` (the launch options among them: `num_warps`, `num_stages`, `arch`
     the architecture the source is for when it matters)."""
     decisions = DecisionLog()
-    row_loop = fold_row_loop(kernel, decisions, options.num_warps)      # rewrites the IR first: every later pass sees the loop
+    packing = plan_packing(kernel, decisions, options.num_warps)
+    warps = packing.program_warps if packing else options.num_warps    # a program's warps, for every layout
+    # The row loop rewrites the IR first: every later pass sees the loop.
+    row_loop = fold_row_loop(kernel, decisions, warps, packed=packing is not None)
     axis = AxisInfoAnalysis(kernel)
-    dots = plan_dots(kernel, decisions, options.arch, options.num_warps, axis)
-    layouts = LayoutAssignment(kernel, axis, decisions, options.num_warps, dots)
+    dots = plan_dots(kernel, decisions, options.arch, warps, axis)
+    layouts = LayoutAssignment(kernel, axis, decisions, warps, dots)
     widths, uniform = vectorize(kernel, axis, layouts, decisions)
 
     def fastest_dim(load):
@@ -66,4 +80,4 @@ def analyze(kernel, options: CompileOptions) -> KernelAnalysis:
     tma = plan_tma(kernel, pipelines, dots, decisions, options.arch)
     smem = plan_shared_memory(kernel, layouts, pipelines, any(p.kind == "wgmma" for p in dots.values()), tma)
     return KernelAnalysis(axis, layouts, widths, uniform, decisions, dots, pipelines, combined, atomics, smem,
-                          plan_read_only(kernel), options, required_arch(kernel), tma, row_loop)
+                          plan_read_only(kernel), options, required_arch(kernel), tma, row_loop, packing)

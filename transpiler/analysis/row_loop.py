@@ -21,7 +21,9 @@ and records why in the decision log. `fold_row_loop` rewrites the IR:
         yield x_next
 
 so `tl.program_id(0)` and `tl.num_programs(0)` keep the user's values and results are those of the user's
-grid. The runtime launches `min(grid x, SMs x programs per SM)` programs (`runtime/launcher.py`).
+grid. The runtime launches `min(grid x, SMs x programs per SM)` programs (`runtime/launcher.py`). Where blocks
+hold several programs of one warp (`program_packing.py`), the body runs in this loop even with no row to
+prefetch: its bounds keep the programs past the grid idle, and every program of the grid is launched.
 """
 from __future__ import annotations
 
@@ -47,8 +49,14 @@ def prefetch_bytes_per_thread() -> int:
 
 @dataclass
 class RowLoopPlan:
-    prefetched: list          # the load ops issued one row ahead
+    prefetched: list          # the load ops issued one row ahead (none: packed programs' loop, see below)
     why: str
+
+    @property
+    def persistent(self) -> bool:
+        """Whether the runtime launches one wave of programs (rows are prefetched); otherwise every program of
+        the grid is launched and the loop runs its one row, or none past the grid (packed programs)."""
+        return bool(self.prefetched)
 
 
 def _slice(value, producers):
@@ -109,14 +117,23 @@ def plan_row_loop(kernel, num_warps):
                                    f"store, {per_thread} bytes per thread at most held one row ahead"), None
 
 
-def fold_row_loop(kernel, decisions, num_warps):
+def fold_row_loop(kernel, decisions, num_warps, packed=False):
     """Decide (`plan_row_loop`) and, when it says so, rewrite `kernel.body` into the row loop. Idempotent: the
-    plan is kept on the kernel as `kernel.row_loop` (None when not folded)."""
+    plan is kept on the kernel as `kernel.row_loop` (None when not folded). `packed`: several programs share a
+    block (`program_packing.py`), so the body runs in the loop even with no row to prefetch: its bounds are what
+    keeps a program past the user's grid from running."""
     if hasattr(kernel, "row_loop"):
         return kernel.row_loop
     plan, why_not = plan_row_loop(kernel, num_warps)
-    kernel.row_loop = plan
     first = next((op for op in kernel.body.ops if op.loc), None)
+    if plan is None and packed:
+        plan = RowLoopPlan([], "packed programs: a program id past the grid runs no iteration")
+        kernel.row_loop = plan
+        _rewrite(kernel, plan, first.loc if first else None)
+        decisions.add("row_loop", first, "one row per program, in a loop of at most one iteration",
+                      f"{why_not}; {plan.why}")
+        return plan
+    kernel.row_loop = plan
     if plan is None:
         decisions.add("row_loop", first, "one row per program", why_not)
         return None
@@ -137,6 +154,8 @@ def _clone_loads(kernel, plan, row, loc, guard=None, suffix=""):
     for load in plan.prefetched:
         for v in load.operands:
             needed.update(_slice(v, producers))
+    if not plan.prefetched:
+        return [], []
     out, mapping = [], {}
     for op in kernel.body.ops:          # program order is a topological order
         if op in needed:
@@ -185,8 +204,8 @@ def _substitute(region, mapping):
             _substitute(r, mapping)
 
 
-def _rewrite(kernel, plan):
-    loc = plan.prefetched[0].loc
+def _rewrite(kernel, plan, loc=None):
+    loc = plan.prefetched[0].loc if plan.prefetched else loc
     i32 = Type(dtypes.int32)
     start = _op("program_id", [], i32, loc, "row_start", axis=0)
     n_rows = _op("row_count", [], i32, loc, "n_rows")

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from ..dtypes import accumulate_type, uint64
 from ..parse.ir import LOOPS, OpKind
+from ..targets import switch
 from .invariant_operands import invariant_dot_operands
 
 PERSISTENT, STAGES, SCRATCH = "persistent", "stages", "scratch"
@@ -70,6 +71,8 @@ class SharedMemoryPlan:
         self.buffers: list = []       # every Buffer, in the order they were planned
         self.by_key: dict = {}
         self.declared: list = []      # the buffers the emitter declared, in its order
+        # Cross-warp reductions inside a loop whose write needs no barrier before it (`_unguarded_reductions`).
+        self.unguarded_reductions: set = set()
 
     def fork(self) -> "SharedMemoryPlan":
         """A copy for one emission to add its scratch uses to (the analysis' plan stays as planned)."""
@@ -251,6 +254,8 @@ class _Planner:
                                      value.dtype, value.type.numel, key=key,
                                      align=WGMMA_ALIGN if self.uses_wgmma else PERSISTENT_ALIGN)
         pipeline = self.pipelines.get(op) if op.name == OpKind.FOR else None
+        if op.name == OpKind.FOR:
+            self.plan.unguarded_reductions |= _unguarded_reductions(op.regions[0], self.layouts)
         if pipeline is None:
             for region in op.regions:
                 self.region(region)
@@ -272,6 +277,20 @@ class _Planner:
         self.region(region, skip)
         del self.staged[-len(staged_values):]
         self.plan.end_pipeline()
+
+
+def _unguarded_reductions(body, layouts) -> set:
+    """The cross-warp reductions of a loop body that need no barrier before writing their buffer.
+
+    Each such reduction writes its own persistent buffer, then a barrier, then every warp reads it; in a loop the
+    next iteration's write must wait until every warp has read. When the body holds two or more of them outside
+    any `if` or inner loop, the path from one's reads to its next write passes another one's barrier, which no
+    warp passes before every warp has done those reads: that barrier already orders them. (A softmax row loop
+    keeps two barriers per row instead of four.)"""
+    if switch("TRANSPILER_LOOP_REDUCTION_BARRIER"):
+        return set()
+    crossing = [op for op in body.ops if op.name == OpKind.REDUCE and reduction_slots(op, layouts) is not None]
+    return set(crossing) if len(crossing) >= 2 else set()
 
 
 def plan_shared_memory(kernel, layouts, pipelines, uses_wgmma, tma=None) -> SharedMemoryPlan:

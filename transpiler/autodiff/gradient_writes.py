@@ -8,6 +8,12 @@ every dimension of the block has a lane term, at most one program id appears, an
 size of their coefficient, form a mixed-radix number (each coefficient larger than the span of the smaller
 ones, the program id's the largest). Several loads of one input (a box's four fields at 4 * box + k) are
 disjoint when they share the same terms and their constants differ modulo the coefficients' common divisor.
+Inside a runtime `for` with a constant positive step, the induction variable is `lo + step * k` with k the
+iteration's number (0 <= k < the trip count, known when the bounds are constants, unbounded otherwise): k is
+one more digit of the mixed-radix number, so `X + pid * BLOCK * ITERS + i * BLOCK + arange` (constant trip
+count) and `X + row * stride + start + arange` (a runtime bound: the row's per-program part, bounded by the
+mask `start + arange < n_cols`, under the runtime test `stride >= n_cols`) are proved injective over the
+launch and all iterations.
 Anything else (an address depending on a runtime stride or on loaded data, a block every program reads such
 as a weight vector) gets atomic adds, and the reason says why. The decisions appear in `explain`.
 """
@@ -63,6 +69,8 @@ def _symbol_text(s):
     kind, what = s
     if kind == "prod":
         return "*".join(_symbol_text(x) for x in what)
+    if kind == "iter":
+        return f"iteration({what[1]})"
     return {"pid": f"program_id({what})", "lane": f"lane[{what}]", "arg": str(what)}[kind]
 
 
@@ -71,17 +79,40 @@ class AffineForms:
     None where a value is not affine in the launch's coordinates."""
 
     def __init__(self, ir):
+        from ..parse.ir import walk
         self.arg_names = {a.value: a.name for a in ir.args}
         self.memo = {}
+        self.loops = {}        # induction variable -> (index, the for op)
+        self.trip_counts = {}  # ("iter", (index, name)) -> iterations, or None when the bounds are runtime values
+        self.program_axes = set()   # grid axes whose program id the kernel reads
+        for op in walk(ir.body):
+            if op.name == "for":
+                self.loops[op.regions[0].args[0]] = (len(self.loops), op)
+            elif op.name == "program_id":
+                self.program_axes.add(op.attrs["axis"])
 
     def __call__(self, v):
         if v not in self.memo:
             self.memo[v] = self._form(v)
         return self.memo[v]
 
+    def _induction_form(self, v):
+        """`lo + step * k` for the induction variable of a loop with a constant positive step (k: the
+        iteration's number, a symbol of its own), else None."""
+        index, op = self.loops[v]
+        lo, hi, step = (self(o) for o in op.operands[:3])
+        if lo is None or step is None or step.terms or step.constant <= 0:
+            return None
+        symbol = ("iter", (index, v.name or f"loop {index}"))
+        known = hi is not None and not hi.terms and not lo.terms
+        self.trip_counts[symbol] = max(0, -(-(hi.constant - lo.constant) // step.constant)) if known else None
+        return lo.plus(Affine.of({symbol: step.constant}))
+
     def _form(self, v):
         if v in self.arg_names:
             return Affine.of({}) if v.dtype.is_ptr() else Affine.of({("arg", self.arg_names[v]): 1})
+        if v in self.loops:
+            return self._induction_form(v)
         op = v.owner
         if op is None or not hasattr(op, "name"):
             return None
@@ -159,21 +190,30 @@ class WriteDecision:
     full_row: int = 0               # partials: the read covers [0, full_row) one lane per element
 
 
-def _live_lane_bound(mask, forms, arg_names):
+def _live_lane_bound(mask, forms, arg_names, row=None):
     """(dimension, bound text, constant c) when the mask keeps only lanes with lane[d] + c < bound, the bound a
-    scalar argument: `cols < n_cols` (conjunctions searched), else None."""
+    scalar argument: `cols < n_cols` (conjunctions searched), else None. With `row` (the per-program part of
+    the offsets, loop iterations included), the mask's left side must be that part plus a constant:
+    `start + arange < n_cols`."""
     if mask is None:
         return None
-    op = mask.owner
+    op = getattr(mask, "owner", None)
     if getattr(op, "name", None) != "elementwise":
         return None
     if op.attrs["fn"] == "and":
-        return _live_lane_bound(op.operands[0], forms, arg_names) or _live_lane_bound(op.operands[1], forms,
-                                                                                          arg_names)
+        return (_live_lane_bound(op.operands[0], forms, arg_names, row) or
+                _live_lane_bound(op.operands[1], forms, arg_names, row))
     if op.attrs["fn"] != "lt":
         return None
     lhs, rhs = (forms(v) for v in op.operands)
-    if lhs is None or rhs is None or len(lhs.terms) != 1 or lhs.terms[0][0][0] != "lane" or lhs.terms[0][1] != 1:
+    if lhs is None or rhs is None:
+        return None
+    if row is not None and any(s[0] == "iter" for s, _ in row.terms):
+        if lhs.terms != row.terms:
+            return None
+        lanes = [s for s, _ in lhs.terms if s[0] == "lane"]
+        lhs = Affine.of({lanes[0]: 1}, lhs.constant)
+    if len(lhs.terms) != 1 or lhs.terms[0][0][0] != "lane" or lhs.terms[0][1] != 1:
         return None
     if len(rhs.terms) != 1 or rhs.terms[0][0][0] != "arg" or rhs.terms[0][1] != 1 or rhs.constant:
         return None
@@ -182,7 +222,8 @@ def _live_lane_bound(mask, forms, arg_names):
 
 def _strided_rows(op, form, shape, forms):
     """The runtime condition under which the load's offsets `program_id * stride + lanes` (a row per program,
-    its live lanes bounded by the mask) are injective: stride >= the row's live span. None if not that shape."""
+    its live lanes bounded by the mask; in a loop, `+ start` with `start` stepping by the block) are
+    injective: stride >= the row's live span. None if not that shape."""
     terms = form.term_dict()
     prods = [(s, c) for s, c in terms.items() if s[0] == "prod"]
     if len(prods) != 1 or prods[0][1] != 1 or any(s[0] in ("arg", "pid") for s in terms):
@@ -191,64 +232,89 @@ def _strided_rows(op, form, shape, forms):
     kinds = sorted(x[0] for x in pair)
     if kinds != ["arg", "pid"]:
         return None
+    if set(forms.program_axes) - {next(x[1] for x in pair if x[0] == "pid")}:
+        return None         # programs along another axis read the same row
     stride = next(x[1] for x in pair if x[0] == "arg")
     lanes = {s[1]: c for s, c in terms.items() if s[0] == "lane"}
     if len(lanes) != 1 or list(lanes.values())[0] != 1 or sum(1 for n in shape if n > 1) != 1:
         return None
-    bound = _live_lane_bound(op.operands[1] if len(op.operands) > 1 else None, forms, None)
+    row = Affine.of({s: c for s, c in terms.items() if s[0] != "prod"})     # the per-program part
+    iterations = {s: c for s, c in row.terms if s[0] == "iter"}
+    if iterations and (any(c <= 0 for c in iterations.values()) or not _lanes_injective(row, shape,
+                                                                                         forms.trip_counts)):
+        return None
+    bound = _live_lane_bound(op.operands[1] if len(op.operands) > 1 else None, forms, None, row)
     dim = next(iter(lanes))
     if bound is None or bound[0] != dim:
+        if iterations:
+            return None                 # the loop's span is not bounded by a mask
         return f"{stride} >= {shape[dim]}"
     _, limit, c = bound
     return f"{stride} >= {limit} - ({c})" if c else f"{stride} >= {limit}"
 
 
-def _lanes_injective(form: Affine, shape) -> bool:
-    """Whether the lanes of one program read distinct elements (constant coefficients, mixed radix)."""
-    terms = form.term_dict()
-    if any(s[0] != "lane" for s in terms):
-        return False
+def _program_digits(terms, shape, trip_counts):
+    """The digits (coefficient, count; None: unbounded) of one program's offsets: each block dimension's lanes
+    and each enclosing loop's iterations; None when a block dimension has no lane term."""
     digits = []
     for d, n in enumerate(shape):
         c = terms.get(("lane", d), 0)
         if n > 1 and c == 0:
-            return False
+            return None
         if n > 1:
             digits.append((abs(c), n))
+    digits += [(abs(c), trip_counts.get(s)) for s, c in terms.items() if s[0] == "iter"]
+    return digits
+
+
+def _mixed_radix_span(digits):
+    """The largest offset of the digits if they form a mixed-radix number (each coefficient above the span of
+    the smaller ones; an unbounded digit only as the largest: span None), else False."""
     span = 0
-    for c, n in sorted(digits):
-        if c <= span:
+    for c, n in sorted(digits, key=lambda d: (d[0], d[1] is None)):
+        if span is None or c <= span:
             return False
-        span += c * (n - 1)
-    return True
+        span = None if n is None else span + c * (n - 1)
+    return span
 
 
-def _injective(form: Affine, shape) -> str | None:
-    """None when the form maps (program, lane) to distinct offsets, else why not."""
+def _lanes_injective(form: Affine, shape, trip_counts=None) -> bool:
+    """Whether the lanes of one program, over all iterations of its loops, read distinct elements (constant
+    coefficients, mixed radix)."""
+    terms = form.term_dict()
+    if any(s[0] not in ("lane", "iter") for s in terms):
+        return False
+    digits = _program_digits(terms, shape, trip_counts or {})
+    return digits is not None and _mixed_radix_span(digits) is not False
+
+
+def _injective(form: Affine, shape, trip_counts=None, program_axes=()) -> str | None:
+    """None when the form maps (program, lane, iteration) to distinct offsets, else why not. `program_axes`:
+    the grid axes whose program id the kernel reads; programs differing only along one the form lacks read
+    the same elements (a bias `B + rn` in a kernel with rows along axis 0)."""
     terms = form.term_dict()
     args = [s for s in terms if s[0] == "arg"] + [x for s in terms if s[0] == "prod" for x in s[1] if x[0] == "arg"]
     if args:
         return f"its offsets depend on the runtime value {args[0][1]}"
     if any(s[0] == "prod" for s in terms):
         return "its offsets multiply program ids"
-    digits = []
     for d, n in enumerate(shape):
-        c = terms.get(("lane", d), 0)
-        if n > 1 and c == 0:
+        if n > 1 and not terms.get(("lane", d), 0):
             return f"every lane along dimension {d} of the block reads the same element"
-        if n > 1:
-            digits.append((abs(c), n))
     pids = [(s, c) for s, c in terms.items() if s[0] == "pid"]
     if not pids:
         return "every program reads the same elements (a block replicated across programs)"
     if len(pids) > 1:
         return "its offsets combine several program ids"
-    digits.sort()
-    span = 0
-    for c, n in digits:
-        if c <= span:
-            return "two lanes of a program may read the same element"
-        span += c * (n - 1)
+    missing = sorted(set(program_axes) - {pids[0][0][1]})
+    if missing:
+        return (f"programs along grid axis {missing[0]} read the same elements (its offsets do not depend on "
+                f"program_id({missing[0]}))")
+    span = _mixed_radix_span(_program_digits(terms, shape, trip_counts or {}))
+    if span is False:
+        return "two lanes of a program, or two iterations of its loop, may read the same element"
+    if span is None:
+        return "its loop's trip count is a runtime value, so the blocks of neighbouring programs may overlap"
     if abs(pids[0][1]) <= span:
         return "the blocks of neighbouring programs overlap"
     return None
@@ -264,16 +330,17 @@ def decide(loads, forms: AffineForms) -> WriteDecision:
         if f is None:
             return WriteDecision(False, "its addresses are not affine in the program id and lanes")
         shapes_forms.append((op.operands[0].shape, f))
+    counts = forms.trip_counts
     for shape, f in shapes_forms:
-        why = _injective(f, shape)
+        why = _injective(f, shape, counts, forms.program_axes)
         if why:
-            if len(loads) == 1 and _lanes_injective(f, shape):
+            if len(loads) == 1 and _lanes_injective(f, shape, counts):
                 full = len(shape) == 1 and f.terms == ((("lane", 0), 1),) and f.constant == 0
                 how = (f"each program stores its row of {shape[0]} (a row per program while the buffer stays "
                        "under 256 MiB, else atomic adds into 64 shared rows)" if full else
                        "each program adds atomically into row program % 64")
                 return WriteDecision(False, f"{why}: per-program partial sums: {how} of a partial buffer; a second "
-                                            "kernel (partials.sum_partials) adds the rows into the gradient",
+                                            "kernel (partials.py) adds the rows into the gradient",
                                      partials=True, full_row=shape[0] if full else 0)
             if len(loads) == 1:
                 condition = _strided_rows(loads[0], f, shape, forms)
@@ -293,4 +360,6 @@ def decide(loads, forms: AffineForms) -> WriteDecision:
         if len(set(residues)) != len(residues):
             return WriteDecision(False, "two of its loads may read the same element")
     offsets = "; ".join(str(f) for _, f in shapes_forms)
-    return WriteDecision(True, f"each element is read by exactly one lane of one program (offsets {offsets})")
+    looped = " in one iteration of its loop" if any(s[0] == "iter" for s, _ in first.terms) else ""
+    return WriteDecision(True, f"each element is read by exactly one lane of one program{looped} (offsets "
+                               f"{offsets})")

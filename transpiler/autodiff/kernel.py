@@ -18,7 +18,7 @@ import hashlib
 import linecache
 
 from ..runtime.kernel import _is_constexpr_param
-from . import partials
+from . import partials, tapes
 from .gradient_writes import forced_atomic
 from .reverse import Derivation
 
@@ -26,17 +26,59 @@ _OPTIONS = ("num_warps", "num_stages", "stream", "maxnreg")
 _ZERO = {"torch": lambda a: a.zero_(), "cupy": lambda a: a.fill(0), "numpy": lambda a: a.fill(0)}
 
 
+INTERPRETER_WAVE = 2     # programs a folded backward runs on the interpreter (so tests see programs run rows)
+UNKNOWN_WAVE = 132 * 8   # a folded backward's programs where the cubin's occupancy is unknown
+
+
 class Derived:
     """One derived backward: its Python source, compiled kernel, and the autodiff decisions."""
 
-    def __init__(self, source, kernel, decisions, grad_names, partial_inputs, zeroed_inputs=(), full_rows=()):
+    def __init__(self, source, kernel, decisions, grad_names, partial_inputs, zeroed_inputs=(), full_rows=(),
+                 folded=False, tapes=(), unread_axes=()):
         self.source = source
         self.kernel = kernel
         self.decisions = decisions
         self.grad_names = grad_names
         self.partial_inputs = partial_inputs    # inputs whose gradient goes through partials.py's buffer
-        self.zeroed_inputs = list(zeroed_inputs)    # accumulate=False: arrays zeroed before the launch
+        self.zeroed_inputs = dict(zeroed_inputs)    # accumulate=False: array -> _ZeroTest (zeroed before the
+        #                                             launch, unless its writes are plain under a runtime test
+        #                                             that holds for the launch's arguments)
         self.full_rows = list(full_rows)            # per partial input: its full row length, or 0
+        self.folded = folded                        # one program runs several forward programs (reverse.Fold)
+        self.waves = {}                             # (device, num_warps, num_stages) -> resident programs
+        self.tapes = list(tapes)                    # tapes.Tape per taped carried value of a loop
+        self.unread_axes = tuple(unread_axes)       # grid axes whose program id the forward never reads
+
+
+def _device_of(a):
+    module = type(a).__module__.split(".")[0]
+    if module == "torch":
+        return a.device.index if a.device.index is not None else 0
+    if module == "cupy":
+        return a.device.id
+    from ..runtime.launch_key import current_device
+    return current_device()
+
+
+class _ZeroTest:
+    """Whether an array whose writes are plain under a runtime test (None: never) must be zeroed for a launch:
+    the test (the write decision's own text: argument names, integers, `>=`, `-`) is evaluated on the host
+    when the scalars it names are plain numbers."""
+
+    def __init__(self, condition, names):
+        self.code = None if condition is None else compile(condition, "<autodiff write condition>", "eval")
+        self.slots = [] if condition is None else [(n, names.index(n)) for n in self.code.co_names if n in names]
+
+    def __call__(self, values):
+        if self.code is None:
+            return True
+        scalars = {n: values[i] for n, i in self.slots}
+        if any(type(v) not in (int, float) for v in scalars.values()):
+            return True
+        try:
+            return not eval(self.code, {"__builtins__": {}}, scalars)
+        except NameError:
+            return True
 
 
 def _module_namespace():
@@ -91,37 +133,90 @@ class BackwardKernel:
             kernel = compile_source(source, self.__name__)
             found = Derived(source, kernel, derivation.w.decisions,
                             [derivation.grad_param[n] for n in grad_names], list(derivation.partial_params),
-                            [] if accumulate else [n for n, dec in derivation.decisions.items() if not dec.plain],
-                            [derivation.decisions[n].full_row for n in derivation.partial_params])
+                            {} if accumulate else {n: _ZeroTest(dec.condition, list(fwd.arg_names))
+                                                   for n, dec in derivation.decisions.items()
+                                                   if not dec.plain and not dec.partials},
+                            [derivation.decisions[n].full_row for n in derivation.partial_params],
+                            folded=derivation.fold is not None, tapes=derivation.tapes,
+                            unread_axes=sorted({0, 1, 2} - derivation.forms.program_axes))
             self._derived[key] = found
         return found
 
-    def _prepare(self, args, kwargs, launching=False, grid=None):
-        """(derived kernel, its arguments, launch options, [partials.Plan]); `grid` (None: not launching)
-        sizes the partial buffers."""
+    def _prepare(self, args, kwargs, launching=False, grid=None, interpret=False):
+        """(derived kernel, its arguments, launch options, [partials.Plan], the grid it launches on); `grid`
+        (None: not launching) sizes the partial buffers and, folded, the programs."""
         values, grads, options, accumulate = self._split(args, kwargs)
         names = list(grads)
-        d = self.derived(values, names, options.get("num_warps", 4), options.get("num_stages", 3), accumulate)
-        for n in d.zeroed_inputs if launching else ():
-            _ZERO[type(grads[n]).__module__.split(".")[0]](grads[n])
-        programs = partials.GROUPS
-        if grid is not None and d.partial_inputs:
-            size = self.forward._grid(grid, values, options.get("num_warps", 4), options.get("num_stages", 3))
-            programs = max(size[0] * size[1] * size[2], 1)
+        warps, stages = options.get("num_warps", 4), options.get("num_stages", 3)
+        d = self.derived(values, names, warps, stages, accumulate)
+        for n, needs_zeroing in d.zeroed_inputs.items() if launching else ():
+            if needs_zeroing(values):
+                _ZERO[type(grads[n]).__module__.split(".")[0]](grads[n])
+        if grid is not None and d.unread_axes and (type(grid) is not tuple or len(grid) > d.unread_axes[0]):
+            self._check_unread_axes(d, grid, values, warps, stages)
+        size = launch = (partials.GROUPS, 1, 1)     # not launching: the sizes a typical launch has
+        if grid is not None and not d.partial_inputs and not d.folded and not d.tapes:
+            return d, tuple(values) + tuple(grads[n] for n in names), options, [], grid
+        if grid is not None:
+            size = launch = self.forward._grid(grid, values, warps, stages)
+            if d.folded:
+                wave = INTERPRETER_WAVE if interpret else self._wave(d, values, names, grads, size, options,
+                                                                     accumulate)
+                launch = (min(size[0], wave),) + tuple(size[1:])
+        programs = max(launch[0] * launch[1] * launch[2], 1)
         hidden, plans = [], []
         for slot, (n, full) in enumerate(zip(d.partial_inputs, d.full_rows)):
-            plan = partials.Plan(grads[n], slot, programs, full)
+            plan = partials.Plan(grads[n], slot, programs, full, accumulate)
             hidden += plan.arguments()
             plans.append(plan)
-        return d, tuple(values) + tuple(grads[n] for n in names) + tuple(hidden), options, plans
+        hidden += [size[0]] if d.folded else []
+        if d.tapes:
+            arguments = dict(zip(self.forward.arg_names, values))
+            like = grads[names[0]]
+            for t in d.tapes:
+                trips = t.trip_count(arguments)
+                hidden += [tapes.allocate(like, t, programs if grid is not None else 1, trips), max(trips, 1)]
+        return d, tuple(values) + tuple(grads[n] for n in names) + tuple(hidden), options, plans, launch
+
+    def _check_unread_axes(self, d, grid, values, warps, stages):
+        """Programs along a grid axis the forward never reads compute the same thing: the forward's result is
+        that of one of them, but each would add its gradient again. Refused rather than multiplied."""
+        sizes = grid if type(grid) is tuple and all(type(g) is int for g in grid) else \
+            self.forward._grid(grid, values, warps, stages)
+        for axis in d.unread_axes:
+            if axis < len(sizes) and sizes[axis] > 1:
+                raise ValueError(f"{self.__name__}: the grid has {sizes[axis]} programs along axis {axis}, whose "
+                                 f"program id {self.forward.__name__} never reads; they compute the same values, "
+                                 "and the backward would add each gradient once per program (launch the backward "
+                                 f"with 1 along axis {axis})")
+
+    def _wave(self, d, values, names, grads, size, options, accumulate):
+        """Programs of the folded backward one wave of the device holds (the cubin's registers and shared
+        memory), a multiple of 16 (so the partial buffer's row count keeps its specialization); cached."""
+        device = _device_of(grads[names[0]])
+        key = (device, options.get("num_warps", 4), options.get("num_stages", 3))
+        found = d.waves.get(key)
+        if found is None:
+            from ..runtime import compiler
+            probe = (min(size[0] // 16 * 16, UNKNOWN_WAVE) or size[0],) + tuple(size[1:])
+            programs = max(probe[0] * probe[1] * probe[2], 1)
+            hidden = []
+            for slot, (n, full) in enumerate(zip(d.partial_inputs, d.full_rows)):
+                hidden += partials.Plan(grads[n], slot, programs, full, accumulate).arguments()
+            probe_values = tuple(values) + tuple(grads[n] for n in names) + tuple(hidden) + (size[0],)
+            variant = d.kernel.compiled_variant(*probe_values, num_warps=key[1], num_stages=key[2],
+                                                arch=compiler.device_arch(device), maxnreg=options.get("maxnreg"))
+            resident = variant.resident_programs(device, key[1]) or UNKNOWN_WAVE
+            found = d.waves[key] = max(16, resident // 16 * 16)
+        return found
 
     # -- the kernel object's entry points --------------------------------------------------------------
     def __getitem__(self, grid):
         def launch(*args, **kwargs):
-            d, values, options, plans = self._prepare(args, kwargs, launching=True, grid=grid)
-            d.kernel[grid](*values, **options)
-            for plan in plans:
-                plan.reduce()
+            d, values, options, plans, size = self._prepare(args, kwargs, launching=True, grid=grid)
+            d.kernel[size](*values, **options)
+            if plans:
+                partials.reduce_all(plans)
         return launch
 
     @property
@@ -131,16 +226,17 @@ class BackwardKernel:
         class _Interpret:
             def __getitem__(self, grid):
                 def run(*args, **kwargs):
-                    d, values, options, plans = outer._prepare(args, kwargs, launching=True, grid=grid)
+                    d, values, options, plans, size = outer._prepare(args, kwargs, launching=True, grid=grid,
+                                                                     interpret=True)
                     options.pop("stream", None)
-                    d.kernel.interpret[grid](*values, **options)
-                    for plan in plans:
-                        plan.reduce(interpret=True)
+                    d.kernel.interpret[size](*values, **options)
+                    if plans:
+                        partials.reduce_all(plans, interpret=True)
                 return run
         return _Interpret()
 
     def cuda_source(self, *args, arch=None, **kwargs):
-        d, values, options, _ = self._prepare(args, kwargs)
+        d, values, options, _, _ = self._prepare(args, kwargs)
         return d.kernel.cuda_source(*values, arch=arch, **options)
 
     def python_source(self, *args, **kwargs) -> str:
@@ -148,11 +244,11 @@ class BackwardKernel:
         return self._prepare(args, kwargs)[0].source
 
     def ir(self, *args, **kwargs):
-        d, values, options, _ = self._prepare(args, kwargs)
+        d, values, options, _, _ = self._prepare(args, kwargs)
         return d.kernel.ir(*values, **options)
 
     def explain(self, *args, arch=None, **kwargs) -> str:
-        d, values, options, _ = self._prepare(args, kwargs)
+        d, values, options, _, _ = self._prepare(args, kwargs)
         head = [f"autodiff: {self.__name__} (derived from {self.forward.__name__})"]
         head += [f"  {line}" for line in d.decisions]
         return "\n".join(head) + "\n\n" + d.kernel.explain(*values, arch=arch, **options)

@@ -1,19 +1,32 @@
-"""Partial sums for gradients of blocks every program reads (a weight vector), and the second kernel.
+"""Partial sums for gradients of blocks every program reads (a weight vector), and the kernels summing them.
 
 Every program adding into the same N elements would serialise at the L2. Instead program p (its linear id over
 the grid) writes its contribution into row p of a buffer [rows, row_stride] (float32; float64 for float64
-gradients), and `sum_partials` adds the rows into the gradient array afterwards:
+gradients), and `Plan.reduce` adds the rows into the gradient array afterwards:
 - *full rows* (the read is one lane per element of [0, BLOCK): `W + arange(0, BLOCK)`, masked): row_stride is
   BLOCK and, when the buffer has a row per program, each program stores its whole row with plain (vector)
   stores, its masked-off lanes as zeros, so the buffer needs no zeroing. The buffer has a row per program
   while that is at most CAP_BYTES; past it, `rows` = GROUPS and programs add atomically into row p % GROUPS
-  (the kernel tests `rows >= programs` at run time).
+  (the kernel tests `rows >= programs` at run time). When the backward is folded (reverse.py: one program
+  runs several of the forward's programs and keeps their partial sums in registers), the programs are one
+  wave of resident programs, not the forward's grid: a few thousand rows, not one per forward program.
 - otherwise row_stride is the gradient's size and programs add atomically into row p % GROUPS.
-The atomic forms need a zeroed buffer: the kernel object zeroes it before the launch. Buffers are allocated
-once per library, device, current stream, shape and slot (an input's place among a launch's partial
-gradients) and kept.
+The atomic forms need a zeroed buffer: the plan zeroes it before the launch. Buffers are allocated once per
+library, device, current stream, shape and slot (an input's place among a launch's partial gradients) and
+kept.
+
+The rows are summed by tiles, never by a loop over rows: a loop of dependent loads is bound by memory latency
+(one program per column block looping over 4096 rows took 3.2 ms on the H200, about 0.8 us a row). The last
+kernel loads all rows left of a few columns in one tile (up to TILE values: 2048 rows of 8 columns, 64 rows of
+128) and adds their sums into (or, with accumulate=False, stores them as) the gradient; a folded backward's
+one wave of programs (about a thousand rows) takes that one launch per gradient, since launches, not bytes,
+are what a few MiB of partial rows cost; two gradients share a launch (`sum_two_into`: layernorm's dW and dB
+in one). Past FINAL_ROWS rows, passes first fold PASS_ROWS rows per program in place, each into the first row
+of its chunk.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -22,38 +35,61 @@ import transpiler.language as tl
 
 GROUPS = 64
 CAP_BYTES = 256 << 20
-BLOCK = 1024
-
-
-CHUNK_ROWS = 16   # rows one program of a summing pass adds: few enough that the passes run wide
-
-
-@transpiler.jit
-def sum_partial_chunks(PARTIAL, numel, rows, row_stride, rows_per_chunk, BLOCK: tl.constexpr):
-    """One summing pass: the first row of each chunk of `rows_per_chunk` rows of PARTIAL[:, :numel] becomes
-    the chunk's sum (program (i, c): columns block i of chunk c, which no other program reads or writes)."""
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    live = offs < numel
-    first = tl.program_id(1) * rows_per_chunk
-    total = tl.zeros((BLOCK,), PARTIAL.dtype.element_ty)
-    for r in range(first, tl.minimum(first + rows_per_chunk, rows)):
-        total += tl.load(PARTIAL + r * row_stride + offs, mask=live, other=0.0)
-    tl.store(PARTIAL + first * row_stride + offs, total, mask=live)
+COLUMNS = 128        # columns per pass program
+PASS_ROWS = 64       # rows one pass program sums (a 64 x 128 fp32 tile: 32 values a thread on 8 warps)
+FINAL_ROWS = 2048    # rows the last kernel sums in one tile
+TILE = 16384         # values in the last kernel's tile (32 a thread on 16 warps)
 
 
 @transpiler.jit
-def sum_partials(PARTIAL, GRAD, numel, rows, row_stride, BLOCK: tl.constexpr):
-    """GRAD[:numel] += the sum of the `rows` rows of PARTIAL."""
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    live = offs < numel
-    total = tl.zeros((BLOCK,), PARTIAL.dtype.element_ty)
-    for r in range(0, rows):
-        total += tl.load(PARTIAL + r * row_stride + offs, mask=live, other=0.0)
-    tl.store(GRAD + offs, tl.load(GRAD + offs, mask=live, other=0.0) + total, mask=live)
+def sum_row_tiles(PARTIAL, numel, rows, row_stride, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    """One summing pass: program (i, c) adds rows [c * ROWS, (c + 1) * ROWS) of columns block i of
+    PARTIAL[:rows, :numel] and writes the sums into the chunk's first row (which no other program reads)."""
+    cols = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    first = tl.program_id(1) * ROWS
+    chunk = first + tl.arange(0, ROWS)
+    live = cols < numel
+    tile = tl.load(PARTIAL + chunk[:, None] * row_stride + cols[None, :],
+                   mask=(chunk < rows)[:, None] & live[None, :], other=0.0)
+    tl.store(PARTIAL + first * row_stride + cols, tl.sum(tile, axis=0), mask=live)
+
+
+@transpiler.jit
+def _sum_tile_into(PARTIAL, GRAD, numel, rows, row_stride, block, ROWS: tl.constexpr, BLOCK: tl.constexpr,
+                   ACCUMULATE: tl.constexpr):
+    """GRAD[columns block `block`] (+)= the sum of the `rows` (<= ROWS) rows of PARTIAL there, one tile."""
+    cols = block * BLOCK + tl.arange(0, BLOCK)
+    chunk = tl.arange(0, ROWS)
+    live = cols < numel
+    tile = tl.load(PARTIAL + chunk[:, None] * row_stride + cols[None, :],
+                   mask=(chunk < rows)[:, None] & live[None, :], other=0.0)
+    total = tl.sum(tile, axis=0)
+    if ACCUMULATE:
+        total += tl.load(GRAD + cols, mask=live, other=0.0)
+    tl.store(GRAD + cols, total, mask=live)
+
+
+@transpiler.jit
+def sum_rows_into(PARTIAL, GRAD, numel, rows, row_stride, ROWS: tl.constexpr, BLOCK: tl.constexpr,
+                  ACCUMULATE: tl.constexpr):
+    """GRAD[:numel] (+)= the sum of the `rows` (<= ROWS) rows of PARTIAL, one tile per column block."""
+    _sum_tile_into(PARTIAL, GRAD, numel, rows, row_stride, tl.program_id(0), ROWS, BLOCK, ACCUMULATE)
+
+
+@transpiler.jit
+def sum_two_into(PA, GA, numel_a, rows_a, stride_a, PB, GB, numel_b, rows_b, stride_b, blocks_a,
+                 ROWS: tl.constexpr, BLOCK: tl.constexpr, ACCUMULATE: tl.constexpr):
+    """Two gradients in one launch (layernorm's dW and dB): the first `blocks_a` programs sum A's columns,
+    the others B's."""
+    block = tl.program_id(0)
+    if block < blocks_a:
+        _sum_tile_into(PA, GA, numel_a, rows_a, stride_a, block, ROWS, BLOCK, ACCUMULATE)
+    else:
+        _sum_tile_into(PB, GB, numel_b, rows_b, stride_b, block - blocks_a, ROWS, BLOCK, ACCUMULATE)
 
 
 def numel(a) -> int:
-    return int(np.prod(a.shape))
+    return math.prod(a.shape)
 
 
 def _module(a):
@@ -81,22 +117,31 @@ def _zero(a):
         a.fill(0)
 
 
-def _stream(module):
+def _device_and_stream(a, module):
+    """(device id, raw current stream) of array `a` (one C call each: this runs at every launch)."""
+    from ..runtime.launcher import cupy_stream, torch_stream
     if module == "torch":
-        import torch
-        return torch.cuda.current_stream().cuda_stream
-    import cupy
-    return cupy.cuda.get_current_stream().ptr
+        if a.device.type != "cuda":
+            return -1, 0                # CPU tensors (the interpreter): no stream
+        device = a.device.index if a.device.index is not None else 0
+        return device, torch_stream(device)
+    device = a.device.id
+    return device, cupy_stream(device)
 
 
 _buffers = {}
 
 
+def _next_power_of_two(n):
+    return 1 << max(n - 1, 0).bit_length()
+
+
 class Plan:
     """What one launch passes for one input's partial gradient, and how it sums them afterwards."""
 
-    def __init__(self, grad, slot, programs, full_row_stride):
+    def __init__(self, grad, slot, programs, full_row_stride, accumulate=True):
         self.grad = grad
+        self.accumulate = accumulate      # False: the sums are stored into the gradient (no zeroed array needed)
         size = numel(grad)
         self.row_stride = full_row_stride or size
         own_rows = full_row_stride and programs * full_row_stride * 4 <= CAP_BYTES
@@ -111,7 +156,7 @@ class Plan:
         shape = (self.rows, self.row_stride)
         if module == "numpy":
             return zeros_like_library(self.grad, shape)
-        key = (module, str(getattr(self.grad, "device", "")), _stream(module), shape, slot)
+        key = (module, *_device_and_stream(self.grad, module), shape, slot)
         found = _buffers.get(key)
         if found is None:
             if len(_buffers) > 64:
@@ -122,16 +167,47 @@ class Plan:
     def arguments(self):
         return [self.buffer, self.row_stride, self.rows]
 
-    def reduce(self, interpret=False):
-        """Add the rows into the gradient. One program per column block looping over thousands of rows would
-        be serial (4096 rows took 3.2 ms on the H200); passes of CHUNK_ROWS rows per program first fold the
-        rows in place (4096 -> 256 -> 16), then the last pass adds into the gradient."""
-        chunks = sum_partial_chunks.interpret if interpret else sum_partial_chunks
-        final = sum_partials.interpret if interpret else sum_partials
-        columns = transpiler.cdiv(self.summed, BLOCK)
+    def fold_rows(self, interpret=False):
+        """Past FINAL_ROWS rows, passes of PASS_ROWS-row tiles in place; returns (rows, row stride) left.
+        Arguments are passed by position (the launch's fast path)."""
+        passes = sum_row_tiles.interpret if interpret else sum_row_tiles
         rows, stride = self.rows, self.row_stride
-        while rows > CHUNK_ROWS:
-            count = transpiler.cdiv(rows, CHUNK_ROWS)
-            chunks[(columns, count)](self.buffer, self.summed, rows, stride, CHUNK_ROWS, BLOCK=BLOCK, num_warps=4)
-            rows, stride = count, stride * CHUNK_ROWS
-        final[(columns,)](self.buffer, self.grad, self.summed, rows, stride, BLOCK=BLOCK, num_warps=4)
+        while rows > FINAL_ROWS:
+            count = transpiler.cdiv(rows, PASS_ROWS)
+            passes[(transpiler.cdiv(self.summed, COLUMNS), count)](self.buffer, self.summed, rows, stride,
+                                                                   PASS_ROWS, COLUMNS, num_warps=8)
+            rows, stride = count, stride * PASS_ROWS
+        return rows, stride
+
+    def reduce(self, interpret=False):
+        """Add the rows into the gradient (this plan alone)."""
+        reduce_all([self], interpret)
+
+
+def _tile(rows):
+    """(tile rows, columns, warps) of the last kernel for `rows` rows."""
+    tile_rows = _next_power_of_two(rows)
+    columns = min(COLUMNS, max(TILE // tile_rows, 1))
+    return tile_rows, columns, 16 if tile_rows * columns >= TILE else 8
+
+
+def reduce_all(plans, interpret=False):
+    """Sum every plan's rows into its gradient: passes where a plan has more than FINAL_ROWS rows, then one
+    tile kernel per two gradients (launches, not bytes, are what a wave's partial rows cost)."""
+    final = sum_rows_into.interpret if interpret else sum_rows_into
+    pair = sum_two_into.interpret if interpret else sum_two_into
+    left = [(plan,) + plan.fold_rows(interpret) for plan in plans]
+    while left:
+        if len(left) >= 2 and left[0][0].accumulate == left[1][0].accumulate:
+            (a, rows_a, stride_a), (b, rows_b, stride_b) = left[0], left[1]
+            left = left[2:]
+            tile_rows, columns, warps = _tile(max(rows_a, rows_b))
+            blocks_a = transpiler.cdiv(a.summed, columns)
+            pair[(blocks_a + transpiler.cdiv(b.summed, columns),)](
+                a.buffer, a.grad, a.summed, rows_a, stride_a, b.buffer, b.grad, b.summed, rows_b, stride_b, blocks_a,
+                tile_rows, columns, a.accumulate, num_warps=warps)
+            continue
+        (plan, rows, stride), left = left[0], left[1:]
+        tile_rows, columns, warps = _tile(rows)
+        final[(transpiler.cdiv(plan.summed, columns),)](plan.buffer, plan.grad, plan.summed, rows, stride, tile_rows,
+                                                        columns, plan.accumulate, num_warps=warps)

@@ -3,11 +3,13 @@
 A runtime `for` is differentiated exactly, iteration by iteration, never by the "final value" shortcut: the
 reverse loop runs the iterations from last to first, each one recomputing its forward values and adding the
 adjoints of what it yields to the adjoints of what it received. Where the reverse of the body reads a
-loop-carried forward value (a carried value entering non-linearly, `h = tanh(h * w + x)`), the carried values
-at the start of that iteration are recomputed by replaying the forward loop up to it (O(n^2) iterations in
-all, said in `explain`; the other choice, a per-iteration buffer, needs scratch memory the backward does not
-have). Where it reads none (accumulators: `acc += f(x_i)`), nothing is replayed: the reverse loop costs what
-the forward loop costs.
+loop-carried forward value (a carried value entering non-linearly, `h = tanh(h * w + x)`), it needs the carried
+values at the start of each iteration, by one of two exact means that `tapes.choose` picks by cost (said in
+`explain`): a tape (the forward loop runs once before the reverse loop, storing them per iteration into a
+buffer the kernel object allocates; each reverse iteration loads its own: O(n)), or replaying the forward loop
+up to each reverse iteration (O(n^2) iterations, no memory: for short constant trip counts, and for bounds a
+tape cannot be sized by before the launch). Where it reads none (accumulators: `acc += f(x_i)`), nothing is
+replayed: the reverse loop costs what the forward loop costs.
 
 A runtime `if` is taken the same way in reverse: its condition is recomputed and the reverse of the taken
 branch runs. Adjoints of values defined outside a loop or branch are set to zero before it, so both branches
@@ -16,6 +18,7 @@ and every iteration add into one variable.
 from __future__ import annotations
 
 from ..parse.ir import walk
+from . import tapes
 from .spelling import typed_constant
 
 
@@ -40,14 +43,15 @@ def _carried_slots(d, op):
             if arg in d.needed or res in d.needed]
 
 
-def _emit_forward_loop(d, op, lo, hi, step, suffix=""):
+def _emit_forward_loop(d, op, lo, hi, step, suffix="", slots=None, at_start=None):
     """`for iv in range(lo, hi, step)` with the body replayed; returns {slot: name} of the carried values
-    replayed (those the backward reads)."""
+    replayed (those the backward reads, or `slots`); `at_start(iv, carried)` writes lines at the start of
+    each iteration (the tape's stores)."""
     body = op.regions[0]
     iv_arg, carried_args = body.args[0], body.args[1:]
     inits = op.operands[3:]
     carried = {}
-    for k in _carried_slots(d, op):
+    for k in (_carried_slots(d, op) if slots is None else slots):
         arg = carried_args[k]
         name = d.w.fresh((arg.name or "carried") + suffix)
         d.w.line(f"{name} = {d.names[inits[k]]}")
@@ -58,6 +62,8 @@ def _emit_forward_loop(d, op, lo, hi, step, suffix=""):
     d.w.comment(op.loc)
     d.w.line(f"for {iv} in range({lo}, {hi}, {step}):")
     with d.w.indent():
+        if at_start:
+            at_start(iv, carried)
         d.replay(body)
         yielded = body.ops[-1].operands
         _assign_yield(d, list(carried.values()), [yielded[k] for k in carried])
@@ -192,6 +198,7 @@ def _sweep_for(d, op):
         d.w.line(f"{name} = {start}")
         carried_adjoint[k] = name
     count = d.w.let(f"({hi} - {lo} + {step} - 1) // {step}", "trip_count")
+    tape_at = len(d.w.lines)            # where the forward loop filling a tape goes, if one is chosen
     back = d.w.fresh("back")
     d.w.line(f"for {back} in range(0, {count}):")
     with d.w.indent():
@@ -204,6 +211,7 @@ def _sweep_for(d, op):
             placeholders.append(d.names[arg])
         d.names[body.args[0]] = iv
         whole, d.needed = d.needed, d._needed(reversed_loop=op)
+        reverse_needed = d.needed
         with d.w.capture() as replayed:
             d.replay(body)
         d.needed = whole
@@ -218,10 +226,23 @@ def _sweep_for(d, op):
                 d.w.line(f"{carried_adjoint[k]} = {new}")
         needs = _reads_carried(body, d.used_primals)
         d.used_primals |= outer_used
+        line = f"line {op.loc.line if op.loc else '?'}"
+        read_slots = [k for k, arg in enumerate(carried_args) if arg in reverse_needed]
+        choice = None
         if needs:
-            d.w.decide(f"line {op.loc.line if op.loc else '?'}: the reverse of this loop reads its carried values: "
-                       "each reverse iteration replays the forward loop up to it (O(n^2) iterations; a "
-                       "per-iteration buffer would need scratch memory)")
+            forms = [d.forms(v) for v in op.operands[:3]]
+            step_value = step_op.attrs["value"]
+            choice = tapes.choose(forms[0], forms[1], step_value, [carried_args[k] for k in read_slots],
+                                  len(replayed))
+        if choice and choice.tape:
+            d.w.decide(f"{line}: the reverse of this loop reads its carried values: kept per iteration in a tape "
+                       f"(one forward pass stores them, each reverse iteration loads its own): {choice.why}")
+            loads = _tape_loop(d, op, lo, hi, step, count, read_slots, forms, step_value, tape_at)
+            for k, ph in enumerate(placeholders):
+                d.w.line(f"{ph} = {loads[k](back) if k in loads else d.p(op.operands[3 + k])}")
+        elif needs:
+            d.w.decide(f"{line}: the reverse of this loop reads its carried values: each reverse iteration "
+                       f"replays the forward loop up to it (O(n^2) iterations): {choice.why}")
             names = _emit_forward_loop_upto(d, op, lo, iv, step)
             for k, ph in enumerate(placeholders):
                 d.w.line(f"{ph} = {names[k] if k in names else d.p(op.operands[3 + k])}")
@@ -234,6 +255,49 @@ def _sweep_for(d, op):
         d.w.splice(reversed_body)
     for k in slots:
         d.add(op.operands[3 + k], carried_adjoint[k])
+
+
+def _tape_loop(d, op, lo, hi, step, count, slots, forms, step_value, at):
+    """The forward loop once, storing the carried values of `slots` at the start of each iteration into their
+    tapes (written at line index `at`, before the reverse loop), then a barrier; returns per slot a function
+    of the reverse counter giving the load of that iteration's value."""
+    body = op.regions[0]
+    carried_args = body.args[1:]
+    row = d.w.fresh("tape_row")
+    tapes_of = {}
+    for k in slots:
+        arg = carried_args[k]
+        pointer = d.hidden_name(f"tape_{arg.name or 'carried'}")
+        trips = d.hidden_name(f"{pointer}_trips")
+        tape = tapes.Tape(pointer, trips, arg.dtype, tuple(arg.shape), forms[0], forms[1], step_value)
+        d.tapes.append(tape)
+        tapes_of[k] = tape
+    offsets = {k: tapes.offsets_text(t.shape) for k, t in tapes_of.items()}
+
+    def address(k, iteration):
+        t = tapes_of[k]
+        base = f"{t.pointer} + ({row} * {t.trips} + {iteration}) * {t.elements}"
+        return f"{base} + {offsets[k]}" if offsets[k] else base
+
+    def store(iv, carried):
+        iteration = d.w.let(f"({iv} - {lo}) // {step}", "iteration")
+        for k in slots:
+            d.w.line(f"tl.store({address(k, iteration)}, {carried[k]})")
+
+    saved = {v: d.names.get(v) for v in _defined_in(body)}
+    depth, d.w.depth = d.w.depth, d.w.depth - 1
+    with d.w.capture() as lines:
+        d.w.comment(op.loc, "forward of ")
+        d.w.line(f"{row} = (tl.program_id(0) + tl.num_programs(0) * (tl.program_id(1) + tl.num_programs(1) * "
+                 f"tl.program_id(2))).to(tl.int64)")
+        _emit_forward_loop(d, op, lo, hi, step, suffix="_taped", slots=slots, at_start=store)
+        d.w.line("tl.debug_barrier()        # the tape's stores before its loads (other threads may load them)")
+    d.w.depth = depth
+    for v, n in saved.items():
+        if n is not None:
+            d.names[v] = n
+    d.w.lines[at:at] = lines
+    return {k: (lambda back, k=k: f"tl.load({address(k, f'({count} - 1 - {back})')})") for k in slots}
 
 
 def _emit_forward_loop_upto(d, op, lo, iv, step):

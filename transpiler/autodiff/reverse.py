@@ -67,6 +67,28 @@ def pointer_root(v, arg_names, carried=None, seen=None):
 _SELF = object()        # pointer_root met the carried pointer it started from: the loop advances it
 
 
+class _NoIndent:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+_NO_INDENT = _NoIndent()
+
+
+class Fold:
+    """The backward's loop over forward programs: its variable, the parameter holding the forward grid's
+    axis 0, and per folded input its register accumulator (name, block shape, dtype)."""
+
+    def __init__(self, program, programs, accumulators, blocks):
+        self.program = program
+        self.programs = programs
+        self.accumulators = accumulators      # input name -> accumulator name
+        self.blocks = blocks                  # input name -> (accumulator name, shape, tl dtype text)
+
+
 class Derivation:
     """The transform of one forward IR; `source()` is the backward kernel's Python text."""
 
@@ -278,6 +300,10 @@ class Derivation:
             return
         if not any(r in self.needed for r in op.results):
             return
+        if self.fold and op.name in ("program_id", "num_programs") and op.attrs["axis"] == 0:
+            # folded: the forward's program id is the loop's, and its count the forward grid's
+            self.names[op.result] = self.fold.program if op.name == "program_id" else self.fold.programs
+            return
         args = [self.names[o] for o in op.operands]
         expr = spell(op, args)
         if expr is None:
@@ -376,7 +402,14 @@ class Derivation:
 
     def _write_partial(self, op, root, decision):
         """Row `program` of the partial buffer (partials.py): whole rows stored when every program has its own
-        row, atomic adds into the shared row `program % rows` otherwise."""
+        row, atomic adds into the shared row `program % rows` otherwise. Folded: added into the program's
+        register accumulator, stored after the loop over forward programs (`_fold_epilogue`)."""
+        if self.fold and root in self.fold.accumulators:
+            acc = self.fold.accumulators[root]
+            d = self.adj[op.result]
+            mask = self.p(op.operands[1]) if len(op.operands) > 1 else None
+            self.w.line(f"{acc} = {acc} + {f'tl.where({mask}, {d}, 0.0)' if mask else d}")
+            return
         buffer, stride, rows = self.partial_params[root]
         program = self.w.let("tl.program_id(0) + tl.num_programs(0) * (tl.program_id(1) + tl.num_programs(1) * "
                              "tl.program_id(2))", "program")
@@ -399,9 +432,57 @@ class Derivation:
         else:
             self.w.line(atomic)
 
+    # -- folding forward programs into one backward program ---------------------------------------------
+    def _plan_fold(self):
+        """A Fold when every partial-sum input is a whole row read at the top level of the kernel (a weight
+        vector `W + arange(0, BLOCK)`): its contributions are then the same block in every forward program and
+        can be summed in registers across the forward programs one backward program runs; else None."""
+        partial = [n for n in self.inputs if self.decisions[n].partials]
+        top = set(self.ir.body.ops)
+        if not partial or any(not self.decisions[n].full_row or any(op not in top for op in self.loads_of[n])
+                              for n in partial):
+            return None
+        accumulators = {}
+        for n in partial:
+            (load,) = self.loads_of[n]
+            accumulators[n] = (self.w.fresh(f"partial_sum_{n}"), tuple(load.operands[0].shape),
+                               self.adjoint_tl(load.result))
+        return Fold(self.w.fresh("forward_program"), self.hidden_name("forward_programs"),
+                    {n: a[0] for n, a in accumulators.items()}, accumulators)
+
+    def hidden_name(self, base):
+        """A name for a parameter the kernel object passes (partial buffers, tapes), unused so far."""
+        name = base
+        while name in self.w.taken:
+            name = "_" + name
+        self.w.taken.add(name)
+        return name
+
+    def _fold_prologue(self):
+        for n, (acc, shape, dt) in self.fold.blocks.items():
+            self.w.line(f"{acc} = tl.zeros({shape!r}, {dt})      # {n}'s gradient summed over this program's rows")
+        self.w.line(f"for {self.fold.program} in range(tl.program_id(0), {self.fold.programs}, tl.num_programs(0)):")
+
+    def _fold_epilogue(self):
+        program = self.w.let("tl.program_id(0) + tl.num_programs(0) * (tl.program_id(1) + tl.num_programs(1) * "
+                             "tl.program_id(2))", "program")
+        programs = self.w.let("tl.num_programs(0) * tl.num_programs(1) * tl.num_programs(2)", "programs")
+        for n, (acc, shape, _) in self.fold.blocks.items():
+            buffer, stride, rows = self.partial_params[n]
+            ptr = self.w.let(f"{buffer} + ({program} % {rows}) * {stride} + tl.arange(0, {shape[0]})",
+                             f"{buffer}_row")
+            self.w.line(f"if {rows} >= {programs}:")
+            with self.w.indent():
+                self.w.line(f"tl.store({ptr}, {acc})        # the whole row: no zeroed buffer needed")
+            self.w.line("else:")
+            with self.w.indent():
+                self.w.line(f"tl.atomic_add({ptr}, {acc}, sem='relaxed')")
+
     # -- the whole kernel ------------------------------------------------------------------------------
     def source(self, signature) -> str:
         self.decisions = {n: gradient_writes.decide(self.loads_of[n], self.forms) for n in self.inputs}
+        self.fold = None
+        self.tapes = []
         self.partial_params = {}
         for n in self.inputs:
             if self.decisions[n].partials:
@@ -419,6 +500,13 @@ class Derivation:
             self.w.decide(f"gradient of {n} -> {self.grad_param[n]}: {how}: {dec.reason}")
         for n in self.outputs:
             self.w.decide(f"incoming gradient of {n} read from {self.grad_param[n]} (masked as the store)")
+        self.fold = self._plan_fold()
+        if self.fold:
+            names = ", ".join(self.fold.accumulators)
+            self.w.decide(f"folded: each program runs forward programs p, p + P, p + 2P, ... of grid axis 0 (P: one "
+                          f"wave of resident programs) and sums the gradients of {names} in registers, so the "
+                          "partial buffers have P rows, not one per forward program (their traffic and the "
+                          "second kernel's work shrink by the rows each program runs)")
         self.w.decide("forward values recomputed in the backward (straight-line code and its reductions cost "
                       "what the forward costs; nothing is saved between the two kernels)")
         # The dry pass: everything replayed, to learn what the reverse sweep reads; then the real one.
@@ -429,14 +517,23 @@ class Derivation:
             self.sweep(self.ir.body)
         self.reads = set(self.used_primals)
         self.w.decisions = decisions
+        self.w.taken -= {name for t in self.tapes for name in (t.pointer, t.trips)}    # the dry pass's tapes
         self.names = {v: n for v, n in self.arg_names.items()}
         self.adj, self.respelled, self.incoming, self.used_primals = {}, {}, {}, set()
         self.needed = self._needed()
-        self.w.line("# ---- the forward recomputed (primal replay) ----")
-        self.replay(self.ir.body)
-        self.w.line("# ---- the reverse sweep ----")
-        self.sweep(self.ir.body)
+        self.tapes = []                 # the dry pass's tapes are not the kernel's
+        if self.fold:
+            self._fold_prologue()
+        with self.w.indent() if self.fold else _NO_INDENT:
+            self.w.line("# ---- the forward recomputed (primal replay) ----")
+            self.replay(self.ir.body)
+            self.w.line("# ---- the reverse sweep ----")
+            self.sweep(self.ir.body)
+        if self.fold:
+            self._fold_epilogue()
         hidden = [name for n in self.inputs if n in self.partial_params for name in self.partial_params[n]]
+        hidden += [self.fold.programs] if self.fold else []
+        hidden += [name for t in self.tapes for name in (t.pointer, t.trips)]
         params = ", ".join(signature + [self.grad_param[n] for n in self.grads] + hidden)
         head = [f"def {self.name}({params}):",
                 f'    """Derived by transpiler.autodiff: the backward of {self.ir.name}."""']

@@ -79,13 +79,12 @@ def compile_ahead_of_time(spec, arch: str, out_dir: str) -> list:
     values = kernel._bind_for_compile(spec.args, dict(spec.constexprs), spec.num_warps)
     params, checks = host_interface(kernel.arg_names, kernel.spec_key(values), variant.param_kinds)
     cubin = compile_offline(variant.source, arch, name=f"{variant.name}.cu").cubin
-    specialization = next((line.split(": ", 1)[1] for line in variant.source.splitlines()[:5]
-                           if line.startswith("// specialization")), "")
+    specialization = _specialization_of(variant.source)
     context = dict(name=variant.name, source_file=os.path.basename(kernel.fn.__code__.co_filename), arch=arch,
                    specialization=specialization, num_warps=spec.num_warps, threads=32 * spec.num_warps,
                    shared_bytes=variant.shared_bytes, params=params, checks=checks, cubin_bytes=len(cubin),
                    cubin_rows=_byte_rows(cubin), indent=len(f"CUresult {variant.name}_launch("),
-                   row_loop=variant.row_loop)
+                   row_loop=variant.row_loop, programs_per_block=variant.programs_per_block)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = {
@@ -103,3 +102,17 @@ def compile_ahead_of_time(spec, arch: str, out_dir: str) -> list:
             path.write_text(payload)
         written.append(path)
     return written
+
+
+def _specialization_of(source: str) -> str:
+    """The `.cu` header's specialization text, its continuation lines (`//   ...`) joined back."""
+    lines = source.splitlines()[:40]
+    start = next((i for i, line in enumerate(lines) if line.startswith("// specialization: ")), None)
+    if start is None:
+        return ""
+    parts = [lines[start].split(": ", 1)[1]]
+    for line in lines[start + 1:]:
+        if not line.startswith("//   "):
+            break
+        parts.append(line[5:])
+    return " ".join(parts)

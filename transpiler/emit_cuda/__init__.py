@@ -9,6 +9,7 @@ from . import cspell
 from . import rules  # noqa: F401  (registers the lowering rules)
 from .device_header import used_helpers
 from .emitter import Emitter, Read, jinja_env, templates_dir
+from .text import indent_pragmas, layout_in_words, wrap
 
 
 def _params(kernel, written, c_names):
@@ -37,7 +38,7 @@ def _specialization_text(kernel):
             note = f" (multiple of {a.divisibility})"
         parts.append(f"{a.name} None (a null pointer, unused)" if a.is_none else f"{a.name} {dt}{note}")
     parts += [f"{k} = {getattr(v, '__transpiler_builtin__', None) or repr(v)}" for k, v in kernel.constexprs.items()]
-    return ", ".join(parts)
+    return [line[3:] for line in wrap(parts, "// specialization: ", "//   ")]    # the template writes the `// `
 
 
 def _device_header(kernel_code: str, with_tiles: bool, with_fp8: bool = False, with_tma: bool = False) -> str:
@@ -68,6 +69,12 @@ class EmittedKernel:
     required_arch: object = None  # analysis.arch_requirements.ArchRequirement, or None
     tensor_maps: tuple = ()       # host descriptions of the tensor map parameters after the arguments (rules/tma.py)
     row_loop: bool = False       # programs folded into a row loop: a launch adds the grid's x as a last parameter
+    persistent: bool = False     # ... and launches at most one wave of blocks (rows are prefetched)
+    programs_per_block: int = 1  # programs of the grid's x in one block, one warp each (program_packing.py)
+
+
+def _reads(text, name) -> bool:
+    return re.search(rf"\b{re.escape(name)}\b", text) is not None
 
 
 def _referenced_thread_bases(lines, body):
@@ -91,24 +98,30 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
     em.emit_region(kernel.body)
     notes = []
     for layout, i in sorted(em.layout_ids.items(), key=lambda kv: kv[1]):
-        notes.append(f"layout L{i}: {layout.describe()} ({layout.num_regs} registers per thread)")
+        notes += layout_in_words(layout, i)
     shared_bytes = em.smem.total_bytes()
     smem_constants = [f"constexpr int {name} = {value};" for name, value in em.smem.constants()]
-    params, body = _params(kernel, analysis.read_only.written_args, em.names), "\n".join(em.lines)
+    params, body = _params(kernel, analysis.read_only.written_args, em.names), "\n".join(indent_pragmas(em.lines))
     row_loop = getattr(em, "row_count_param", None) is not None
     if row_loop:       # the user's grid x, appended by the runtime after the arguments' slots
         params.append(f"const int {em.row_count_param}")
     if em.uses_tma:     # after the slots: the tensor maps, then whether the host encoded them all
         params += [decl for decl, _ in em.tma_params] + [f"int {em.tma_ready}"]
+    if analysis.packing and shared_bytes:
+        raise AssertionError("a packed kernel's programs needed shared memory: program_packing.py let through "
+                             "a kernel whose programs share their block")
     uses_fp8 = any("__nv_fp8" in text for text in params + [body])
     context = dict(
         source_file=os.path.basename(kernel.source_file),  # no absolute path: stable snapshots
         name=kernel.name, specialization=_specialization_text(kernel),
         num_warps=analysis.options.num_warps, threads=32 * analysis.options.num_warps, layout_notes=notes,
+        programs_per_block=analysis.programs_per_block,
         # Tensor-core kernels plan their registers (fragments, stages); the others let the runtime tune occupancy.
         occupancy_macro=None if em.uses_tiles else OCCUPANCY_MACRO, maxnreg_macro=MAXNREG_MACRO,
-        device_header="", device_functions=em.device_functions,
-        params=params, shared_bytes=shared_bytes,
+        device_header="", device_functions=["\n".join(indent_pragmas(f.split("\n"))) for f in em.device_functions],
+        param_lines=[line.strip() for line in wrap(params, "", "", ") {", 116)] if params else [],
+        unused_thread_ids=" ".join(f"(void){n};" for n in ("lane", "warp") if not _reads(body, n)),
+        shared_bytes=shared_bytes,
         smem_align=em.smem.align,
         shared_decls=(smem_constants + em.shared_decls) if shared_bytes else [],
         thread_bases=_referenced_thread_bases(em.thread_base_lines, body), body=body)
@@ -116,7 +129,8 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
     context["device_header"] = _device_header(template.render(**context), em.uses_tiles, uses_fp8, em.uses_tma)
     source = template.render(**context)
     return EmittedKernel(source, shared_bytes, em.smem.report(), analysis.required_arch,
-                         tuple(spec for _, spec in em.tma_params), row_loop)
+                         tuple(spec for _, spec in em.tma_params), row_loop,
+                         bool(analysis.row_loop and analysis.row_loop.persistent), analysis.programs_per_block)
 
 
 __all__ = ["emit_kernel", "EmittedKernel", "OCCUPANCY_MACRO", "MAXNREG_MACRO"]

@@ -9,6 +9,7 @@ through a register permutation when one exists, or converted through shared memo
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from pathlib import Path
 
 import jinja2
@@ -18,9 +19,11 @@ from ..analysis import conversion_chunks
 from ..analysis.bank_padding import conversion_padding
 from ..analysis.layouts import LinearLayout, register_map
 from ..parse.ir import OP_KINDS, OpKind, Value
-from . import cspell
+from . import cexpr, cspell
 from .bits import bit_moves
 from .names import CNames
+from .roles import Roles
+from .statement_order import Chunk, Group, in_writing_order, scalars_written_where_read
 
 LOWERINGS: dict = {}
 
@@ -63,19 +66,24 @@ def jinja_env():
 class Read:
     """How to read a materialized value: `at(r)` gives the C expression of register r (a C expression)."""
 
-    def __init__(self, array=None, scalar=None, regmap=None, ctype=""):
+    def __init__(self, array=None, scalar=None, regmap=None, ctype="", expr=None):
         self.array = array        # C array name, or None for values equal in every register
         self.scalar = scalar      # C expression, for register-independent values
         self.regmap = regmap      # bit-move pairs (target reg bit -> source reg bit), None for identity
         self.ctype = ctype
+        self.expr = expr          # register -> C expression, for a value written into its one reader's text
 
     def at(self, r="r") -> str:
+        if self.expr is not None:
+            return self.expr(r)
         if self.array is None:
             return self.scalar
         if self.regmap is None:
             return f"{self.array}[{r}]"
         if not self.regmap:
             return f"{self.array}[0]"
+        if r.isdigit():       # a known register: its source register, not an expression the C compiler folds
+            return f"{self.array}[{sum(1 << d for s, d in self.regmap if int(r) >> s & 1)}]"
         return f"{self.array}[{bit_moves(r, self.regmap, 30)}]"
 
     @property
@@ -112,6 +120,11 @@ class Emitter:
         self.in_flight_acc = None            # (C array, registers) of its accumulator, for the other dots' waits
         self.last_line = None
         self.line_stack: list = []
+        self.groups: list = []             # statement_order.Group of each op of a region being lowered
+        self.chunks: list = []             # the chunks being written, innermost last
+        self.detached_into: list = []      # per detached_text block: the group it was opened in, or None
+        self.written_where_read = scalars_written_where_read(kernel)
+        self.roles = Roles(kernel)         # names of unnamed values from their role (roles.py)
         self.loop_depth = 0
         self.macros = jinja_env().get_template("ops.j2").module
         self.dot_macros = jinja_env().get_template("dot.j2").module
@@ -120,32 +133,93 @@ class Emitter:
         self.tma_maps: dict = {}      # TMA load -> the C name of its tensor map parameter
         self.tma_params: list = []    # (C declaration, host description) of each tensor map parameter
         self.tma_ready = None         # the C name of the parameter saying the host encoded every map
+        # The thread that performs a program's scalar stores: the block's first, or its warp's first lane when
+        # a block holds several programs of one warp each (analysis/program_packing.py).
+        self.first_thread_of_program = "lane == 0" if analysis.packing else "threadIdx.x == 0"
 
     # -- text ----------------------------------------------------------------------------------------------
     def write(self, text: str):
-        if self.line_stack and self.line_stack[-1] is not None and self.line_stack[-1] != self.last_line:
-            self._comment_line(self.line_stack[-1])
+        line = self.line_stack[-1] if self.line_stack else None
+        if self.chunks:
+            # In a group (statement_order.py) the Python lines are shown when the group is written out.
+            self.lines.extend((line, self.indent, x) for x in text.splitlines())
+            if line is not None:
+                self.last_line = line
+            return
+        if line is not None and line != self.last_line:
+            self._comment_line(line, self.lines, self.indent)
         pad = "  " * self.indent
-        for line in text.splitlines():
-            self.lines.append(pad + line if line.strip() else "")
+        for x in text.splitlines():
+            self.lines.append(pad + x if x.strip() else "")
 
-    def _comment_line(self, line):
+    def _comment_line(self, line, out, indent):
         """Show the Python line the next statements come from (once per group)."""
         self.last_line = line
         text = self.kernel.source_lines.get(line)
         if text:
-            self.lines.append("")
-            self.lines.append("  " * self.indent + f"// {comment_text(text)}")
+            out.append("")
+            out.append("  " * indent + f"// {comment_text(text)}")
             if self.options.line_directives:
-                self.lines.append(f'#line {line + 1} "{self.kernel.source_file}"')
+                out.append(f'#line {line + 1} "{self.kernel.source_file}"')
 
     def run_rule(self, op, layout):
-        """Lower `op`; whatever it writes is shown under its Python line."""
-        self.line_stack.append(op.loc.line if op.loc else None)
+        """Lower `op`; whatever it writes is shown under its Python line, as a chunk of the current group."""
+        line = op.loc.line if op.loc else None
+        self.line_stack.append(line)
+        if not self.groups:
+            try:
+                LOWERINGS[op.name](self, op, layout)
+            finally:
+                self.line_stack.pop()
+            return
+        chunk, saved = Chunk(op, line), self.lines
+        self.lines = chunk.lines
+        self.chunks.append(chunk)
         try:
             LOWERINGS[op.name](self, op, layout)
         finally:
+            self.chunks.pop()
+            self.lines = saved
             self.line_stack.pop()
+        self.lines.append(chunk)
+        self.groups[-1].chunks.append(chunk)
+
+    @contextmanager
+    def detached_text(self, indent=1):
+        """Write a text of its own (a device function's body, a ring's copies: in `self.lines` until the block
+        ends), outside the statements of the op being lowered. What it binds has no chunk: a group reading it
+        keeps its statements in the order they were written."""
+        saved = (self.lines, self.indent, self.last_line, self.chunks, self.groups)
+        self.detached_into.append(self.groups[-1] if self.groups else None)
+        self.lines, self.indent, self.chunks, self.groups = [], indent, [], []
+        try:
+            yield
+        finally:
+            self.lines, self.indent, self.last_line, self.chunks, self.groups = saved
+            self.detached_into.pop()
+
+    def _lower_in_group(self, op, layout):
+        """Lower `op` of a region with the operands it computes on demand, then write the group's chunks in
+        their order (statement_order.py), each Python line shown where its statements begin."""
+        group, before = Group(), self.last_line
+        self.groups.append(group)
+        saved = self.lines
+        self.lines = []
+        try:
+            self.run_rule(op, layout)
+        finally:
+            self.groups.pop()
+            self.lines = saved
+        after, last, out = self.last_line, before, []
+        for chunk, entries in in_writing_order(group):
+            for line, indent, text in entries:
+                if line is not None and line != last:
+                    self._comment_line(line, out, indent)
+                    last = line
+                out.append("  " * indent + text if text.strip() else "")
+        # Inside another op's chunk (a loop body), the text joins that chunk as written, Python lines shown.
+        self.lines.extend([(None, 0, x) for x in out] if self.chunks else out)
+        self.last_line = after
 
     # -- names ---------------------------------------------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -217,7 +291,8 @@ class Emitter:
         pairs = [(i, b[dim].bit_length() - 1) for i, b in enumerate(layout.reg) if b[dim]]
         reg = bit_moves(r, pairs, len(layout.reg)) if pairs else None
         parts = [p for p in (base, reg) if p]
-        return " + ".join(f"({p})" if " " in p and len(parts) > 1 else p for p in parts) if parts else "0"
+        return " + ".join(f"({p})" if " " in p and len(parts) > 1 and not cexpr.is_atom(p) else p
+                          for p in parts) if parts else "0"
 
     def padded_index(self, layout: LinearLayout, pad: int, r="r") -> str:
         """Offset in a conversion buffer: row-major, each row of the last dimension padded by `pad` elements
@@ -290,10 +365,20 @@ class Emitter:
     # -- values --------------------------------------------------------------------------------------------
     def bind(self, v: Value, read: Read, layout=None):
         self.scopes[-1][(v, layout)] = read
+        if self.chunks:
+            self.groups[-1].defined_by[(v, layout)] = self.chunks[-1]
+        elif self.detached_into and self.detached_into[-1] is not None:
+            self.detached_into[-1].detached.add((v, layout))
 
     def lookup(self, v, layout):
         for scope in reversed(self.scopes):
             if (v, layout) in scope:
+                if self.chunks:     # the chunk reading it must come after the one that wrote it
+                    group = self.groups[-1]
+                    producer = group.defined_by.get((v, layout))
+                    if producer is not None and producer is not self.chunks[-1]:
+                        self.chunks[-1].reads.add(producer)
+                    group.keep_order |= (v, layout) in group.detached
                 return scope[(v, layout)]
         return None
 
@@ -359,7 +444,7 @@ class Emitter:
     def array_name(self, v, layout) -> str:
         """C name for `v` in `layout`: the Python name, suffixed when the value exists in several layouts."""
         if v not in self.names:
-            return self.name_of(v, _hint_for(v))
+            return self.name_of(v, self.roles.name(v) or _hint_for(v))
         return self.fresh(f"{self.names[v]}_L{self.layout_id(layout)}")
 
     def define_block(self, v, layout, expr_at, run_mask=0) -> str:
@@ -369,14 +454,18 @@ class Emitter:
         name = self.array_name(v, layout)
         per_run = expr_at("run") if run_mask else ""
         if re.search(r"\brun\b", per_run):     # an expression reading no register needs no run index
-            self.write(self.macros.block_elementwise_runs(self.ctype(v), name, layout.num_regs, run_mask, per_run))
+            # read once, the run's first register is written in place: `x[r & ~3]`
+            once = (re.sub(r"\brun\b", f"(r & ~{run_mask})", per_run)
+                    if len(re.findall(r"\brun\b", per_run)) == 1 else "")
+            self.write(self.macros.block_elementwise_runs(self.ctype(v), name, layout.num_regs, run_mask, per_run,
+                                                          once))
         else:
             self.write(self.macros.block_elementwise(self.ctype(v), name, layout.num_regs, expr_at("r")))
         self.bind(v, Read(array=name, ctype=self.ctype(v)), layout)
         return name
 
     def define_scalar(self, v, expr) -> str:
-        name = self.name_of(v, _hint_for(v))
+        name = self.name_of(v, self.roles.name(v) or _hint_for(v))
         ct = self.ctype(v)
         self.write(f"{ct} {name} = {expr};" if v.dtype.is_ptr() else self.macros.scalar_def(ct, name, expr))
         self.bind(v, Read(scalar=name, ctype=ct), None)
@@ -403,13 +492,15 @@ class Emitter:
                 continue  # computed on demand, in the layout its user needs
             if op.results and not any(r.shape for r in op.results) and op.name == OpKind.CONSTANT:
                 continue  # constants are spelled inline
+            if op in self.written_where_read:
+                continue  # scalar arithmetic: written with the statement that reads it first
             self.emit_op(op)
 
     def emit_op(self, op):
         if op.name not in LOWERINGS:
             raise NotImplementedError(f"no lowering rule for IR op '{op.name}'")
         layout = self.layout_of(op.results[0]) if op.results and op.results[0].shape else None
-        self.run_rule(op, layout)
+        self._lower_in_group(op, layout)
 
     def push_scope(self):
         self.scopes.append({})

@@ -148,7 +148,7 @@ def write_to_tile(em, value, buffer, k_dim, k_major=False) -> OperandView:
     element = f"{buffer}[{em.tile_offset(layout, tile, 'r')}]"
     if vec > 1:
         em.write(em.macros.run_loop(layout.num_regs // vec, vec,
-                                    f"tp::store<{vec}, tp::CACHE_DEFAULT>(&{element}, &{read.array}[r]);"))
+                                    f"tp::store<{vec}>(&{element}, &{read.array}[r]);"))
     else:
         em.write(em.macros.reg_loop(layout.num_regs, f"{element} = {read.at('r')}"))
     return OperandView(tile)

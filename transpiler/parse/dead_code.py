@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .ir import KernelIR, Region, walk
+from .ir import KernelIR, OpKind, Region, walk
 
 PURE_OPS = frozenset({"constant", "program_id", "num_programs", "arange", "splat", "broadcast", "expand_dims",
                       "permute", "reshape", "hint", "elementwise", "cast", "bitcast", "addptr", "reduce",
@@ -21,7 +21,7 @@ PURE_OPS = frozenset({"constant", "program_id", "num_programs", "arange", "splat
 
 
 def _removable(op) -> bool:
-    return op.name in PURE_OPS or (op.name == "load" and not op.attrs.get("volatile"))
+    return op.name in PURE_OPS or (op.name == OpKind.LOAD and not op.attrs.get("volatile"))
 
 
 def remove_dead_code(kernel: KernelIR) -> None:

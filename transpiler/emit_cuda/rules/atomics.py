@@ -12,6 +12,7 @@ from __future__ import annotations
 from ... import dtypes
 from .. import cspell
 from ..emitter import Read, jinja_env, lowering
+from ...parse.ir import OpKind
 
 _PTX_OP = {"xchg": "exch"}      # PTX's name where it is not Triton's
 _FLOAT_REG = {dtypes.float32: "f", dtypes.float64: "d"}
@@ -76,14 +77,14 @@ def helper(em, instruction, op, dt, sem, scope) -> str:
     return name
 
 
-@lowering("atomic_rmw", "atomic_cas")
+@lowering(OpKind.ATOMIC_RMW, OpKind.ATOMIC_CAS)
 def atomic(em, op, layout):
     plan = em.analysis.atomics[op]
     v = op.result
     dt = v.dtype
     kind = op.attrs.get("op", "cas")
     fn = helper(em, plan.instruction, kind, dt, op.attrs["sem"], op.attrs["scope"])
-    n_args = 2 if op.name == "atomic_cas" else 1
+    n_args = 2 if op.name == OpKind.ATOMIC_CAS else 1
     ptr_v, arg_vs, mask_v = op.operands[0], op.operands[1:1 + n_args], op.operands[1 + n_args:]
     if plan.scalar:
         at = em.scalar

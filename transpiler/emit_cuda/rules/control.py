@@ -7,7 +7,7 @@ slot's old value, so `a, b = b, a` works).
 from __future__ import annotations
 
 from .. import cspell
-from ...parse.ir import walk
+from ...parse.ir import OpKind, walk
 from ..emitter import Read, lowering
 from .dot import forget_hoisted, hoist_invariant_operands
 
@@ -75,12 +75,12 @@ def _emit_body(em, region, targets, region_args):
     em.pop_scope()
 
 
-@lowering("yield", "condition")
+@lowering(OpKind.YIELD, OpKind.CONDITION)
 def terminator(em, op, layout):
     pass  # handled by the construct that owns the region
 
 
-@lowering("for")
+@lowering(OpKind.FOR)
 def for_loop(em, op, layout):
     hoisted = hoist_invariant_operands(em, op)
     plan = em.analysis.pipelines.get(op)
@@ -118,7 +118,7 @@ def unroll_pragma(op) -> str:
     seen as spills around a 32x32 dot loop), else nothing (the compiler decides)."""
     if op.attrs.get("loop_unroll_factor"):
         return f"#pragma unroll {op.attrs['loop_unroll_factor']}"
-    if any(inner.name == "dot" for region in op.regions for inner in walk(region)):
+    if any(inner.name == OpKind.DOT for region in op.regions for inner in walk(region)):
         return "#pragma unroll 1"
     return ""
 
@@ -132,7 +132,7 @@ def loop_condition(ivname, hi, step, sign):
     return f"({step} > 0 ? {ivname} < {hi} : {ivname} > {hi})"
 
 
-@lowering("while")
+@lowering(OpKind.WHILE)
 def while_loop(em, op, layout):
     hoisted = hoist_invariant_operands(em, op)
     _while(em, op)
@@ -159,7 +159,7 @@ def _while(em, op):
     em.write("}")
 
 
-@lowering("if")
+@lowering(OpKind.IF)
 def if_op(em, op, layout):
     cond = em.scalar(op.operands[0])
     targets = []
@@ -188,6 +188,6 @@ def if_op(em, op, layout):
     em.write("}")
 
 
-@lowering("barrier")
+@lowering(OpKind.BARRIER)
 def barrier(em, op, layout):
     em.write("__syncthreads();")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ... import dtypes
 from ..emitter import lowering
+from ...parse.ir import OpKind
 
 _FORMAT = {dtypes.Kind.FLOAT: "%f", dtypes.Kind.BOOL: "%d"}
 
@@ -22,7 +23,7 @@ def _c_text(text):
     return text.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%").replace("\n", " ")
 
 
-@lowering("device_print")
+@lowering(OpKind.DEVICE_PRINT)
 def device_print(em, op, layout):
     prefix = op.attrs["prefix"].replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
     hex_ = op.attrs["hex"]
@@ -50,7 +51,7 @@ def device_print(em, op, layout):
     em.write(em.macros.reg_loop(lay.num_regs, f'printf("{fmt}", {", ".join([pid] + idx + args)})'))
 
 
-@lowering("device_assert")
+@lowering(OpKind.DEVICE_ASSERT)
 def device_assert(em, op, layout):
     """Debug mode only (`options.debug`): every element a thread holds is checked; a failure prints the
     program id, the index, the Python line and the message, then traps (the launch reports a fault)."""

@@ -19,6 +19,7 @@ from ..emitter import Read, lowering
 from ..tiles import register_layout_for, staged_view, write_to_tile
 from ...analysis.invariant_operands import invariant_dot_operands
 from ...analysis.layouts import log2
+from ...parse.ir import OpKind
 
 
 def _operand_views(em, op):
@@ -199,7 +200,7 @@ def _describe(op, plan):
             f"each {plan.warp_rows}x{plan.warp_cols} ({plan.tiles_m}x{plan.tiles_n} tiles)")
 
 
-@lowering("dot")
+@lowering(OpKind.DOT)
 def dot(em, op, layout):
     plan = em.analysis.dots[op]
     em.uses_tiles = True

@@ -10,6 +10,7 @@ import re
 
 from .. import cspell
 from ..emitter import Read, lowering
+from ...parse.ir import OpKind
 
 _CACHE = {"": "tp::CACHE_DEFAULT", ".ca": "tp::CACHE_CA", ".cg": "tp::CACHE_CG", ".cs": "tp::CACHE_CS",
           ".cv": "tp::CACHE_CV", ".lu": "tp::CACHE_LU", ".wb": "tp::CACHE_WB", ".wt": "tp::CACHE_WT"}
@@ -17,10 +18,25 @@ _EVICT = {"": "tp::EVICT_NORMAL", "evict_normal": "tp::EVICT_NORMAL", "evict_fir
           "evict_last": "tp::EVICT_LAST"}
 
 
-def _cache(op, volatile=False):
-    if volatile:
-        return "tp::CACHE_VOLATILE"
+def _cache(op):
     return _CACHE[op.attrs.get("cache", "")]
+
+
+def _load_call(n, op, volatile=False) -> str:
+    """The device helper reading `n` consecutive elements with `op`'s cache and eviction options: `tp::load<n>`
+    for the default ones; an eviction hint takes `tp::load_evict` (the hint replaces the cache modifier, as it
+    did before volatile), a volatile load `tp::load_volatile`."""
+    evict = _EVICT[op.attrs.get("eviction", "")]
+    if evict != "tp::EVICT_NORMAL":
+        return f"tp::load_evict<{n}, {evict}>"
+    if volatile:
+        return f"tp::load_volatile<{n}>"
+    return _with_cache("tp::load", n, _cache(op))
+
+
+def _with_cache(helper, n, cache) -> str:
+    """`tp::load<n>` / `tp::store<n>`, or their `_cached` forms for a cache modifier other than the default."""
+    return f"{helper}<{n}>" if cache == "tp::CACHE_DEFAULT" else f"{helper}_cached<{n}, {cache}>"
 
 
 def _all_of(read, vec):
@@ -39,12 +55,12 @@ def _combined_load(em, group):
         ctype=ctype, n=layout.num_regs, fields=group.fields, names=names, ptr=ptr.at("r"),
         mask=em.operand(leader.operands[1], layout).at("r") if masked else "",
         others=[em.operand(op.operands[2], layout).at("r") for op in group.loads] if masked else [],
-        cache=_cache(leader), evict=_EVICT[leader.attrs.get("eviction", "")])))
+        load_fn=_load_call(group.fields, leader))))
     for op, name in zip(group.loads, names):
         em.bind(op.result, Read(array=name, ctype=ctype), layout)
 
 
-@lowering("load")
+@lowering(OpKind.LOAD)
 def load(em, op, layout):
     group = em.analysis.combined_loads.get(op)
     if group is not None:
@@ -71,8 +87,7 @@ def load(em, op, layout):
     other = em.operand(op.operands[2], layout) if len(op.operands) > 2 else None
     name = em.array_name(v, layout)
     mask_uniform = em.analysis.mask_uniform.get(op, False)
-    ctx = dict(ctype=ctype, name=name, n=layout.num_regs, vec=vec, ptr=ptr.at("r"), cache=_cache(op, volatile),
-               evict=_EVICT[op.attrs.get("eviction", "")],
+    ctx = dict(ctype=ctype, name=name, n=layout.num_regs, vec=vec, ptr=ptr.at("r"), load_fn=_load_call(vec, op, volatile),
                load_one=(f"*({ptr.at('r')})" if not volatile else
                          f"*reinterpret_cast<const volatile {ctype}*>({ptr.at('r')})"),
                mask=mask.at("r") if mask else "", other=other.at("r") if other else "",
@@ -89,14 +104,14 @@ def load(em, op, layout):
     em.bind(v, Read(array=name, ctype=ctype), layout)
 
 
-@lowering("store")
+@lowering(OpKind.STORE)
 def store(em, op, layout):
     ptr_v, value_v = op.operands[0], op.operands[1]
     mask_v = op.operands[2] if len(op.operands) > 2 else None
     ctype = cspell.ctype(value_v.dtype)
     if not ptr_v.shape:
         ptr, value = em.scalar(ptr_v), em.scalar(value_v)
-        cond = "threadIdx.x == 0" + (f" && ({em.scalar(mask_v)})" if mask_v is not None else "")
+        cond = em.first_thread_of_program + (f" && ({em.scalar(mask_v)})" if mask_v is not None else "")
         em.write(f"if ({cond}) *({ptr}) = {value};")
         return
     layout = em.layouts.mem_layout[op]
@@ -111,7 +126,8 @@ def store(em, op, layout):
         guards.append(f"(lane & {lane_rep}) == 0")
     if warp_rep:
         guards.append(f"(warp & {warp_rep}) == 0")
-    ctx = dict(ctype=ctype, n=layout.num_regs, vec=vec, ptr=ptr.at("r"), cache=_cache(op),
+    ctx = dict(ctype=ctype, n=layout.num_regs, vec=vec, ptr=ptr.at("r"),
+               store_fn=_with_cache("tp::store", vec, _cache(op)),
                value_array=value.array if value.is_identity_array else "", value=value.at("r"),
                value_per_register=re.search(r"\br\b", value.at("r")) is not None,   # not a register-0 read
                store_one=f"*({ptr.at('r')}) = {value.at('r')}", mask=mask.at("r") if mask else "",

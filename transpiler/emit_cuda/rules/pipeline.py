@@ -17,11 +17,12 @@ a load whose `other` is +0 copies a masked-off uniform run as 0 bytes (cp.async 
 """
 from __future__ import annotations
 
-from .. import cspell
+from .. import cexpr, cspell
 from ..emitter import Read
 from ..tiles import SharedTile, staged_view
 from ...targets import switch
 from .control import assign_yield, bind_args, declare_carried, loop_condition, unroll_pragma
+from ...parse.ir import OpKind
 
 
 def _issue_copies(em, staged, tile):
@@ -147,13 +148,13 @@ def emit_body(em, loop, targets, stage, prefetch):
     staged_values = {staged.op.result for staged in plan.loads}
     # Staged loads have no registers to fill, and a tl.trans of one is only a different view of its tile.
     skip = {o for o in region.ops if o in plan.main_dead_ops or plan.is_staged(o)
-            or (o.name == "permute" and o.operands[0] in staged_values)}
+            or (o.name == OpKind.PERMUTE and o.operands[0] in staged_values)}
     em.pending_prefetch = prefetch
     em.async_dot, em.async_dot_issued = plan.async_dot, False
     if plan.async_dot is not None:   # the other dots' waits retire its group: they pin its accumulator
         acc, acc_layout = targets[loop.main.index(plan.async_carried)]
         em.in_flight_acc = (acc.array, acc_layout.num_regs)
-    em.prefetch_host = plan.async_dot or next((o for o in region.ops if o.name == "dot"
+    em.prefetch_host = plan.async_dot or next((o for o in region.ops if o.name == OpKind.DOT
                                                and any(staged_view(em, x) for x in o.operands[:2])), None)
     em.last_line = None
     em.emit_region(region, skip)
@@ -180,11 +181,9 @@ def ring_loop(em, loop, targets, stage, top, prefetch, advance):
     em.bind(iv, Read(scalar=ivname, ctype=ct), None)
     for line in top:
         em.write(line)
-    outer_lines, outer_indent = em.lines, em.indent
-    em.lines, em.indent = [], 0
-    prefetch(ivname)
-    copies = "\n".join(em.lines)
-    em.lines, em.indent = outer_lines, outer_indent
+    with em.detached_text(indent=0):
+        prefetch(ivname)
+        copies = "\n".join(em.lines)
     in_flight = emit_body(em, loop, targets, stage, copies)
     for line in advance:
         em.write(line)
@@ -225,7 +224,7 @@ def _cp_async_ring(em, loop, targets):
     em.loop_depth += 1
     em.write(f"for (int {s} = 0; {s} < {distance}; ++{s}) {{")
     em.indent += 1
-    em.write(f"const {ct} {iv_ahead} = {lo} + {s} * {step};")
+    em.write(f"const {ct} {iv_ahead} = {cexpr.add(lo, cexpr.mul(s, step))};")
     em.write(f"if ({loop.condition(iv_ahead)}) {{")
     em.indent += 1
     _prefetch(em, plan, iv, iv_ahead, ct, carried, ahead, yields, s)
@@ -248,7 +247,7 @@ def _cp_async_ring(em, loop, targets):
     def prefetch(ivname):
         em.write("{")
         em.indent += 1
-        em.write(f"const {ct} {iv_ahead} = {ivname} + {distance} * {step};")
+        em.write(f"const {ct} {iv_ahead} = {cexpr.add(ivname, cexpr.mul(distance, step))};")
         em.write(f"if ({loop.condition(iv_ahead)}) {{")
         em.indent += 1
         _prefetch(em, plan, iv, iv_ahead, ct, carried, ahead, yields, f"({s} + {distance}) % {stages}")

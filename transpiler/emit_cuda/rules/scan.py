@@ -12,30 +12,29 @@ from __future__ import annotations
 from .. import cspell
 from ..bits import bit_moves
 from ..emitter import Read, jinja_env, lowering, templates_dir
+from ...parse.ir import OpKind
 
 def _combine_function(em, op, ctypes):
     """Emit the user's combine_fn as `combine(out..., left..., right...)`: out = combine_fn(left, right)."""
     region = op.regions[0]
     n = len(ctypes)
     fname = em.fresh("combine")
-    saved_lines, saved_indent, saved_last = em.lines, em.indent, em.last_line
-    em.lines, em.indent = [], 1
-    em.line_stack.append(None)    # no Python-line comments inside the function
-    em.push_scope()
-    outs = [em.fresh(f"out{i}") for i in range(n)]
-    params = [f"{ct}& {o}" for ct, o in zip(ctypes, outs)]
-    for i, a in enumerate(region.args):      # a0.. (the earlier elements), then b0.. (the later ones)
-        cname = em.fresh(f"{'left' if i < n else 'right'}{i % n}")
-        params.append(f"{ctypes[i % n]} {cname}")
-        em.bind(a, Read(scalar=cname, ctype=ctypes[i % n]), None)
-    for inner in region.ops[:-1]:
-        em.emit_op(inner)
-    for o, y in zip(outs, region.ops[-1].operands):
-        em.write(f"{o} = {em.scalar(y)};")
-    body = "\n".join(em.lines)
-    em.pop_scope()
-    em.line_stack.pop()
-    em.lines, em.indent, em.last_line = saved_lines, saved_indent, saved_last
+    with em.detached_text():
+        em.line_stack.append(None)    # no Python-line comments inside the function
+        em.push_scope()
+        outs = [em.fresh(f"out{i}") for i in range(n)]
+        params = [f"{ct}& {o}" for ct, o in zip(ctypes, outs)]
+        for i, a in enumerate(region.args):      # a0.. (the earlier elements), then b0.. (the later ones)
+            cname = em.fresh(f"{'left' if i < n else 'right'}{i % n}")
+            params.append(f"{ctypes[i % n]} {cname}")
+            em.bind(a, Read(scalar=cname, ctype=ctypes[i % n]), None)
+        for inner in region.ops[:-1]:
+            em.emit_op(inner)
+        for o, y in zip(outs, region.ops[-1].operands):
+            em.write(f"{o} = {em.scalar(y)};")
+        body = "\n".join(em.lines)
+        em.pop_scope()
+        em.line_stack.pop()
     line = op.loc.line if op.loc else "?"
     em.device_functions.append(f"// combine_fn of the tl.associative_scan at line {line}\n"
                                f"__device__ __forceinline__ void {fname}({', '.join(params)}) {{\n{body}\n}}")
@@ -68,7 +67,7 @@ def _reg(*parts):
     return " | ".join(parts) if parts else "0"
 
 
-@lowering("scan")
+@lowering(OpKind.SCAN)
 def scan(em, op, layout_unused):
     plan = em.layouts.scan_plan[op]
     layout, axis, reverse = plan.layout, plan.axis, op.attrs["reverse"]

@@ -3,35 +3,41 @@ and the shape ops (splat, broadcast, expand_dims, permute, reshape), which cost 
 from __future__ import annotations
 
 from ...analysis.layouts import register_map
+from ...parse.ir import OpKind
 from .. import cspell
 from ..bits import linear_register_map
 from ..emitter import Read, lowering
 from ..libdevice import libdevice_call
 
 
-@lowering("constant")
+@lowering(OpKind.CONSTANT)
 def constant(em, op, layout):
     v = op.result
     em.bind(v, Read(scalar=cspell.literal(op.attrs["value"], v.dtype), ctype=cspell.ctype(v.dtype)), None)
 
 
-@lowering("program_id")
+@lowering(OpKind.PROGRAM_ID)
 def program_id(em, op, layout):
-    em.define_scalar(op.result, f"static_cast<int>(blockIdx.{'xyz'[op.attrs['axis']]})")
+    axis, per_block = op.attrs["axis"], em.analysis.programs_per_block
+    block = f"static_cast<int>(blockIdx.{'xyz'[axis]})"
+    # Packed programs (analysis/program_packing.py): program `block * per_block + slot` runs in warp `slot`.
+    em.define_scalar(op.result, f"{block} * {per_block} + program_slot" if axis == 0 and per_block > 1 else block)
 
 
-@lowering("num_programs")
+@lowering(OpKind.NUM_PROGRAMS)
 def num_programs(em, op, layout):
     em.define_scalar(op.result, f"static_cast<int>(gridDim.{'xyz'[op.attrs['axis']]})")
 
 
-@lowering("launched_programs")
+@lowering(OpKind.LAUNCHED_PROGRAMS)
 def launched_programs(em, op, layout):
     """The programs actually launched along an axis (the row loop's step), not the user's grid."""
-    em.define_scalar(op.result, f"static_cast<int>(gridDim.{'xyz'[op.attrs['axis']]})")
+    axis, per_block = op.attrs["axis"], em.analysis.programs_per_block
+    blocks = f"static_cast<int>(gridDim.{'xyz'[axis]})"
+    em.define_scalar(op.result, f"{blocks} * {per_block}" if axis == 0 and per_block > 1 else blocks)
 
 
-@lowering("row_count")
+@lowering(OpKind.ROW_COUNT)
 def row_count(em, op, layout):
     """The user's grid along axis 0, a parameter after the kernel's own (analysis/row_loop.py)."""
     name = em.name_of(op.result, "n_rows")
@@ -39,21 +45,21 @@ def row_count(em, op, layout):
     em.row_count_param = name
 
 
-@lowering("arange")
+@lowering(OpKind.ARANGE)
 def arange(em, op, layout):
     start = op.attrs["start"]
     coord = em.coord_expr(layout, 0)
     em.define_block(op.result, layout, lambda r: f"{start} + {coord}" if start else coord)
 
 
-@lowering("splat")
+@lowering(OpKind.SPLAT)
 def splat(em, op, layout):
     # Every register holds the scalar: no array, reads use the scalar directly.
     src = em.scalar(op.operands[0])
     em.bind(op.result, Read(scalar=src, ctype=cspell.ctype(op.result.dtype)), layout)
 
 
-@lowering("broadcast")
+@lowering(OpKind.BROADCAST)
 def broadcast(em, op, layout):
     src_v = op.operands[0]
     dims = [d for d, (a, b) in enumerate(zip(src_v.shape, op.result.shape)) if a != b]
@@ -92,7 +98,7 @@ def remapped(src: Read, mapping):
     return Read(array=src.array, regmap=None if identity else pairs, ctype=src.ctype)
 
 
-@lowering("expand_dims")
+@lowering(OpKind.EXPAND_DIMS)
 def expand_dims(em, op, layout):
     src_v = op.operands[0]
     if not src_v.shape:
@@ -103,7 +109,7 @@ def expand_dims(em, op, layout):
     _bind_remapped(em, op.result, layout, src, src_layout, src_layout)
 
 
-@lowering("permute")
+@lowering(OpKind.PERMUTE)
 def permute(em, op, layout):
     order = op.attrs["order"]
     inverse = [order.index(d) for d in range(len(order))]
@@ -112,7 +118,7 @@ def permute(em, op, layout):
     em.bind(op.result, src, layout)
 
 
-@lowering("reshape")
+@lowering(OpKind.RESHAPE)
 def reshape(em, op, layout):
     src_v = op.operands[0]
     src_layout = layout.reshape(src_v.shape)
@@ -120,7 +126,7 @@ def reshape(em, op, layout):
     em.bind(op.result, src, layout)
 
 
-@lowering("hint")
+@lowering(OpKind.HINT)
 def hint(em, op, layout):
     src_v = op.operands[0]
     if not src_v.shape:
@@ -172,7 +178,7 @@ def _wrap(expr):
     return f"({expr})" if cspell.needs_parens(expr) else expr
 
 
-@lowering("elementwise")
+@lowering(OpKind.ELEMENTWISE)
 def elementwise(em, op, layout):
     fn = op.attrs["fn"]
     if fn.startswith("libdevice."):
@@ -184,7 +190,7 @@ def elementwise(em, op, layout):
         fn, operand_dt, op.result.dtype, [_wrap(a) for a in args], op.attrs.get("propagate_nan", False)))
 
 
-@lowering("cast")
+@lowering(OpKind.CAST)
 def cast(em, op, layout):
     target = cspell.ctype(op.result.dtype)
     if op.result.dtype.is_ptr() or op.operands[0].dtype.is_ptr():
@@ -201,7 +207,7 @@ def cast(em, op, layout):
     _map(em, op, layout, lambda args: f"tp::cast<{target}>({args[0]})")
 
 
-@lowering("bitcast")
+@lowering(OpKind.BITCAST)
 def bitcast(em, op, layout):
     target = cspell.ctype(op.result.dtype)
     if op.result.dtype.is_ptr():
@@ -210,6 +216,24 @@ def bitcast(em, op, layout):
     _map(em, op, layout, lambda args: f"tp::bitcast<{target}>({args[0]})")
 
 
-@lowering("addptr")
+@lowering(OpKind.ADDPTR)
 def addptr(em, op, layout):
+    v, (base_v, offset_v) = op.result, op.operands
+    if v.shape:
+        base, offset = em.operand(base_v, layout), em.operand(offset_v, layout)
+        if offset.array is None and offset.scalar == "0" and base.array is not None:
+            em.bind(v, base, layout)      # `p + 0` is p (`PRED + 4 * box + 0`): no copy of the block
+            return
+        if _only_address_of_one_access(em, v) and (base.array is not None or offset.array is not None):
+            # `tl.load(X + offs)`: the addresses are written into the access, `x + offs[r]`, not into an array
+            em.bind(v, Read(expr=lambda r: f"{_wrap(base.at(r))} + {_wrap(offset.at(r))}", ctype=em.ctype(v)),
+                    layout)
+            return
     _map(em, op, layout, lambda args: f"{_wrap(args[0])} + {_wrap(args[1])}")
+
+
+def _only_address_of_one_access(em, v) -> bool:
+    """Whether flexible pointer block `v` is read only as the address of one load or store."""
+    users = em.roles.users.get(v, [])
+    return (v in em.layouts.flexible and len(users) == 1 and users[0].name in (OpKind.LOAD, OpKind.STORE)
+            and users[0].operands[0] is v and v not in users[0].operands[1:])
