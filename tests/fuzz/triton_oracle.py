@@ -87,6 +87,8 @@ def _our_type(value) -> str:
     from transpiler.parse.ir import Value
     if isinstance(value, Value):
         return _spell(value.dtype.name, value.shape)
+    if hasattr(value, "block_shape") and hasattr(value, "element_ty"):       # a block pointer (a Record)
+        return _spell(f"block_ptr<{value.element_ty.name}>", value.block_shape)
     return _non_tensor(value)
 
 
@@ -96,10 +98,20 @@ def _triton_dtype_name(dt) -> str:
     return dt.name
 
 
+def _triton_pointer_to_block(t):
+    """A block pointer's type (a pointer to a block type) spelt as ours is, else None."""
+    element = getattr(t, "element_ty", None)
+    if t.is_ptr() and element is not None and element.is_block():
+        return _spell(f"block_ptr<{_triton_dtype_name(element.element_ty)}>", element.shape)
+    return None
+
+
 def _triton_type(value) -> str:
     import triton.language as tl
     if isinstance(value, tl.tensor):
         t = value.type
+        if _triton_pointer_to_block(t):
+            return _triton_pointer_to_block(t)
         if t.is_block():
             return _spell(_triton_dtype_name(t.element_ty), t.shape)
         return _spell(_triton_dtype_name(t), ())
