@@ -79,6 +79,13 @@ __device__ __forceinline__ void ldmatrix_x2_trans(unsigned& r0, unsigned& r1, co
                : "=r"(r0), "=r"(r1) : "r"(smem_addr(p)));
 }
 
+// stmatrix (sm_90): the inverse of ldmatrix_x4. Lane l gives the address of row (l % 8) of block (l / 8); register i
+// of each lane holds its two elements of block i, as an mma accumulator's fragment (layout conversions, emitter.py).
+__device__ __forceinline__ void stmatrix_x4(void* p, unsigned r0, unsigned r1, unsigned r2, unsigned r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1,%2,%3,%4};"
+               :: "r"(smem_addr(p)), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+}
+
 // Fragments built element by element (operand layouts ldmatrix cannot produce).
 template <typename T> __device__ __forceinline__ unsigned pack2(T lo, T hi) {
   unsigned short a, b;

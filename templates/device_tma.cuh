@@ -33,6 +33,20 @@ __device__ __forceinline__ void mbarrier_wait_parity(unsigned long long* bar, un
   }
 }
 
+// Bring a tensor map into the copy engine's descriptor cache ahead of its first box (its address: a kernel
+// parameter's, in the generic space).
+__device__ __forceinline__ void prefetch_tensormap(const TensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];" :: "l"(reinterpret_cast<unsigned long long>(map)) : "memory");
+}
+
+// Whether this launch's grid has at least one program per multiprocessor (%nsmid: the count of SM ids, which is
+// the SM count where the ids are contiguous). A TMA ring's guard when analysis/tma.py keeps small grids on cp.async.
+__device__ __forceinline__ bool grid_fills_sms() {
+  unsigned sms;
+  asm("mov.u32 %0, %%nsmid;" : "=r"(sms));
+  return static_cast<unsigned long long>(gridDim.x) * gridDim.y * gridDim.z >= sms;
+}
+
 // Copy the box of `map` whose first element is at (x inner, y outer) into shared memory at `dst` (laid out as
 // the map's swizzle says), completing its bytes on `bar`. Elements outside the tensor are written as zeros.
 __device__ __forceinline__ void tma_load_2d(void* dst, const TensorMap* map, unsigned long long* bar, int x, int y) {

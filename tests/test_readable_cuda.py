@@ -12,9 +12,7 @@ from transpiler.emit_cuda.text import indent_pragmas, layout_in_words, wrap
 
 STRAIGHT_LINE = ["softmax_fp32_4000", "softmax_fp32_781", "vector_add_fp32", "layernorm_fp16_4000",
                  "layernorm_bf16_4000"]      # no loops: every Python line can be shown once, in order
-# ... except where a scalar is written where it is read (layernorm's rstd, after the loads of w and b that the
-# IR has before the store reading it): once, but after a later line.
-WRITTEN_LATER = {"layernorm_fp16_4000", "layernorm_bf16_4000"}
+WRITTEN_LATER = set()      # examples whose lines are shown once but not in order (none today)
 
 
 def _body(source):

@@ -11,7 +11,7 @@ import pytest
 
 from transpiler import dtypes
 from transpiler.analysis.layouts import blocked
-from transpiler.analysis.bank_padding import _passes, conversion_padding
+from transpiler.analysis.bank_padding import _access_passes, _passes, conversion_padding
 from transpiler.emit_cuda.tiles import SharedTile
 
 GEOMETRIES = [((64, 32), 1, dtypes.float16), ((32, 64), 1, dtypes.float16), ((16, 256), 1, dtypes.float16),
@@ -79,3 +79,17 @@ def test_conversion_padding_is_zero_for_rows_and_vectors():
     assert conversion_padding(layout, layout, dtypes.float32) == 0
     vec = blocked((1024,), 4, [0], 4)
     assert conversion_padding(vec, vec, dtypes.float32) == 0
+
+
+def test_conversion_padding_keeps_sixteen_byte_reads_aligned():
+    """fp16 from an mma accumulator's layout (pairs of columns, 8 rows x 4 lanes per warp) to 8 contiguous
+    elements per thread: an 8-byte pad would make each 16-byte read two 8-byte ones; 16 bytes keeps both sides
+    conflict-free and the reads whole."""
+    from transpiler.analysis.layouts import LinearLayout
+    acc = LinearLayout((128, 128), ((0, 1), (8, 0), (0, 8), (0, 16), (0, 32), (0, 64), (64, 0)),
+                       ((0, 2), (0, 4), (1, 0), (2, 0), (4, 0)), ((16, 0), (32, 0)))
+    rows = blocked((128, 128), 8, [1, 0], 4)
+    pad = conversion_padding(acc, rows, dtypes.float16)
+    assert pad * 2 == 16
+    assert _access_passes(rows, 128 + pad, 2) < _access_passes(rows, 128 + 4, 2)     # vs the 8-byte pad
+    assert _access_passes(acc, 128 + pad, 2) == acc.num_regs // 2                   # one pass per 4-byte write

@@ -88,6 +88,70 @@ def test_wgmma_stays_in_flight_from_four_stages_on(monkeypatch):
     assert pipe.async_dot is None and pipe.distance == 3
 
 
+def _ring_iteration(source):
+    """The body of the TMA ring's main loop (from its first mbarrier wait to the stage advance)."""
+    ring = source[source.index("// TMA ring"):source.index("} else {", source.index("// TMA ring"))]
+    loop = ring[ring.index("tp::mbarrier_wait_parity"):]
+    return loop[:loop.index("if (++stage")]
+
+
+def test_in_flight_tma_ring_refills_the_previous_stage_after_the_wait(monkeypatch):
+    """With the wgmma group in flight the TMA ring still runs S-1 = 3 iterations ahead (the cp.async version of
+    the same loop S-2): its barrier and boxes follow `wgmma.wait_group 1`, which retires iteration i-1's group,
+    and the boxes go into i-1's stage. Measured on the H200 (bench/NOTES.md): 2048^3 0.79 -> 1.01 of Triton."""
+    four = dict(CONFIG, BLOCK_K=32, num_stages=4)
+    analysis = _analysis(ACTIVATION="", **four)
+    (pipe,), (plan,) = analysis.pipelines.values(), analysis.tma.values()
+    assert pipe.async_dot is not None and pipe.distance == 2 and plan.distance == 3 and plan.refill_after_wait
+    assert "boxes issued 3 iteration(s) ahead, after the wgmma wait" in analysis.decisions.report()
+    source = matmul_example.matmul_kernel.cuda_source(*_args(), ACTIVATION="", arch="sm_90a", **four)
+    body = _ring_iteration(source)
+    order = [body.index(s) for s in ("tp::mbarrier_wait_parity", "wgmma_m64n128k16", "tp::wgmma_wait<1>()",
+                                     "__syncthreads()", "tp::tma_load_2d(")]
+    assert order == sorted(order) and body.count("__syncthreads()") == 1
+    assert "tma_bars[(stage + 3) % 4]" in body and "(iteration + 3)" in body
+    assert "for (int stage = 0; stage < 3; ++stage)" in source           # the prologue fills 3 stages
+    monkeypatch.setenv("TRANSPILER_TMA_REFILL_AFTER_WAIT", "0")
+    (plan,) = _analysis(ACTIVATION="", **four).tma.values()
+    assert plan.distance == 2 and not plan.refill_after_wait
+    body = _ring_iteration(matmul_example.matmul_kernel.cuda_source(*_args(), ACTIVATION="", arch="sm_90a", **four))
+    assert body.index("__syncthreads()") < body.index("wgmma_m64n128k16") < body.index("tp::tma_load_2d(") \
+        < body.index("tp::wgmma_wait<1>()")
+
+
+def test_tensor_maps_are_prefetched_at_entry_unless_switched_off(monkeypatch):
+    """Measured on the H200 (bench/NOTES.md): 1024^3 12.2 -> 11.8 us with the prefetch, 2048^3 unchanged."""
+    text = "if (tma_ready && threadIdx.x == 0) { tp::prefetch_tensormap(&tma_a); tp::prefetch_tensormap(&tma_b); }"
+    source = matmul_example.matmul_kernel.cuda_source(*_args(), ACTIVATION="", arch="sm_90a", **CONFIG)
+    assert text in source and source.index(text) < source.index("tl.program_id(")   # before any index arithmetic
+    assert "tensor maps prefetched by thread 0 at kernel entry" in _analysis().decisions.report()
+    monkeypatch.setenv("TRANSPILER_TMA_PREFETCH", "0")
+    assert "prefetch_tensormap" not in matmul_example.matmul_kernel.cuda_source(*_args(), ACTIVATION="",
+                                                                                 arch="sm_90a", **CONFIG)
+
+
+def test_full_grid_guard_is_off_by_default(monkeypatch):
+    """Grids under one program per SM kept on the cp.async ring: measured no gain (bench/NOTES.md)."""
+    text = "&& tp::grid_fills_sms()"
+    assert text not in matmul_example.matmul_kernel.cuda_source(*_args(), ACTIVATION="", arch="sm_90a", **CONFIG)
+    monkeypatch.setenv("TRANSPILER_TMA_FULL_GRID", "1")
+    analysis = _analysis()
+    assert "a program per SM" in analysis.decisions.report()
+    assert text in matmul_example.matmul_kernel.cuda_source(*_args(), ACTIVATION="", arch="sm_90a", **CONFIG)
+
+
+@needs_nvrtc
+def test_in_flight_tma_ring_compiles_without_spills():
+    four = dict(CONFIG, BLOCK_K=32, num_stages=4)
+    variant = matmul_example.matmul_kernel.compiled_variant(*_args(), ACTIVATION="", arch="sm_90a", **four)
+    result = compile_offline(variant.source, "sm_90a")
+    assert result.spill_bytes == 0 and not result.warnings, result.log
+    assert "wgmma.wait_group.sync.aligned 1" in result.ptx and "cp.async.bulk.tensor.2d" in result.ptx
+    # the epilogue's layout conversion reads 16 bytes at a time: its 16-byte row padding keeps them aligned
+    # (analysis/bank_padding.py), 128x128 fp16 / 128 threads = 16 such reads a thread
+    assert len(re.findall(r"ld\.shared\.v4", result.ptx)) >= 16 and "ld.shared.v2" not in result.ptx
+
+
 @pytest.mark.parametrize("config", [dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, GROUP_M=8, num_warps=4, num_stages=4),
                                     dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, num_warps=8, num_stages=3)])
 def test_swizzle_follows_the_tile_rows(config):
@@ -172,6 +236,26 @@ def test_host_maps_are_evaluated_and_encoded_once(monkeypatch):
     assert ctypes_int(bad[-1]) == 0 and len(calls) == 1
     unaligned = maps.addresses((1 << 20 | 8, 500, 300, 64))
     assert ctypes_int(unaligned[-1]) == 0
+
+
+def test_host_maps_are_found_by_one_lookup_of_the_slots_they_read(monkeypatch):
+    """A launch reads only the slots the maps depend on: values of other slots do not make new entries, a
+    changed extent does, and two maps of one base share nothing but the flag."""
+    calls = []
+
+    def fake_encode(address, dtype, rank, base, dims, strides, box, ones, interleave, swizzle, l2, fill):
+        calls.append((base, tuple(dims[:2])))
+        return 0
+    monkeypatch.setattr(tensor_maps, "_encode", fake_encode)
+    a = dict(base=0, dtype="fp16", extents=[[[1, [2]]], [[1, [1]]]], stride=[[1, [2]]], box=[64, 128], swizzle=128)
+    b = dict(base=3, dtype="bf16", extents=[[[1, [1]]], [[1, [2]]]], stride=[[1, [1]]], box=[64, 64], swizzle=128)
+    maps = tensor_maps.TensorMaps([a, b])
+    values = [1 << 20, 256, 512, 1 << 22, 7]
+    first = maps.addresses(values)
+    assert len(first) == 3 and len(calls) == 2 and ctypes_int(first[-1]) == 1
+    assert maps.addresses(values[:4] + [8]) is first and len(calls) == 2     # slot 4 feeds no map
+    other = maps.addresses([1 << 20, 256, 1024, 1 << 22, 7])
+    assert len(calls) == 4 and other[0] != first[0] and calls[-2:] == [(1 << 20, (1024, 256)), (1 << 22, (256, 1024))]
 
 
 def ctypes_int(address):

@@ -21,6 +21,10 @@ SWITCHES = {
     "TRANSPILER_CP_ZFILL": "1",          # 0: masked-off runs of an other=0 load go through registers, as before
     "TRANSPILER_TMA": "1",               # 0: pipelined loops on sm_90a copy their tiles by cp.async, never TMA
     "TRANSPILER_TMA_IN_FLIGHT": "1",     # 0: a TMA loop waits for its wgmma group in its own iteration
+    "TRANSPILER_TMA_REFILL_AFTER_WAIT": "1",  # 0: an in-flight TMA ring refills the stage of i-2 (S-2 ahead)
+    "TRANSPILER_TMA_FULL_GRID": "0",     # 1: the TMA ring only where the grid has a program per SM (no gain measured)
+    "TRANSPILER_TMA_PREFETCH": "1",      # 0: no prefetch of the tensor maps at kernel entry (1024^3: 11.8 vs 12.2 us)
+    "TRANSPILER_STMATRIX": "1",          # 0: conversions from 8x8 fragment layouts store element by element
     "TRANSPILER_ROW_LOOP": "1",          # 0: one row per program, no persistent row loop (analysis/row_loop.py)
     "TRANSPILER_ROW_LOOP_BYTES": "16",   # bytes a thread may hold one row ahead (32 and 64 measured slower)
     "TRANSPILER_PACK_PROGRAMS": "1",     # 0: one program per block, never one warp each (analysis/program_packing.py)

@@ -29,8 +29,6 @@
 //   ((r & 1) | ((r >> 1) << 3)) + ((lane & 3) << 1); lane bits 0x1c hold copies, warp bits 0x7 hold copies
 // layout L9, shape [128]: 2 registers x 32 lanes x 8 warps; register r of (warp, lane) holds element
 //   (r << 3) + (lane >> 2) + (warp << 4); lane bits 0x3 hold copies
-// layout L10, shape [128, 128]: 64 registers x 32 lanes x 8 warps; register r of (warp, lane) holds element
-//   [(((r >> 1) & 1) << 3) + (lane >> 2) + (warp << 4), ((r & 1) | ((r >> 2) << 3)) + ((lane & 3) << 1)]
 //
 // Compile alone: nvcc -gencode=arch=compute_90a,code=sm_90a -c attention_kernel.cu  (warpgroup MMA: sm_90a only)
 // ---- device helpers (templates/device.cuh: the ones this kernel uses, inlined) ----------------------------
@@ -201,6 +199,13 @@ template <int N> __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
 }
 
+// stmatrix (sm_90): the inverse of ldmatrix_x4. Lane l gives the address of row (l % 8) of block (l / 8); register i
+// of each lane holds its two elements of block i, as an mma accumulator's fragment (layout conversions, emitter.py).
+__device__ __forceinline__ void stmatrix_x4(void* p, unsigned r0, unsigned r1, unsigned r2, unsigned r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1,%2,%3,%4};"
+               :: "r"(smem_addr(p)), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+}
+
 // Fragments built element by element (operand layouts ldmatrix cannot produce).
 template <typename T> __device__ __forceinline__ unsigned pack2(T lo, T hi) {
   unsigned short a, b;
@@ -308,7 +313,6 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   constexpr int tp_smem_stage = 32768;
   __half* q_tile = reinterpret_cast<__half*>(tp_smem + 0);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  (void)lane;
   const int L0_dim0 = (lane >> 4) | (warp << 1);
   const int L1_dim0 = ((lane & 15) << 3);
   const int L2_dim0 = (lane >> 4) | (warp << 1);
@@ -323,8 +327,6 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   const int L5_tile2 = tp::swizzle_slabs<256, 2, 64>(L5_dim0, L5_dim1);
   const int L8_dim0 = ((lane & 3) << 1);
   const int L9_dim0 = (lane >> 2) | (warp << 4);
-  const int L10_dim1 = ((lane & 3) << 1);
-  const int L10_dim0 = (lane >> 2) | (warp << 4);
 
   // start_m = tl.program_id(0)
   const int start_m = static_cast<int>(blockIdx.x);
@@ -337,6 +339,12 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
 
   // off_h = off_hz % heads
   const int off_h = off_hz % heads;
+
+  // q_ptrs = Q + off_z * stride_qz + off_h * stride_qh + offs_m[:, None] * stride_qm + offs_d[None, :] * stride_qd
+  const int q_offset = tp::wrap_mul<int>(off_z, stride_qz);
+  const __half* q_ptr = Q + q_offset;
+  const int q_offset_1 = tp::wrap_mul<int>(off_h, stride_qh);
+  const __half* q_ptr_1 = q_ptr + q_offset_1;
 
   // offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
   const int mul = tp::wrap_mul<int>(start_m, 128);
@@ -358,10 +366,6 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   for (int r = 0; r < 8; ++r) rows_in[r] = offs_m[r] < seq_len;
 
   // q_ptrs = Q + off_z * stride_qz + off_h * stride_qh + offs_m[:, None] * stride_qm + offs_d[None, :] * stride_qd
-  const int q_offset = tp::wrap_mul<int>(off_z, stride_qz);
-  const __half* q_ptr = Q + q_offset;
-  const int q_offset_1 = tp::wrap_mul<int>(off_h, stride_qh);
-  const __half* q_ptr_1 = q_ptr + q_offset_1;
   int q_offsets[8];
   #pragma unroll
   for (int r = 0; r < 8; ++r) q_offsets[r] = tp::wrap_mul<int>(offs_m[r], stride_qm);
@@ -900,16 +904,18 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   #pragma unroll
   for (int r = 0; r < 64; ++r) acc_6[r] = tp::div_full(acc_3[r], (l_i_2[((r >> 1) & 1)]));
 
+  // o_ptrs = Out + off_z * stride_oz + off_h * stride_oh + offs_m[:, None] * stride_om + offs_d[None, :] * stride_od
+  const int out_offset = tp::wrap_mul<int>(off_z, stride_oz);
+  __half* out_ptr = Out + out_offset;
+  const int out_offset_1 = tp::wrap_mul<int>(off_h, stride_oh);
+  __half* out_ptr_1 = out_ptr + out_offset_1;
+
   // tl.store(o_ptrs, acc.to(Out.dtype.element_ty), mask=rows_in)
   __half out_values[64];
   #pragma unroll
   for (int r = 0; r < 64; ++r) out_values[r] = tp::cast<__half>(acc_6[r]);
 
   // o_ptrs = Out + off_z * stride_oz + off_h * stride_oh + offs_m[:, None] * stride_om + offs_d[None, :] * stride_od
-  const int out_offset = tp::wrap_mul<int>(off_z, stride_oz);
-  __half* out_ptr = Out + out_offset;
-  const int out_offset_1 = tp::wrap_mul<int>(off_h, stride_oh);
-  __half* out_ptr_1 = out_ptr + out_offset_1;
   int out_offsets[8];
   #pragma unroll
   for (int r = 0; r < 8; ++r) out_offsets[r] = tp::wrap_mul<int>(offs_m[r], stride_om);
@@ -921,11 +927,18 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   // out_values to layout L2 through shared memory
   __half* convert_out_values = reinterpret_cast<__half*>(tp_smem + tp_smem_stage);
   __half out_values_L2[64];
-  #pragma unroll
-  for (int r = 0; r < 64; ++r) convert_out_values[(L10_dim0 + (((r >> 1) & 1) << 3)) * 132 + (L10_dim1 + ((r & 1) | ((r >> 2) << 3)))] = out_values[r];
+  {
+    const int sm_row = (lane & 7) ^ (((lane >> 3) & 1) * 8) ^ (((warp >> 0) & 1) * 16) ^ (((warp >> 1) & 1) * 32) ^ (((warp >> 2) & 1) * 64);  // the block row this lane addresses
+    const int sm_col = (((lane >> 4) & 1) * 8);
+    #pragma unroll
+    for (int quad = 0; quad < 8; ++quad)
+      tp::stmatrix_x4(&convert_out_values[(sm_row ^ (0)) * 136 + (sm_col ^ ((((quad >> 0) & 1) * 16) ^ (((quad >> 1) & 1) * 32) ^ (((quad >> 2) & 1) * 64)))],
+          tp::pack2(out_values[8 * quad], out_values[8 * quad + 1]), tp::pack2(out_values[8 * quad + 2], out_values[8 * quad + 3]),
+          tp::pack2(out_values[8 * quad + 4], out_values[8 * quad + 5]), tp::pack2(out_values[8 * quad + 6], out_values[8 * quad + 7]));
+  }
   __syncthreads();
   #pragma unroll
-  for (int r = 0; r < 64; ++r) out_values_L2[r] = convert_out_values[(L2_dim0 + ((r >> 3) << 4)) * 132 + (L2_dim1 + (r & 7))];
+  for (int r = 0; r < 64; ++r) out_values_L2[r] = convert_out_values[(L2_dim0 + ((r >> 3) << 4)) * 136 + (L2_dim1 + (r & 7))];
   #pragma unroll
   for (int v = 0; v < 8; ++v) {
     const int r = v * 8;

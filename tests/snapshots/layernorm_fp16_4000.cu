@@ -194,6 +194,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_kernel(
   const float cvt_1 = tp::cast<float>(N);
   const float var = tp::div_full(mul_sum, cvt_1);
 
+  // rstd = 1.0 / tl.sqrt(var + eps)
+  const float add = var + eps;
+  const float sqrt_ = sqrtf(add);
+  const float rstd = tp::div_full(1.0f, sqrt_);
+
   // w = tl.load(W + cols, mask=valid).to(tl.float32)
   __half ld_1[16];
   #pragma unroll
@@ -225,11 +230,6 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_kernel(
   float b[16];
   #pragma unroll
   for (int r = 0; r < 16; ++r) b[r] = tp::cast<float>(ld_2[r]);
-
-  // rstd = 1.0 / tl.sqrt(var + eps)
-  const float add = var + eps;
-  const float sqrt_ = sqrtf(add);
-  const float rstd = tp::div_full(1.0f, sqrt_);
 
   // tl.store(Y + row * y_stride + cols, centered * rstd * w + b, mask=valid)
   float mul_1[16];

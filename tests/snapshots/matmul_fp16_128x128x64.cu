@@ -487,6 +487,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
 
   // offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
   const int mul_8 = tp::wrap_mul<int>(pid_m, 128);
+
+  // offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+  const int mul_9 = tp::wrap_mul<int>(pid_n, 128);
+
+  // offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
   int idx_2[16];
   #pragma unroll
   for (int r = 0; r < 16; ++r) idx_2[r] = L8_dim0 + (r << 3);
@@ -495,7 +500,6 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
   for (int r = 0; r < 16; ++r) offs_cm[r] = tp::wrap_add<int>(mul_8, idx_2[r]);
 
   // offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-  const int mul_9 = tp::wrap_mul<int>(pid_n, 128);
   int idx_3[8];
   #pragma unroll
   for (int r = 0; r < 8; ++r) idx_3[r] = L3_dim0 + r;
@@ -530,10 +534,10 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
   __half* convert_c = reinterpret_cast<__half*>(tp_smem + tp_smem_stage);
   __half c_L9[128];
   #pragma unroll
-  for (int r = 0; r < 128; ++r) convert_c[(L10_dim0 + ((((r >> 1) & 1) << 3) | ((r >> 5) << 4))) * 132 + (L10_dim1 + ((r & 1) | (((r >> 2) & 7) << 3)))] = c[r];
+  for (int r = 0; r < 128; ++r) convert_c[(L10_dim0 + ((((r >> 1) & 1) << 3) | ((r >> 5) << 4))) * 136 + (L10_dim1 + ((r & 1) | (((r >> 2) & 7) << 3)))] = c[r];
   __syncthreads();
   #pragma unroll
-  for (int r = 0; r < 128; ++r) c_L9[r] = convert_c[(L9_dim0 + ((r >> 3) << 3)) * 132 + (L9_dim1 + (r & 7))];
+  for (int r = 0; r < 128; ++r) c_L9[r] = convert_c[(L9_dim0 + ((r >> 3) << 3)) * 136 + (L9_dim1 + (r & 7))];
   #pragma unroll
   for (int v = 0; v < 16; ++v) {
     const int r = v * 8;

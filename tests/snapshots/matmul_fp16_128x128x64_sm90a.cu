@@ -151,6 +151,21 @@ template <int N> __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
 }
 
+// stmatrix (sm_90): the inverse of ldmatrix_x4. Lane l gives the address of row (l % 8) of block (l / 8); register i
+// of each lane holds its two elements of block i, as an mma accumulator's fragment (layout conversions, emitter.py).
+__device__ __forceinline__ void stmatrix_x4(void* p, unsigned r0, unsigned r1, unsigned r2, unsigned r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1,%2,%3,%4};"
+               :: "r"(smem_addr(p)), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+}
+
+// Fragments built element by element (operand layouts ldmatrix cannot produce).
+template <typename T> __device__ __forceinline__ unsigned pack2(T lo, T hi) {
+  unsigned short a, b;
+  memcpy(&a, &lo, 2);
+  memcpy(&b, &hi, 2);
+  return static_cast<unsigned>(a) | (static_cast<unsigned>(b) << 16);
+}
+
 // ---- warpgroup MMA (sm_90a) ----
 // Shared-memory matrix descriptor (PTX "Matrix Descriptor Format"): start address, leading- and stride-
 // dimension byte offsets (16-byte units), swizzle mode (1: 128-byte, 2: 64-byte, 3: 32-byte). The start must
@@ -224,6 +239,12 @@ __device__ __forceinline__ void mbarrier_wait_parity(unsigned long long* bar, un
   }
 }
 
+// Bring a tensor map into the copy engine's descriptor cache ahead of its first box (its address: a kernel
+// parameter's, in the generic space).
+__device__ __forceinline__ void prefetch_tensormap(const TensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];" :: "l"(reinterpret_cast<unsigned long long>(map)) : "memory");
+}
+
 // Copy the box of `map` whose first element is at (x inner, y outer) into shared memory at `dst` (laid out as
 // the map's swizzle says), completing its bytes on `bar`. Elements outside the tensor are written as zeros.
 __device__ __forceinline__ void tma_load_2d(void* dst, const TensorMap* map, unsigned long long* bar, int x, int y) {
@@ -276,7 +297,6 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
   constexpr int tp_smem_stage = 1024;
   unsigned long long* tma_bars = reinterpret_cast<unsigned long long*>(tp_smem + 0);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  (void)lane;
   const int L0_dim0 = (lane >> 3) | (warp << 2);
   const int L1_dim0 = ((lane & 7) << 3);
   const int L2_dim0 = (lane >> 4) | (warp << 1);
@@ -288,10 +308,9 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
   const int L5_dim1 = ((lane & 15) << 3);
   const int L5_tile1 = tp::swizzle_slabs<256, 2, 64>(L5_dim0, L5_dim1);
   const int L9_dim0 = (lane >> 4) | (warp << 1);
-  const int L8_dim1 = ((lane & 3) << 1);
-  const int L8_dim0 = (lane >> 2) | (warp << 4);
   const int L10_dim1 = ((lane & 15) << 3);
   const int L10_dim0 = (lane >> 4) | (warp << 1);
+  if (tma_ready && threadIdx.x == 0) { tp::prefetch_tensormap(&tma_a); tp::prefetch_tensormap(&tma_b); }
 
   // pid = tl.program_id(axis=0)
   const int pid = static_cast<int>(blockIdx.x);
@@ -639,6 +658,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
 
   // offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
   const int mul_8 = tp::wrap_mul<int>(pid_m, 128);
+
+  // offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+  const int mul_9 = tp::wrap_mul<int>(pid_n, 128);
+
+  // offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
   int idx_2[16];
   #pragma unroll
   for (int r = 0; r < 16; ++r) idx_2[r] = L9_dim0 + (r << 3);
@@ -647,7 +671,6 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
   for (int r = 0; r < 16; ++r) offs_cm[r] = tp::wrap_add<int>(mul_8, idx_2[r]);
 
   // offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-  const int mul_9 = tp::wrap_mul<int>(pid_n, 128);
   int idx_3[8];
   #pragma unroll
   for (int r = 0; r < 8; ++r) idx_3[r] = L3_dim0 + r;
@@ -681,11 +704,18 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
   // c to layout L10 through shared memory
   __half* convert_c = reinterpret_cast<__half*>(tp_smem + tp_smem_stage);
   __half c_L10[128];
-  #pragma unroll
-  for (int r = 0; r < 128; ++r) convert_c[(L8_dim0 + ((((r >> 1) & 1) << 3) | ((r >> 6) << 6))) * 132 + (L8_dim1 + ((r & 1) | (((r >> 2) & 15) << 3)))] = c[r];
+  {
+    const int sm_row = (lane & 7) ^ (((lane >> 3) & 1) * 8) ^ (((warp >> 0) & 1) * 16) ^ (((warp >> 1) & 1) * 32);  // the block row this lane addresses
+    const int sm_col = (((lane >> 4) & 1) * 8);
+    #pragma unroll
+    for (int quad = 0; quad < 16; ++quad)
+      tp::stmatrix_x4(&convert_c[(sm_row ^ ((((quad >> 3) & 1) * 64))) * 136 + (sm_col ^ ((((quad >> 0) & 1) * 16) ^ (((quad >> 1) & 1) * 32) ^ (((quad >> 2) & 1) * 64)))],
+          tp::pack2(c[8 * quad], c[8 * quad + 1]), tp::pack2(c[8 * quad + 2], c[8 * quad + 3]),
+          tp::pack2(c[8 * quad + 4], c[8 * quad + 5]), tp::pack2(c[8 * quad + 6], c[8 * quad + 7]));
+  }
   __syncthreads();
   #pragma unroll
-  for (int r = 0; r < 128; ++r) c_L10[r] = convert_c[(L10_dim0 + ((r >> 3) << 3)) * 132 + (L10_dim1 + (r & 7))];
+  for (int r = 0; r < 128; ++r) c_L10[r] = convert_c[(L10_dim0 + ((r >> 3) << 3)) * 136 + (L10_dim1 + (r & 7))];
   #pragma unroll
   for (int v = 0; v < 16; ++v) {
     const int r = v * 8;

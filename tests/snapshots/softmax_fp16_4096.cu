@@ -166,6 +166,10 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
   for (int r = 0; r < 8; ++r) this_row[r] = row_data[r];
   #pragma unroll 1
   for (int row = row_start; row < n_rows; row += row_step) {
+    const int row_ahead = tp::wrap_add<int>(row, row_step);
+    const bool lt = row_ahead < n_rows;
+    const int in_offset_1 = tp::wrap_mul<int>(row_ahead, in_stride);
+    const __half* in_ptr_1 = IN + in_offset_1;
 
     // cols = tl.arange(0, BLOCK)
     int cols_1[8];
@@ -178,10 +182,6 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
     for (int r = 0; r < 8; ++r) valid_1[r] = cols_1[r] < n_cols;
 
     // x = tl.load(IN + row * in_stride + cols, mask=valid, other=-float("inf")).to(tl.float32)
-    const int row_ahead = tp::wrap_add<int>(row, row_step);
-    const int in_offset_1 = tp::wrap_mul<int>(row_ahead, in_stride);
-    const __half* in_ptr_1 = IN + in_offset_1;
-    const bool lt = row_ahead < n_rows;
     bool and_[8];
     #pragma unroll
     for (int r = 0; r < 8; ++r) and_[r] = valid_1[r] && lt;

@@ -291,8 +291,8 @@ def keep_in_flight(plan, dots, decisions, why):
         return False
     plan.async_dot, plan.async_carried = dot, carried
     decisions.add("pipeline", dot, "wgmma left in flight across iterations (wait_group 1)",
-                  f"{why}; the copies run {plan.distance} iteration(s) ahead, into the stage the group before the "
-                  "previous one read")
+                  f"{why}; cp.async copies run {plan.distance} iteration(s) ahead, into the stage the group before "
+                  "the previous one read")
     return True
 
 

@@ -107,6 +107,9 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
         params.append(f"const int {em.row_count_param}")
     if em.uses_tma:     # after the slots: the tensor maps, then whether the host encoded them all
         params += [decl for decl, _ in em.tma_params] + [f"int {em.tma_ready}"]
+        if em.tma_prefetch:     # before the index arithmetic, so the descriptors' fetch overlaps it
+            maps = " ".join(f"tp::prefetch_tensormap(&{decl.split()[-1]});" for decl, _ in em.tma_params)
+            body = f"  if ({em.tma_ready} && threadIdx.x == 0) {{ {maps} }}\n" + body
     if analysis.packing and shared_bytes:
         raise AssertionError("a packed kernel's programs needed shared memory: program_packing.py let through "
                              "a kernel whose programs share their block")

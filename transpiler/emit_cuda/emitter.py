@@ -17,6 +17,7 @@ import jinja2
 from .. import dtypes
 from ..analysis import conversion_chunks
 from ..analysis.bank_padding import conversion_padding
+from ..analysis.stmatrix import plan_stmatrix
 from ..analysis.layouts import LinearLayout, register_map
 from ..parse.ir import OP_KINDS, OpKind, Value
 from . import cexpr, cspell
@@ -114,6 +115,7 @@ class Emitter:
         self.uses_tiles = False            # whether the tile / tensor-core helpers (device_tiles.cuh) are needed
         self.pending_prefetch = None       # a pipelined loop's copies, for its first dot to issue mid-way
         self.prefetch_host = None          # ... that dot
+        self.refill_after_wait = False     # ... issued after its in-flight wait, not before (a TMA ring's refill)
         self.device_functions: list = []
         self.async_dot = None                # the wgmma dot a pipelined loop leaves in flight (pipelining.py)
         self.async_dot_issued = False
@@ -129,6 +131,7 @@ class Emitter:
         self.macros = jinja_env().get_template("ops.j2").module
         self.dot_macros = jinja_env().get_template("dot.j2").module
         self.const_pointers = analysis.read_only.const_values   # pointers derived only from read-only arguments
+        self.tma_prefetch = False     # thread 0 prefetches the tensor maps at kernel entry (analysis/tma.py)
         self.uses_tma = False         # whether a loop loads by TMA (rules/tma.py): its helpers and parameters
         self.tma_maps: dict = {}      # TMA load -> the C name of its tensor map parameter
         self.tma_params: list = []    # (C declaration, host description) of each tensor map parameter
@@ -430,6 +433,17 @@ class Emitter:
         (buf,), barrier = self.scratch_buffers(
             [(dt, numel + rows * pad, f"convert_{self.name_of(v)}", ct)], "layout conversion")
         name = self.fresh(f"{self.name_of(v)}_L{self.layout_id(layout)}")
+        blocks = plan_stmatrix(own_part, dt.itemsize, own_part.shape[-1] + pad, self.analysis.options.arch) \
+            if chunks.count == 1 else None
+        if blocks is not None:
+            self.uses_tiles = True       # the helper lives with the tensor-core ones
+            self.write(self.macros.convert_stmatrix(dict(
+                ctype=ct, name=name, n_src=own.num_regs, n_dst=layout.num_regs, buf=buf, src=src.array,
+                pitch=own_part.shape[-1] + pad, dst_index=self.padded_index(layout_part, pad),
+                barrier_before=barrier, **_stmatrix_addresses(blocks))))
+            read = Read(array=name, ctype=ct)
+            self.bind(v, read, layout)
+            return read
         text = self.macros.convert(dict(
             ctype=ct, name=name, n_src=own.num_regs, n_dst=layout.num_regs, buf=buf,
             src=src.array, src_index=self.padded_index(own_part, pad), dst_index=self.padded_index(layout_part, pad),
@@ -507,6 +521,24 @@ class Emitter:
 
     def pop_scope(self):
         self.scopes.pop()
+
+
+def _xor_of_bits(var, first_bit, moves, coord):
+    """C expression: the XOR of `moves[i][coord]` over the set bits `first_bit + i` of `var` (0 when none)."""
+    terms = [f"((({var} >> {first_bit + i}) & 1) * {m[coord]})" for i, m in enumerate(moves) if m[coord]]
+    return " ^ ".join(terms) if terms else "0"
+
+
+def _stmatrix_addresses(blocks):
+    """The parts of a stmatrix conversion's addresses (analysis/stmatrix.py): the lane's own (its row in the block,
+    the block pairs its lane bits 3-4 pick, its warp's move) and per instruction `quad`'s (the other pairs)."""
+    pairs = blocks.pairs
+    lane = [(_xor_of_bits("lane", 3, pairs[:2], d)) for d in (0, 1)]
+    warp = [(_xor_of_bits("warp", 0, blocks.warps, d)) for d in (0, 1)]
+    row = " ^ ".join(t for t in ("(lane & 7)", lane[0], warp[0]) if t != "0")
+    col = " ^ ".join(t for t in (lane[1], warp[1]) if t != "0") or "0"
+    return dict(lane_row=row, lane_col=col, q_row=_xor_of_bits("quad", 0, pairs[2:], 0),
+                q_col=_xor_of_bits("quad", 0, pairs[2:], 1))
 
 
 def _hint_for(v):

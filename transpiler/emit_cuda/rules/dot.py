@@ -268,7 +268,7 @@ def _wgmma(em, op, plan, a_view, b_view, name, ctype, acc, k):
         em.async_dot_issued = True
     # another dot's group left in flight by the previous iteration retires at this dot's wait<0>
     retires = em.in_flight_acc if em.async_dot is not None and em.async_dot is not op else None
-    em.write(em.dot_macros.wgmma(dict(in_flight=in_flight,
+    em.write(em.dot_macros.wgmma(dict(in_flight=in_flight, refill_after_wait=in_flight and em.refill_after_wait,
         ctype=ctype, name=name, n=plan.layout.num_regs, acc=acc.at("r"), m0=m0, n0=n0,
         group_m=_group_origin(em, w, 0), group_n=_group_origin(em, w, 1), k=k, tiles_m=w.tiles_m,
         instruction=w.helper, k_step=w.k, trans_a=trans_a, trans_b=db.transposed, regs_per_tile=w.n // 2,

@@ -10,7 +10,9 @@ that stage's mbarrier (`tp::tma_load_2d`, templates/device_tma.cuh); everyone wa
                 iteration i+D into stage (s+D) % S while the tensor cores work
     after:      barrier; thread 0 invalidates the mbarriers (the next run of the loop initialises them again)
 
-D is the pipelining pass' distance (S-1, or S-2 with a wgmma group in flight). No address slice runs: the box
+D is the TMA plan's distance: S-1. With a wgmma group in flight (`plan.refill_after_wait`) the barrier moves from
+the top of the iteration to after the in-flight dot's `wgmma.wait_group 1`, and the boxes follow it: the stage of
+iteration i-1 (= i+S-1 mod S) is then free in every warp. (Without that, S-2: the stage of i-2 before the dot.) No address slice runs: the box
 origins are the affine forms' polynomials of the iteration count. Each kernel parameter `const __grid_constant__
 tp::TensorMap` is one tensor map the host encodes per launch arguments (runtime/tensor_maps.py), described to
 it by `em.tma_params`; `tma_ready` says whether all of them encoded.
@@ -60,6 +62,9 @@ def tma_condition(em, plan):
     if em.tma_ready is None:
         em.tma_ready = em.fresh("tma_ready")
     parts = [em.tma_ready] + [f"({_spell(em, g, ctype='long long')}) >= 0" for g in plan.guards]
+    if plan.full_grid_only:
+        parts.append("tp::grid_fills_sms()")
+    em.tma_prefetch = em.tma_prefetch or plan.prefetch_maps
     return " && ".join(parts)
 
 
@@ -87,7 +92,7 @@ def _issue(em, loop, plan, bars, stage, iteration):
 def tma_ring(em, loop, targets, plan):
     from .pipeline import ring_loop, stage_rings   # pipeline.py imports this module lazily
     pipe = loop.plan
-    stages, distance = pipe.stages, pipe.distance
+    stages, distance = pipe.stages, plan.distance
     iv, ct, lo, step = loop.iv, loop.ct, loop.lo, loop.step
     lines = ", ".join(str(t.staged.op.loc.line) for t in plan.loads if t.staged.op.loc)
     em.write(f"// TMA ring, {stages} stages: the tiles of line(s) {lines} are copied by the Tensor Memory "
@@ -121,10 +126,14 @@ def tma_ring(em, loop, targets, plan):
     em.write(f"int {s} = 0;  // the stage this iteration reads")
     em.write(f"unsigned {phase} = 0;  // the parity of its mbarrier's phase this time round the ring")
     em.write(f"int {count} = 0;")
-    top = [f"tp::mbarrier_wait_parity(&{bars}[{s}], {phase});  // this iteration's tiles have landed",
-           "__syncthreads();  // every warp is done with the stage refilled next"]
+    top = [f"tp::mbarrier_wait_parity(&{bars}[{s}], {phase});  // this iteration's tiles have landed"]
+    free = "__syncthreads();  // every warp is done with the stage refilled next"
+    if not plan.refill_after_wait:
+        top.append(free)
 
     def prefetch(ivname):
+        if plan.refill_after_wait:
+            em.write(free)
         em.write("{")
         em.indent += 1
         em.write(f"const {ct} {iv_ahead} = {ivname} + {distance} * {step};")
@@ -135,8 +144,10 @@ def tma_ring(em, loop, targets, plan):
         em.write("}")
         em.indent -= 1
         em.write("}")
+    em.refill_after_wait = plan.refill_after_wait
     ring_loop(em, loop, targets, s, top, prefetch, [f"if (++{s} == {stages}) {{ {s} = 0; {phase} ^= 1; }}",
                                                     f"++{count};"])
+    em.refill_after_wait = False
     em.write("__syncthreads();  // every wait is done: the stage buffers and barriers may be reused")
     em.write("if (threadIdx.x == 0) {")
     em.write(f"  for (int {j} = 0; {j} < {stages}; ++{j}) tp::mbarrier_inval(&{bars}[{j}]);")
