@@ -34,8 +34,8 @@ def _loop_body(src):
 
 
 def _barriers_around_writes(body):
-    """For each cross-warp write (`if ((lane & 31) == 0) {`): whether a barrier comes right before it."""
-    return [bool(m.group(1)) for m in re.finditer(r"(__syncthreads\(\);\s*)?if \(\(lane & 31\) == 0\) \{", body)]
+    """For each cross-warp write (`if ((lane & 31) == 0) ...`): whether a barrier comes right before it."""
+    return [bool(m.group(1)) for m in re.finditer(r"(__syncthreads\(\);\s*)?if \(\(lane & 31\) == 0\)", body)]
 
 
 def test_a_softmax_row_loop_has_one_barrier_per_reduction():

@@ -21,9 +21,10 @@ def misspelled(X, BLOCK: tl.constexpr):
 
 
 @transpiler.jit
-def sorts(X, BLOCK: tl.constexpr):
+def scales_in_asm(X, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
-    tl.store(X + offs, tl.sort(tl.load(X + offs)))
+    x = tl.load(X + offs)
+    tl.store(X + offs, tl.dot_scaled(x, None, "e4m3", x, None, "e4m3"))
 
 
 @transpiler.jit
@@ -98,8 +99,9 @@ def test_misspelled_tl_name_gets_did_you_mean():
 
 
 def test_tritons_names_we_lack_are_not_supported_yet():
-    with pytest.raises(transpiler.NameResolutionError, match=r"tl\.sort is Triton's but not supported yet"):
-        sorts.cuda_source(np.ones(16, np.float32), BLOCK=16)
+    with pytest.raises(transpiler.NameResolutionError,
+                       match=r"tl\.dot_scaled is Triton's but not supported yet"):
+        scales_in_asm.cuda_source(np.ones(16, np.float32), BLOCK=16)
 
 
 def test_names_neither_has_are_not_tritons_language():

@@ -6,7 +6,7 @@ import pytest
 
 import transpiler
 import transpiler.language as tl
-from transpiler.errors import DTypeError, UnsupportedSyntaxError
+from transpiler.errors import CompileTimeError, DTypeError, UnsupportedSyntaxError
 from transpiler.language.extra import libdevice
 from transpiler.runtime.compiler import compile_offline, nvrtc_available
 from unseen_kernels import all_cases, check, launch_options, libdevice_cases, print_kernel
@@ -151,8 +151,8 @@ def test_return_inside_a_loop_is_reported():
         _return_in_loop.cuda_source(np.zeros(64, np.float32), 9, BLOCK=64)
 
 
-def test_return_with_a_value_inside_a_runtime_if_is_reported():
-    with pytest.raises(UnsupportedSyntaxError, match="return inside a runtime if"):
+def test_a_value_returned_on_one_path_of_a_runtime_if_is_reported():
+    with pytest.raises(CompileTimeError, match="returned on one path of this if but not on the other"):
         _return_value.cuda_source(np.zeros(64, np.float32), 9, BLOCK=64)
 
 

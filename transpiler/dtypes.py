@@ -34,6 +34,12 @@ class dtype:
         self.c_name = c_name
         self.numpy = numpy_dtype
 
+    @property
+    def value(self):
+        """The dtype itself: Triton hands a helper a dtype wrapped in `tl.constexpr`, and library code unwraps
+        it (`dtype_ = dtype.value`) before calling its methods."""
+        return self
+
     # -- Triton's predicate names, so user code such as `X.dtype.element_ty.is_fp16()` works ----------------
     def is_floating(self):
         return self.kind is Kind.FLOAT

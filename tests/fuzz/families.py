@@ -6,8 +6,8 @@ does not: `tl.dot` with accumulator chains and epilogues, atomics whose old valu
 parameters receive blocks, 2-D and 3-D layout chains (reshape, trans, permute, expand_dims, broadcast_to,
 join, split, flip), scans on every axis with `reverse` (cumsum, cumprod, `associative_scan` with one or two
 operands), integer arithmetic that wraps and divides across int8..uint64, cast chains through every dtype
-including fp8, block pointers with `boundary_check` and `padding_option`, libdevice functions and
-Philox random numbers.
+including fp8, block pointers with `boundary_check` and `padding_option`, libdevice functions,
+Philox random numbers, and sorting / top-k / gather / histogram behind masks written with `and` / `not`.
 
 Each family draws a kernel from a `random.Random(seed)`, writes its source (importing `transpiler` and
 `transpiler.language as tl` only, like the DAG kernels, so bench/twins.py can load it as Triton's), makes the
@@ -1293,11 +1293,77 @@ def family_literals(r: random.Random, rng, seed):
                       [Output(f"OUT{i}", poison(v.shape, v.dtype)) for i, v in enumerate(expected)], [N], expected)
 
 
+def family_select(r: random.Random, rng, seed):
+    """Ordering, selecting and counting on one program's block (rows ragged by a mask written with Python's
+    `and` / `not`, elementwise on blocks): tl.sort ascending or descending, tl.gather along either
+    axis, tl.histogram, and tl.umulhi of a literal wider than int32 (a uint32 tensor in Triton). Values are
+    integers (distinct where ties could tell orders apart), so every result is exact. Gather and histogram
+    hold an (elements x candidates) block, kept to 32 elements a thread here."""
+    # (tl.topk is left out: the Triton the GPU run compares with may predate it)
+    kind = r.choice(["sort", "sort", "gather", "histogram", "umulhi"])
+    dtype = r.choice(["int32", "int64", "int8"] if kind in ("histogram", "umulhi") else
+                     ["int32", "float32", "float16", "int64", "int8"])
+    d = np.dtype(dtype)
+    warps = r.choice([1, 2, 4])
+    R, C = r.choice([1, 2, 4, 8]), r.choice([8, 16, 32, 64])
+    rows = r.randint(1, R)
+    if d.itemsize == 1:
+        x = rng.integers(-100, 100, (R, C)).astype(d)
+    else:
+        x = rng.permutation(R * C).reshape(R, C).astype(np.int64) - R * C // 2
+        x = x.astype(d)
+    top = np.inf if d.kind == "f" else np.iinfo(d).max
+    spell = {np.inf: "float('inf')"}
+    body = ["r = tl.arange(0, R)[:, None]", "c = tl.arange(0, C)[None, :]", "live = r < ROWS and not (c < 0)",
+            f"x = tl.load(X + r * C + c, mask=live, other={spell.get(top, top)})"]
+    live = np.arange(R)[:, None] < rows
+    padded = np.where(live, x, d.type(top))
+    inputs, params, cols = [x], ["X"], C
+    if kind == "sort":
+        descending = r.random() < 0.5
+        body.append(f"y = tl.sort(x, descending={descending})" if r.random() < 0.5 else
+                    f"y = x.sort(dim=1, descending={descending})")
+        up = np.sort(padded, axis=1)
+        expected = up[:, ::-1] if descending else up
+    elif kind == "gather":
+        axis = r.choice([0, 1])
+        if R * C * (R, C)[axis] > 32 * 32 * warps:
+            return None
+        idx = rng.integers(0, (R, C)[axis], (R, C)).astype(r.choice([np.int32, np.int64]))
+        inputs.append(idx)
+        params.append("I")
+        body += ["i = tl.load(I + r * C + c)",
+                 f"y = tl.gather(x, i, {axis})" if r.random() < 0.5 else f"y = x.gather(i, axis={axis})"]
+        expected = np.take_along_axis(padded, idx, axis)
+    elif kind == "histogram":
+        bins = r.choice([4, 8, 16, 32])
+        if R * C * bins > 32 * 32 * warps:
+            return None
+        body += [f"v = tl.reshape(tl.where(x < 0, -x, x) % {bins}, (R * C,))",
+                 f"y = tl.histogram(v, {bins}, mask=tl.reshape(live or (c < 0), (R * C,)))"]
+        counted = np.abs(np.asarray(x[:rows], np.int64)) % bins
+        expected = np.bincount(counted.reshape(-1), minlength=bins).astype(np.int32)
+    else:
+        body.append("y = tl.umulhi(x.to(tl.int32), 0x9E3779B9).to(tl.int64)")
+        u = padded.astype(np.int64).astype(np.int32).view(np.uint32).astype(np.uint64)
+        expected = ((u * np.uint64(0x9E3779B9)) >> np.uint64(32)).astype(np.int64)
+    if kind == "histogram":
+        body.append(f"tl.store(OUT0 + tl.arange(0, {expected.size}), y)")
+    else:
+        body.append(f"tl.store(OUT0 + r * {cols} + tl.arange(0, {cols})[None, :], y, mask=r < ROWS)")
+        expected = np.where(live, expected, poison(expected.shape, expected.dtype))
+    expected = np.asarray(expected).astype(expected.dtype)
+    name = f"fuzz_select_{seed}"
+    src = _module(name, params + ["OUT0", "ROWS", "R: tl.constexpr", "C: tl.constexpr"], body)
+    return FamilyCase(seed, "select", name, src, (1,), warps, {"R": R, "C": C}, inputs,
+                      [Output("OUT0", poison(expected.shape, expected.dtype))], [rows], [expected])
+
+
 FAMILIES = {"dot": family_dot, "atomic": family_atomic, "layout": family_layout, "scan": family_scan,
             "intops": family_intops, "cast": family_cast, "block_ptr": family_block_ptr, "loops": family_loops,
             "libdevice": family_libdevice, "rand": family_rand, "dequant_dot": family_dequant_dot,
             "matvec3d": family_matvec3d, "rotary": family_rotary, "recurrent": family_recurrent,
-            "subnormal": family_subnormal, "literals": family_literals}
+            "subnormal": family_subnormal, "literals": family_literals, "select": family_select}
 
 
 def generate_family(seed: int, family: str | None = None) -> FamilyCase:

@@ -72,10 +72,6 @@ def _structure_refusal(kernel, num_warps):
         return "not packed: the program has a runtime loop of its own (a row longer than its block)"
     if not any(op.name in (OpKind.REDUCE, OpKind.SCAN) for op in ops):
         return "not packed: no reduction or scan (a program without one crosses no warps already)"
-    reduced = sum(v.type.numel // 32 for op in ops if op.name in (OpKind.REDUCE, OpKind.SCAN) for v in op.operands)
-    if reduced > REDUCED_REGISTERS:
-        return (f"not packed: its reductions would hold {reduced} elements a thread at one warp (at most "
-                f"{REDUCED_REGISTERS}: more spilled)")
     limit = row_bytes_limit()
     loaded = sum(op.result.type.numel * op.result.dtype.itemsize for op in ops
                  if op.name == OpKind.LOAD and op.result.shape)
@@ -84,6 +80,10 @@ def _structure_refusal(kernel, num_warps):
         # slower packed, its registers halving the blocks per SM; bench/NOTES.md).
         return (f"not packed: its loads hold {loaded} bytes a program (at most {limit} bytes are packed, "
                 f"TRANSPILER_PACK_ROW_BYTES)")
+    reduced = sum(v.type.numel // 32 for op in ops if op.name in (OpKind.REDUCE, OpKind.SCAN) for v in op.operands)
+    if reduced > REDUCED_REGISTERS:
+        return (f"not packed: its reductions would hold {reduced} elements a thread at one warp (at most "
+                f"{REDUCED_REGISTERS}: more spilled)")
     return None
 
 

@@ -13,8 +13,12 @@ wrap-around, no fp32 rounding). So, before running a kernel that has such loops,
 its syntax tree: ahead of each runtime loop, every number the loop reassigns becomes a 0-d block typed as
 Triton types the literal, and so does the loop variable at the top of each iteration. `tl.static_range`
 loops are left alone, as the compiler unrolls them. Line and column numbers stay those of the source file,
-so errors, tracebacks and pdb point at the user's lines. Kernels that assign nothing and have no runtime
-loops run unchanged.
+so errors, tracebacks and pdb point at the user's lines. Kernels that assign nothing, have no runtime
+loops and no `and` / `or` / `not` run unchanged.
+
+The same rewrite gives `and`, `or` and `not` the compiled path's meaning on blocks (Triton's
+`logical_and` / `logical_or` / `logical_not`, elementwise: `mask = rows < M and cols < N`), which plain
+Python cannot (a block has no truth value); on Python values they keep Python's short-circuit meaning.
 """
 from __future__ import annotations
 
@@ -25,9 +29,11 @@ import sys
 import textwrap
 
 from ..language import core
-from .tensor import AssignedNumber, is_python_number
+from .tensor import AssignedNumber, Tensor, is_python_number
 
 _CARRY = "__transpiler_carry__"
+_BOOL_OP = "__transpiler_bool_op__"
+_NOT = "__transpiler_not__"
 _cache: dict = {}
 
 
@@ -38,6 +44,33 @@ def carry(value, each=False):
         return type(value)(carry(v, True) for v in value)
     value = value.value if isinstance(value, core.constexpr) else value
     return AssignedNumber(value) if is_python_number(value) else value
+
+
+def _is_block(value) -> bool:
+    return isinstance(value, Tensor)
+
+
+def bool_op(is_and, left, right_thunk):
+    """`left and right` / `left or right` as the compiler builds it: short-circuit while the left side is a
+    Python value, elementwise on blocks (both sides evaluated, each `!= 0`)."""
+    left = left.value if isinstance(left, core.constexpr) else left
+    if not _is_block(left):
+        if is_and:
+            return right_thunk() if left else left
+        return left if left else right_thunk()
+    right = right_thunk()
+    right = right.value if isinstance(right, core.constexpr) else right
+    if not _is_block(right):
+        if is_and:
+            return (left != 0) if right else False
+        return True if right else (left != 0)
+    return ((left != 0) & (right != 0)) if is_and else ((left != 0) | (right != 0))
+
+
+def not_op(value):
+    """`not value`: elementwise on a block (`value == 0`), Python's `not` otherwise."""
+    value = value.value if isinstance(value, core.constexpr) else value
+    return (value == 0) if _is_block(value) else not value
 
 
 def interpreted_function(fn):
@@ -142,14 +175,32 @@ class _Rewriter(ast.NodeTransformer):
             out.append(stmt)
         return out
 
+    def visit_BoolOp(self, node):
+        self.generic_visit(node)
+        self.changed = True
+        result = node.values[0]
+        for value in node.values[1:]:
+            thunk = ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[],
+                                                  defaults=[]), body=value)
+            result = ast.Call(ast.Name(_BOOL_OP, ast.Load()),
+                              [ast.Constant(isinstance(node.op, ast.And)), result, thunk], [])
+        return ast.copy_location(result, node)
+
+    def visit_UnaryOp(self, node):
+        self.generic_visit(node)
+        if not isinstance(node.op, ast.Not):
+            return node
+        self.changed = True
+        return ast.copy_location(ast.Call(ast.Name(_NOT, ast.Load()), [node.operand], []), node)
+
     def generic_visit(self, node):
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(node, field, None)
-            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
-                setattr(node, field, self._visit_body(block))
         for field, value in ast.iter_fields(node):
-            if field not in ("body", "orelse", "finalbody") and isinstance(value, ast.AST):
-                self.visit(value)
+            if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+                setattr(node, field, self._visit_body(value))
+            elif isinstance(value, list):
+                setattr(node, field, [self.visit(v) if isinstance(v, ast.AST) else v for v in value])
+            elif isinstance(value, ast.AST):
+                setattr(node, field, self.visit(value))
         return node
 
 
@@ -175,7 +226,7 @@ def _rewrite(fn):
     freevars = fn.__code__.co_freevars
     extra = {"type_params": []} if sys.version_info >= (3, 12) else {}
     factory = ast.FunctionDef(name="__transpiler_factory__",
-                              args=ast.arguments(posonlyargs=[], args=[ast.arg(n) for n in (_CARRY,) + freevars],
+                              args=ast.arguments(posonlyargs=[], args=[ast.arg(n) for n in (_CARRY, _BOOL_OP, _NOT) + freevars],
                                                  kwonlyargs=[], kw_defaults=[], defaults=[]),
                               body=[func, ast.Return(ast.Name(func.name, ast.Load()))], decorator_list=[], **extra)
     module = ast.Module(body=[factory], type_ignores=[])
@@ -194,7 +245,7 @@ def _rewrite(fn):
     namespace: dict = {}
     flags = fn.__code__.co_flags & __future__.annotations.compiler_flag
     exec(compile(module, filename, "exec", flags=flags, dont_inherit=True), fn.__globals__, namespace)
-    new = namespace["__transpiler_factory__"](carry, *cells)
+    new = namespace["__transpiler_factory__"](carry, bool_op, not_op, *cells)
     new.__defaults__, new.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__
     new.__wrapped__ = fn
     return new

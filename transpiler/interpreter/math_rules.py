@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import CompileTimeError, DTypeError
+from ..errors import CompileTimeError, DTypeError, InterpreterError
 from ..language import PropagateNan, catalogue
 from . import arith, numeric
 from .arith import cast_tensor, check_types, computable
@@ -198,7 +198,7 @@ def umulhi(x, y):
     for operand in (unwrap(x), unwrap(y)):
         if isinstance(operand, Tensor) and operand.dtype not in _UMULHI_TYPES:
             raise error(DTypeError, f"tl.umulhi expects 32- or 64-bit integers, got {operand.dtype!r}")
-    a, b = check_types(x, y, "tl.umulhi")
+    a, b = check_types(*_as_tensors("tl.umulhi", x, y), "tl.umulhi")
     ua, ub = numeric.unsigned_view(a.data, a.dtype), numeric.unsigned_view(b.data, b.dtype)
     # The high half of the unsigned 2N-bit product (CUDA's __umulhi / __umul64hi).
     if a.dtype.bits == 32:
@@ -206,3 +206,9 @@ def umulhi(x, y):
     else:
         high = _high_product_64(ua, ub)
     return Tensor(numeric.from_bits(high, a.dtype), a.dtype)
+
+
+@rule("inline_asm_elementwise")
+def inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack):
+    raise error(InterpreterError, "tl.inline_asm_elementwise runs PTX, which the CPU interpreter cannot execute; "
+                "it runs in compiled kernels only")

@@ -17,7 +17,7 @@ from .arith import cast_tensor, computable
 from .location import error
 from .registry import rule
 from .shapes import fit_to_shape, normalize_axis
-from .tensor import Tensor, to_tensor, unwrap
+from .tensor import BlockAsScalarError, Tensor, to_tensor, unwrap
 
 
 class _Reduction:
@@ -148,6 +148,26 @@ def _combine_outputs(result, like: list[Tensor], what: str) -> list[Tensor]:
     return checked
 
 
+def call_combine(combine_fn, args: list[Tensor], what: str) -> list[Tensor]:
+    """`combine_fn(*args)` on whole slices (one call for every element pair), or, when the function needs
+    scalars (an `if a <= b: return a` on its arguments, as the compiled path's combine regions allow), once
+    per element pair, the results stacked back into slices."""
+    like = args[:len(args) // 2]
+    try:
+        return _combine_outputs(combine_fn(*args), like, what)
+    except BlockAsScalarError:
+        if not like[0].shape:
+            raise
+    shape = like[0].shape
+    columns = [[] for _ in like]
+    for index in np.ndindex(*shape):
+        scalars = [a._with_data(a.data[index]) for a in args]
+        for column, out in zip(columns, _combine_outputs(combine_fn(*scalars), scalars[:len(like)], what)):
+            column.append(out.data)
+    return [ref._with_data(np.array(column, dtype=ref.data.dtype).reshape(shape))
+            for ref, column in zip(like, columns)]
+
+
 def _tree_reduce(parts: list[Tensor], combine_fn, what: str) -> list[Tensor]:
     """Reduce axis 0 of every part by combining neighbours (0,1), (2,3), ... level by level.
 
@@ -160,7 +180,7 @@ def _tree_reduce(parts: list[Tensor], combine_fn, what: str) -> list[Tensor]:
         even = length - length % 2
         left = [p._with_data(p.data[0:even:2]) for p in parts]
         right = [p._with_data(p.data[1:even:2]) for p in parts]
-        parts = _combine_outputs(combine_fn(*left, *right), left, what)
+        parts = call_combine(combine_fn, left + right, what)
         if carry:
             parts = [p._with_data(np.concatenate([p.data, c.data])) for p, c in zip(parts, carry)]
     return [p._with_data(p.data[0]) for p in parts]

@@ -15,7 +15,7 @@ from ..errors import DTypeError, ShapeError
 from . import numeric
 from .arith import cast_tensor, computable
 from .location import error
-from .reductions import _combine_outputs
+from .reductions import call_combine
 from .registry import rule
 from .shapes import normalize_axis
 from .tensor import Tensor, to_tensor, unwrap
@@ -73,7 +73,7 @@ def _kogge_stone(parts: list[Tensor], combine_fn, what: str) -> list[Tensor]:
     while d < length:
         left = [p._with_data(p.data[:length - d]) for p in parts]
         right = [p._with_data(p.data[d:]) for p in parts]
-        combined = _combine_outputs(combine_fn(*left, *right), right, what)
+        combined = call_combine(combine_fn, left + right, what)
         parts = [p._with_data(np.concatenate([p.data[:d], c.data])) for p, c in zip(parts, combined)]
         d *= 2
     return parts

@@ -1,14 +1,18 @@
 """Interpreter rules for Triton's standard-library functions (`transpiler/language/standard.py`).
 
 `softmax`, `ravel` and `swizzle2d` call the builtins they are made of, as the compiler's typing rules do
-(`parse/semantic_standard.py`), so both paths round alike. `flip`, `join`, `split`, `interleave` and `cat`
-move elements with NumPy, independently of the compiler's select/xor-reduction constructions.
+(`parse/semantic_standard.py`), so both paths round alike; so do `sort` and `topk`, through the one bitonic
+network of `transpiler/bitonic.py` (ties and NaNs end where the compiled network, and Triton's, put them).
+`flip`, `join`, `split`, `interleave`, `cat`, `histogram` and `gather` move or count elements with NumPy,
+independently of the compiler's select/xor-reduction constructions.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ShapeError
+from .. import dtypes as dt
+from ..bitonic import sort_network
+from ..errors import DTypeError, ShapeError
 from ..language import core
 from .location import error
 from .math_rules import _broadcast_all
@@ -89,3 +93,88 @@ def cat(input, other, can_reorder=False):
     if len(x.shape) != 1 or x.shape != y.shape or x.dtype is not y.dtype:
         raise error(ShapeError, f"tl.cat needs two 1-D blocks of one shape and dtype, got {x.shape} and {y.shape}")
     return x._with_data(np.concatenate([x.data, y.data]))
+
+
+class _Ops:
+    """The block operations `bitonic.sort_network` needs, as the interpreter's builtins."""
+
+    @staticmethod
+    def shape(x):
+        return to_tensor(x, "the input of tl.sort").shape
+
+    @staticmethod
+    def fail(message):
+        raise error(ShapeError, message)
+
+    @staticmethod
+    def reshape(x, shape):
+        return _tl["reshape"](x, *shape)
+
+    @staticmethod
+    def arange(n):
+        return _tl["arange"](0, n)
+
+    @staticmethod
+    def to_bits(x):
+        if x.dtype is dt.int1:
+            return _tl["cast"](x, dt.int8)
+        return x if x.dtype.is_int() else _tl["cast"](x, _BITS[x.dtype.bits], bitcast=True)
+
+    @staticmethod
+    def from_bits(bits, like):
+        if like.dtype is dt.int1:
+            return _tl["cast"](bits, dt.int1)
+        return bits if like.dtype.is_int() else _tl["cast"](bits, like.dtype, bitcast=True)
+
+    xor = staticmethod(lambda x, y: x ^ y)
+    xor_sum = staticmethod(lambda x, axis: _tl["xor_sum"](x, axis, keep_dims=True))
+    gt = staticmethod(lambda x, y: x > y)
+    ne = staticmethod(lambda x, y: x != y)
+    where = staticmethod(lambda c, x, y: _tl["where"](c, x, y))
+    max = staticmethod(lambda x, axis: _tl["max"](x, axis))
+    min = staticmethod(lambda x, axis: _tl["min"](x, axis, propagate_nan=True))
+
+
+_BITS = {8: dt.int8, 16: dt.int16, 32: dt.int32, 64: dt.int64}
+
+
+@rule("sort")
+def sort(x, dim=None, descending=False):
+    return sort_network(_Ops, to_tensor(x, "the input of tl.sort"), dim=unwrap(dim),
+                        descending=bool(unwrap(descending)))
+
+
+@rule("topk")
+def topk(x, k, dim=None):
+    return sort_network(_Ops, to_tensor(x, "the input of tl.topk"), k=unwrap(k), dim=unwrap(dim),
+                        descending=True)
+
+
+@rule("histogram")
+def histogram(input, num_bins, mask=None):
+    t = to_tensor(input, "the input of tl.histogram")
+    if len(t.shape) != 1 or not t.dtype.is_int() or t.dtype is dt.int1:
+        raise error(DTypeError, f"tl.histogram needs a 1-D block of integers, got {t.dtype!r} {t.shape}")
+    num_bins = int(unwrap(num_bins))
+    values = t.data.astype(np.int64)
+    keep = (values >= 0) & (values < num_bins)
+    if mask is not None:
+        keep &= np.broadcast_to(to_tensor(mask, "the mask of tl.histogram").data.astype(bool), values.shape)
+    return Tensor(np.bincount(values[keep], minlength=num_bins).astype(np.int32), dt.int32)
+
+
+@rule("gather")
+def gather(src, index, axis):
+    s, i = to_tensor(src, "the source of tl.gather"), to_tensor(index, "the index of tl.gather")
+    if not i.dtype.is_int() or i.dtype is dt.int1:
+        raise error(DTypeError, f"tl.gather's index must be integers, got {i.dtype!r}")
+    if len(i.shape) != len(s.shape) or not s.shape:
+        raise error(ShapeError, f"tl.gather needs a source and an index block of one rank, got {s.shape} and {i.shape}")
+    axis = normalize_axis(unwrap(axis), len(s.shape), "tl.gather")
+    for d, (a, c) in enumerate(zip(s.shape, i.shape)):
+        if d != axis and a != c:
+            raise error(ShapeError, f"tl.gather: the index's dimension {d} ({c}) must equal the source's ({a})")
+    idx = i.data.astype(np.int64)
+    inside = (idx >= 0) & (idx < s.shape[axis])
+    picked = np.take_along_axis(s.data, np.where(inside, idx, 0), axis)
+    return s._with_data(np.where(inside, picked, np.zeros((), s.data.dtype)))   # outside: 0, as compiled

@@ -33,6 +33,11 @@ class BlockShape(tuple):
     __hash__ = tuple.__hash__
 
 
+class BlockAsScalarError(ShapeError):
+    """A block used where Python needs one value (an `if` condition, `int()`): the kernel is wrong, unless the
+    interpreter itself handed the block to a function the compiled path calls on scalars (a combine_fn)."""
+
+
 class Tensor:
     """A block (or 0-d scalar) value of the language."""
 
@@ -201,7 +206,7 @@ class Tensor:
     # ---- conversion of 0-d values to Python (control flow: `if x < y:`, `while`, `range(n)`) -------------
     def _scalar(self, what: str):
         if self.shape != ():
-            raise error(ShapeError, f"{what} needs a scalar, but this block has shape {self.shape}",
+            raise error(BlockAsScalarError, f"{what} needs a scalar, but this block has shape {self.shape}",
                         hint="reduce it first (tl.max, tl.sum, ...) or use tl.where")
         return self.data.item()
 
@@ -295,6 +300,8 @@ class _NumberMethods:
     def __getattr__(self, name):
         if name in TENSOR_METHODS and not name.startswith("__"):
             return getattr(scalar_tensor(self._number()), name)
+        if name == "value":        # Triton's `constexpr.value`: a helper's constexpr argument unwrapped
+            return self._number()
         raise AttributeError(f"'{type(self).__mro__[2].__name__}' object has no attribute '{name}'")
 
 

@@ -14,7 +14,7 @@ from ..dtypes import (bfloat16, block_type, dtype, float8e4b8, float8e4b15, floa
 from . import catalogue as _catalogue
 from . import extra  # `tl.extra.cuda.libdevice`, `tl.extra.libdevice`
 from .core import builtin, constexpr, tensor
-from .standard import cat, flip, interleave, join, ravel, softmax, split, swizzle2d
+from .standard import cat, flip, gather, histogram, interleave, join, ravel, softmax, sort, split, swizzle2d, topk
 
 void = _dtypes.void
 bool_ = int1
@@ -101,6 +101,13 @@ atomic_xchg = _atomic_rmw("atomic_xchg", "store `val` to `*pointer`")
 @builtin
 def atomic_cas(pointer, cmp, val, sem=None, scope=None):
     """Atomically store `val` to `*pointer` where `*pointer == cmp` (bitwise); returns the old values."""
+
+
+@builtin
+def inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack):
+    """Run the PTX `asm` once per element of the broadcast `args`: `$0` is the output (of `dtype`), `$1`, ...
+    the operands, each in the register its `constraints` letter names ("=r,r,f": a 32-bit output, a 32-bit
+    integer and an fp32 operand). Compiled kernels only (the CPU interpreter cannot run PTX); pack=1."""
 
 
 # ---- block pointers -------------------------------------------------------------------------------------
@@ -394,6 +401,7 @@ TENSOR_METHODS = {
     "atomic_add": "atomic_add", "atomic_max": "atomic_max", "atomic_min": "atomic_min", "atomic_and": "atomic_and",
     "atomic_or": "atomic_or", "atomic_xor": "atomic_xor", "atomic_xchg": "atomic_xchg", "atomic_cas": "atomic_cas",
     "cast": "cast", "cdiv": "cdiv", "softmax": "softmax", "ravel": "ravel", "flip": "flip", "split": "split",
+    "sort": "sort", "topk": "topk", "histogram": "histogram", "gather": "gather",
     **{f.name: f.name for f in _catalogue.FUNCTIONS},     # x.exp(), x.sqrt(), ...: every catalogue function
 }
 

@@ -135,3 +135,17 @@ def helper(fn):
 def to_tensor(x):
     """`x` as a kernel value: a Python number becomes a scalar typed as Triton types literals, a value stays
     itself. As in Triton, it lives in `tl.core`, not in `tl`."""
+
+
+def __getattr__(name):
+    """`triton.language.core.X` as Triton's module offers it: code written against Triton reaches builtins
+    through `tl.core` (`core.associative_scan`, `core.tensor`) and a few of its private helpers
+    (`core_private.py`). Resolved on use, since `transpiler.language` imports this module."""
+    from . import core_private
+    if name in core_private.PRIVATE_NAMES:
+        return getattr(core_private, name)
+    if not name.startswith("__"):
+        import transpiler.language as language
+        if hasattr(language, name):
+            return getattr(language, name)
+    raise AttributeError(f"module 'tl.core' has no attribute '{name}'")

@@ -48,3 +48,25 @@ def interleave(a, b):
 @builtin
 def cat(input, other, can_reorder=False):
     """Concatenate two 1-D blocks (Triton supports only `can_reorder=True`: the order is unspecified)."""
+
+
+@builtin
+def sort(x, dim=None, descending=False):
+    """`x` sorted along its last dimension (a power of two), ascending unless `descending`."""
+
+
+@builtin
+def topk(x, k, dim=None):
+    """The `k` largest elements of each row of `x` (along the last dimension), in descending order."""
+
+
+@builtin
+def histogram(input, num_bins, mask=None):
+    """int32 counts of the values 0 .. num_bins - 1 in the 1-D block `input` (where `mask` is true);
+    values outside that range are not counted."""
+
+
+@builtin
+def gather(src, index, axis):
+    """`out[..., i, ...] = src[..., index[..., i, ...], ...]` along `axis`: `index` (integers) has the rank
+    of `src` and its size in every other dimension."""

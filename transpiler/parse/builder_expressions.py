@@ -19,6 +19,9 @@ from .scope import BoundMethod, Unbound
 from .suggestions import missing_attribute
 from .syntax_refusals import SYNTAX_HINT, describe, short, unsupported_construct
 
+# Compile-time values that Triton would see as a `tl.constexpr` in a helper (so `.value` unwraps them).
+_CONSTEXPR_VALUES = (dtypes.dtype, bool, int, float, str, tuple, type(None))
+
 _BINOPS = {
     cst.Add: "add", cst.Subtract: "sub", cst.Multiply: "mul", cst.Divide: "truediv", cst.FloorDivide: "floordiv",
     cst.Modulo: "mod", cst.Power: "pow", cst.LeftShift: "lshift", cst.RightShift: "rshift", cst.BitAnd: "and_",
@@ -258,6 +261,10 @@ class ExpressionBuilder:
         try:
             return getattr(base, attr)
         except AttributeError:
+            if attr == "value" and isinstance(base, _CONSTEXPR_VALUES):
+                # Triton hands a helper its compile-time arguments wrapped in tl.constexpr, and library code
+                # unwraps them (`dtype_ = dtype.value`); ours arrive unwrapped, so `.value` is the value.
+                return base
             message, hint = missing_attribute(base, attr, short(base))
             raise self.error(NameResolutionError, message, hint=hint) from None
 

@@ -19,6 +19,8 @@ from .records import Record, Slots
 from .scope import Unbound
 from .syntax_refusals import short
 
+_NOT_BOUND = object()      # no binding: never the object a name is bound to
+
 # Builds of a loop body before giving up: carried types settle in a few, and each record leaf found to change
 # adds one more.
 _MAX_LOOP_BUILDS = 8
@@ -218,6 +220,14 @@ class LoopBuilder:
                 break
         else:
             raise self.error(CompileTimeError, "could not settle the types of the loop-carried variables")
+        # A variable the built body leaves as it was (assigned only under a constexpr condition that is false
+        # here, `if HAS_SEQ_IDX: seq_idx = ...`) is not carried, as in Triton: rebuilt without it, it keeps its
+        # value before the loop (no unused C variable either).
+        unchanged = [n for n in carried if exit_env[n] is entry.get(n, _NOT_BOUND)]
+        if unchanged:
+            self.scope.locals = dict(before)
+            return self._build_loop([n for n in carried if n not in unchanged] + list(pinned), build, make_args,
+                                    offset)
         # Materialize constexpr yields and inits with the settled types.
         slot_types = [types[slot.key] for slot in entries]
         saved_region = self.region

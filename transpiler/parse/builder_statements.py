@@ -2,7 +2,8 @@
 
 A constexpr condition builds only the branch it takes; a runtime `if` becomes an op with two regions whose
 results are the variables the branches change (unified to one type, constants materialized in each region).
-An `if` holding a bare `return` runs each branch on into the statements after it (`_returning_if`).
+An `if` holding a `return` runs each branch on into the statements after it (`_returning_if`); values returned
+on every path are the if's results.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from ..language.core import constexpr
 from . import semantic
 from .ir import Op, Region, Type, Value
 from .records import Record, Slots
+from .returned_values import ReturnedValues
 from .scope import Returned, Unbound
 from .syntax_refusals import describe
 
@@ -94,12 +96,12 @@ class StatementBuilder:
                          hint="kernels assign to names; write memory with tl.store")
 
     def _stmt_Return(self, stmt):
-        if self.runtime_depth and (self.runtime_depth != self.return_depth or stmt.value is not None):
-            # Triton rejects returns inside loops; it accepts a value returned from both branches of an if.
+        if self.runtime_depth and self.runtime_depth != self.return_depth:
+            # Triton rejects returns inside loops; in an if, `_returning_if` set return_depth for its branches.
             where, status = (("a runtime for/while loop", "is not Triton's language") if self.loop_depth else
-                             ("a runtime if (with a value)", "is not supported yet"))
+                             ("this runtime region", "is not supported yet"))
             raise self.error(UnsupportedSyntaxError, f"return inside {where} {status}",
-                             hint="a bare `return` may end an if branch outside loops; otherwise return once, "
+                             hint="`return` may end an if branch outside loops; otherwise return once, "
                                   "at the end of the function")
         self.return_value = self.eval(stmt.value) if stmt.value is not None else None
         raise Returned()
@@ -172,36 +174,67 @@ class StatementBuilder:
         self.scope.locals.update(slots.bind(op.results))
 
     def _returning_if(self, stmt, cond, rest):
-        """A runtime if whose branches may end with a bare `return`: each branch runs on into `rest` unless
-        it returns, so nothing follows the if and it yields no values."""
+        """A runtime if whose branches may end with a `return`: each branch runs on into `rest` unless it
+        returns, so nothing follows the if. Bare returns (or none) yield no values; a value returned on every
+        path (a helper's `if a <= b: return a` / `return b`) is yielded by the if and becomes the function's
+        return value, as Triton returns from either branch."""
         if self.loop_depth:
             raise self.error(UnsupportedSyntaxError, "return inside a loop is not Triton's language",
                              hint="Triton allows `return` only outside for/while loops")
         loc = self.loc
         before = dict(self.scope.locals)
+        returned = []
 
         def branch(build):
             def run():
                 saved = self.return_depth
                 self.return_depth = self.runtime_depth
+                self.return_value = None
                 try:
                     build()
                 except Returned:
                     pass
                 finally:
                     self.return_depth = saved
+                    returned.append(self.return_value)
             return run
 
         then_region, _ = self._build_branch(branch(lambda: self._chosen_branch_then(stmt, True, rest)), before)
         else_region, _ = self._build_branch(branch(lambda: self._chosen_branch_then(stmt, False, rest)), before)
         self.loc = loc
-        if not then_region.ops:          # `if done: return` reads better as `if (!done) { rest }`
+        then_values, else_values = self._returned_leaves(returned)
+        results = []
+        if then_values is None and not then_region.ops:  # `if done: return` reads better as `if (!done) {rest}`
             cond = semantic.elementwise(self, "invert", [cond], dtypes.int1)
             then_region, else_region = else_region, then_region
-        then_region.ops.append(Op("yield", [], [], {}, loc))
-        else_region.ops.append(Op("yield", [], [], {}, loc))
-        self.region.ops.append(Op("if", [cond], [], {}, loc, [then_region, else_region]))
+        elif then_values is not None:
+            for i, (t, e) in enumerate(zip(then_values.leaves, else_values.leaves)):
+                t, e = self._unify_branch_values("the returned value", t, e, then_region, else_region)
+                then_values.leaves[i], else_values.leaves[i] = t, e
+            results = [Value(t.type) for t in then_values.leaves]
+        then_region.ops.append(Op("yield", then_values.leaves if then_values else [], [], {}, loc))
+        else_region.ops.append(Op("yield", else_values.leaves if else_values else [], [], {}, loc))
+        self.region.ops.append(Op("if", [cond], results, {}, loc, [then_region, else_region]))
         self.scope.locals = before
+        self.return_value = then_values.rebuild(results) if then_values else None
+
+    def _returned_leaves(self, returned):
+        """The two branches' returned values as `_Returned` (runtime leaves to yield, the rest kept), or
+        (None, None) when neither returns a value."""
+        if all(r is None for r in returned):
+            return None, None
+        if any(r is None for r in returned):
+            raise self.error(CompileTimeError, "a value is returned on one path of this if but not on the other",
+                             hint="return a value on every path (Triton requires the same on both)")
+        then_values, else_values = (ReturnedValues(r) for r in returned)
+        if then_values.structure != else_values.structure:
+            raise self.error(CompileTimeError, "the branches of this if return values of different structures "
+                             f"({then_values.structure} and {else_values.structure})")
+        for t, e in zip(then_values.leaves, else_values.leaves):
+            if isinstance(t, Record) or isinstance(e, Record):
+                raise self.error(UnsupportedSyntaxError, "returning a block pointer from a runtime if is not "
+                                 "supported yet", hint="return it once, after the if")
+        return then_values, else_values
 
     def _chosen_branch_then(self, stmt, taken, rest):
         """Build the then (`taken`) or else branch of `stmt` followed by `rest`; a `return` in it skips `rest`."""

@@ -6,7 +6,8 @@ CUDA, but scalars are emitted in program order and would leave statements nobody
 every op in `PURE_OPS` none of whose results has a user. One walk backwards through the kernel suffices:
 structured regions keep every user after its operands' definitions, so an op is visited only after all its
 users, and removing it already frees its operands when their turn comes. A load nobody reads goes too (Triton
-drops it as well; it only reads memory), unless it is volatile; reductions and scans are pure. Ops with
+drops it as well; it only reads memory), unless it is volatile; reductions and scans are pure; inline assembly
+is pure only when the kernel says `is_pure=True`. Ops with
 effects (stores, atomics, prints, barriers, control flow) and ops not listed here always stay.
 """
 from __future__ import annotations
@@ -21,6 +22,8 @@ PURE_OPS = frozenset({"constant", "program_id", "num_programs", "arange", "splat
 
 
 def _removable(op) -> bool:
+    if op.attrs.get("pure") is False:        # inline assembly not declared `is_pure`: it may have effects
+        return False
     return op.name in PURE_OPS or (op.name == OpKind.LOAD and not op.attrs.get("volatile"))
 
 

@@ -122,7 +122,8 @@ def _fdiv(b, x, y, ieee_rounding=False):
 
 @rule("umulhi")
 def _umulhi(b, x, y):
-    x, y, dt = binary_operands(b, x, y)
+    # Triton's umulhi makes tensors of Python numbers first (`tl.umulhi(i, 0x9E3779B9)` is uint32).
+    x, y, dt = binary_operands(b, as_tensor(b, x), as_tensor(b, y))
     if dt not in (dtypes.int32, dtypes.uint32, dtypes.int64, dtypes.uint64):
         raise b.error(DTypeError, f"tl.umulhi needs 32- or 64-bit integers, not {dt!r}")
     return elementwise(b, "umulhi", [x, y], dt)

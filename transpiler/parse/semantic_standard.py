@@ -1,6 +1,7 @@
 """Typing of Triton's standard-library functions that are compositions of other builtins:
-`tl.softmax`, `tl.ravel`, `tl.swizzle2d`, and the shape functions `tl.join`, `tl.split`, `tl.interleave`,
-`tl.cat`, `tl.flip` (`transpiler/language/standard.py`).
+`tl.softmax`, `tl.ravel`, `tl.swizzle2d`, the shape functions `tl.join`, `tl.split`, `tl.interleave`,
+`tl.cat`, `tl.flip`, and `tl.sort` / `tl.topk` (the bitonic network of `transpiler/bitonic.py`),
+`tl.histogram`, `tl.gather` (`transpiler/language/standard.py`).
 
 Each rule calls the rules of the builtins it is made of, so the IR (and the generated CUDA) is what the user
 would get by writing the composition out; no new op, analysis or lowering is involved.
@@ -10,9 +11,10 @@ from __future__ import annotations
 import builtins
 
 from .. import dtypes
+from ..bitonic import sort_network
 from ..errors import DTypeError, ShapeError
 from .semantic import (RULES, binary_op, broadcast_pair, broadcast_to_shape, cast, const_value, expand_dims, is_const,
-                       rule, to_value)
+                       logical, rule, to_value)
 
 
 @rule("softmax")
@@ -56,13 +58,13 @@ def _swizzle2d(b, i, j, size_i, size_j, size_g):
 _BITS = {8: dtypes.int8, 16: dtypes.int16, 32: dtypes.int32, 64: dtypes.int64}
 
 
-def _to_bits(b, v):
+def to_bits(b, v):
     if v.dtype is dtypes.int1:
         return cast(b, v, dtypes.int8)
     return v if v.dtype.is_int() else cast(b, v, _BITS[v.dtype.bits], bitcast=True)
 
 
-def _from_bits(b, bits, dt):
+def from_bits(b, bits, dt):
     if dt is dtypes.int1:
         return cast(b, bits, dt)
     return bits if dt.is_int() else cast(b, bits, dt, bitcast=True)
@@ -93,12 +95,12 @@ def _split(b, a):
     v = to_value(b, a)
     if not v.shape or v.shape[-1] != 2:
         raise b.error(ShapeError, f"tl.split needs a last dimension of size 2, got shape {list(v.shape)}")
-    bits = _to_bits(b, v)
+    bits = to_bits(b, v)
     index = _index_along_last(b, v.shape)
     halves = []
     for k in (0, 1):
         only_k = RULES["where"](b, binary_op(b, "eq", index, k), bits, 0)
-        halves.append(_from_bits(b, RULES["xor_sum"](b, only_k, len(v.shape) - 1), v.dtype))
+        halves.append(from_bits(b, RULES["xor_sum"](b, only_k, len(v.shape) - 1), v.dtype))
     return tuple(halves)
 
 
@@ -134,7 +136,111 @@ def _flip(b, x, dim=None):
         return v
     # Index j along `dim` reversed is n - 1 - j: every bit of j complemented. With `dim` split into `steps`
     # axes of size 2, swapping the two halves of each axis (y ^ xor of the pair) complements one bit.
-    y = RULES["reshape"](b, _to_bits(b, v), *v.shape[:dim], *([2] * steps), *v.shape[dim + 1:])
+    y = RULES["reshape"](b, to_bits(b, v), *v.shape[:dim], *([2] * steps), *v.shape[dim + 1:])
     for axis in builtins.range(dim, dim + steps):
         y = binary_op(b, "xor", y, RULES["xor_sum"](b, y, axis, keep_dims=True))
-    return _from_bits(b, RULES["reshape"](b, y, *v.shape), v.dtype)
+    return from_bits(b, RULES["reshape"](b, y, *v.shape), v.dtype)
+
+
+# ---- sorting, counting and gathering ------------------------------------------------------------------
+# Built from compares, selects and reductions over a block of (elements x candidates): exact for every dtype
+# and size; the intermediate block has input-size x bins (histogram) or index-size x source-extent (gather)
+# elements, so large ones cost registers (Triton uses shared memory for these).
+
+class _Ops:
+    """The block operations `bitonic.sort_network` needs, as the compiler's typing rules."""
+
+    def __init__(self, b):
+        self.b = b
+
+    def shape(self, x):
+        return to_value(self.b, x).shape
+
+    def fail(self, message):
+        raise self.b.error(ShapeError, message)
+
+    def reshape(self, x, shape):
+        return RULES["reshape"](self.b, x, *shape)
+
+    def arange(self, n):
+        return RULES["arange"](self.b, 0, n)
+
+    def to_bits(self, x):
+        return to_bits(self.b, to_value(self.b, x))
+
+    def from_bits(self, bits, like):
+        return from_bits(self.b, bits, to_value(self.b, like).dtype)
+
+    def xor(self, x, y):
+        return binary_op(self.b, "xor", x, y)
+
+    def xor_sum(self, x, axis):
+        return RULES["xor_sum"](self.b, x, axis, keep_dims=True)
+
+    def gt(self, x, y):
+        return binary_op(self.b, "gt", x, y)
+
+    def ne(self, x, y):
+        return binary_op(self.b, "ne", x, y)
+
+    def where(self, c, x, y):
+        return RULES["where"](self.b, c, x, y)
+
+    def max(self, x, axis):
+        return RULES["max"](self.b, x, axis)
+
+    def min(self, x, axis):
+        return RULES["min"](self.b, x, axis, propagate_nan=True)
+
+
+@rule("sort")
+def _sort(b, x, dim=None, descending=False):
+    return sort_network(_Ops(b), to_value(b, x), dim=const_value(b, dim, "tl.sort's dim"),
+                        descending=bool(const_value(b, descending, "tl.sort's descending")))
+
+
+@rule("topk")
+def _topk(b, x, k, dim=None):
+    return sort_network(_Ops(b), to_value(b, x), k=const_value(b, k, "tl.topk's k"),
+                        dim=const_value(b, dim, "tl.topk's dim"), descending=True)
+
+
+@rule("histogram")
+def _histogram(b, input, num_bins, mask=None):
+    v = to_value(b, input)
+    if len(v.shape) != 1 or not v.dtype.is_int() or v.dtype is dtypes.int1:
+        raise b.error(DTypeError, f"tl.histogram needs a 1-D block of integers, got {v.type}")
+    num_bins = const_value(b, num_bins, "tl.histogram's num_bins")
+    bins = RULES["arange"](b, 0, num_bins)
+    hits = binary_op(b, "eq", expand_dims(b, v, 1), expand_dims(b, bins, 0))       # (elements, bins)
+    if mask is not None:
+        hits = logical(b, "and", hits, expand_dims(b, to_value(b, mask), 1))
+    return RULES["sum"](b, cast(b, hits, dtypes.int32), 0)
+
+
+@rule("gather")
+def _gather(b, src, index, axis):
+    s, i = to_value(b, src), to_value(b, index)
+    rank = len(s.shape)
+    if not i.dtype.is_int() or i.dtype is dtypes.int1:
+        raise b.error(DTypeError, f"tl.gather's index must be integers, got {i.dtype!r}")
+    if len(i.shape) != rank or rank == 0:
+        raise b.error(ShapeError, f"tl.gather needs a source and an index block of one rank, got shapes "
+                      f"{list(s.shape)} and {list(i.shape)}")
+    axis = const_value(b, axis, "tl.gather's axis")
+    if not -rank <= axis < rank:
+        raise b.error(ShapeError, f"tl.gather's axis {axis} is out of range for rank {rank}")
+    axis %= rank
+    for d in builtins.range(rank):
+        if d != axis and s.shape[d] != i.shape[d]:
+            raise b.error(ShapeError, f"tl.gather: the index's dimension {d} ({i.shape[d]}) must equal the "
+                          f"source's ({s.shape[d]})")
+    extent = s.shape[axis]
+    # index (.., I_axis, 1, ..) against positions (1, .., extent, ..): one hit per index; the source's bits
+    # (.., 1, extent, ..) kept at the hit and xor-summed over the positions, so every dtype moves exactly
+    # (an index outside the source gives 0).
+    positions = RULES["reshape"](b, RULES["arange"](b, 0, extent),
+                                 *([1] * (axis + 1) + [extent] + [1] * (rank - axis - 1)))
+    hits = binary_op(b, "eq", expand_dims(b, i, axis + 1), positions)
+    picked = RULES["where"](b, hits, expand_dims(b, to_bits(b, s), axis), 0)
+    return from_bits(b, RULES["xor_sum"](b, picked, axis + 1), s.dtype)

@@ -12,7 +12,7 @@ import types
 
 # Names of `triton.language` (3.x) that `transpiler.language` does not have yet.
 TRITON_LANGUAGE_NOT_YET = frozenset({
-    "sort", "histogram", "gather", "inline_asm_elementwise", "dot_scaled",
+    "dot_scaled",
     "tensor_descriptor",
     "float8e4nv", "float8e5", "float8e4b15", "float8e4b8", "float8e5b16",
 })

@@ -7,6 +7,7 @@ from ...parse.ir import OpKind
 from .. import cspell
 from ..bits import linear_register_map
 from ..emitter import Read, lowering
+from ..inline_asm import inline_asm_expr
 from ..libdevice import libdevice_call
 
 
@@ -181,6 +182,9 @@ def _wrap(expr):
 @lowering(OpKind.ELEMENTWISE)
 def elementwise(em, op, layout):
     fn = op.attrs["fn"]
+    if fn == "inline_asm":
+        _map(em, op, layout, lambda args: inline_asm_expr(op, args))
+        return
     if fn.startswith("libdevice."):
         operand_dtypes = [v.dtype for v in op.operands]
         _map(em, op, layout, lambda args: libdevice_call(fn, operand_dtypes, [_wrap(a) for a in args]))
