@@ -42,9 +42,14 @@ def transpiler_means_triton():
     stand_in.next_power_of_2 = triton.next_power_of_2
     for name in ("heuristics", "autotune", "Config", "reinterpret"):      # host names kernel modules use
         setattr(stand_in, name, getattr(triton, name))
-    names = ("transpiler", "transpiler.language")
-    saved = {name: sys.modules.get(name) for name in names}
-    sys.modules["transpiler"], sys.modules["transpiler.language"] = stand_in, triton.language
+    import triton.language.extra
+    import triton.language.extra.libdevice
+    stand_ins = {"transpiler": stand_in, "transpiler.language": triton.language,
+                 # `from transpiler.language.extra import libdevice`: Triton's, which its back end maps to CUDA's
+                 "transpiler.language.extra": triton.language.extra,
+                 "transpiler.language.extra.libdevice": triton.language.extra.libdevice}
+    saved = {name: sys.modules.get(name) for name in stand_ins}
+    sys.modules.update(stand_ins)
     try:
         yield
     finally:

@@ -53,3 +53,38 @@ def tuple_and_half_block_kernel(X, Y, N, BLOCK: tl.constexpr):
     shift, gain = 3, 0.5
     x = tl.load(X + offs, mask=mask)
     tl.store(Y + offs, (x + shift) * gain, mask=mask)
+
+
+@transpiler.jit
+def _gain():
+    return 100
+
+
+@transpiler.jit
+def _shift_and_eps():
+    return 3, 1e-3
+
+
+@transpiler.jit
+def helper_gain_int8_kernel(X, Y, N, BLOCK: tl.constexpr):
+    """A helper's returned number is an int32 scalar in Triton (its `return` decays numbers), so the product of
+    int8 values and `_gain()` is int32: no int8 wrap-around."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < N
+    x = tl.load(X + offs, mask=mask)
+    tl.store(Y + offs, x * _gain(), mask=mask)
+
+
+@transpiler.jit
+def _eps():
+    return 1e-3
+
+
+@transpiler.jit
+def helper_eps_fp16_kernel(X, Y, N, BLOCK: tl.constexpr):
+    """Returned numbers are typed, tuple items one by one: `x + _shift_and_eps()[0]` is fp16 (a float block
+    meeting an int32 scalar keeps its type) and `+ _eps()` fp32."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < N
+    x = tl.load(X + offs, mask=mask)
+    tl.store(Y + offs, (x + _shift_and_eps()[0]) + _eps(), mask=mask)

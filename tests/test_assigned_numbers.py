@@ -6,8 +6,9 @@ not -- silent wrong answers on kernels that run correctly under Triton."""
 import numpy as np
 import pytest
 
-from assigned_number_kernels import (constexpr_scale_int8_kernel, eps_fp16_kernel, scaled_int8_kernel,
-                                     tuple_and_half_block_kernel, unrolled_sum_fp16_kernel)
+from assigned_number_kernels import (constexpr_scale_int8_kernel, eps_fp16_kernel, helper_eps_fp16_kernel,
+                                     helper_gain_int8_kernel, scaled_int8_kernel, tuple_and_half_block_kernel,
+                                     unrolled_sum_fp16_kernel)
 from transpiler.runtime.compiler import compile_offline, nvrtc_available
 
 
@@ -66,9 +67,42 @@ def test_tuples_and_constexpr_bounds():
     np.testing.assert_array_equal(y, (x.astype(np.int32) + 3).astype(np.float32) * np.float32(0.5))
 
 
+def test_a_number_a_helper_returns_is_typed_as_triton_types_it():
+    """`return 100` gives an int32 scalar (Triton 3.6's code generator decays returned numbers): the int8
+    product does not wrap. Found by the typing oracle (tests/fuzz/triton_oracle.py)."""
+    rng = np.random.default_rng(12)
+    x = _int8_input(rng, 203)
+    y = np.full(203, -1, np.int32)
+    helper_gain_int8_kernel.interpret[(2,)](x, y, 203, BLOCK=128)
+    np.testing.assert_array_equal(y, x.astype(np.int32) * 100)
+    assert x.astype(np.int32).max() * 100 > 127          # the int8 product would have wrapped
+
+
+def test_numbers_a_helper_returns_in_a_tuple_are_typed_one_by_one():
+    rng = np.random.default_rng(13)
+    x = (rng.standard_normal(203) * 300).astype(np.float16)
+    y = np.full(203, np.nan, np.float32)
+    helper_eps_fp16_kernel.interpret[(2,)](x, y, 203, BLOCK=128)
+    expected = (x + np.float16(3)).astype(np.float32) + np.float32(1e-3)     # fp16 sum, then fp32
+    np.testing.assert_array_equal(y, expected)
+    assert not np.array_equal(expected, (x + np.float16(3) + np.float16(1e-3)).astype(np.float32))
+
+
+def test_the_compiled_path_types_returned_numbers_as_the_interpreter_does():
+    x8, x16, y = np.zeros(8, np.int8), np.zeros(8, np.float16), np.zeros(8, np.float32)
+    ir = helper_gain_int8_kernel.ir(x8, np.zeros(8, np.int32), 8, BLOCK=8)
+    stored = [op for op in ir.walk() if op.name == "store"][0]
+    assert stored.operands[1].dtype.name == "int32"
+    ir = helper_eps_fp16_kernel.ir(x16, y, 8, BLOCK=8)
+    stored = [op for op in ir.walk() if op.name == "store"][0]
+    assert stored.operands[1].dtype.name == "fp32"
+    src = helper_gain_int8_kernel.cuda_source(x8, np.zeros(8, np.int32), 8, BLOCK=128)
+    assert "wrap_mul<int>(cvt[r], 100)" in src and "wrap_mul<signed char>" not in src   # widened, then multiplied
+
+
 @pytest.mark.skipif(not nvrtc_available(), reason="NVRTC and CUDA headers not installed")
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
-@pytest.mark.parametrize("case", ["int8", "fp16", "sum", "tuple"])
+@pytest.mark.parametrize("case", ["int8", "fp16", "sum", "tuple", "helper_int8", "helper_fp16"])
 def test_they_compile_without_warnings(case, arch):
     kernel, args, constexprs = {
         "int8": (scaled_int8_kernel, (np.zeros(8, np.int8), np.zeros(8, np.int32), 8), dict(BLOCK=128)),
@@ -77,6 +111,9 @@ def test_they_compile_without_warnings(case, arch):
                 dict(BLOCK=64, PARTS=4)),
         "tuple": (tuple_and_half_block_kernel, (np.zeros(8, np.int16), np.zeros(8, np.float32), 8),
                   dict(BLOCK=64)),
+        "helper_int8": (helper_gain_int8_kernel, (np.zeros(8, np.int8), np.zeros(8, np.int32), 8), dict(BLOCK=128)),
+        "helper_fp16": (helper_eps_fp16_kernel, (np.zeros(8, np.float16), np.zeros(8, np.float32), 8),
+                        dict(BLOCK=128)),
     }[case]
     result = compile_offline(kernel.cuda_source(*args, **constexprs), arch)
     assert not result.warnings and result.spill_bytes == 0, result.log

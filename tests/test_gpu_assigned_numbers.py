@@ -24,6 +24,10 @@ def _cases(rng):
         ("constexpr_scale_int8_kernel", x8, np.int32, n, dict(BLOCK=2048), (x8 * np.int8(100)).astype(np.int32)),
         ("eps_fp16_kernel", x16, np.float32, n, dict(BLOCK=2048), x16.astype(np.float32) + np.float32(1e-3)),
         ("unrolled_sum_fp16_kernel", parts, np.float32, n, dict(BLOCK=2048, PARTS=4), summed),
+        # numbers a helper returns (`return 100`, `return 3, 1e-3`): typed scalars in Triton too
+        ("helper_gain_int8_kernel", x8, np.int32, n, dict(BLOCK=2048), x8.astype(np.int32) * 100),
+        ("helper_eps_fp16_kernel", x16 * np.float16(100), np.float32, n, dict(BLOCK=2048),
+         (x16 * np.float16(100) + np.float16(3)).astype(np.float32) + np.float32(1e-3)),
     ]
 
 

@@ -123,6 +123,8 @@ class Evaluation:
         op, a, ct = n.op, n.args, n.attrs.get("ct")
         if op == "index":
             return self.index[n.attrs["which"]]
+        if op == "constant":
+            return np.full(self.grid, n.attrs["value"], np_dtype(n.dtype))
         if op == "scalar":
             return np.full(self.grid, self.scalars[n.template], np_dtype(n.dtype))
         if op == "load":

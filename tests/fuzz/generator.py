@@ -156,6 +156,19 @@ class Generator:
                 name = f"s{len(self.scalars)}"
                 self.scalars.append((name, dtype, value))
                 self.node("scalar", [], dtype, (), _literal_facts(value), template=name)
+        self.named_constants()
+
+    def named_constants(self):
+        """`c = <literal>` statements: a number assigned to a name is a 0-d tensor in Triton (int32, int64 past
+        int32's range, fp32), typed like a scalar argument rather than the weak literal of `x * 3`; drawn from a
+        stream of their own so that the rest of a seed's draws stay as they were."""
+        rng = random.Random(self.seed * 7919 + 17)
+        for _ in range(rng.choice([0, 0, 1, 1, 2])):
+            value = rng.choice([3, -2, 5, 100, 127, -128, 200, 2**33, 0.5, -1.5, 2.0, 0.375, True])
+            dtype = ("int1" if isinstance(value, bool) else "float32" if isinstance(value, float) else
+                     "int32" if -2**31 <= value < 2**31 else "int64")
+            self.node("constant", [], dtype, (), _literal_facts(int(value) if dtype == "int1" else value),
+                      template=_lit(value), attrs=dict(value=value))
 
     def make_input(self):
         rng = self.rng
@@ -729,7 +742,7 @@ class Generator:
             made = getattr(self, self.rng.choice(self.OPS))()
             if made is None or len(self.nodes) == before:
                 continue
-            if made.op not in ("loop", "load", "index", "scalar") and made.node_args:
+            if made.op not in ("loop", "load", "index", "scalar", "constant") and made.node_args:
                 if self.rng.random() < 0.12:
                     self.wrap_in_helper(made)
                 elif self.rng.random() < 0.08:

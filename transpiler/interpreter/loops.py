@@ -3,7 +3,8 @@
 Triton makes a number assigned to a name (`c = 100`, `eps = 1e-6`, not `c: tl.constexpr = 100`) an int32 / fp32
 / ... scalar, so `x_int8 * c` is int32 and `x_fp16 + eps` fp32, where `x_int8 * 100` keeps int8. The rewrite
 below wraps each assigned value in `carry`, which types Python numbers that way (the compiler does the same in
-`parse/builder.py`).
+`parse/builder_statements.py`). A number a helper returns is typed the same way (`return 3` gives an int32
+scalar in Triton; the compiler's `inline_call` does the same).
 
 In a compiled kernel a runtime `for ... in range(...)` / `tl.range(...)` or `while` loop turns every variable
 it reassigns into a typed runtime value: `count = 0` before the loop is an int32 scalar after it, and
@@ -142,6 +143,11 @@ class _Rewriter(ast.NodeTransformer):
         if isinstance(stmt, ast.AnnAssign) and stmt.value is not None and \
                 not _is_constexpr_annotation(stmt.annotation):
             stmt.value = _carry_call(stmt.value)
+            return [stmt]
+        if isinstance(stmt, ast.Return) and stmt.value is not None:
+            # A helper's returned number is a typed scalar in Triton too (its code generator's visit_Return
+            # decays constexprs and numbers, tuple items one by one): `x_int8 * three()` is int32.
+            stmt.value = _carry_call(stmt.value, each=True)
             return [stmt]
         if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
             name = stmt.target.id

@@ -152,6 +152,19 @@ class CallBuilder:
             result = self.return_value
             self.scope, self.return_value = saved_scope, saved_return
             self.loc = call_loc
+        return self._returned_numbers_typed(result)
+
+    def _returned_numbers_typed(self, result):
+        """A helper's returned Python number (or constexpr) as a typed 0-d constant, tuple items one by one: Triton's
+        code generator decays them on return (`return 3` gives an int32 scalar, so `x_int8 * three()` is int32,
+        not the int8 of `x_int8 * 3`). Where a constexpr is needed the constant still gives its value
+        (`semantic.assigned_constant`), as for an assigned number."""
+        if isinstance(result, tuple):
+            return tuple(self._returned_numbers_typed(r) for r in result)
+        if isinstance(result, constexpr):
+            result = result.value
+        if isinstance(result, (bool, int, float)):
+            return semantic.constant(self, result)
         return result
 
     def inline_into_region(self, fn, region, what, cast_to):
