@@ -18,7 +18,9 @@ import numpy as np
 import transpiler
 import transpiler.language as tl
 from transpiler.language.extra import libdevice
-from transpiler.language.extra.libdevice import SIGNATURES
+# Loaded as Triton's twin (bench/twins.py), `libdevice` is Triton's, which has no SIGNATURES: the twin only needs
+# the kernels below.
+SIGNATURES = getattr(libdevice, "SIGNATURES", {})
 
 NP = {"fp32": np.float32, "fp64": np.float64, "int32": np.int32, "int64": np.int64, "uint32": np.uint32,
       "uint64": np.uint64, "int1": np.bool_}

@@ -54,3 +54,49 @@ def test_a_pipeline_inside_a_loop_waits_for_the_previous_iteration_s_readers(arc
     assert len(prologues) >= 2, "both of stream-K's loops are pipelined"
     for before in prologues:
         assert any("__syncthreads()" in line for line in before), "\n".join(before)
+
+
+# ---- register-A wgmma: A converted into the fragment layout before B's tile is written ------------------------
+
+import transpiler  # noqa: E402
+import transpiler.language as tl  # noqa: E402
+
+
+@transpiler.jit
+def scaled_operand_dot_kernel(A, B, C, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """A computed in registers (scaled after its load) meets a B loaded transposed: on sm_90a A stays in
+    registers (register-A wgmma) and reaches the fragment layout through shared memory, B is written to a tile."""
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a = tl.load(A + rm[:, None] * K + rk[None, :], mask=(rm[:, None] < M) & (rk[None, :] < K), other=0)
+    bt = tl.load(B + rn[:, None] * K + rk[None, :], mask=(rn[:, None] < N) & (rk[None, :] < K), other=0)
+    a = (a * 2.0).to(a.dtype)
+    acc = tl.dot(a, tl.trans(bt))
+    tl.store(C + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+def _until_the_product(source):
+    """From each operand-tile marker to the first tensor-core instruction."""
+    lines = source.splitlines()
+    spans = []
+    for i, line in enumerate(lines):
+        if "dot operands: registers to shared memory" in line:
+            j = next(k for k in range(i, len(lines)) if re.search(r"tp::(wgmma_m|mma_m|ldmatrix)", lines[k]))
+            spans.append(lines[i:j])
+    return spans
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_a_register_a_operand_is_converted_before_the_other_tile_is_written(arch):
+    """Found by the H200 fuzzer (dot family, 3 of 45 kernels wrong): the conversion of A into the wgmma fragment
+    layout ran after B's tile was written, through the same scratch bytes, so the product read a corrupted B."""
+    args = (np.zeros((74, 34), np.float16), np.zeros((38, 34), np.float16), np.zeros((74, 38), np.float32),
+            74, 38, 34)
+    source = scaled_operand_dot_kernel.cuda_source(*args, arch=arch, BM=64, BN=32, BK=64)
+    spans = _until_the_product(source)
+    assert spans, "B is written to a tile from registers"
+    for span in spans:
+        assert not [line for line in span if "through shared memory" in line], "\n".join(span)
+    if arch == "sm_90a":
+        assert "wgmma_m64n32k16_f16_rs" in source     # the register-A form this test is about

@@ -28,6 +28,10 @@ def _operand_views(em, op):
     a, b = op.operands[0], op.operands[1]
     views = {a: staged_view(em, a), b: staged_view(em, b)}
     register_a = em.analysis.dots[op].a_layout is not None
+    if register_a:
+        # A stays in registers in the wgmma fragment layout; a conversion into it runs through the scratch bytes
+        # too, so it is done before B's tile below claims them (after, it overwrote B: a wrong product).
+        em.operand(a, em.analysis.dots[op].a_layout)
     pending = [(v, k_dim) for v, k_dim in ((a, 1), (b, 0)) if views[v] is None and not (register_a and v is a)]
     if pending:
         # Compute the operands first: what they come from (a join, a conversion through shared memory, ...)
