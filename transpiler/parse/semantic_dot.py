@@ -5,18 +5,15 @@ accumulate in fp32; fp32 inputs are rounded to tf32 unless `input_precision="iee
 int8 accumulates in int32; fp64 stays fp64; fp8 (`tl.float8e4nv`, `tl.float8e5`, one of them for both inputs)
 accumulates in fp32. `acc` must already be [M, N] of the result dtype. The op is
 `dot(a, b, acc)` with the precision as an attribute; which hardware instruction computes it is decided by
-the tensor-core pass (`analysis/tensor_cores.py`), not here. A batched dot ([B, M, K] @ [B, K, N]) is B of
-these: each batch's operands picked out of the blocks exactly (their bits, selected and xor-summed over the
-batch axis), each product put back where its batch index is.
+the tensor-core pass (`analysis/tensor_cores.py`), not here. A batched dot ([B, M, K] @ [B, K, N]) is refused
+as not supported yet in compiled kernels.
 """
 from __future__ import annotations
 
 from .. import dtypes
 from ..errors import CompileTimeError, DTypeError, ShapeError
 from .ir import Type
-from .semantic import (RULES, binary_op, broadcast_to_shape, cast, const_value, constant, expand_dims, rule, splat,
-                       to_value)
-from .semantic_standard import from_bits, to_bits
+from .semantic import cast, const_value, constant, rule, splat, to_value
 
 MIN_DOT_SIZE = 16
 PRECISIONS = ("tf32", "tf32x3", "ieee")
@@ -58,10 +55,11 @@ def _result_dtype(b, a_dtype, out_dtype):
 def _dot(b, input, other, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None,
          out_dtype=dtypes.float32):
     a, w = to_value(b, input), to_value(b, other)
-    options = dict(input_precision=input_precision, allow_tf32=allow_tf32,
-                   max_num_imprecise_acc=max_num_imprecise_acc, out_dtype=out_dtype)
     if len(a.shape) == 3 and len(w.shape) == 3:
-        return _batched_dot(b, a, w, acc, options)
+        # Unrolled into 2-D dots it compiled, but its first H200 run wrote NaN for every element: refused until
+        # that is understood (the interpreter computes it).
+        raise b.error(ShapeError, "a batched (3-D) tl.dot is not supported yet in compiled kernels",
+                      hint="loop over the batch dimension with 2-D dots (the interpreter runs the 3-D form)")
     if len(a.shape) != 2 or len(w.shape) != 2:
         raise b.error(ShapeError, f"tl.dot needs two 2-D blocks (or two 3-D ones, batched), not shapes "
                       f"{list(a.shape)} and {list(w.shape)}")
@@ -97,38 +95,3 @@ def _dot(b, input, other, acc=None, input_precision=None, allow_tf32=None, max_n
         acc_v = cast(b, acc_v, compute)
     result = b.emit("dot", [a, w, acc_v], Type(compute, (m, n)), precision=precision)
     return cast(b, result, out)
-
-
-# A batched dot is unrolled: more batches than this would make the kernel's code (and compile time) grow past use.
-MAX_BATCH = 16
-
-
-def _batched_dot(b, a, w, acc, options):
-    batch = a.shape[0]
-    if w.shape[0] != batch:
-        raise b.error(ShapeError, f"tl.dot: batch sizes differ, shapes {list(a.shape)} and {list(w.shape)}")
-    if batch > MAX_BATCH:
-        raise b.error(ShapeError, f"tl.dot with a batch of {batch} is not supported yet (at most {MAX_BATCH}: the "
-                      "batches are unrolled)", hint="loop over the batch dimension")
-    acc_v = None if acc is None else to_value(b, acc)
-    if acc_v is not None and len(acc_v.shape) != 3:
-        raise b.error(ShapeError, f"tl.dot: acc has shape {list(acc_v.shape)}, the product is batched (3-D)")
-    index = RULES["arange"](b, 0, batch)
-    out = None
-    for i in range(batch):
-        product = _dot(b, _batch(b, a, index, i), _batch(b, w, index, i),
-                       None if acc_v is None else _batch(b, acc_v, index, i), **options)
-        placed = expand_dims(b, product, 0)
-        if out is None:
-            out = broadcast_to_shape(b, placed, (batch,) + tuple(product.shape))
-        else:
-            here = binary_op(b, "eq", RULES["reshape"](b, index, batch, 1, 1), i)
-            out = RULES["where"](b, here, placed, out)
-    return out
-
-
-def _batch(b, v, index, i):
-    """Batch `i` of the 3-D block `v` (a [rows, cols] block), bit for bit."""
-    here = binary_op(b, "eq", RULES["reshape"](b, index, v.shape[0], 1, 1), i)
-    bits = to_bits(b, v)
-    return from_bits(b, RULES["xor_sum"](b, RULES["where"](b, here, bits, 0), 0), v.dtype)
