@@ -230,3 +230,15 @@ def test_a_row_held_by_many_reductions_at_once_is_not_packed():
     assert analysis.packing is None and "its reductions would hold 160 elements a thread" in d.why
     import membound_kernels as K
     assert _analysis(K.argmax_case(np.random.default_rng(0), 64, 1024, 1024, np.float16)).packing is not None
+
+
+def test_the_first_row_is_loaded_only_by_programs_inside_the_grid():
+    """Found by the H200 sanitizer sweep (initcheck, cumsum_rows_kernel and the softmax example): a packed block's
+    warps past the grid loaded a row beyond the last before the row loop's test -- a read past the array."""
+    import scan_kernels
+    x = np.zeros(7 * 100, np.float32)
+    src = scan_kernels.cumsum_rows_kernel.cuda_source(x, np.zeros_like(x), 100, BLOCK=128, REVERSE=False)
+    assert "program_slot" in src and "row_ahead" in src     # packed, and the next row loaded one row ahead
+    head = src[src.index("const int row_start"):src.index("for (int row_1 = row_start")]
+    assert "const bool row_start_in_grid = row_start < n_rows;" in head
+    assert re.search(r"&& row_start_in_grid;", head), head

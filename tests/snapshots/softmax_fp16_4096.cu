@@ -133,6 +133,7 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
   // x = tl.load(IN + row * in_stride + cols, mask=valid, other=-float("inf")).to(tl.float32)
   const int row_start = static_cast<int>(blockIdx.x);
   const int row_step = static_cast<int>(gridDim.x);
+  const bool row_start_in_grid = row_start < n_rows;
 
   // cols = tl.arange(0, BLOCK)
   int cols[8];
@@ -147,17 +148,20 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
   // x = tl.load(IN + row * in_stride + cols, mask=valid, other=-float("inf")).to(tl.float32)
   const int in_offset = tp::wrap_mul<int>(row_start, in_stride);
   const __half* in_ptr = IN + in_offset;
+  bool and_[8];
+  #pragma unroll
+  for (int r = 0; r < 8; ++r) and_[r] = valid[r] && row_start_in_grid;
   __half row_data[8];
   #pragma unroll
   for (int v = 0; v < 1; ++v) {
     const int r = v * 8;
-    if (valid[r] && valid[r + 1] && valid[r + 2] && valid[r + 3] && valid[r + 4] && valid[r + 5] && valid[r + 6] && valid[r + 7]) {
+    if (and_[r] && and_[r + 1] && and_[r + 2] && and_[r + 3] && and_[r + 4] && and_[r + 5] && and_[r + 6] && and_[r + 7]) {
       tp::load<8>(&row_data[r], in_ptr + cols[r]);
     } else {
       // the ragged run: element by element from the run's first address (a contiguous run)
       #pragma unroll
       for (int j = 0; j < 8; ++j) {
-        row_data[r + j] = (valid[(r + j)]) ? *(in_ptr + cols[r] + j) : tp::cast<__half>(-tp::inf<float>());
+        row_data[r + j] = (and_[(r + j)]) ? *(in_ptr + cols[r] + j) : tp::cast<__half>(-tp::inf<float>());
       }
     }
   }
@@ -182,20 +186,20 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
     for (int r = 0; r < 8; ++r) valid_1[r] = cols_1[r] < n_cols;
 
     // x = tl.load(IN + row * in_stride + cols, mask=valid, other=-float("inf")).to(tl.float32)
-    bool and_[8];
+    bool and__1[8];
     #pragma unroll
-    for (int r = 0; r < 8; ++r) and_[r] = valid_1[r] && lt;
+    for (int r = 0; r < 8; ++r) and__1[r] = valid_1[r] && lt;
     __half row_next[8];
     #pragma unroll
     for (int v = 0; v < 1; ++v) {
       const int r = v * 8;
-      if (and_[r] && and_[r + 1] && and_[r + 2] && and_[r + 3] && and_[r + 4] && and_[r + 5] && and_[r + 6] && and_[r + 7]) {
+      if (and__1[r] && and__1[r + 1] && and__1[r + 2] && and__1[r + 3] && and__1[r + 4] && and__1[r + 5] && and__1[r + 6] && and__1[r + 7]) {
         tp::load<8>(&row_next[r], in_ptr_1 + cols_1[r]);
       } else {
         // the ragged run: element by element from the run's first address (a contiguous run)
         #pragma unroll
         for (int j = 0; j < 8; ++j) {
-          row_next[r + j] = (and_[(r + j)]) ? *(in_ptr_1 + cols_1[r] + j) : tp::cast<__half>(-tp::inf<float>());
+          row_next[r + j] = (and__1[(r + j)]) ? *(in_ptr_1 + cols_1[r] + j) : tp::cast<__half>(-tp::inf<float>());
         }
       }
     }

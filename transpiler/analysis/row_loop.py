@@ -210,7 +210,11 @@ def _rewrite(kernel, plan, loc=None):
     start = _op("program_id", [], i32, loc, "row_start", axis=0)
     n_rows = _op("row_count", [], i32, loc, "n_rows")
     step = _op("launched_programs", [], i32, loc, "row_step", axis=0)
-    prologue, first_rows = _clone_loads(kernel, plan, start.result, loc)
+    # The first row is loaded before the loop's test: guarded like the rows ahead, since a program of a packed
+    # block past the grid (program_packing.py) starts beyond the last row (its load read past the array).
+    starts_in_grid = _op("elementwise", [start.result, n_rows.result], Type(dtypes.int1), loc, "row_start_in_grid",
+                         fn="lt")
+    prologue, first_rows = _clone_loads(kernel, plan, start.result, loc, guard=starts_in_grid.result)
 
     iv = Value(i32, "row")
     carried = [Value(load.result.type, load.result.name or "this_row") for load in plan.prefetched]
@@ -239,5 +243,5 @@ def _rewrite(kernel, plan, loc=None):
     inner.ops.append(Op("yield", next_rows, [], {}, loc))
     loop = Op("for", [start.result, n_rows.result, step.result] + first_rows,
               [Value(v.type, v.name) for v in carried], {"step_sign": 1, "loop_unroll_factor": 1}, loc, [inner])
-    kernel.body.ops = [start, n_rows, step] + prologue + [loop]
+    kernel.body.ops = [start, n_rows, step, starts_in_grid] + prologue + [loop]
     remove_dead_code(kernel)      # the body's own address arithmetic for the loads it no longer makes
