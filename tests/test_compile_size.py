@@ -66,6 +66,24 @@ def test_a_product_read_twice_keeps_its_own_accumulator():
 
 
 @transpiler.jit
+def bias_after_product_kernel(A, B, C, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    qk = tl.dot(tl.load(A + rm[:, None] * BK + rk[None, :]), tl.load(B + rk[:, None] * BN + rn[None, :]))
+    bias = (rn[None, :] - rm[:, None]).to(tl.float32) * 0.5     # computed after the product
+    qk += bias
+    tl.store(C + rm[:, None] * BN + rn[None, :], qk)
+
+
+def test_a_value_computed_after_the_product_is_added_to_it():
+    a = np.zeros((32, 32), np.float16)
+    ir = bias_after_product_kernel.ir(a, a, np.zeros((32, 32), np.float32), BM=32, BN=32, BK=32)
+    dots, adds = _dots_and_adds(ir)
+    assert len(dots) == 1 and len(adds) == 1 and getattr(dots[0].operands[2].owner, "name", None) == "splat"
+
+
+@transpiler.jit
 def unread_branch_value_kernel(X, OUT, N, flag, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     ptrs = X + offs

@@ -10,9 +10,12 @@ Triton's is (the product's terms accumulated onto `x`, not the product rounded a
 
 Decided from the IR alone: the add's operands are the dot's result and a value of the same type (fp32,
 fp64 or int32, where integer addition wraps either way), the dot's accumulator is a splat of the constant 0
-(+0.0 for floats), nothing else reads the dot, and both ops are in one region (the dot is not moved into a
-loop). The add op becomes the dot, in the add's place (where `x` is defined), keeping the add's result value,
-so its users need no rewriting; the zero splat is left to the dead-code pass.
+(+0.0 for floats), nothing else reads the dot, both ops are in one region (the dot is not moved into a
+loop), and `x` is computed before the dot or outside its region: an `x` computed between the two (an
+attention bias added to the scores) would have to be computed before the product and held through it, more
+registers than the product's own accumulator saves (an unseen alibi attention spilled). The add op becomes
+the dot, in the add's place, keeping the add's result value, so its users need no rewriting; the zero splat
+is left to the dead-code pass.
 """
 from __future__ import annotations
 
@@ -30,15 +33,19 @@ def accumulate_into_dots(kernel: KernelIR) -> None:
 
 def _rewrite(region: Region, uses: Counter) -> None:
     fused = set()
+    position = {id(op): i for i, op in enumerate(region.ops)}
     for i, op in enumerate(region.ops):
         for inner in op.regions:
             _rewrite(inner, uses)
         product, other = _dot_add_operands(op, uses)
-        if product is None or product.owner not in region.ops:
+        if product is None or id(product.owner) not in position:
             continue
         dot = product.owner
+        if position.get(id(other.owner), -1) > position[id(dot)]:
+            continue        # `x` computed after the product: accumulating would compute it before, live across it
         a, b, _zero = dot.operands
         region.ops[i] = Op(OpKind.DOT, [a, b, other], [op.result], dict(dot.attrs), dot.loc)
+        position[id(region.ops[i])] = i
         fused.add(dot)
     if fused:
         region.ops = [op for op in region.ops if op not in fused]
