@@ -51,6 +51,35 @@ def case_pair_sums(rng, n=45, block=64, group=24):
                 constexprs=dict(BLOCK=block, GROUP=group), outputs=[1], reference=reference, rtol=1e-5, atol=1e-5)
 
 
+# ---- values updated under a runtime `if` and read only inside it (split-KV decode attention) -----------------
+
+@transpiler.jit
+def segment_logsumexp_kernel(X, OUT, STARTS, ENDS, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    lo = tl.load(STARTS + pid)
+    hi = tl.load(ENDS + pid)
+    best = -float("inf")
+    total = 0.0
+    if hi > lo:                      # an empty segment writes nothing; `best` and `total` are not read after
+        for start in range(lo, hi, BLOCK):
+            offs = start + tl.arange(0, BLOCK)
+            x = tl.load(X + offs, mask=offs < hi, other=-float("inf"))
+            new_best = tl.maximum(tl.max(x, 0), best)
+            total = total * tl.exp(best - new_best) + tl.sum(tl.exp(x - new_best), 0)
+            best = new_best
+        tl.store(OUT + pid, best + tl.log(total))
+
+
+def case_segment_logsumexp(rng, block=32):
+    bounds = np.array([0, 45, 45, 120, 121], np.int32)
+    x = rng.standard_normal(int(bounds[-1])).astype(np.float32)
+
+    def reference(x, out, starts, ends):
+        return [[np.log(np.exp(x[a:b].astype(np.float64)).sum()) if b > a else np.nan for a, b in zip(starts, ends)]]
+    return dict(kernel=segment_logsumexp_kernel, grid=(4,), args=[x, _poison(4, np.float32), bounds[:-1], bounds[1:]],
+                constexprs=dict(BLOCK=block), outputs=[1], reference=reference, rtol=1e-5, atol=1e-5)
+
+
 def all_cases(rng):
     """Every case with an id."""
-    return [("pair_sums", case_pair_sums(rng))]
+    return [("pair_sums", case_pair_sums(rng)), ("segment_logsumexp", case_segment_logsumexp(rng))]
