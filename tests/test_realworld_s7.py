@@ -46,8 +46,9 @@ def test_constexpr_function_of_a_runtime_value_is_refused_with_its_location():
 def test_triton_standard_private_helpers_import_through_the_shim():
     from triton_compat import shim
     shim.install()
-    from triton.language.standard import _is_power_of_two, _log2, zeros_like  # noqa: F401
+    from triton.language.standard import _is_power_of_two, _log2, zeros_like
     assert [_log2(n) for n in (1, 2, 3, 64, 100)] == [0, 1, 1, 6, 6]
+    assert zeros_like is tl.zeros_like
     assert _is_power_of_two(64) and not _is_power_of_two(48) and not _is_power_of_two(0)
     import triton
     assert triton.constexpr_function is transpiler.constexpr_function
