@@ -80,6 +80,33 @@ def case_segment_logsumexp(rng, block=32):
                 constexprs=dict(BLOCK=block), outputs=[1], reference=reference, rtol=1e-5, atol=1e-5)
 
 
+# ---- a dot operand seen through two transposes (`bt = tl.trans(b)`, then `tl.dot(a, tl.trans(bt))`) ----------
+
+@transpiler.jit
+def double_transpose_dot_kernel(A, B, C, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        a = tl.load(A + rm[:, None] * K + (k0 + rk)[None, :], mask=(rm[:, None] < M) & ((k0 + rk)[None, :] < K),
+                    other=0.0)
+        b = tl.load(B + (k0 + rk)[:, None] * N + rn[None, :], mask=((k0 + rk)[:, None] < K) & (rn[None, :] < N),
+                    other=0.0)
+        bt = tl.trans(b)                             # [BN, BK]
+        acc = tl.dot(a, tl.trans(bt), acc)
+    tl.store(C + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+def case_double_transpose_dot(rng, m=40, n=24, k=70):
+    a = (rng.standard_normal((m, k)) * 0.5).astype(np.float16)
+    b = (rng.standard_normal((k, n)) * 0.5).astype(np.float16)
+    return dict(kernel=double_transpose_dot_kernel, grid=(_cdiv(m, 32),), args=[a, b, _poison((m, n), np.float32), m, n, k],
+                constexprs=dict(BM=32, BN=32, BK=32), outputs=[2],
+                reference=lambda a, b, *_: [a.astype(np.float64) @ b.astype(np.float64)], rtol=1e-2, atol=1e-2)
+
+
 def all_cases(rng):
     """Every case with an id."""
-    return [("pair_sums", case_pair_sums(rng)), ("segment_logsumexp", case_segment_logsumexp(rng))]
+    return [("pair_sums", case_pair_sums(rng)), ("segment_logsumexp", case_segment_logsumexp(rng)),
+            ("double_transpose_dot", case_double_transpose_dot(rng))]
