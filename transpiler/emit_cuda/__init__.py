@@ -9,6 +9,7 @@ from . import cspell
 from . import rules  # noqa: F401  (registers the lowering rules)
 from .device_header import used_helpers
 from .emitter import Emitter, Read, jinja_env, templates_dir
+from .single_trip import fold_single_trip_loops
 from .text import indent_pragmas, layout_in_words, wrap
 
 
@@ -101,7 +102,8 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
         notes += layout_in_words(layout, i)
     shared_bytes = em.smem.total_bytes()
     smem_constants = [f"constexpr int {name} = {value};" for name, value in em.smem.constants()]
-    params, body = _params(kernel, analysis.read_only.written_args, em.names), "\n".join(indent_pragmas(em.lines))
+    params = _params(kernel, analysis.read_only.written_args, em.names)
+    body = "\n".join(indent_pragmas(fold_single_trip_loops(em.lines)))
     row_loop = getattr(em, "row_count_param", None) is not None
     if row_loop:       # the user's grid x, appended by the runtime after the arguments' slots
         params.append(f"const int {em.row_count_param}")
