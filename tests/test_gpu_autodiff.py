@@ -177,3 +177,41 @@ def test_gpu_fused_mlp_backward_differs_from_the_interpreter_by_dz_rounding_flip
     np.testing.assert_allclose(got["Bias"], want["Bias"], rtol=1e-4, atol=1e-5)
     for name in ("X", "W"):
         assert_close_to_operand_precision(got[name], want[name], precision, name)
+
+
+@pytest.mark.parametrize("accumulate", [True, False])
+def test_gpu_fast_launch_path_matches_the_general_path(accumulate):
+    """`backward[grid](...)` by its launch plan (launch_plan.py: first call, later calls, another stream)
+    against the general path (`_launch`), on the folded layernorm backward with partial sums: the same bits
+    (no atomics: own partial rows, plain dX)."""
+    torch = pytest.importorskip("torch")
+    rows, cols = 700, 1000
+    x, w, b = torch.randn(rows, cols, device="cuda"), torch.randn(cols, device="cuda"), torch.randn(cols, device="cuda")
+    dy = torch.randn(rows, cols, device="cuda")
+    start = {n: torch.randn_like(t) for n, t in (("X", x), ("W", w), ("B", b))}
+    forward = transpiler.jit(layernorm_kernel.fn)      # its own plans: none made by other tests
+    args = (x, w, b, torch.empty_like(x), cols, cols, 1e-5)
+
+    def grads():
+        return dict({n: t.clone() for n, t in start.items()}, Y=dy)
+
+    results = []
+    for how in ("fast", "fast again", "general", "fast on another stream"):
+        g = grads()
+        kwargs = dict(BLOCK=1024, num_warps=4, grads=g, accumulate=accumulate)
+        if how == "general":
+            forward.backward._launch((rows,), args, kwargs)
+        elif how == "fast on another stream":
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                forward.backward[(rows,)](*args, **kwargs)
+            torch.cuda.current_stream().wait_stream(side)
+        else:
+            forward.backward[(rows,)](*args, **kwargs)
+        torch.cuda.synchronize()
+        results.append((how, g))
+    reference = results[2][1]
+    for how, g in results:
+        for n in ("X", "W", "B"):
+            assert torch.equal(g[n], reference[n]), (how, n)
