@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 import transpiler.interpreter.dot as interpreter_dot
-from dot_rounding import UNIT_ROUNDOFF, narrowest_dot_precision, normwise_error, rounded_by_dot, unexplained_lines
+from dot_rounding import (BOUND, TF32_AS_IS, UNIT_ROUNDOFF, narrowest_dot_precision, nearest_model, normwise_error,
+                          rounded_by_dot, tf32, unexplained_lines)
+from transpiler.interpreter.registry import RULES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 import fused_mlp  # noqa: E402
@@ -25,19 +27,40 @@ def _inputs(dtype, seed, shape=SHAPE):
             (0.5 * rng.standard_normal(n)).astype(dtype), rng.standard_normal((m, n)).astype(dtype))
 
 
-def _backward_ir(dtype):
+def _backward(dtype):
+    """(the derived kernel, its launch arguments) of fused_mlp's backward on SHAPE."""
     x, w, b, dy = _inputs(dtype, 0)
     m, n, k = SHAPE
     grads = {"X": np.zeros((m, k), np.float32), "W": np.zeros((k, n), np.float32),
              "Bias": np.zeros(n, np.float32), "Y": dy}
-    return fused_mlp.mlp_kernel.backward.ir(x, w, b, dy, m, n, k, k, n, n, grads=grads, accumulate=False,
-                                            **fused_mlp.TILES)
+    d, values, _, _, _ = fused_mlp.mlp_kernel.backward._prepare(
+        (x, w, b, dy, m, n, k, k, n, n), dict(grads=grads, accumulate=False, **fused_mlp.TILES))
+    return d.kernel, values
+
+
+def _backward_ir(dtype):
+    kernel, values = _backward(dtype)
+    return kernel.ir(*values)
 
 
 @pytest.mark.parametrize("dtype,precision", [("float16", "float16"), ("float32", "tf32")])
 def test_the_derived_backward_rounds_its_cotangent_to_the_dot_precision(dtype, precision):
     assert narrowest_dot_precision(_backward_ir(dtype)) == precision
     assert rounded_by_dot("float32", precision) and not rounded_by_dot("float16", precision)
+
+
+def test_on_sm_90a_the_fp32_backward_has_one_tf32_dot_on_wgmma_which_reads_its_operands_as_they_are():
+    """The H200's fp32 dX mismatch: dX's dot (dZ @ W^T: W through tl.trans, K-major) goes to wgmma, the others
+    keep mma.sync (round to nearest, as the interpreter): the GPU test compares dX with the truncated model."""
+    kernel, values = _backward("float32")
+    kinds_by_arch = {}
+    for arch, kinds, rounding in (("sm_90a", ["mma", "mma", "wgmma"], TF32_AS_IS), ("sm_80", ["mma"] * 3, "tf32")):
+        ir, analysis = kernel.analysis(*values, num_warps=4, arch=arch)
+        kinds_by_arch[arch] = {op: plan.kind for op, plan in analysis.dots.items()}
+        assert sorted(kinds_by_arch[arch].values()) == kinds
+        assert narrowest_dot_precision(ir, kinds_by_arch[arch]) == rounding
+    (wgmma,) = [op for op, kind in kinds_by_arch["sm_90a"].items() if kind == "wgmma"]
+    assert wgmma.operands[1].owner.name == "permute", "the wgmma dot is dZ @ tl.trans(W): dX's"
 
 
 def test_a_forward_whose_dots_read_loaded_data_keeps_the_elementwise_tolerance():
@@ -99,7 +122,7 @@ def test_float32_sums_flip_roundings_that_the_operand_precision_explains_and_rea
     else:
         pytest.fail("no seed showed a flipped rounding: the reproduction no longer reproduces")
     assert len(set(np.argwhere(off)[:, 1])) == 1, "a flipped dZ element moves one column of dW"
-    bound = UNIT_ROUNDOFF[precision]
+    bound = BOUND[precision]
     assert normwise_error(float32_sums, float64_sums) < bound / 4
 
     lost_product = float64_sums.copy()
@@ -124,3 +147,34 @@ def test_normwise_error_fails_unwritten_elements():
     got[3] = np.nan
     assert normwise_error(got, want) == float("inf")
     assert normwise_error(want, want) == 0.0
+
+
+def _dx_dot_read_as_is(real_dot):
+    """The interpreter's dot rule, with dX's dot (fp32 [64, 64] @ [64, 32] in this kernel) taking its tf32
+    operands as they are, as sm_90a's wgmma does."""
+    def dot(input, other, *args, **kwargs):
+        if input.dtype.name == "fp32" and tuple(input.shape) == (64, 64) and tuple(other.shape) == (64, 32):
+            real = interpreter_dot.round_to_tf32
+            interpreter_dot.round_to_tf32 = lambda v: tf32(v, as_is=True).astype(np.float32)
+            try:
+                return real_dot(input, other, *args, **kwargs)
+            finally:
+                interpreter_dot.round_to_tf32 = real
+        return real_dot(input, other, *args, **kwargs)
+    return dot
+
+
+def test_tf32_operands_read_as_is_shrink_products_beyond_flips_within_the_bound(monkeypatch):
+    """dX's dot emulated as wgmma reads it: norm-wise above tf32's unit roundoff (flips alone never are), within
+    BOUND[TF32_AS_IS]; the product models tell the two apart (the GPU test's check)."""
+    _, _, want = _interpreted_backward("float32", 3)
+    with monkeypatch.context() as patch:
+        patch.setitem(RULES, "dot", _dx_dot_read_as_is(RULES["dot"]))
+        _, _, got = _interpreted_backward("float32", 3)
+    error = normwise_error(got["X"], want["X"])
+    assert UNIT_ROUNDOFF["tf32"] < error < BOUND[TF32_AS_IS], error
+    assert normwise_error(got["W"], want["W"]) < 1e-6          # dW's dot rounds to nearest on both
+    x, w, b, dy = (a.astype(np.float64) for a in _inputs("float32", 3))
+    dz = dy * fused_mlp._gelu_and_slope(tf32(x) @ tf32(w) + b)[1]
+    assert nearest_model(got["X"], dz, w.T)[0] == "as is"
+    assert nearest_model(want["X"], dz, w.T)[0] == "to nearest"

@@ -87,6 +87,12 @@ def _compare(what, compiled, interpreted, table, dot_precision=None):
         np.testing.assert_array_equal(got, want, err_msg=f"{what} ({name}): compiled vs interpreted")
 
 
+def _device_arch():
+    import cupy
+    from transpiler.runtime import compiler
+    return compiler.device_arch(cupy.cuda.Device().id)
+
+
 @contextlib.contextmanager
 def every_launch_replayed_on_the_interpreter(table):
     """Within the block, each `kernel[grid](...)` GPU launch is checked against an interpreted twin."""
@@ -98,7 +104,7 @@ def every_launch_replayed_on_the_interpreter(table):
     def run_and_replay(self, *args, grid, **kwargs):
         twins = [_clone(a) if _is_device_array(a) else a for a in args]
         twin_kwargs = {k: _clone(v) if _is_device_array(v) else v for k, v in kwargs.items()}
-        dot_precision = launch_dot_precision(self, args, kwargs)
+        dot_precision = launch_dot_precision(self, args, kwargs, arch=_device_arch())
         cupy.cuda.runtime.deviceSynchronize()
         result = run(self, *args, grid=grid, **kwargs)
         cupy.cuda.runtime.deviceSynchronize()
