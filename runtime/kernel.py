@@ -320,7 +320,7 @@ class Kernel(KernelVariants, KernelInterface):
         if not var.row_loop:
             return launcher
         blocks = (var.resident_programs(device, num_warps) or UNKNOWN_RESIDENT_PROGRAMS) if var.persistent else None
-        return RowLoopLauncher(launcher, blocks, var.programs_per_block)
+        return RowLoopLauncher(launcher, blocks, var.programs_per_block, var.row_loop_waves)
 
     # -- binding -----------------------------------------------------------------------------------------
     def _bind_args(self, args, kwargs):
