@@ -34,7 +34,7 @@ import os
 
 from ..errors import LaunchError, SourceLocation, TranspilerError
 from ..language.core import constexpr, current_interpreter
-from . import compiler, grid_launch, launch_key, tuple_args
+from . import compiler, grid_launch, launch_key, native_launch, tuple_args
 from .args import FakeTensorArgument
 from .error_location import at_definition, located
 from .kernel_variants import KernelVariants, _unwrap
@@ -89,6 +89,7 @@ class Kernel(KernelVariants, KernelInterface):
         self._binder = None                  # generated on first use: launch_key.make_binder
         self._grid_factory = None            # generated on first use: grid_launch.make_factory
         self._grid_launches = {}             # tuple grid -> its `kernel[grid]` function
+        self._native_table = None            # the compiled path's plans (native_launch.py), False: Python only
         self._source_hash = None
         self._arity = len(self._names)       # launches with exactly this many positional arguments bind fast
         self._warned_options = set()         # launch options warned about once (triton_options.py)
@@ -137,6 +138,10 @@ class Kernel(KernelVariants, KernelInterface):
             return launch_on_grid
         launch_on_grid = (self._grid_factory or self._make_grid_factory())(
             *checked, self._launchers, general, self._launch_failed, cupy_stream, torch_stream)
+        if self._native_table is None:
+            self._native_table = native_launch.table_for(self) or False
+        if self._native_table:          # the compiled path, the Python function for what it does not take
+            launch_on_grid = native_launch.grid_launch(self._native_table, checked, launch_on_grid)
         if len(self._grid_launches) < 256:
             self._grid_launches[grid] = launch_on_grid
         return launch_on_grid
