@@ -20,7 +20,7 @@ With a GPU (CuPy, and torch when present), the steps run for real on a tiny 4-ar
                    the table's counts (launches it made itself / handed to Python) and its one-time build
     RawKernel      cupy.RawKernel of the same kind of kernel, for scale
     side by side   bench/launch_overhead.py's launchers in the same run: ours (compiled and Python path), Triton,
-                   RawKernel, torch.mul
+                   RawKernel, torch.mul, timed interleaved (each round times each once; median and min of rounds)
 Without a GPU the driver, the streams and the module loading are faked (no-ops), so `ours` is the pure-Python
 part of a launch on this machine: run it to see the effect of a change to the launch path before a GPU run.
 
@@ -242,8 +242,8 @@ def compiled_rows(x, y, n, sync, label=""):
 
 
 def _compiled_rows(x, y, n, sync, label):
-    """The compiled launch path against the Python path, the same kernel source and arguments, one after the
-    other in this run; the table's counts prove which path launched."""
+    """The compiled launch path against the Python path, the same kernel source and arguments, interleaved in
+    this run; the table's counts prove which path launched."""
     rows = {}
     fast, slow = transpiler.jit(tiny.fn), python_path(transpiler.jit(tiny.fn))
     fast_block, slow_block = transpiler.jit(tiny_block.fn), python_path(transpiler.jit(tiny_block.fn))
@@ -257,16 +257,18 @@ def _compiled_rows(x, y, n, sync, label):
         print(f"compiled launch path unavailable: {native_launch.unavailable_reason()}")
         return rows
     on_grid = fast[(1,)]
-    rows[f"ours{label}: compiled"] = per_call_us(lambda: fast[(1,)](x, y, 100, 2.0), n, sync)
-    rows[f"ours{label}: Python path"] = per_call_us(lambda: slow[(1,)](x, y, 100, 2.0), n, sync)
-    rows[f"ours{label}: compiled, grid object alone"] = per_call_us(lambda: on_grid(x, y, 100, 2.0), n, sync)
-    rows[f"ours{label}: compiled, BLOCK= by kw"] = per_call_us(lambda: fast_block[(1,)](x, y, 100, 2.0, BLOCK=128),
-                                                               n, sync)
-    rows[f"ours{label}: Python path, BLOCK= by kw"] = per_call_us(
-        lambda: slow_block[(1,)](x, y, 100, 2.0, BLOCK=128), n, sync)
+    candidates = {
+        "compiled": lambda: fast[(1,)](x, y, 100, 2.0),
+        "Python path": lambda: slow[(1,)](x, y, 100, 2.0),
+        "compiled, grid object alone": lambda: on_grid(x, y, 100, 2.0),
+        "compiled, BLOCK= by kw": lambda: fast_block[(1,)](x, y, 100, 2.0, BLOCK=128),
+        "Python path, BLOCK= by kw": lambda: slow_block[(1,)](x, y, 100, 2.0, BLOCK=128)}
+    for name, (median, best) in interleaved_us(candidates, n, sync).items():
+        rows[f"ours{label}: {name}"] = median
+        rows[f"ours{label}: {name} (min)"] = best
     counts = fast._native_table.counts()
     print(f"compiled table counts{label}: {counts}, plans {fast._native_table.plans()}")
-    assert counts["compiled"] > 1000, counts
+    assert counts["compiled"] > 1000 and counts["handed_over"] == 1, counts
     return rows
 
 
@@ -287,14 +289,35 @@ def side_by_side(n, sync):
                          if name.startswith("ours") and "custom op" not in name})
     except Exception as e:
         print(f"side by side, Python path skipped: {type(e).__name__}: {e}")
+    launches = {}
     for name, build in builders.items():
         try:
             launch, out, inp = build()
             launch_overhead.check(name, launch, out, inp)
-            rows[f"side by side: {name}"] = per_call_us(launch, n, sync)
+            launches[name] = launch
         except Exception as e:       # Triton missing, say: reported, not fatal
             print(f"side by side: {name} failed: {type(e).__name__}: {e}"[:300])
+    for name, (median, best) in interleaved_us(launches, n, sync).items():
+        rows[f"side by side: {name}"] = median
+        rows[f"side by side: {name} (min)"] = best
     return rows
+
+
+def interleaved_us(launches, n, sync, rounds=21):
+    """{name: (median, min) over `rounds` of the us per call of `n` calls}, every launcher timed once per round
+    (so a slow stretch of the host touches all of them alike, not the one timed during it)."""
+    samples = {name: [] for name in launches}
+    for launch in launches.values():
+        for _ in range(min(n, 500)):
+            launch()
+    for _ in range(rounds):
+        for name, launch in launches.items():
+            sync()
+            start = time.perf_counter()
+            for _ in range(n):
+                launch()
+            samples[name].append((time.perf_counter() - start) / n * 1e6)
+    return {name: (statistics.median(v), min(v)) for name, v in samples.items()}
 
 
 def main(argv=None) -> int:

@@ -3,6 +3,7 @@ real device: results against float64 NumPy on fresh random inputs, sizes off the
 each launch; the same kernel source under Triton where it is importable; threads launching one launcher at once;
 a code-changing switch set after the first launch."""
 import threading
+import types
 
 import numpy as np
 import pytest
@@ -73,7 +74,11 @@ def test_torch_tensors_on_the_grid_function_launch_on_torchs_stream_and_agree_wi
         import triton
     except ImportError:
         return
-    twin = triton.jit(axpy_source)
+    # The same code under Triton's language: Triton resolves `tl` through the function's globals (and reads the
+    # one source file); `triton.jit(axpy_source)` would see our `tl` and refuse its functions.
+    import triton.language
+    twin = triton.jit(types.FunctionType(axpy_source.__code__, {**axpy_source.__globals__, "tl": triton.language},
+                                         axpy_source.__name__))
     theirs = torch.full((n,), float("nan"), device="cuda")
     twin[(triton.cdiv(n, block),)](xt, yt, theirs, n, 1.5, BLOCK=block)
     torch.cuda.synchronize()
