@@ -9,8 +9,9 @@ short on purpose (launch overhead is a product feature):
   3. the launcher packs the slots into a buffer and calls cuLaunchKernel on the current stream of the
      arrays' framework, in their device's context, with the variant's dynamic shared memory.
 For a tuple grid, `kernel[grid]` returns a function generated per kernel that does 1-3 in one frame
-(`grid_launch.py`) for the usual calls (arguments by position, constexprs after them by keyword), and hands
-everything else to the general path, `_launch`: arguments given by keyword in other ways, defaults, a callable
+(`grid_launch.py`) for the usual calls (arguments by position, constexprs after them by keyword) -- behind the
+compiled launch path (`native_launch.py`: the same in C, per-signature plans) where a C compiler built it --
+and hands everything else to the general path, `_launch`: arguments given by keyword in other ways, defaults, a callable
 grid, a key without a launcher yet, and everything unusual (`_bind_args`, `_grid`) before step 1. A missing
 launcher is built once per key, whatever the number of threads asking (`once.OnceMap`), after the checks a
 launch makes before any CUDA call (num_warps, the grid): the variant (memory, then the disk cache of generated

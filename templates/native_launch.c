@@ -627,16 +627,43 @@ static int table_init(Table *t, PyObject *args, PyObject *kw) {
     return 0;
 }
 
-static void table_dealloc(Table *t) {
+static int table_traverse(Table *t, visitproc visit, void *arg) {
+    Py_VISIT(t->names);
+    Py_VISIT(t->learn);
+    Py_VISIT(t->environment);
+    Py_VISIT(t->record);
+    Py_VISIT(t->cupy_type);
+    Py_VISIT(t->torch_type);
+    Py_VISIT(t->immutable_types);
+    Py_VISIT(t->types_from);
+    for (int k = 0; k < t->n_plans; k++) {
+        Plan *p = t->plans[k];
+        Py_VISIT(p->how.name);
+        Py_VISIT(p->how.stream_fn);
+        for (int i = 0; i < t->n_params; i++) {
+            Py_VISIT(p->facts[i].type);
+            Py_VISIT(p->facts[i].object);
+        }
+    }
+    return 0;
+}
+
+static int table_clear(Table *t) {
     table_clear_plans(t);
-    Py_XDECREF(t->names);
-    Py_XDECREF(t->learn);
-    Py_XDECREF(t->environment);
-    Py_XDECREF(t->record);
-    Py_XDECREF(t->cupy_type);
-    Py_XDECREF(t->torch_type);
-    Py_XDECREF(t->immutable_types);
-    Py_XDECREF(t->types_from);
+    Py_CLEAR(t->names);
+    Py_CLEAR(t->learn);
+    Py_CLEAR(t->environment);
+    Py_CLEAR(t->record);
+    Py_CLEAR(t->cupy_type);
+    Py_CLEAR(t->torch_type);
+    Py_CLEAR(t->immutable_types);
+    Py_CLEAR(t->types_from);
+    return 0;
+}
+
+static void table_dealloc(Table *t) {
+    PyObject_GC_UnTrack(t);
+    table_clear(t);
     Py_TYPE(t)->tp_free((PyObject *)t);
 }
 
@@ -676,7 +703,9 @@ static PyTypeObject TableType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "_transpiler_launch.Table",
     .tp_basicsize = sizeof(Table),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,     /* a table and its kernel refer to each other */
+    .tp_traverse = (traverseproc)table_traverse,
+    .tp_clear = (inquiry)table_clear,
     .tp_doc = "a kernel's launch plans",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)table_init,
@@ -708,11 +737,23 @@ static PyObject *grid_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     return (PyObject *)g;
 }
 
+static int grid_traverse(GridLaunch *g, visitproc visit, void *arg) {
+    Py_VISIT(g->table);
+    Py_VISIT(g->fallback);
+    return 0;
+}
+
+static int grid_clear(GridLaunch *g) {
+    Py_CLEAR(g->table);
+    Py_CLEAR(g->fallback);
+    Py_CLEAR(g->gy_obj);
+    Py_CLEAR(g->gz_obj);
+    return 0;
+}
+
 static void grid_dealloc(GridLaunch *g) {
-    Py_XDECREF(g->table);
-    Py_XDECREF(g->fallback);
-    Py_XDECREF(g->gy_obj);
-    Py_XDECREF(g->gz_obj);
+    PyObject_GC_UnTrack(g);
+    grid_clear(g);
     Py_TYPE(g)->tp_free((PyObject *)g);
 }
 
@@ -735,7 +776,9 @@ static PyTypeObject GridLaunchType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "_transpiler_launch.GridLaunch",
     .tp_basicsize = sizeof(GridLaunch),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_HAVE_GC,  /* kernel <-> grid object */
+    .tp_traverse = (traverseproc)grid_traverse,
+    .tp_clear = (inquiry)grid_clear,
     .tp_doc = "kernel[grid]: the compiled launch path",
     .tp_new = grid_new,
     .tp_dealloc = (destructor)grid_dealloc,

@@ -26,6 +26,17 @@ def axpy_source(X, Y, Out, n, alpha, BLOCK: tl.constexpr):
 axpy = transpiler.jit(axpy_source)
 
 
+def triton_twin(fn):
+    """`fn`'s code under Triton's language, for `triton.jit`: Triton resolves `tl` through the function's globals
+    and reads constexpr parameters from its annotations (evaluated with our `tl` at `def` time), so both are
+    given Triton's; the source file it reads is the same one."""
+    import triton.language
+    twin = types.FunctionType(fn.__code__, {**fn.__globals__, "tl": triton.language}, fn.__name__)
+    twin.__annotations__ = {name: triton.language.constexpr if annotation is tl.constexpr else annotation
+                            for name, annotation in fn.__annotations__.items()}
+    return twin
+
+
 def _inputs(cupy, rng, n):
     x = rng.standard_normal(n).astype(np.float32)
     y = rng.standard_normal(n).astype(np.float32)
@@ -74,11 +85,7 @@ def test_torch_tensors_on_the_grid_function_launch_on_torchs_stream_and_agree_wi
         import triton
     except ImportError:
         return
-    # The same code under Triton's language: Triton resolves `tl` through the function's globals (and reads the
-    # one source file); `triton.jit(axpy_source)` would see our `tl` and refuse its functions.
-    import triton.language
-    twin = triton.jit(types.FunctionType(axpy_source.__code__, {**axpy_source.__globals__, "tl": triton.language},
-                                         axpy_source.__name__))
+    twin = triton.jit(triton_twin(axpy_source))
     theirs = torch.full((n,), float("nan"), device="cuda")
     twin[(triton.cdiv(n, block),)](xt, yt, theirs, n, 1.5, BLOCK=block)
     torch.cuda.synchronize()

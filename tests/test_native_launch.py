@@ -332,3 +332,22 @@ def test_the_driver_offers_its_functions_by_address_only_with_libcuda(monkeypatc
         driver.driver.native_functions()
     monkeypatch.setattr(launcher_mod, "driver", driver.driver)
     assert native_launch.table_for(transpiler.jit(_scale)) is None
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_dropped_kernel_is_collected_with_its_plans_and_grid_objects(gpu, monkeypatch, compiled):
+    """The table and the grid objects refer back to the kernel (its learner, the Python fallback): they take
+    part in the garbage collector's cycle search, so a dropped kernel goes, as it does on the Python path."""
+    import gc
+    import weakref
+    monkeypatch.setattr(native_launch, "enabled", compiled)
+    k = transpiler.jit(_scale)
+    for _ in range(3):
+        k[(1,)](FakeCupy(4096), FakeCupy(8192), 100, 2.5, BLOCK=128)
+    assert bool(k._native_table) == (compiled and gpu.native)
+    if k._native_table:
+        assert k._native_table.counts()["compiled"] == 2
+    dropped = weakref.ref(k)
+    del k
+    gc.collect()
+    assert dropped() is None
