@@ -13,7 +13,8 @@ same with a constexpr `BLOCK=128` given by keyword, as Triton code does, on both
     grid function, lock  the generated `kernel[grid]` function (runtime/grid_launch.py), lock
     grid function, pool  the generated function, buffer pool: the Python path of `kernel[grid]`
     compiled             `kernel[grid]` through the compiled launch path (templates/native_launch.c), the driver's
-                         three functions C no-ops built here (left out where no C compiler runs)
+                         three functions C no-ops built here (left out where no C compiler runs); a tuple grid
+                         and a callable one (Triton's `lambda meta: ...`, made anew at each call as in wrappers)
 and the parts: the binder alone, the launcher dict lookup, a launcher's `launch` under a lock and with the pool.
 The machine this runs on is shared and loaded, so the candidates are timed interleaved (each repeat times every
 candidate once) and the minimum over repeats is reported: the least disturbed sample of each.
@@ -180,6 +181,7 @@ def candidates():
         on_fast = fast[(1,)]
         assert fast._native_table.counts()["compiled"] == 1, fast._native_table.counts()
         compiled = {
+            "compiled: kernel[lambda meta: ...]": lambda: fast_block[lambda meta: (1,)](x, y, 100, 2.0, BLOCK=128),
             "compiled: kernel[(1,)](...)": lambda: fast[(1,)](x, y, 100, 2.0),
             "compiled, BLOCK= by keyword": lambda: fast_block[(1,)](x, y, 100, 2.0, BLOCK=128),
             "compiled: the grid object alone": lambda: on_fast(x, y, 100, 2.0),
@@ -193,6 +195,7 @@ def candidates():
         "grid function, pool": lambda: on_pooled(x, y, 100, 2.0),
         "ours: kernel[(1,)](...)": lambda: pooled[(1,)](x, y, 100, 2.0),
         "ours, BLOCK= by keyword": lambda: block[(1,)](x, y, 100, 2.0, BLOCK=128),
+        "ours, kernel[lambda meta: ...]": lambda: block[lambda meta: (1,)](x, y, 100, 2.0, BLOCK=128),
         "general path, BLOCK= by kw": lambda: block._launch((1,), (x, y, 100, 2.0), 4, 3, None, {"BLOCK": 128}),
         "part: binder": lambda: pooled._binder(args, 4, 3),
         "part: launcher lookup": lambda: launchers.get(key),

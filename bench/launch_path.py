@@ -262,7 +262,9 @@ def _compiled_rows(x, y, n, sync, label):
         "Python path": lambda: slow[(1,)](x, y, 100, 2.0),
         "compiled, grid object alone": lambda: on_grid(x, y, 100, 2.0),
         "compiled, BLOCK= by kw": lambda: fast_block[(1,)](x, y, 100, 2.0, BLOCK=128),
-        "Python path, BLOCK= by kw": lambda: slow_block[(1,)](x, y, 100, 2.0, BLOCK=128)}
+        "Python path, BLOCK= by kw": lambda: slow_block[(1,)](x, y, 100, 2.0, BLOCK=128),
+        "compiled, kernel[lambda meta: ...]": lambda: fast_block[lambda meta: (1,)](x, y, 100, 2.0, BLOCK=128),
+        "Python path, kernel[lambda meta: ...]": lambda: slow_block[lambda meta: (1,)](x, y, 100, 2.0, BLOCK=128)}
     for name, (median, best) in interleaved_us(candidates, n, sync).items():
         rows[f"ours{label}: {name}"] = median
         rows[f"ours{label}: {name} (min)"] = best

@@ -120,10 +120,15 @@ class Kernel(KernelVariants, KernelInterface):
     # -- Triton-compatible entry points ----------------------------------------------------------------------
     def __getitem__(self, grid):
         # The launch function of a tuple grid is kept (a few hundred at most): making one costs more than finding it.
-        try:
-            return self._grid_launches[grid]
-        except (KeyError, TypeError):       # not seen yet, or not hashable (a callable grid is hashable)
-            pass
+        if type(grid) is tuple:
+            try:
+                found = self._grid_launches.get(grid)
+            except TypeError:               # not hashable: the general path words it
+                found = None
+            if found is not None:
+                return found
+        elif callable(grid) and self._native():     # Triton's `lambda meta: ...`, often a new one per call
+            return self._native_table.grid(grid)
         launch = self._launch
 
         def general(args, num_warps, num_stages, stream, kwargs):   # its caller makes the error user-facing
@@ -139,13 +144,24 @@ class Kernel(KernelVariants, KernelInterface):
             return launch_on_grid
         launch_on_grid = (self._grid_factory or self._make_grid_factory())(
             *checked, self._launchers, general, self._launch_failed, cupy_stream, torch_stream)
-        if self._native_table is None:
-            self._native_table = native_launch.table_for(self) or False
-        if self._native_table:          # the compiled path, the Python function for what it does not take
+        if self._native():              # the compiled path, the Python function for what it does not take
             launch_on_grid = native_launch.grid_launch(self._native_table, checked, launch_on_grid)
         if len(self._grid_launches) < 256:
             self._grid_launches[grid] = launch_on_grid
         return launch_on_grid
+
+    def _native(self):
+        """The kernel's compiled-path table (`native_launch.py`), made on first use; falsy where there is none."""
+        if self._native_table is None:
+            self._native_table = native_launch.table_for(self) or False
+        return self._native_table
+
+    def _launch_on_callable_grid(self, grid, *args, num_warps=4, num_stages=3, stream=None, **kwargs):
+        """The Python launch of `kernel[grid](...)` for a callable grid: the compiled path's fallback."""
+        try:
+            return self._launch(grid, args, num_warps, num_stages, stream, kwargs)
+        except TranspilerError as e:
+            raise user_facing(e)  # (transpiler's own frames are hidden: TRANSPILER_DEBUG=1 shows them)
 
     def _make_grid_factory(self):
         self._grid_factory = grid_launch.make_factory(self._names, self._constexpr_mask, self.__name__,

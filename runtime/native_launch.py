@@ -154,10 +154,12 @@ def table_for(kernel):
         return None
     return loaded.Table(names=kernel._names, constexpr_mask=kernel._constexpr_mask, learn=_learner(kernel),
                         environment=options.ENVIRONMENT, record=launcher_mod.recent_launches.append,
-                        immutable_types=IMMUTABLE_CONSTEXPR_TYPES, types_from=vars(launch_key))
+                        immutable_types=IMMUTABLE_CONSTEXPR_TYPES, types_from=vars(launch_key),
+                        grid_fallback=kernel._launch_on_callable_grid)
 
 
 def grid_launch(table, grid, fallback):
+    """The compiled `kernel[grid]` for a checked tuple `grid` (gx, gy, gz); `table.grid(fn)` for a callable."""
     return module().GridLaunch(table, *grid, fallback)
 
 

@@ -12,14 +12,17 @@
  * kernel's binder and looks the launcher up) and holds the CUfunction, its context, block, dynamic shared memory,
  * the parameters' C types (`struct` codes), a row loop's blocks, the stream provider and the driver's functions.
  *
- * A `GridLaunch` (one per kernel and tuple grid, what `kernel[grid]` returns) takes a call: it binds the
+ * A `GridLaunch` (one per kernel and tuple grid, what `kernel[grid]` returns; for a callable grid one per
+ * `kernel[grid]`, the grid asked at each launch as `Kernel._grid` asks it) takes a call: it binds the
  * arguments (by position, then parameters and launch options by keyword), computes the facts, finds the plan,
  * packs the parameters into a buffer on the stack and calls cuLaunchKernel (the GIL released during the call, as
  * CuPy's binding does; the caller's context put back when the arrays' device is another one). Anything else --
  * an argument of another type, an unknown keyword, a value that does not fit its C type, no plan yet, a launcher
  * the compiled path does not take (debug mode, TMA tensor maps, by-value parameters), a driver error -- calls the
  * Python launch function (`fallback`) with the call's own arguments, which launches or raises the located error.
- * A failed cuLaunchKernel launched nothing, so the Python path redoing it launches at most once.
+ * A failed cuLaunchKernel launched nothing, so the Python path redoing it launches at most once. A callable grid
+ * is called after the plan is found; one answering other than 1-3 positive ints within the limits is called
+ * again by the Python path, which converts, refuses or skips (a zero) as it always does.
  *
  * No CUDA header is needed: the three driver functions are declared here and their addresses come from Python
  * (ctypes over libcuda, or a test's fakes). */
@@ -84,6 +87,7 @@ typedef struct {
     PyObject *record;         /* recent_launches.append */
     PyObject *cupy_type, *torch_type, *immutable_types;
     PyObject *types_from;     /* launch_key's globals, where those two types are learned */
+    PyObject *grid_fallback;  /* grid_fallback(grid, *args, **kwargs): the Python launch for a callable grid */
     Plan *plans[MAX_ENTRIES];
     int n_plans;
     unsigned long long compiled, handed_over, learned;
@@ -93,8 +97,9 @@ typedef struct {
     PyObject_HEAD
     Table *table;
     PyObject *fallback;
-    unsigned gx, gy, gz;
-    PyObject *gy_obj, *gz_obj;
+    unsigned gx, gy, gz;      /* a tuple grid, checked when the object was made */
+    PyObject *grid_fn;        /* or a callable grid (Triton's `lambda meta: ...`), called at each launch */
+    int grid_first;           /* the fallback takes the grid before the call's arguments (the table's own) */
     vectorcallfunc vectorcall;
 } GridLaunch;
 
@@ -405,7 +410,16 @@ static void add_plan(Table *t, Plan *p) {
 
 static PyObject *hand_over(GridLaunch *g, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     g->table->handed_over++;
-    return PyObject_Vectorcall(g->fallback, args, nargsf, kwnames);
+    if (!g->grid_first) return PyObject_Vectorcall(g->fallback, args, nargsf, kwnames);
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), total = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+    PyObject *small[16];
+    PyObject **stack = total < 16 ? small : PyMem_Malloc(sizeof(PyObject *) * (size_t)(total + 1));
+    if (!stack) return PyErr_NoMemory();
+    stack[0] = g->grid_fn;
+    memcpy(stack + 1, args, sizeof(PyObject *) * (size_t)total);
+    PyObject *r = PyObject_Vectorcall(g->fallback, stack, (size_t)nargs + 1, kwnames);
+    if (stack != small) PyMem_Free(stack);
+    return r;
 }
 
 static int name_index(Table *t, PyObject *name) {
@@ -416,6 +430,45 @@ static int name_index(Table *t, PyObject *name) {
 
 static int equal_names(PyObject *a, PyObject *b) {
     return a == b || (PyUnicode_Check(a) && PyUnicode_Compare(a, b) == 0);
+}
+
+static const unsigned long long MAX_GRID[3] = {2147483647ull, 65535ull, 65535ull};   /* every device since sm_30 */
+
+/* A callable grid's answer for these arguments, as `Kernel._grid` asks it: meta = {parameter: value, num_warps,
+ * num_stages}. 1: `grid` holds positive ints within the limits; 0: another answer (an int or tuple the Python
+ * path converts, a zero, a dimension past the limit: it calls the grid again and acts on it); -1: the grid
+ * raised (the error is set and propagates as on the Python path). */
+static int call_grid(GridLaunch *g, PyObject **ordered, long nw, long ns, unsigned grid[3]) {
+    Table *t = g->table;
+    PyObject *meta = PyDict_New();
+    if (!meta) return -1;
+    for (int i = 0; i < t->n_params; i++)
+        if (PyDict_SetItem(meta, PyTuple_GET_ITEM(t->names, i), ordered[i]) < 0) { Py_DECREF(meta); return -1; }
+    PyObject *w = PyLong_FromLong(nw), *st = PyLong_FromLong(ns);
+    int bad = !w || !st || PyDict_SetItem(meta, s_num_warps, w) < 0 || PyDict_SetItem(meta, s_num_stages, st) < 0;
+    Py_XDECREF(w);
+    Py_XDECREF(st);
+    if (bad) { Py_DECREF(meta); return -1; }
+    PyObject *r = PyObject_CallOneArg(g->grid_fn, meta);
+    Py_DECREF(meta);
+    if (!r) return -1;
+    PyObject *items[3] = {r, NULL, NULL};
+    Py_ssize_t n = 1;
+    if (PyTuple_CheckExact(r)) {
+        n = PyTuple_GET_SIZE(r);
+        for (Py_ssize_t k = 0; k < n && k < 3; k++) items[k] = PyTuple_GET_ITEM(r, k);
+    }
+    int ok = n >= 1 && n <= 3;
+    for (Py_ssize_t k = 0; ok && k < 3; k++) {
+        if (k >= n) { grid[k] = 1; continue; }
+        if (!PyLong_CheckExact(items[k])) { ok = 0; break; }
+        unsigned long long v = PyLong_AsUnsignedLongLong(items[k]);
+        if (PyErr_Occurred()) { PyErr_Clear(); ok = 0; break; }
+        if (v == 0 || v > MAX_GRID[k]) { ok = 0; break; }
+        grid[k] = (unsigned)v;
+    }
+    Py_DECREF(r);
+    return ok;
 }
 
 static PyObject *grid_launch_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
@@ -523,7 +576,17 @@ static PyObject *grid_launch_call(PyObject *self, PyObject *const *args, size_t 
         Py_XDECREF(s);
         if (!s || PyErr_Occurred()) { PyErr_Clear(); goto python; }
     }
-    unsigned launch_gx = g->gx;
+    unsigned grid[3] = {g->gx, g->gy, g->gz};
+    if (g->grid_fn) {
+        int answered = call_grid(g, ordered, nw, ns, grid);
+        if (answered < 0) {
+            Py_DECREF(plan.name);
+            Py_DECREF(plan.stream_fn);
+            return NULL;
+        }
+        if (!answered) goto python;
+    }
+    unsigned launch_gx = grid[0];
     int n_runtime = 0;
     unsigned long long slots[MAX_SLOTS];
     void *params[MAX_SLOTS];
@@ -536,10 +599,10 @@ static PyObject *grid_launch_call(PyObject *self, PyObject *const *args, size_t 
         n_runtime++;
     }
     if (plan.row_blocks != NO_ROW_LOOP) {       /* runtime/launcher.py's RowLoopLauncher, the same rule */
-        long long needed = ((long long)g->gx + plan.per_block - 1) / plan.per_block;
+        long long needed = ((long long)grid[0] + plan.per_block - 1) / plan.per_block;
         long long blocks = plan.row_blocks == EVERY_BLOCK || needed < plan.row_blocks ? needed : plan.row_blocks;
-        if (g->gx + blocks * plan.per_block > INT32_MAX_GRID || n_runtime >= plan.n_slots ||
-            pack_slot(plan.codes[n_runtime], K_INT, 0, g->gx, 0.0, &slots[n_runtime]) < 0)
+        if (grid[0] + blocks * plan.per_block > INT32_MAX_GRID || n_runtime >= plan.n_slots ||
+            pack_slot(plan.codes[n_runtime], K_INT, 0, grid[0], 0.0, &slots[n_runtime]) < 0)
             goto python;
         n_runtime++;
         launch_gx = (unsigned)blocks;
@@ -553,11 +616,11 @@ static PyObject *grid_launch_call(PyObject *self, PyObject *const *args, size_t 
     status = plan.ctx_get(&current);
     if (status == 0) {
         if (current == plan.context) {
-            status = plan.launch(plan.function, launch_gx, g->gy, g->gz, plan.block, 1, 1, plan.shared,
+            status = plan.launch(plan.function, launch_gx, grid[1], grid[2], plan.block, 1, 1, plan.shared,
                                  (void *)(uintptr_t)stream_handle, params, NULL);
         } else if ((status = plan.ctx_set(plan.context)) == 0) {
             /* The arrays live on another device than the current one (or this thread has no context yet). */
-            status = plan.launch(plan.function, launch_gx, g->gy, g->gz, plan.block, 1, 1, plan.shared,
+            status = plan.launch(plan.function, launch_gx, grid[1], grid[2], plan.block, 1, 1, plan.shared,
                                  (void *)(uintptr_t)stream_handle, params, NULL);
             plan.ctx_set(current);
         }
@@ -565,9 +628,7 @@ static PyObject *grid_launch_call(PyObject *self, PyObject *const *args, size_t 
     Py_END_ALLOW_THREADS
     if (status != 0) goto python;        /* nothing was launched: the Python path launches or words the error */
     t->compiled++;
-    PyObject *gx_obj = PyLong_FromUnsignedLong(launch_gx);
-    PyObject *item = gx_obj ? PyTuple_Pack(4, plan.name, gx_obj, g->gy_obj, g->gz_obj) : NULL;
-    Py_XDECREF(gx_obj);
+    PyObject *item = Py_BuildValue("(OIII)", plan.name, launch_gx, grid[1], grid[2]);
     PyObject *recorded = item ? PyObject_CallOneArg(t->record, item) : NULL;
     Py_XDECREF(item);
     if (recorded) {
@@ -592,12 +653,12 @@ static void table_clear_plans(Table *t) {
 }
 
 static int table_init(Table *t, PyObject *args, PyObject *kw) {
-    PyObject *names, *mask, *learn, *environment, *record, *immutable, *types_from;
+    PyObject *names, *mask, *learn, *environment, *record, *immutable, *types_from, *grid_fallback = Py_None;
     static char *kwlist[] = {"names", "constexpr_mask", "learn", "environment", "record", "immutable_types",
-                             "types_from", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O!OO!OOO!", kwlist, &PyTuple_Type, &names, &PyTuple_Type, &mask,
-                                     &learn, &PyList_Type, &environment, &record, &immutable, &PyDict_Type,
-                                     &types_from))
+                             "types_from", "grid_fallback", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O!OO!OOO!|O", kwlist, &PyTuple_Type, &names, &PyTuple_Type,
+                                     &mask, &learn, &PyList_Type, &environment, &record, &immutable, &PyDict_Type,
+                                     &types_from, &grid_fallback))
         return -1;
     Py_ssize_t n = PyTuple_GET_SIZE(names);
     if (n > MAX_PARAMS || PyTuple_GET_SIZE(mask) != n || PyList_GET_SIZE(environment) != 1) {
@@ -618,8 +679,8 @@ static int table_init(Table *t, PyObject *args, PyObject *kw) {
     t->n_params = (int)n;
     Py_XSETREF(t->names, interned);
     PyObject **fields[] = {&t->learn, &t->environment, &t->record, &t->immutable_types, &t->types_from,
-                           &t->cupy_type, &t->torch_type};
-    PyObject *values[] = {learn, environment, record, immutable, types_from, Py_None, Py_None};
+                           &t->cupy_type, &t->torch_type, &t->grid_fallback};
+    PyObject *values[] = {learn, environment, record, immutable, types_from, Py_None, Py_None, grid_fallback};
     for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++) {
         Py_INCREF(values[k]);
         Py_XSETREF(*fields[k], values[k]);
@@ -636,6 +697,7 @@ static int table_traverse(Table *t, visitproc visit, void *arg) {
     Py_VISIT(t->torch_type);
     Py_VISIT(t->immutable_types);
     Py_VISIT(t->types_from);
+    Py_VISIT(t->grid_fallback);
     for (int k = 0; k < t->n_plans; k++) {
         Plan *p = t->plans[k];
         Py_VISIT(p->how.name);
@@ -658,6 +720,7 @@ static int table_clear(Table *t) {
     Py_CLEAR(t->torch_type);
     Py_CLEAR(t->immutable_types);
     Py_CLEAR(t->types_from);
+    Py_CLEAR(t->grid_fallback);
     return 0;
 }
 
@@ -693,7 +756,32 @@ static PyObject *table_plans(Table *t, PyObject *unused) {
     return list;
 }
 
+static PyTypeObject GridLaunchType;
+static PyObject *grid_launch_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+
+/* table.grid(grid_fn): `kernel[grid_fn]` for a callable grid, its fallback the table's `grid_fallback` (one
+ * object made per `kernel[...]`, as Triton code writes a new lambda at each call). */
+static PyObject *table_grid(Table *t, PyObject *grid_fn) {
+    if (t->grid_fallback == Py_None || !PyCallable_Check(grid_fn)) {
+        PyErr_SetString(PyExc_TypeError, "a callable grid, on a table made with grid_fallback");
+        return NULL;
+    }
+    GridLaunch *g = (GridLaunch *)GridLaunchType.tp_alloc(&GridLaunchType, 0);
+    if (!g) return NULL;
+    Py_INCREF(t);
+    g->table = t;
+    Py_INCREF(t->grid_fallback);
+    g->fallback = t->grid_fallback;
+    Py_INCREF(grid_fn);
+    g->grid_fn = grid_fn;
+    g->grid_first = 1;
+    g->gx = g->gy = g->gz = 1;
+    g->vectorcall = grid_launch_call;
+    return (PyObject *)g;
+}
+
 static PyMethodDef table_methods[] = {
+    {"grid", (PyCFunction)table_grid, METH_O, "kernel[grid] for a callable grid"},
     {"counts", (PyCFunction)table_counts, METH_NOARGS, "launches made here, handed to Python, plans learned"},
     {"forget", (PyCFunction)table_forget, METH_NOARGS, "drop every plan"},
     {"plans", (PyCFunction)table_plans, METH_NOARGS, "the plans, most recently used first"},
@@ -714,11 +802,14 @@ static PyTypeObject TableType = {
 };
 
 static PyObject *grid_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
-    PyObject *table, *fallback;
+    PyObject *table, *fallback, *grid_fn = Py_None;
     unsigned long gx, gy, gz;
-    if (!PyArg_ParseTuple(args, "O!kkkO", &TableType, &table, &gx, &gy, &gz, &fallback)) return NULL;
-    if (!gx || !gy || !gz || gx > 0xFFFFFFFFul || gy > 0xFFFFFFFFul || gz > 0xFFFFFFFFul) {
-        PyErr_SetString(PyExc_ValueError, "a grid of positive C unsigned ints");
+    static char *kwlist[] = {"table", "gx", "gy", "gz", "fallback", "grid_fn", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!kkkO|O", kwlist, &TableType, &table, &gx, &gy, &gz, &fallback,
+                                     &grid_fn))
+        return NULL;
+    if (!gx || !gy || !gz || gx > MAX_GRID[0] || gy > MAX_GRID[1] || gz > MAX_GRID[2]) {
+        PyErr_SetString(PyExc_ValueError, "a grid of positive ints within the hardware limits");
         return NULL;
     }
     GridLaunch *g = (GridLaunch *)type->tp_alloc(type, 0);
@@ -730,24 +821,25 @@ static PyObject *grid_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     g->gx = (unsigned)gx;
     g->gy = (unsigned)gy;
     g->gz = (unsigned)gz;
-    g->gy_obj = PyLong_FromUnsignedLong(gy);
-    g->gz_obj = PyLong_FromUnsignedLong(gz);
+    if (grid_fn != Py_None) {
+        Py_INCREF(grid_fn);
+        g->grid_fn = grid_fn;
+    }
     g->vectorcall = grid_launch_call;
-    if (!g->gy_obj || !g->gz_obj) { Py_DECREF(g); return NULL; }
     return (PyObject *)g;
 }
 
 static int grid_traverse(GridLaunch *g, visitproc visit, void *arg) {
     Py_VISIT(g->table);
     Py_VISIT(g->fallback);
+    Py_VISIT(g->grid_fn);
     return 0;
 }
 
 static int grid_clear(GridLaunch *g) {
     Py_CLEAR(g->table);
     Py_CLEAR(g->fallback);
-    Py_CLEAR(g->gy_obj);
-    Py_CLEAR(g->gz_obj);
+    Py_CLEAR(g->grid_fn);
     return 0;
 }
 

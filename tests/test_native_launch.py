@@ -41,10 +41,10 @@ class Harness:
         return (self.environment[0], self.device, self.python_only, FUNCTION, CONTEXT[self.device], 32 * num_warps,
                 96, self.codes, "k", *self.row, lambda d: CUPY_STREAM + d, False, launch, get, set_)
 
-    def grid(self, gx=1, gy=1, gz=1):
+    def grid(self, gx=1, gy=1, gz=1, grid_fn=None):
         def fallback(*args, **kwargs):
             self.handed.append((args, kwargs))
-        return native.GridLaunch(self.table, gx, gy, gz, fallback)
+        return native.GridLaunch(self.table, gx, gy, gz, fallback, grid_fn=grid_fn)
 
 
 def raw_slots(launch, codes):
@@ -246,6 +246,62 @@ def test_torch_tensors_launch_on_their_own_stream_provider():
     assert raw_slots(h.driver.launches[0], "Q") == [struct.pack("<Q", 4096)]
 
 
+# ---- callable grids -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("answer, launched", [(7, (7, 1, 1)), ((7,), (7, 1, 1)), ((7, 3), (7, 3, 1)),
+                                              ((7, 3, 2), (7, 3, 2)), ((2**31 - 1, 65535, 65535), None)])
+def test_a_callable_grid_is_asked_with_the_arguments_by_name_and_the_launch_options(answer, launched):
+    h = Harness(["x", "n", "BLOCK"], [False, False, True], "Qi")
+    asked = []
+
+    def grid(meta):
+        asked.append(dict(meta))
+        return answer
+    launch = h.grid(grid_fn=grid)
+    x = FakeCupy(4096)
+    launch(x, 1000, BLOCK=128, num_warps=8)
+    assert asked == [{"x": x, "n": 1000, "BLOCK": 128, "num_warps": 8, "num_stages": 3}]
+    assert h.handed == [] and h.driver.launches[0].grid == (launched or answer)
+    assert h.recorded == [("k", *(launched or answer))]
+
+
+@pytest.mark.parametrize("answer", [0, (4, 0), (2**31,), (1, 65536), (1, 1, 65536), [4], 4.0, (np.int64(3),), (),
+                                    (1, 1, 1, 1), "4"], ids=repr)
+def test_a_grid_answer_the_python_path_must_convert_refuse_or_skip_is_handed_over(answer):
+    h = Harness(["x"], [False], "Q")
+    launch = h.grid(grid_fn=lambda meta: answer)
+    launch(FakeCupy(4096))
+    assert h.driver.launches == [] and len(h.handed) == 1
+
+
+def test_a_grid_that_raises_raises_through_the_compiled_path_and_nothing_launches():
+    h = Harness(["x"], [False], "Q")
+
+    def grid(meta):
+        raise KeyError("BLOCK_SIZE")
+    with pytest.raises(KeyError, match="BLOCK_SIZE"):
+        h.grid(grid_fn=grid)(FakeCupy(4096))
+    assert h.driver.launches == [] and h.handed == []
+
+
+def test_a_callable_grid_is_not_asked_before_a_plan_exists():
+    h = Harness(["x"], [False], "Q")
+    asked = []
+    h.learn = lambda *a: None                          # no launcher yet: the Python path builds and asks
+    h.table = native.Table(names=("x",), constexpr_mask=(False,), learn=h.learn, environment=h.environment,
+                           record=h.recorded.append, immutable_types=(),
+                           types_from={"_cupy_ndarray": FakeCupy, "_torch_tensor": FakeTensor})
+    h.grid(grid_fn=lambda meta: asked.append(meta) or 1)(FakeCupy(4096))
+    assert asked == [] and len(h.handed) == 1
+
+
+def test_a_row_loop_takes_its_grid_x_from_a_callable_grid():
+    h = Harness(["x"], [False], "Qi", row=(4, 2))
+    h.grid(grid_fn=lambda meta: (1000, 3))(FakeCupy(4096))
+    record = h.driver.launches[0]
+    assert record.grid == (4, 3, 1) and unpack(record.raw, "Qi") == [4096, 1000]
+
+
 # ---- through kernel[grid] ----------------------------------------------------------------------------------
 
 def _random_calls(rng):
@@ -279,6 +335,26 @@ def test_kernel_grid_launches_through_the_compiled_path_exactly_what_the_python_
     assert counts["compiled"] >= len(calls)                    # the whole second round at least
     streams = {r[4] for r in recorded["native"]}
     assert streams <= {CUPY_STREAM, TORCH_STREAM}
+
+
+def test_a_callable_grid_through_the_compiled_path_launches_what_the_python_path_launches(gpu, monkeypatch):
+    if not gpu.native:
+        pytest.skip("the compiled path only")
+    rng = np.random.default_rng()
+    sizes = [int(v) for v in rng.integers(1, 100000, size=6)]
+    recorded = {}
+    for path in ("python", "native"):
+        monkeypatch.setattr(native_launch, "enabled", path == "native")
+        k = transpiler.jit(_scale)
+        del gpu.driver.launches[:]
+        for _ in range(2):
+            for n in sizes:
+                k[lambda meta: (transpiler.cdiv(meta["n"], meta["BLOCK"]), meta["num_warps"])](
+                    FakeCupy(4096), FakeCupy(8192), n, 0.5, BLOCK=256, num_warps=2)
+        recorded[path] = [(r.grid, r.block, r.raw) for r in gpu.driver.launches]
+    assert recorded["native"] == recorded["python"] and len(recorded["native"]) == 2 * len(sizes)
+    assert recorded["native"][0][0] == (-(-sizes[0] // 256), 2, 1)
+    assert k._native_table.counts()["compiled"] >= len(sizes)
 
 
 def test_kernel_grid_is_the_python_function_when_nothing_can_be_built(gpu, monkeypatch):
