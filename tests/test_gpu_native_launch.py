@@ -10,7 +10,9 @@ import transpiler.language as tl
 from transpiler.errors import LaunchError
 from transpiler.runtime import native_launch
 
-from test_gpu_launch_fast_path import axpy_source
+from launch_kernels import axpy
+
+axpy_source = axpy.fn
 
 pytestmark = pytest.mark.gpu
 
