@@ -199,7 +199,7 @@ class Launcher:
         for name, kind, value in zip(self.slot_names, self.kinds, values):
             try:
                 struct.pack("<" + (_CODE.get(kind) or f"{BY_VALUE[kind][0]}s"), value)
-            except struct.error as e:
+            except (struct.error, OverflowError) as e:
                 return LaunchError(f"argument '{name}' = {value!r} does not fit the kernel's {kind} parameter ({e})",
                                    kernel=self.name, hint="pass a value in the parameter type's range")
         return LaunchError(f"the arguments {values!r} do not fit the parameter types {self.kinds}", kernel=self.name)
@@ -288,7 +288,7 @@ def _ex_plan(launcher):
         try:
             try:
                 pack(buffer, offset, gx, gy, gz, block, 1, 1, shared, stream, *values)
-            except struct.error:
+            except (struct.error, OverflowError):     # OverflowError: a float past the slot type
                 raise launcher._refusal(gx, gy, gz, stream, values) from None
             if fill_maps is not None:
                 fill_maps(values, slots)
@@ -334,7 +334,7 @@ def _slots_plan(launcher, launch_kernel, get_current):
         try:
             try:
                 pack(buffer, offset, *values)
-            except struct.error:
+            except (struct.error, OverflowError):     # OverflowError: a float past the slot type
                 raise launcher._misfit(values) from None
             if fill_maps is not None:
                 fill_maps(values, slots)
@@ -454,12 +454,17 @@ _cupy_current_stream = None
 
 def torch_stream(device: int) -> int:
     """torch's current stream of `device`, as a raw handle (without making a torch.cuda.Stream object)."""
+    return (_torch_raw_stream or torch_raw_stream_function())(device)
+
+
+def torch_raw_stream_function():
+    """The function `torch_stream` calls: torch's own `_cuda_getCurrentRawStream` where it has one."""
     global _torch_raw_stream
     if _torch_raw_stream is None:
         import torch
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         _torch_raw_stream = raw if raw is not None else (lambda d: torch.cuda.current_stream(d).cuda_stream)
-    return _torch_raw_stream(device)
+    return _torch_raw_stream
 
 
 def cupy_stream(device: int) -> int:
