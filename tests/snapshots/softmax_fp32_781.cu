@@ -169,8 +169,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_kernel(
     if (and_[r]) {
       tp::row_ring_copy<1>(dst, in_ptr + cols[r]);
     } else {
-      #pragma unroll
-      for (int j = 0; j < 1; ++j) dst[j] = -tp::inf<float>();
+      dst[0] = -tp::inf<float>();
     }
   }
   tp::row_ring_commit();  // one group per row
@@ -204,8 +203,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_kernel(
       if (and__1[r]) {
         tp::row_ring_copy<1>(dst, in_ptr_1 + cols_1[r]);
       } else {
-        #pragma unroll
-        for (int j = 0; j < 1; ++j) dst[j] = -tp::inf<float>();
+        dst[0] = -tp::inf<float>();
       }
     }
     tp::row_ring_commit();
