@@ -72,6 +72,7 @@ class EmittedKernel:
     row_loop: bool = False       # programs folded into a row loop: a launch adds the grid's x as a last parameter
     persistent: bool = False     # ... and launches at most one wave of blocks (rows are prefetched)
     programs_per_block: int = 1  # programs of the grid's x in one block, one warp each (program_packing.py)
+    row_loop_waves: int = 0      # persistent only for grids of at most this many waves, else every block (0: any)
 
 
 def _reads(text, name) -> bool:
@@ -135,7 +136,8 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
     source = template.render(**context)
     return EmittedKernel(source, shared_bytes, em.smem.report(), analysis.required_arch,
                          tuple(spec for _, spec in em.tma_params), row_loop,
-                         bool(analysis.row_loop and analysis.row_loop.persistent), analysis.programs_per_block)
+                         bool(analysis.row_loop and analysis.row_loop.persistent), analysis.programs_per_block,
+                         analysis.row_loop.max_waves if analysis.row_loop else 0)
 
 
 __all__ = ["emit_kernel", "EmittedKernel", "OCCUPANCY_MACRO", "MAXNREG_MACRO"]

@@ -5,12 +5,14 @@ of Philox's four words. Blocks are emitted where they are first needed, so unrea
 CUDA, but scalars are emitted in program order and would leave statements nobody reads. This pass removes
 every op in `PURE_OPS` none of whose results has a user. One walk backwards through the kernel suffices:
 structured regions keep every user after its operands' definitions, so an op is visited only after all its
-users, and removing it already frees its operands when their turn comes. An if's results nobody reads are
-dropped with the values its branches yield for them (before its branches are swept, so those go too), and an
-if left with nothing in either branch goes. A load nobody reads goes too (Triton
+users, and removing it already frees its operands when their turn comes. A load nobody reads goes too (Triton
 drops it as well; it only reads memory), unless it is volatile; reductions and scans are pure; inline assembly
 is pure only when the kernel says `is_pure=True`. Ops with
-effects (stores, atomics, prints, barriers, control flow) and ops not listed here always stay.
+effects (stores, atomics, prints, barriers, control flow) and ops not listed here always stay, except that a
+runtime `if` loses the results nothing reads (with the values its branches yield for them: Triton's
+canonicalizer drops unused scf.if results too), so a value updated under `if` but read only inside it (a
+decode kernel's running max and sum) leaves no variable behind; an `if` left with no results and empty branches
+goes as a whole.
 """
 from __future__ import annotations
 
@@ -35,35 +37,39 @@ def remove_dead_code(kernel: KernelIR) -> None:
     _sweep(kernel.body, uses)
 
 
+def _drop_unread_if_results(op, uses: Counter) -> None:
+    """Remove the results of an `if` nobody reads, and what each branch's closing yield passes for them."""
+    unread = [i for i, r in enumerate(op.results) if not uses[r]]
+    if not unread:
+        return
+    for branch in op.regions:
+        closing = branch.ops[-1] if branch.ops else None
+        if closing is None or closing.name != OpKind.YIELD or len(closing.operands) != len(op.results):
+            return           # not the shape every runtime if is built with: keep it as it is
+    for branch in op.regions:
+        closing = branch.ops[-1]
+        for i in unread:
+            uses[closing.operands[i]] -= 1
+        closing.operands = [v for i, v in enumerate(closing.operands) if i not in unread]
+    op.results = [r for i, r in enumerate(op.results) if i not in unread]
+
+
+def _is_empty_if(op) -> bool:
+    return (op.name == OpKind.IF and not op.results
+            and all(all(inner.name == OpKind.YIELD and not inner.operands for inner in branch.ops)
+                    for branch in op.regions))
+
+
 def _sweep(region: Region, uses: Counter) -> None:
     kept = []
     for op in reversed(region.ops):
         if op.name == OpKind.IF:
-            _drop_unread_results(op, uses)
+            _drop_unread_if_results(op, uses)
         for inner in reversed(op.regions):
             _sweep(inner, uses)
-        if op.name == OpKind.IF and not op.results and all(len(r.ops) == 1 for r in op.regions):
-            uses[op.operands[0]] -= 1         # nothing left in either branch but its (empty) yield
-            continue
-        if _removable(op) and not any(uses[r] for r in op.results):
+        if (_removable(op) and not any(uses[r] for r in op.results)) or _is_empty_if(op):
             for operand in op.operands:
                 uses[operand] -= 1
             continue
         kept.append(op)
     region.ops = kept[::-1]
-
-
-def _drop_unread_results(op, uses: Counter) -> None:
-    """An if's results that nothing reads, with the values its branches yield for them: a variable assigned in
-    a branch and never read after the if (attention's `k_ptrs += ...` before its last loop) would otherwise be
-    computed in both branches, in the layout the merge gives it."""
-    keep = [i for i, r in enumerate(op.results) if uses[r]]
-    if len(keep) == len(op.results):
-        return
-    for region in op.regions:
-        yielded = region.ops[-1]
-        for i, v in enumerate(yielded.operands):
-            if i not in keep:
-                uses[v] -= 1
-        yielded.operands = [yielded.operands[i] for i in keep]
-    op.results = [op.results[i] for i in keep]
