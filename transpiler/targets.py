@@ -32,6 +32,7 @@ SWITCHES = {
     "TRANSPILER_ROW_RING_BYTES": "131072",  # shared memory per SM the row ring's slots may take, all programs
     "TRANSPILER_PACK_PROGRAMS": "1",     # 0: one program per block, never one warp each (analysis/program_packing.py)
     "TRANSPILER_PACK_ROW_BYTES": "2048",  # the largest load of a program that packing takes
+    "TRANSPILER_STREAM_STORES": "0",     # 1: a row kernel's write-only outputs stored evict-first (not measured)
     "TRANSPILER_LANE_COMBINE": "1",      # 0: every thread reads all warps' partials of a reduction, in warp order
     "TRANSPILER_LOOP_REDUCTION_BARRIER": "0",  # 1: every cross-warp reduction of a loop has a barrier before its write
 }
