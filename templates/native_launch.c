@@ -44,6 +44,9 @@ typedef int (*ctx_set_fn)(void *ctx);
 #define NO_ROW_LOOP (-2)
 #define EVERY_BLOCK (-1)
 #define INT32_MAX_GRID 2147483647LL
+/* The rows a row loop computes ahead of the last one it runs, at most (runtime/launcher.py RowLoopLauncher
+   ROWS_AHEAD, analysis/row_loop.py MAX_ROWS_AHEAD): `row + ROWS_AHEAD x programs` must stay an int. */
+#define ROWS_AHEAD 3LL
 
 enum { K_CUPY = 1, K_TORCH, K_INT, K_FLOAT, K_BOOL, K_NONE,
        C_INT, C_FLOAT, C_BOOL, C_NONE, C_OBJECT };   /* runtime parameters, then constexprs */
@@ -601,7 +604,7 @@ static PyObject *grid_launch_call(PyObject *self, PyObject *const *args, size_t 
     if (plan.row_blocks != NO_ROW_LOOP) {       /* runtime/launcher.py's RowLoopLauncher, the same rule */
         long long needed = ((long long)grid[0] + plan.per_block - 1) / plan.per_block;
         long long blocks = plan.row_blocks == EVERY_BLOCK || needed < plan.row_blocks ? needed : plan.row_blocks;
-        if (grid[0] + blocks * plan.per_block > INT32_MAX_GRID || n_runtime >= plan.n_slots ||
+        if (grid[0] + blocks * plan.per_block * ROWS_AHEAD > INT32_MAX_GRID || n_runtime >= plan.n_slots ||
             pack_slot(plan.codes[n_runtime], K_INT, 0, grid[0], 0.0, &slots[n_runtime]) < 0)
             goto python;
         n_runtime++;

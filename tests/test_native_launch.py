@@ -238,6 +238,16 @@ def test_a_row_loop_launches_at_most_its_blocks_and_passes_the_users_grid_x_last
     assert len(h.handed) == 1
 
 
+def test_a_row_loop_near_the_int_limit_is_handed_to_python_when_rows_ahead_would_overflow():
+    """The loop computes rows up to 3 x programs past a row below the grid's x (a row ring: row_loop.py): a grid
+    within that of the int limit goes to the Python path (RowLoopLauncher: one wave, or its located refusal)."""
+    h = Harness(["x"], [False], "Qi", row=(4, 1))
+    h.grid(2**31 - 1 - 12, 1)(FakeCupy(4096))       # 3 x 4 programs ahead: exactly within the range
+    assert len(h.handed) == 0 and h.driver.launches[-1].grid == (4, 1, 1)
+    h.grid(2**31 - 1 - 8, 1)(FakeCupy(4096))        # within one row's range, not within three
+    assert len(h.handed) == 1
+
+
 def test_torch_tensors_launch_on_their_own_stream_provider():
     h = Harness(["x"], [False], "Q")
     h.table.forget()
