@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-VARIANTS = {"default": {}, "regs": {"TRANSPILER_ROW_RING": "0"},
+VARIANTS = {"default": {}, "regs": {"TRANSPILER_ROW_RING": "0"}, "over16": {"TRANSPILER_ROW_RING": "1"},
             "main": {"TRANSPILER_ROW_RING": "0", "TRANSPILER_LANE_COMBINE": "0"},
             "ring_all": {"TRANSPILER_ROW_RING": "2", "TRANSPILER_ROW_RING_WAVES": "0"},
             "stream_stores": {"TRANSPILER_STREAM_STORES": "1"}}

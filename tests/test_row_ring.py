@@ -33,7 +33,7 @@ def _rng():
     return np.random.default_rng(0)
 
 
-# name -> (case, ring depth by default (0: no ring), ring depth with TRANSPILER_ROW_RING=2)
+# name -> (case, ring depth with TRANSPILER_ROW_RING=1 (0: no ring), ring depth with TRANSPILER_ROW_RING=2)
 CASES = {
     "softmax_fp32_4096_w16": (lambda: K.softmax_case(_rng(), 64, 4000, 4096, num_warps=16), 1, 1),
     "softmax_fp32_1024_w4": (lambda: K.softmax_case(_rng(), 64, 1000, 1024), 1, 1),
@@ -77,7 +77,12 @@ def test_the_depth_follows_the_shared_memory_budget(monkeypatch):
         assert (ring.depth if ring else 0) == depth, budget
 
 
-def test_the_ring_is_in_the_planned_shared_memory():
+def test_the_ring_is_off_by_default():
+    assert _analysis(CASES["softmax_fp32_4096_w16"][0]()).row_ring is None
+
+
+def test_the_ring_is_in_the_planned_shared_memory(monkeypatch):
+    monkeypatch.setenv("TRANSPILER_ROW_RING", "1")
     analysis = _analysis(CASES["softmax_fp32_4096_w16"][0]())
     (ring,) = analysis.row_ring.loads
     assert ring.slots == 2 and ring.threads == 512 and ring.vec == 4 and ring.runs == 2
@@ -106,7 +111,8 @@ def test_copies_commits_waits_and_reads_come_in_order(monkeypatch):
     assert "blockIdx.x" not in body
 
 
-def test_a_ragged_run_is_read_element_by_element():
+def test_a_ragged_run_is_read_element_by_element(monkeypatch):
+    monkeypatch.setenv("TRANSPILER_ROW_RING", "1")
     src = _source(CASES["softmax_fp32_ragged_w16"][0]())
     assert "the ragged run: element by element" in src and "tp::row_ring_copy<4>" in src
 
@@ -146,7 +152,8 @@ def test_the_launcher_takes_one_wave_only_for_short_grids():
     assert inner.last == (100, near)
 
 
-def test_the_default_ring_plan_asks_for_the_short_grid_launch():
+def test_the_ring_plan_asks_for_the_short_grid_launch(monkeypatch):
+    monkeypatch.setenv("TRANSPILER_ROW_RING", "1")
     analysis = _analysis(CASES["softmax_fp32_1024_w4"][0]())
     assert analysis.row_loop.max_waves == 2 and "at most 2 waves" in analysis.row_loop.why
 
