@@ -176,10 +176,10 @@ def _side_process(flavor, path, chunk, out, deadline):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", type=Path, help="folder of case modules")
-    parser.add_argument("--jobs", type=int, default=12, help="processes at once (two per module)")
+    parser.add_argument("--jobs", type=int, default=16, help="processes at once")
     parser.add_argument("--budget", type=float, default=52.0, help="seconds for the whole run; cases not done "
                         "by then are reported as timeout")
-    parser.add_argument("--per-process", type=int, default=5, help="cases a process launches")
+    parser.add_argument("--per-process", type=int, default=6, help="cases a process launches")
     parser.add_argument("--side", choices=("triton", "ours"), help=argparse.SUPPRESS)
     parser.add_argument("--module", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
