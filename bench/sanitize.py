@@ -70,6 +70,7 @@ TEST_FILES = ("test_gpu_attention", "test_gpu_dot_dtypes", "test_gpu_tma", "test
 NOT_SWEPT = {   # GPU test files outside the sweep, and why
     "test_gpu_faults": "plants faults on purpose", "test_gpu_aot": "nvcc-built programs",
     "test_gpu_launch_args": "launch validation (host)", "test_gpu_launch_fast_path": "host launch path",
+    "test_gpu_native_launch": "host launch path (compiled)",
     "test_gpu_runtime": "host runtime", "test_gpu_options": "launch options (host)",
     "test_gpu_autotune": "timing", "test_gpu_triton_frontend": "Triton's own kernels",
     "test_multigpu_runtime": "two GPUs",
