@@ -432,3 +432,14 @@ def test_a_dropped_kernel_is_collected_with_its_plans_and_grid_objects(gpu, monk
     del k
     gc.collect()
     assert dropped() is None
+
+
+def test_a_damaged_built_launcher_is_built_again(monkeypatch, tmp_path):
+    monkeypatch.setenv("TRANSPILER_CACHE_DIR", str(tmp_path))
+    path = native_launch._built_path(native_launch._compiler())
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"\x7fELF truncated")
+    monkeypatch.setattr(native_launch, "_module", None)
+    monkeypatch.setattr(native_launch, "_reason", None)
+    assert native_launch.module() is not None, native_launch.unavailable_reason()
+    assert path.stat().st_size > 1000
