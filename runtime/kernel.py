@@ -194,8 +194,11 @@ class Kernel(KernelVariants, KernelInterface):
     @property
     def backward(self):
         """The derived backward kernel (`transpiler/autodiff`): `kernel.backward[grid](*args, grads={...})`."""
-        from ..autodiff import backward_of
-        return backward_of(self)
+        try:
+            return self._backward_kernel     # made once (an import statement per call cost ~0.7 us)
+        except AttributeError:
+            from ..autodiff import backward_of
+            return backward_of(self)
 
     @property
     def interpret(self):
@@ -339,7 +342,7 @@ class Kernel(KernelVariants, KernelInterface):
         if not var.row_loop:
             return launcher
         blocks = (var.resident_programs(device, num_warps) or UNKNOWN_RESIDENT_PROGRAMS) if var.persistent else None
-        return RowLoopLauncher(launcher, blocks, var.programs_per_block)
+        return RowLoopLauncher(launcher, blocks, var.programs_per_block, var.row_loop_waves)
 
     # -- binding -----------------------------------------------------------------------------------------
     def _bind_args(self, args, kwargs):

@@ -32,6 +32,7 @@ import collections
 import ctypes
 import struct
 
+from ..targets import MAX_ROWS_AHEAD
 from ..errors import LaunchError
 
 SLOT = 8  # bytes per parameter slot: every parameter type we pass fits, and 8 keeps each one aligned
@@ -399,29 +400,44 @@ class DebugLauncher(Launcher):
 class RowLoopLauncher:
     """Launches a kernel whose programs along x loop over the user's program ids (`analysis/row_loop.py`), which
     it learns from a last parameter holding the user's grid x: `blocks` of them at most (one wave; None: every
-    block of the grid), a block holding `per_block` programs (`analysis/program_packing.py`). Everything else is
-    the wrapped launcher's."""
+    block of the grid), a block holding `per_block` programs (`analysis/program_packing.py`). With `max_waves`,
+    one wave only for a grid of at most that many waves: a longer grid launches every block, one row each (the
+    loop runs once; rows of 32 bytes a thread and more ran slower folded over many waves: bench/NOTES.md).
+    Everything else is the wrapped launcher's."""
 
-    __slots__ = ("inner", "blocks", "per_block")
-    # The loop computes `row + programs` for rows below the grid's x: that sum must stay an int.
+    __slots__ = ("inner", "blocks", "per_block", "max_waves")
+    # The loop computes `row + depth x programs` for rows below the grid's x: that sum must stay an int.
     MAX_GRID_X = 2**31 - 1
+    ROWS_AHEAD = MAX_ROWS_AHEAD
 
-    def __init__(self, inner, blocks, per_block: int = 1):
+    def __init__(self, inner, blocks, per_block: int = 1, max_waves: int = 0):
         self.inner = inner
         self.blocks = None if blocks is None else max(1, blocks)
         self.per_block = per_block
+        self.max_waves = max_waves
 
     @property
     def programs(self):
         """Programs launched at most (one wave), or None when every program of the grid is launched."""
         return None if self.blocks is None else self.blocks * self.per_block
 
-    def launch(self, gx, gy, gz, values, stream):
+    def blocks_for(self, gx):
+        """The blocks launched for a grid x of `gx` programs."""
         needed = -(-gx // self.per_block)
-        blocks = needed if self.blocks is None else min(needed, self.blocks)
-        if gx + blocks * self.per_block > self.MAX_GRID_X:
+        if self.blocks is None:
+            return needed
+        one_wave = min(needed, self.blocks)
+        if self.max_waves and needed > self.max_waves * self.blocks \
+                and gx + needed * self.per_block * self.ROWS_AHEAD <= self.MAX_GRID_X:
+            return needed
+        return one_wave
+
+    def launch(self, gx, gy, gz, values, stream):
+        blocks = self.blocks_for(gx)
+        ahead = blocks * self.per_block * self.ROWS_AHEAD    # the row `depth` ahead of the last (row_loop.py)
+        if gx + ahead > self.MAX_GRID_X:
             raise LaunchError(f"grid x of {gx} programs is not supported yet by a kernel folded into a row loop "
-                              f"(at most {self.MAX_GRID_X - blocks * self.per_block})", kernel=self.inner.name,
+                              f"(at most {self.MAX_GRID_X - ahead})", kernel=self.inner.name,
                               hint="set TRANSPILER_ROW_LOOP=0 and TRANSPILER_PACK_PROGRAMS=0, or put part of the "
                                    "count on grid axis 1")
         self.inner.launch(blocks, gy, gz, (*values, gx), stream)
