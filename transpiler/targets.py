@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import os
 
+# Rows a row loop's ring may hold ahead of the one being reduced (analysis/row_loop.py); the launcher keeps
+# `grid x + MAX_ROWS_AHEAD x programs` inside an int. Here, not in analysis, so the launch path stays light.
+MAX_ROWS_AHEAD = 3
+
 WGMMA_TARGETS = ("sm_90a",)   # warpgroup MMA (wgmma.mma_async) exists only under the arch-specific target
 
 
@@ -37,10 +41,6 @@ SWITCHES = {
     "TRANSPILER_LOOP_REDUCTION_BARRIER": "0",  # 1: every cross-warp reduction of a loop has a barrier before its write
 }
 
-
-# Rows a row loop may compute ahead of the one it reduces (analysis/row_loop.py's ring, at most 3): the launchers
-# (runtime/launcher.py, templates/native_launch.c, the AOT launcher) keep `grid x + this x programs` inside an int.
-MAX_ROWS_AHEAD = 3
 
 
 def switch(name) -> bool:

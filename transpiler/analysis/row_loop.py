@@ -58,8 +58,7 @@ def prefetch_bytes_per_thread() -> int:
     return switch_value("TRANSPILER_ROW_LOOP_BYTES")
 
 
-# Rows a ring may hold ahead of the one being reduced (the launcher keeps `grid x + MAX_ROWS_AHEAD x programs`
-# inside an int). Threads an SM holds at most, and blocks (sm_80 .. sm_90): a program's share of the ring budget.
+# Threads an SM holds at most, and blocks (sm_80 .. sm_90): a program's share of the ring budget.
 SM_THREADS, SM_BLOCKS = 2048, 32
 RING_MIN_RUN_BYTES = 4      # the narrowest cp.async
 
