@@ -159,6 +159,7 @@ def test_the_ring_plan_asks_for_the_short_grid_launch(monkeypatch):
 
 
 def test_cross_warp_combines_are_lane_parallel_where_lanes_share_the_result(monkeypatch):
+    monkeypatch.setenv("TRANSPILER_LANE_COMBINE", "1")
     src = _source(CASES["softmax_fp16_4096_w16"][0]())
     assert src.count("[(lane & 15)];") == 2 and "for (int m = 8; m >= 1; m >>= 1)" in src
     assert "for (int w = 1; w < 16; ++w)" not in src

@@ -137,9 +137,9 @@ extern "C" __global__ void __launch_bounds__(128) softmax_kernel(
   for (int m = 1; m <= 16; m <<= 1) tp::combine_max(x_max, tp::shfl_xor(x_max, m));
   if ((lane & 31) == 0) x_max_smem[warp] = x_max;
   __syncthreads();
-  x_max = x_max_smem[(lane & 3)];
+  x_max = x_max_smem[0];
   #pragma unroll
-  for (int m = 2; m >= 1; m >>= 1) tp::combine_max(x_max, tp::shfl_xor(x_max, m));
+  for (int w = 1; w < 4; ++w) tp::combine_max(x_max, x_max_smem[w]);
   float x_1[8];
   #pragma unroll
   for (int r = 0; r < 8; ++r) x_1[r] = x[r] - x_max;
@@ -157,9 +157,9 @@ extern "C" __global__ void __launch_bounds__(128) softmax_kernel(
   for (int m = 1; m <= 16; m <<= 1) tp::combine_add(e_sum, tp::shfl_xor(e_sum, m));
   if ((lane & 31) == 0) e_sum_smem[warp] = e_sum;
   __syncthreads();
-  e_sum = e_sum_smem[(lane & 3)];
+  e_sum = e_sum_smem[0];
   #pragma unroll
-  for (int m = 2; m >= 1; m >>= 1) tp::combine_add(e_sum, tp::shfl_xor(e_sum, m));
+  for (int w = 1; w < 4; ++w) tp::combine_add(e_sum, e_sum_smem[w]);
   float out_values[8];
   #pragma unroll
   for (int r = 0; r < 8; ++r) out_values[r] = tp::div_full(e[r], e_sum);
