@@ -1,0 +1,297 @@
+"""Real-world kernels with the same inputs under Triton and under us: one line per kernel, and a total.
+
+A *case file* is a Python file written as a Triton user writes kernels (`import triton`, `import
+triton.language as tl`, `@triton.jit`), kept outside this repository (public code stays out of it), that
+defines `CASES`: a list of dicts with
+
+    name, kernel, grid (a tuple or a function of the meta-parameters), args (NumPy arrays, numbers, None;
+    ("fp8e4nv" | "fp8e5", uint8 codes) for fp8 arrays, ("bf16", float32 values) for bf16 ones),
+    outputs (indices into args), and optionally constexprs, num_warps, num_stages, atol, rtol, reference (a
+    NumPy function of args giving the outputs, used where Triton's interpreter fails), archs (for NVRTC).
+
+Inputs come from NumPy with fixed seeds, so every side sees the same values. Each side runs in a process of
+its own (`--side`), because `import triton` means Triton in one and transpiler (tests/triton_compat/shim.py)
+in the other:
+
+    triton-gpu / ours-gpu        compiled, on torch CUDA tensors (the H200 comparison)
+    triton-interp / ours-interp  Triton's interpreter (TRITON_INTERPRET=1, CPU torch) / ours (NumPy)
+
+and writes its outputs and errors to a pickle; the driver compares ours with Triton's and prints one line
+per case: `same`, `differs` (the largest error and the tolerance), `fails to compile` (the C++ NVRTC
+rejects: a bug of ours), `refused` (a located "not supported yet"), `error` (anything else), or
+`triton fails` (no reference).
+
+    python bench/rw_s7ext_gpu.py --cases DIR [--cpu]      # GPU: compiled; --cpu: both interpreters
+
+On the CPU, Triton's interpreter needs a CPU torch: PYTHONPATH must reach it (e.g. /work/tritoncpu/site).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+FP8 = {"fp8e4nv": "float8_e4m3fn", "fp8e5": "float8_e5m2"}
+
+
+def load_cases(path: Path):
+    spec = importlib.util.spec_from_file_location(f"rwcases_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module.CASES
+
+
+# ---- one side: turn the NumPy inputs into what that side launches with, run, read the outputs back ------
+
+class TorchSide:
+    """Triton, or us through the shim, on torch tensors (CUDA, or CPU for Triton's interpreter)."""
+
+    def __init__(self, device):
+        import torch
+        self.torch, self.device = torch, device
+
+    def arg(self, a):
+        torch = self.torch
+        if isinstance(a, tuple) and len(a) == 2 and isinstance(a[0], str):
+            kind, values = a
+            if kind == "bf16":
+                return torch.from_numpy(np.ascontiguousarray(values, np.float32)).to(self.device).to(torch.bfloat16)
+            return torch.from_numpy(np.ascontiguousarray(values)).to(self.device).view(getattr(torch, FP8[kind]))
+        if isinstance(a, np.ndarray):
+            return torch.from_numpy(np.ascontiguousarray(a)).to(self.device)
+        return a
+
+    def result(self, t):
+        if t.dtype in (self.torch.bfloat16,):
+            return t.float().cpu().numpy()
+        if t.element_size() == 1 and t.is_floating_point():
+            return t.float().cpu().numpy()
+        return t.cpu().numpy()
+
+
+class NumpySide:
+    """Our interpreter on NumPy arrays (fp8 and bf16 through transpiler.reinterpret)."""
+
+    def __init__(self):
+        import transpiler
+        import transpiler.language as tl
+        self.transpiler, self.tl = transpiler, tl
+
+    def arg(self, a):
+        if isinstance(a, tuple) and len(a) == 2 and isinstance(a[0], str):
+            kind, values = a
+            if kind == "bf16":
+                bits = (np.ascontiguousarray(values, np.float32).view(np.uint32) >> 16).astype(np.uint16)
+                return self.transpiler.reinterpret(bits, self.tl.bfloat16)
+            return self.transpiler.reinterpret(np.ascontiguousarray(values), getattr(self.tl, {
+                "fp8e4nv": "float8e4nv", "fp8e5": "float8e5"}[kind]))
+        return a.copy() if isinstance(a, np.ndarray) else a
+
+    def result(self, a):
+        from transpiler.runtime.args import TensorWrapper
+        if isinstance(a, TensorWrapper):
+            base = a.base
+            if a.dtype == self.tl.bfloat16:
+                return (base.astype(np.uint32) << 16).view(np.float32)
+            from transpiler.interpreter import fp8          # our side's values: its own decoding
+            return fp8.decode(base, a.dtype)
+        return a
+
+
+def nvrtc_check(case, args, options):
+    """Our CUDA for sm_80 and sm_90a through NVRTC (CPU only): no errors, warnings or spills. Autotuned
+    kernels are compiled with their first configuration, as the interpreters run them."""
+    from transpiler.runtime.compiler import compile_offline
+    kernel, layer = case["kernel"], case["kernel"]
+    extra = {}
+    while not hasattr(layer, "warmup") or hasattr(layer, "fn") and hasattr(layer.fn, "arg_names"):
+        if hasattr(layer, "configs"):
+            config = layer.configs[0]
+            extra.update(config.kwargs)
+            extra.update({k: v for k, v in (("num_warps", config.num_warps), ("num_stages", config.num_stages))
+                          if v is not None})
+        if not hasattr(layer, "fn") or not hasattr(layer.fn, "arg_names"):
+            break
+        layer = layer.fn
+    problems = []
+    try:
+        for arch in case.get("archs", ("sm_80", "sm_90a")):     # fp8 tl.dot needs sm_89: sm_90a only
+            source = kernel.cuda_source(*args, **case.get("constexprs", {}), **{**options, **extra}, arch=arch)
+            result = compile_offline(source, arch)
+            if result.warnings or result.spill_bytes:
+                problems.append(f"{arch}: spills {result.spill_bytes}, log {result.log[:500]}")
+    except Exception as exc:
+        return {"error": classify_error(exc), "trace": traceback.format_exc()}
+    return {"error": "fails to compile: " + "; ".join(problems)} if problems else {"nvrtc": "ok"}
+
+
+def scalar_index_for_numpy2():
+    """Triton 3.6's interpreter turns a scalar (a one-element array) into a Python int with `int(array)`, which
+    NumPy 2 refuses for arrays of rank 1 (`for i in range(tl.cdiv(T, BT))` fails there); index by the element."""
+    from triton.runtime import interpreter
+    patch = interpreter._patch_lang_tensor
+
+    def patched(tensor, scope):
+        patch(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(np.asarray(self.handle.data).reshape(-1)[0]))
+    interpreter._patch_lang_tensor = patched
+
+
+def first_config_only():
+    """Interpreters cannot time configurations (Triton's autotuner asks for a GPU driver): both sides keep the
+    first configuration of every `triton.autotune`, which then needs no timing."""
+    import triton
+    autotune = triton.autotune
+
+    def first_only(configs, *args, **kwargs):
+        return autotune(list(configs)[:1], *args, **kwargs)
+    triton.autotune = first_only
+
+
+def classify_error(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    if "NVRTC" in text or "nvrtc" in text or "CompileError" in type(exc).__name__ and "bug" in text:
+        return "fails to compile: " + text
+    if "not supported yet" in text:
+        return "refused: " + text
+    return "error: " + text
+
+
+def run_side(side: str, files: list[Path], out: Path):
+    if side.endswith("interp") and side.startswith("triton"):
+        os.environ["TRITON_INTERPRET"] = "1"
+    if side.startswith("ours"):
+        sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+        from triton_compat import shim
+        shim.install()
+    runner = NumpySide() if side in ("ours-interp", "ours-nvrtc") else TorchSide("cuda" if side.endswith("gpu") else "cpu")
+    if side.endswith("interp"):
+        first_config_only()
+    if side == "triton-interp":
+        scalar_index_for_numpy2()
+    if side == "ours-interp":
+        os.environ["TRANSPILER_INTERPRET"] = "1"
+    results = {}
+    for path in files:
+        try:
+            cases = load_cases(path)
+        except Exception as exc:  # a file that does not even import on this side
+            results[path.stem] = {"error": classify_error(exc), "trace": traceback.format_exc()}
+            continue
+        for case in cases:
+            key = f"{path.stem}:{case['name']}"
+            args = [runner.arg(a) for a in case["args"]]
+            options = {k: case[k] for k in ("num_warps", "num_stages") if k in case}
+            start = time.time()
+            if side == "ours-nvrtc":
+                results[key] = nvrtc_check(case, args, options)
+                continue
+            try:
+                case["kernel"][case["grid"]](*args, **case.get("constexprs", {}), **options)
+                if side.endswith("gpu"):
+                    runner.torch.cuda.synchronize()
+                results[key] = {"outputs": [np.array(runner.result(args[i])) for i in case["outputs"]],
+                                "atol": case.get("atol", 1e-5), "rtol": case.get("rtol", 1e-5)}
+            except Exception as exc:
+                results[key] = {"error": classify_error(exc), "trace": traceback.format_exc()}
+            if "reference" in case and side.startswith("ours"):
+                results[key]["reference"] = [np.asarray(r) for r in case["reference"](*case["args"])]
+            if "outputs" in results[key] and "reference" in results[key]:
+                results[key]["atol"], results[key]["rtol"] = case.get("atol", 1e-5), case.get("rtol", 1e-5)
+            results[key]["s"] = time.time() - start
+    with open(out, "wb") as f:
+        pickle.dump(results, f)
+
+
+# ---- the driver ----------------------------------------------------------------------------------------
+
+def compare(theirs: dict, ours: dict) -> tuple[str, str]:
+    if "error" in theirs and "reference" in ours and "error" not in ours:
+        verdict, detail = compare({"outputs": ours["reference"], "atol": ours["atol"], "rtol": ours["rtol"]}, ours)
+        return verdict + " (NumPy)", "Triton fails: " + theirs["error"][:120] + "; " + detail
+    if "error" in theirs:
+        return "triton fails", theirs["error"][:200]
+    if "error" not in ours and "reference" in ours:
+        verdict, detail = compare(theirs, {k: v for k, v in ours.items() if k != "reference"})
+        if verdict == "differs":          # which side is right: the independent reference decides
+            against, why = compare({"outputs": ours["reference"], "atol": ours["atol"], "rtol": ours["rtol"]}, ours)
+            return (("same (NumPy)", "Triton differs from NumPy: " + detail) if against == "same" else
+                    ("differs", detail + "; NumPy: " + why))
+        return verdict, detail
+    if "error" in ours:
+        verdict = ours["error"].split(":", 1)[0]
+        return verdict, ours["error"].split(":", 1)[1].strip()[:300]
+    worst = ""
+    for k, (t, o) in enumerate(zip(theirs["outputs"], ours["outputs"])):
+        t, o = np.asarray(t, np.float64), np.asarray(o, np.float64).reshape(np.shape(t))
+        ok = np.isclose(o, t, rtol=theirs["rtol"], atol=theirs["atol"], equal_nan=True)
+        if not ok.all():
+            err = np.nanmax(np.abs(np.where(ok, 0, o - t)))
+            worst += (f"output {k}: {int((~ok).sum())} of {ok.size} elements, max error {err:.3g} "
+                      f"(atol {theirs['atol']}, rtol {theirs['rtol']}); ")
+    return ("differs", worst) if worst else ("same", "")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cases", type=Path, required=True, help="a case file or a folder of them (*.py)")
+    parser.add_argument("--cpu", action="store_true", help="compare the two interpreters instead")
+    parser.add_argument("--side", help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--only", help="run only the case files whose name contains this")
+    opts = parser.parse_args()
+    files = sorted(opts.cases.glob("rw_*.py")) if opts.cases.is_dir() else [opts.cases]
+    if opts.only:
+        files = [f for f in files if opts.only in f.name]
+    sys.path.insert(0, str(files[0].parent))
+    if opts.side:
+        return run_side(opts.side, files, opts.out)
+    mode = "interp" if opts.cpu else "gpu"
+    outputs = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for who in ("triton", "ours"):
+            out = Path(tmp) / f"{who}.pkl"
+            cmd = [sys.executable, __file__, "--side", f"{who}-{mode}", "--out", str(out), "--cases", str(opts.cases)]
+            if opts.only:
+                cmd += ["--only", opts.only]
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            if done.returncode != 0:
+                print(f"{who} side crashed (rc {done.returncode}):\n{done.stderr[-3000:]}")
+                return 1
+            with open(out, "rb") as f:
+                outputs[who] = pickle.load(f)
+    if opts.cpu:
+        out = Path(tempfile.mkdtemp()) / "nvrtc.pkl"
+        cmd = [sys.executable, __file__, "--side", "ours-nvrtc", "--out", str(out), "--cases", str(opts.cases)]
+        done = subprocess.run(cmd + (["--only", opts.only] if opts.only else []), capture_output=True, text=True)
+        nvrtc = pickle.load(open(out, "rb")) if done.returncode == 0 else {}
+        print(f"NVRTC (sm_80, sm_90a): {sum('nvrtc' in r for r in nvrtc.values())} of {len(nvrtc)} cases compile "
+              f"cleanly" + ("" if done.returncode == 0 else f"; its side crashed: {done.stderr[-500:]}"))
+        for key, ours in outputs["ours"].items():
+            problem = nvrtc.get(key, {"error": "error: NVRTC side crashed " + done.stderr[-300:]}).get("error")
+            if problem and "error" not in ours:
+                ours["error"] = problem
+    counts = {}
+    for key in outputs["triton"]:
+        ours = outputs["ours"].get(key, {"error": "error: missing on our side"})
+        verdict, detail = compare(outputs["triton"][key], ours)
+        counts[verdict] = counts.get(verdict, 0) + 1
+        print(f"{key:60s} {verdict:16s} {detail}".rstrip(), flush=True)
+    total = sum(counts.values())
+    print(f"total {total}: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
