@@ -5,8 +5,9 @@ triton.language as tl`, `@triton.jit`), kept outside this repository (public cod
 defines `CASES`: a list of dicts with
 
     name, kernel, grid (a tuple or a function of the meta-parameters), args (NumPy arrays, numbers, None;
-    ("fp8e4nv" | "fp8e5", uint8 codes) for fp8 arrays, ("bf16", float32 values) for bf16 ones),
-    outputs (indices into args), and optionally constexprs, num_warps, num_stages, atol, rtol, reference (a
+    ("fp8e4nv" | "fp8e5", uint8 codes) for fp8 arrays, ("bf16", float32 values) for bf16 ones,
+    any object with base, shape, strides, block_shape (and padding) for a host TensorDescriptor that each
+    side builds over its own array), outputs (indices into args), and optionally constexprs, num_warps, num_stages, atol, rtol, reference (a
     NumPy function of args giving the outputs, used where Triton's interpreter fails), archs (for NVRTC).
 
 Inputs come from NumPy with fixed seeds, so every side sees the same values. Each side runs in a process of
@@ -70,9 +71,13 @@ class TorchSide:
             return torch.from_numpy(np.ascontiguousarray(values)).to(self.device).view(getattr(torch, FP8[kind]))
         if isinstance(a, np.ndarray):
             return torch.from_numpy(np.ascontiguousarray(a)).to(self.device)
+        if is_descriptor(a):
+            return rebuilt_descriptor(a, self.arg)
         return a
 
     def result(self, t):
+        if is_descriptor(t):
+            t = t.base
         if t.dtype in (self.torch.bfloat16,):
             return t.float().cpu().numpy()
         if t.element_size() == 1 and t.is_floating_point():
@@ -96,17 +101,21 @@ class NumpySide:
                 return self.transpiler.reinterpret(bits, self.tl.bfloat16)
             return self.transpiler.reinterpret(np.ascontiguousarray(values), getattr(self.tl, {
                 "fp8e4nv": "float8e4nv", "fp8e5": "float8e5"}[kind]))
+        if is_descriptor(a):
+            return rebuilt_descriptor(a, self.arg)
         return a.copy() if isinstance(a, np.ndarray) else a
 
     def result(self, a):
         from transpiler.runtime.args import TensorWrapper
+        if is_descriptor(a):
+            a = a.base
         if isinstance(a, TensorWrapper):
             base = a.base
             if a.dtype == self.tl.bfloat16:
                 return (base.astype(np.uint32) << 16).view(np.float32)
             from transpiler.interpreter import fp8          # our side's values: its own decoding
             return fp8.decode(base, a.dtype)
-        return a
+        return np.asarray(a)
 
 
 def nvrtc_check(case, args, options):
@@ -159,6 +168,17 @@ def first_config_only():
     triton.autotune = first_only
 
 
+def rebuilt_descriptor(desc, convert):
+    """A host TensorDescriptor of the case file (over a NumPy array) over the side's own array."""
+    from triton.tools.tensor_descriptor import TensorDescriptor      # Triton's, or ours through the shim
+    return TensorDescriptor(convert(desc.base), list(desc.shape), list(desc.strides), list(desc.block_shape),
+                            **({"padding": desc.padding} if hasattr(desc, "padding") else {}))
+
+
+def is_descriptor(a):
+    return all(hasattr(a, name) for name in ("base", "shape", "strides", "block_shape"))
+
+
 def classify_error(exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {exc}"
     if "NVRTC" in text or "nvrtc" in text or "CompileError" in type(exc).__name__ and "bug" in text:
@@ -180,6 +200,10 @@ def run_side(side: str, files: list[Path], out: Path):
         first_config_only()
     if side == "triton-interp":
         scalar_index_for_numpy2()
+    if side.endswith("gpu"):              # in-kernel tensor descriptors: Triton keeps its TMA descriptors there
+        import triton
+        torch = runner.torch
+        triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
     if side == "ours-interp":
         os.environ["TRANSPILER_INTERPRET"] = "1"
     results = {}
@@ -249,11 +273,11 @@ def main():
     parser.add_argument("--cpu", action="store_true", help="compare the two interpreters instead")
     parser.add_argument("--side", help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--only", help="run only the case files whose name contains this")
+    parser.add_argument("--only", help="run only the case files whose name contains one of these (comma-separated)")
     opts = parser.parse_args()
     files = sorted(opts.cases.glob("rw_*.py")) if opts.cases.is_dir() else [opts.cases]
     if opts.only:
-        files = [f for f in files if opts.only in f.name]
+        files = [f for f in files if any(part in f.name for part in opts.only.split(","))]
     sys.path.insert(0, str(files[0].parent))
     if opts.side:
         return run_side(opts.side, files, opts.out)
