@@ -45,12 +45,34 @@ ROOT = Path(__file__).resolve().parent.parent
 FP8 = {"fp8e4nv": "float8_e4m3fn", "fp8e5": "float8_e5m2"}
 
 
-def load_cases(path: Path):
+def load_cases(path: Path, late_aliases=False):
     spec = importlib.util.spec_from_file_location(f"rwcases_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
+    if late_aliases:
+        resolve_builtin_aliases_late(module)
     return module.CASES
+
+
+def resolve_builtin_aliases_late(module):
+    """Triton's interpreter swaps `triton.language`'s builtins for interpreting ones while a kernel runs, so a
+    module-level alias taken before (`exp = tl.exp`, fla's `make_tensor_descriptor = tl.make_tensor_descriptor`)
+    still calls the compiler's builtin and fails; compiled Triton resolves it. Each such alias becomes a function
+    that looks its builtin up when called."""
+    import triton.language as tl
+    import triton.language.extra.libdevice as libdevice
+    sources = [tl, tl.math, libdevice]
+    for name, value in list(vars(module).items()):
+        if not callable(value) or getattr(value, "__module__", "").startswith("rwcases_"):
+            continue
+        for source in sources:
+            attr = next((a for a, v in vars(source).items() if v is value and not a.startswith("__")), None)
+            if attr is not None:
+                def late(*args, _source=source, _attr=attr, **kwargs):
+                    return getattr(_source, _attr)(*args, **kwargs)
+                setattr(module, name, late)
+                break
 
 
 # ---- one side: turn the NumPy inputs into what that side launches with, run, read the outputs back ------
@@ -209,7 +231,7 @@ def run_side(side: str, files: list[Path], out: Path):
     results = {}
     for path in files:
         try:
-            cases = load_cases(path)
+            cases = load_cases(path, late_aliases=side == "triton-interp")
         except Exception as exc:  # a file that does not even import on this side
             results[path.stem] = {"error": classify_error(exc), "trace": traceback.format_exc()}
             continue
@@ -267,6 +289,31 @@ def compare(theirs: dict, ours: dict) -> tuple[str, str]:
     return ("differs", worst) if worst else ("same", "")
 
 
+def run_sides(sides, files, jobs):
+    """Each (side, case file) in a process of its own, `jobs` at a time (compiling dominates: Triton's and
+    NVRTC's compilers run in parallel this way); their results merged per side."""
+    results = {side: {} for side in sides}
+    pending = [(side, path) for side in sides for path in files]
+    running = []
+    with tempfile.TemporaryDirectory() as tmp:
+        while pending or running:
+            while pending and len(running) < jobs:
+                side, path = pending.pop(0)
+                out = Path(tmp) / f"{side}-{path.stem}.pkl"
+                cmd = [sys.executable, __file__, "--side", side, "--out", str(out), "--cases", str(path)]
+                running.append((side, path, out, subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                                                                   stderr=subprocess.PIPE, text=True)))
+            side, path, out, proc = running.pop(0)
+            _, err = proc.communicate()
+            if proc.returncode != 0 or not out.exists():
+                results[side][path.stem] = {"error": f"error: the {side} process crashed (rc {proc.returncode}): "
+                                                     f"{err[-1500:]}"}
+                continue
+            with open(out, "rb") as f:
+                results[side].update(pickle.load(f))
+    return results
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", type=Path, required=True, help="a case file or a folder of them (*.py)")
@@ -274,6 +321,7 @@ def main():
     parser.add_argument("--side", help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--only", help="run only the case files whose name contains one of these (comma-separated)")
+    parser.add_argument("--jobs", type=int, default=min(16, os.cpu_count() or 1), help="processes at a time")
     opts = parser.parse_args()
     files = sorted(opts.cases.glob("rw_*.py")) if opts.cases.is_dir() else [opts.cases]
     if opts.only:
@@ -281,39 +329,28 @@ def main():
     sys.path.insert(0, str(files[0].parent))
     if opts.side:
         return run_side(opts.side, files, opts.out)
+    start = time.time()
     mode = "interp" if opts.cpu else "gpu"
-    outputs = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for who in ("triton", "ours"):
-            out = Path(tmp) / f"{who}.pkl"
-            cmd = [sys.executable, __file__, "--side", f"{who}-{mode}", "--out", str(out), "--cases", str(opts.cases)]
-            if opts.only:
-                cmd += ["--only", opts.only]
-            done = subprocess.run(cmd, capture_output=True, text=True)
-            if done.returncode != 0:
-                print(f"{who} side crashed (rc {done.returncode}):\n{done.stderr[-3000:]}")
-                return 1
-            with open(out, "rb") as f:
-                outputs[who] = pickle.load(f)
+    sides = [f"triton-{mode}", f"ours-{mode}"] + (["ours-nvrtc"] if opts.cpu else [])
+    results = run_sides(sides, files, opts.jobs)
+    theirs, ours_all = results[f"triton-{mode}"], results[f"ours-{mode}"]
     if opts.cpu:
-        out = Path(tempfile.mkdtemp()) / "nvrtc.pkl"
-        cmd = [sys.executable, __file__, "--side", "ours-nvrtc", "--out", str(out), "--cases", str(opts.cases)]
-        done = subprocess.run(cmd + (["--only", opts.only] if opts.only else []), capture_output=True, text=True)
-        nvrtc = pickle.load(open(out, "rb")) if done.returncode == 0 else {}
+        nvrtc = results["ours-nvrtc"]
         print(f"NVRTC (sm_80, sm_90a): {sum('nvrtc' in r for r in nvrtc.values())} of {len(nvrtc)} cases compile "
-              f"cleanly" + ("" if done.returncode == 0 else f"; its side crashed: {done.stderr[-500:]}"))
-        for key, ours in outputs["ours"].items():
-            problem = nvrtc.get(key, {"error": "error: NVRTC side crashed " + done.stderr[-300:]}).get("error")
+              f"cleanly")
+        for key, ours in ours_all.items():
+            problem = nvrtc.get(key, {"error": "error: no NVRTC result"}).get("error")
             if problem and "error" not in ours:
                 ours["error"] = problem
     counts = {}
-    for key in outputs["triton"]:
-        ours = outputs["ours"].get(key, {"error": "error: missing on our side"})
-        verdict, detail = compare(outputs["triton"][key], ours)
+    for key in sorted(set(theirs) | set(ours_all)):
+        verdict, detail = compare(theirs.get(key, {"error": "error: missing on Triton's side"}),
+                                  ours_all.get(key, {"error": "error: missing on our side"}))
         counts[verdict] = counts.get(verdict, 0) + 1
         print(f"{key:60s} {verdict:16s} {detail}".rstrip(), flush=True)
     total = sum(counts.values())
-    print(f"total {total}: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])))
+    print(f"total {total}: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])) +
+          f" ({time.time() - start:.0f} s)")
     return 0
 
 
