@@ -210,7 +210,7 @@ def classify_error(exc: BaseException) -> str:
     return "error: " + text
 
 
-def run_side(side: str, files: list[Path], out: Path):
+def run_side(side: str, files: list[Path], out: Path, part=(0, 1)):
     if side.endswith("interp") and side.startswith("triton"):
         os.environ["TRITON_INTERPRET"] = "1"
     if side.startswith("ours"):
@@ -235,7 +235,7 @@ def run_side(side: str, files: list[Path], out: Path):
         except Exception as exc:  # a file that does not even import on this side
             results[path.stem] = {"error": classify_error(exc), "trace": traceback.format_exc()}
             continue
-        for case in cases:
+        for case in cases[part[0]::part[1]]:
             key = f"{path.stem}:{case['name']}"
             args = [runner.arg(a) for a in case["args"]]
             options = {k: case[k] for k in ("num_warps", "num_stages") if k in case}
@@ -263,21 +263,26 @@ def run_side(side: str, files: list[Path], out: Path):
 # ---- the driver ----------------------------------------------------------------------------------------
 
 def compare(theirs: dict, ours: dict) -> tuple[str, str]:
-    if "error" in theirs and "reference" in ours and "error" not in ours:
-        verdict, detail = compare({"outputs": ours["reference"], "atol": ours["atol"], "rtol": ours["rtol"]}, ours)
+    reference = None
+    if "reference" in ours:
+        reference = {"outputs": ours["reference"], "atol": ours["atol"], "rtol": ours["rtol"]}
+    if "error" in theirs and reference is not None and "error" not in ours:
+        verdict, detail = compare_outputs(reference, ours)
         return verdict + " (NumPy)", "Triton fails: " + theirs["error"][:120] + "; " + detail
     if "error" in theirs:
         return "triton fails", theirs["error"][:200]
-    if "error" not in ours and "reference" in ours:
-        verdict, detail = compare(theirs, {k: v for k, v in ours.items() if k != "reference"})
-        if verdict == "differs":          # which side is right: the independent reference decides
-            against, why = compare({"outputs": ours["reference"], "atol": ours["atol"], "rtol": ours["rtol"]}, ours)
-            return (("same (NumPy)", "Triton differs from NumPy: " + detail) if against == "same" else
-                    ("differs", detail + "; NumPy: " + why))
-        return verdict, detail
     if "error" in ours:
         verdict = ours["error"].split(":", 1)[0]
         return verdict, ours["error"].split(":", 1)[1].strip()[:300]
+    verdict, detail = compare_outputs(theirs, ours)
+    if verdict == "differs" and reference is not None:      # which side is right: the reference decides
+        against, why = compare_outputs(reference, ours)
+        return (("same (NumPy)", "Triton differs from NumPy: " + detail) if against == "same" else
+                ("differs", detail + "; NumPy: " + why))
+    return verdict, detail
+
+
+def compare_outputs(theirs: dict, ours: dict) -> tuple[str, str]:
     worst = ""
     for k, (t, o) in enumerate(zip(theirs["outputs"], ours["outputs"])):
         t, o = np.asarray(t, np.float64), np.asarray(o, np.float64).reshape(np.shape(t))
@@ -289,18 +294,21 @@ def compare(theirs: dict, ours: dict) -> tuple[str, str]:
     return ("differs", worst) if worst else ("same", "")
 
 
-def run_sides(sides, files, jobs):
-    """Each (side, case file) in a process of its own, `jobs` at a time (compiling dominates: Triton's and
-    NVRTC's compilers run in parallel this way); their results merged per side."""
+def run_sides(sides, files, jobs, parts):
+    """Each (side, case file, part) in a process of its own, `jobs` at a time, the largest files first
+    (compiling dominates: Triton's and NVRTC's compilers run in parallel this way); a part is every
+    `parts`-th case of the file. The results are merged per side."""
     results = {side: {} for side in sides}
-    pending = [(side, path) for side in sides for path in files]
+    by_size = sorted(files, key=lambda f: -f.stat().st_size)
+    pending = [(side, path, k) for path in by_size for side in sides for k in range(parts)]
     running = []
     with tempfile.TemporaryDirectory() as tmp:
         while pending or running:
             while pending and len(running) < jobs:
-                side, path = pending.pop(0)
-                out = Path(tmp) / f"{side}-{path.stem}.pkl"
-                cmd = [sys.executable, __file__, "--side", side, "--out", str(out), "--cases", str(path)]
+                side, path, k = pending.pop(0)
+                out = Path(tmp) / f"{side}-{path.stem}-{k}.pkl"
+                cmd = [sys.executable, __file__, "--side", side, "--out", str(out), "--cases", str(path),
+                       "--part", f"{k}/{parts}"]
                 running.append((side, path, out, subprocess.Popen(cmd, stdout=subprocess.PIPE,
                                                                    stderr=subprocess.PIPE, text=True)))
             side, path, out, proc = running.pop(0)
@@ -322,17 +330,19 @@ def main():
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--only", help="run only the case files whose name contains one of these (comma-separated)")
     parser.add_argument("--jobs", type=int, default=min(16, os.cpu_count() or 1), help="processes at a time")
+    parser.add_argument("--parts", type=int, default=2, help="processes per side and case file")
+    parser.add_argument("--part", default="0/1", help=argparse.SUPPRESS)
     opts = parser.parse_args()
     files = sorted(opts.cases.glob("rw_*.py")) if opts.cases.is_dir() else [opts.cases]
     if opts.only:
         files = [f for f in files if any(part in f.name for part in opts.only.split(","))]
     sys.path.insert(0, str(files[0].parent))
     if opts.side:
-        return run_side(opts.side, files, opts.out)
+        return run_side(opts.side, files, opts.out, tuple(int(x) for x in opts.part.split("/")))
     start = time.time()
     mode = "interp" if opts.cpu else "gpu"
     sides = [f"triton-{mode}", f"ours-{mode}"] + (["ours-nvrtc"] if opts.cpu else [])
-    results = run_sides(sides, files, opts.jobs)
+    results = run_sides(sides, files, opts.jobs, opts.parts)
     theirs, ours_all = results[f"triton-{mode}"], results[f"ours-{mode}"]
     if opts.cpu:
         nvrtc = results["ours-nvrtc"]
