@@ -32,7 +32,7 @@ import collections
 import ctypes
 import struct
 
-from ..analysis.row_loop import MAX_ROWS_AHEAD
+from ..targets import MAX_ROWS_AHEAD
 from ..errors import LaunchError
 
 SLOT = 8  # bytes per parameter slot: every parameter type we pass fits, and 8 keeps each one aligned

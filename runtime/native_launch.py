@@ -93,17 +93,20 @@ def _load_or_build():
         raise _Unavailable("not built on Windows yet")
     compiler = _compiler()
     path = _built_path(compiler)
-    if not path.exists():
-        path = _build(compiler, path)
-    spec = importlib.util.spec_from_file_location(MODULE_NAME, path,
-                                                  loader=importlib.machinery.ExtensionFileLoader(MODULE_NAME,
-                                                                                                 str(path)))
-    try:
-        loaded = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(loaded)
-    except ImportError as e:
-        raise _Unavailable(f"the built launcher does not load: {e}") from None
-    return loaded
+    # Not a sealed cache entry (the dynamic loader reads it): a file that does not load (damaged, truncated) is
+    # built again once.
+    for attempt in range(2):
+        if attempt or not path.exists():
+            path = _build(compiler, path)
+        spec = importlib.util.spec_from_file_location(
+            MODULE_NAME, path, loader=importlib.machinery.ExtensionFileLoader(MODULE_NAME, str(path)))
+        try:
+            loaded = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(loaded)
+            return loaded
+        except ImportError as e:
+            error = e
+    raise _Unavailable(f"the built launcher does not load: {error}")
 
 
 def _build(compiler: str, path: Path) -> Path:

@@ -484,15 +484,19 @@ static PyObject *grid_launch_call(PyObject *self, PyObject *const *args, size_t 
     Py_ssize_t n_kw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     for (Py_ssize_t j = 0; j < n_kw; j++) {
         PyObject *key = PyTuple_GET_ITEM(kwnames, j), *value = args[nargs + j];
-        int i = name_index(t, key);
-        if (i < 0) {
-            if (equal_names(key, s_num_warps)) { num_warps = value; continue; }
-            if (equal_names(key, s_num_stages)) { num_stages = value; continue; }
-            if (equal_names(key, s_stream)) { stream = value; continue; }
-            for (int k = 0; k < n && i < 0; k++)      /* a name that is not the interned one */
+        /* The launch options first, as the Python launch function's signature takes them; names compared by
+         * pointer (interned), then by value for a name that is not the interned one. */
+        PyObject **option = key == s_num_warps ? &num_warps : key == s_num_stages ? &num_stages
+                          : key == s_stream ? &stream : NULL;
+        int i = option ? -1 : name_index(t, key);
+        if (!option && i < 0) {
+            option = equal_names(key, s_num_warps) ? &num_warps : equal_names(key, s_num_stages) ? &num_stages
+                   : equal_names(key, s_stream) ? &stream : NULL;
+            for (int k = 0; k < n && i < 0 && !option; k++)
                 if (equal_names(key, PyTuple_GET_ITEM(t->names, k))) i = k;
-            if (i < 0) return hand_over(g, args, nargsf, kwnames);
         }
+        if (option) { *option = value; continue; }
+        if (i < 0) return hand_over(g, args, nargsf, kwnames);
         if (ordered[i]) return hand_over(g, args, nargsf, kwnames);      /* given twice */
         ordered[i] = value;
     }

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import os
 
+# Rows a row loop's ring may hold ahead of the one being reduced (analysis/row_loop.py); the launcher keeps
+# `grid x + MAX_ROWS_AHEAD x programs` inside an int. Here, not in analysis, so the launch path stays light.
+MAX_ROWS_AHEAD = 3
+
 WGMMA_TARGETS = ("sm_90a",)   # warpgroup MMA (wgmma.mma_async) exists only under the arch-specific target
 
 

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from .. import dtypes
 from ..parse.dead_code import remove_dead_code
 from ..parse.ir import Op, Region, Type, Value, walk
-from ..targets import switch, switch_value
+from ..targets import MAX_ROWS_AHEAD, switch, switch_value
 from .axis_info import AxisInfoAnalysis
 from .layout_assignment import coalesced_order
 from .pipelining import ADDRESS_OPS
@@ -58,9 +58,7 @@ def prefetch_bytes_per_thread() -> int:
     return switch_value("TRANSPILER_ROW_LOOP_BYTES")
 
 
-# Rows a ring may hold ahead of the one being reduced (the launcher keeps `grid x + MAX_ROWS_AHEAD x programs`
-# inside an int). Threads an SM holds at most, and blocks (sm_80 .. sm_90): a program's share of the ring budget.
-MAX_ROWS_AHEAD = 3
+# Threads an SM holds at most, and blocks (sm_80 .. sm_90): a program's share of the ring budget.
 SM_THREADS, SM_BLOCKS = 2048, 32
 RING_MIN_RUN_BYTES = 4      # the narrowest cp.async
 
