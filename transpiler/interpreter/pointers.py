@@ -66,6 +66,13 @@ class Pointer(Tensor):
     def _with_data(self, data) -> "Pointer":
         return Pointer(data, self.buffer)
 
+    def __bool__(self):
+        """`if bias_ptr:` (vLLM's optional-bias test) is the compiled `ptr != nullptr`: a pointer into an array
+        is never null, whatever its offset (the offsets here start at 0, which must not read as false). An
+        absent argument is None, a compile-time value, never a Pointer."""
+        self._scalar("using a block as a condition")
+        return True
+
     def offset_by(self, offsets: Tensor, negate: bool = False) -> "Pointer":
         """`self + offsets` (or `- offsets`); `offsets` is an integer Tensor already broadcast to our shape."""
         if not offsets.dtype.is_int():
