@@ -12,7 +12,7 @@ another layout is converted by the emitter (through shared memory unless `regist
 """
 from __future__ import annotations
 
-from ..parse.ir import Region
+from ..parse.ir import OpKind, Region
 from .layouts import blocked, log2, register_map
 from .scan_layout import plan_scan
 
@@ -313,9 +313,9 @@ class LayoutAssignment:
         """The layout of the first load or store in `region` whose pointer is `ptr` plus offsets."""
         derived = {ptr}
         for op in region.ops:
-            if op.name in ("load", "store") and op.operands[0] in derived:
+            if op.name in (OpKind.LOAD, OpKind.STORE) and op.operands[0] in derived:
                 return self.mem_layout.get(op)
-            if op.name in ("addptr", "broadcast") and op.operands[0] in derived:
+            if op.name in (OpKind.ADDPTR, OpKind.BROADCAST) and op.operands[0] in derived:
                 derived.add(op.result)
         return None
 

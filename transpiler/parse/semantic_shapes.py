@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 
 from ..errors import ShapeError
-from .ir import Type
+from .ir import OpKind, Type
 from .semantic import (broadcast_pair, broadcast_to_shape, check_block_shape, const_value, expand_dims, rule,
                        to_value)
 
@@ -59,7 +59,7 @@ def _reshape(b, input, *shape, can_reorder=False):
     check_block_shape(b, shape)
     if shape == v.shape:
         return v
-    return b.emit("reshape", [v], Type(v.dtype, shape))
+    return b.emit(OpKind.RESHAPE, [v], Type(v.dtype, shape))
 
 
 @rule("view")
@@ -75,7 +75,7 @@ def _permute(b, input, *dims):
         raise b.error(ShapeError, f"permute order {list(dims)} is not a permutation of the {len(v.shape)} dims")
     if list(dims) == list(builtins.range(len(v.shape))):
         return v
-    return b.emit("permute", [v], Type(v.dtype, tuple(v.shape[d] for d in dims)), order=tuple(dims))
+    return b.emit(OpKind.PERMUTE, [v], Type(v.dtype, tuple(v.shape[d] for d in dims)), order=tuple(dims))
 
 
 @rule("trans")
