@@ -128,8 +128,8 @@ def test_pointer_type_errors():
         x_ptr * 2
 
     x = np.zeros(8, np.float32)
-    for kernel, message in [(float_offset, "floating-point"), (store_pointer, "cannot store pointers"),
-                            (int_mask, "int1"), (load_number, "needs a pointer"), (multiply_pointer, r"\*")]:
+    for kernel, message in [(float_offset, "integer offset"), (store_pointer, "cannot store pointers"),
+                            (int_mask, "int1"), (load_number, "needs a pointer"), (multiply_pointer, "not defined on pointers")]:
         with pytest.raises(DTypeError, match=message):
             interpret(kernel, (1,), (x,), {})
 

@@ -80,32 +80,6 @@ class Pointer(Tensor):
         return f"pointer(buffer='{self.buffer.name}', offsets={self.data!r}, dtype={self.dtype!r})"
 
 
-def reinterpret(ptr: Pointer, element_ty: dt.dtype) -> Pointer:
-    """`ptr.to(tl.pointer_type(element_ty))`: the same addresses read as another element type, as Triton's
-    pointer bitcast; offsets rescale by the widths and must land on whole elements of the new type."""
-    buffer = ptr.buffer
-    if element_ty is buffer.element_ty:
-        return ptr
-    for t in (buffer.element_ty, element_ty):
-        if t.numpy is None or buffer.values.dtype != buffer.element_ty.numpy:
-            raise error(DTypeError, f"a pointer cast from {ptr.dtype!r} to pointer<{element_ty!r}> is not "
-                        "supported yet by the interpreter (bf16 and fp8 elements are held as float32 copies)")
-    old, new = buffer.element_ty.numpy.itemsize, element_ty.numpy.itemsize
-    byte_offsets = ptr.data * old
-    if np.any(byte_offsets % new):
-        raise error(InterpreterError, f"a pointer cast to pointer<{element_ty!r}> of addresses that are not "
-                    f"multiples of its {new}-byte elements is not supported yet by the interpreter")
-    return Pointer(byte_offsets // new, buffer.viewed_as(element_ty))
-
-
-def same_buffer(a: Pointer, b: Pointer, what: str) -> Buffer:
-    """The buffer two pointer blocks share; the interpreter cannot mix buffers in one pointer block."""
-    if a.buffer is not b.buffer:
-        raise error(InterpreterError, f"{what}: the interpreter cannot combine pointers into two different arrays "
-                    f"('{a.buffer.name}' and '{b.buffer.name}') in one block")
-    return a.buffer
-
-
 def require_pointer(pointer, what: str) -> Pointer:
     pointer = unwrap(pointer)
     if not isinstance(pointer, Pointer):

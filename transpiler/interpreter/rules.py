@@ -1,8 +1,9 @@
-"""Interpreter rules for the non-numeric builtins: program ids, block construction, casts, memory access,
-shape manipulation, iteration, compiler hints and debugging.
+"""Interpreter rules for the non-numeric builtins: program ids, block construction, memory access, shape
+manipulation, iteration, compiler hints and debugging.
 
 One function per builtin, registered by builtin name, with the builtin's exact signature (a test checks
-this). Elementwise math lives in `math_rules.py`, reductions in `reductions.py`, `tl.dot` in `dot.py`.
+this). Elementwise math and casts are the compiler's rules (`shared_rules.py`), reductions in
+`reductions.py`, `tl.dot` in `dot.py`.
 """
 from __future__ import annotations
 
@@ -119,33 +120,6 @@ def zeros_like(input):
 def full_like(input, value, dtype=None):
     x = to_tensor(input, "the input of tl.full_like")
     return full(x.shape, value, x.dtype if unwrap(dtype) is None else dtype)
-
-
-_ROUNDINGS = (None, "rtne", "rtz")
-
-
-@rule("cast")
-def cast(input, dtype, fp_downcast_rounding=None, bitcast=False):
-    x = to_tensor(input, "the input of tl.cast")
-    target = _dtype_argument(dtype, "tl.cast", allow_pointer=True)
-    rounding = unwrap(fp_downcast_rounding)
-    if x.dtype.is_ptr() or target.is_ptr():
-        if x.dtype is target:
-            return x
-        if x.dtype.is_ptr() and target.is_ptr() and isinstance(x, pointers.Pointer):
-            return pointers.reinterpret(x, target.element_ty)
-        raise error(DTypeError, f"the interpreter cannot convert {x.dtype!r} to {target!r} (not supported yet)")
-    if unwrap(bitcast):
-        if x.dtype.bits != target.bits:
-            raise error(DTypeError, f"cannot bitcast {x.dtype!r} to {target!r}: they have different widths "
-                        f"({x.dtype.bits} and {target.bits} bits)")
-        return Tensor(numeric.from_bits(numeric.to_bits(x.data, x.dtype), target), target)
-    if rounding not in _ROUNDINGS:
-        raise error(CompileTimeError, f"fp_downcast_rounding must be 'rtne' or 'rtz', got {rounding!r}")
-    if rounding == "rtz" and not (x.dtype.is_floating() and target.is_floating() and target.bits < x.dtype.bits):
-        raise error(CompileTimeError, "fp_downcast_rounding applies only to narrowing float conversions, not "
-                    f"{x.dtype!r} to {target!r}")
-    return Tensor(numeric.cast(x.data, x.dtype, target, rounding), target)
 
 
 @rule("to_tensor")
