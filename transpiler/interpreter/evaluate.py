@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..errors import DTypeError, InterpreterError, UnsupportedSyntaxError
-from ..language import catalogue
+from ..language import catalogue, core
 from ..parse.ir import OpKind
 from . import numeric
 from .libdevice_numeric import EXACT, FLOAT64
@@ -235,10 +235,19 @@ def _stretched(attrs, result_type, operands):
 
 def _expand_dims(attrs, result_type, operands):
     (v,) = operands
-    data = v.data
-    if data.shape != v.type.shape:
-        data = np.broadcast_to(data, v.type.shape)
-    return np.expand_dims(data, attrs["axis"]), v.buffer
+    return np.expand_dims(_materialized(v), attrs["axis"]), v.buffer
+
+
+def _materialized(v):
+    """`v`'s array at its type's shape (a splat or broadcast left as it was gets its shape here)."""
+    return v.data if v.data.shape == v.type.shape else np.broadcast_to(v.data, v.type.shape)
+
+
+def _grid_value(field):
+    """`program_id` / `num_programs` of the program being interpreted."""
+    def apply(attrs, result_type, operands):
+        return np.int32(getattr(core.current_interpreter(), field)[attrs["axis"]]), None
+    return apply
 
 
 EVALUATE = {
@@ -246,6 +255,13 @@ EVALUATE = {
     OpKind.SPLAT: _stretched,
     OpKind.BROADCAST: _stretched,
     OpKind.EXPAND_DIMS: _expand_dims,
+    OpKind.RESHAPE: lambda attrs, t, ops: (_materialized(ops[0]).reshape(t.shape), ops[0].buffer),  # row-major
+    OpKind.PERMUTE: lambda attrs, t, ops: (np.transpose(_materialized(ops[0]), attrs["order"]), ops[0].buffer),
+    OpKind.HINT: lambda attrs, t, ops: (ops[0].data, ops[0].buffer),     # hints change no value
+    OpKind.ARANGE: lambda attrs, t, ops: (np.arange(attrs["start"], attrs["start"] + t.shape[0], dtype=np.int32),
+                                          None),
+    OpKind.PROGRAM_ID: _grid_value("program_id"),
+    OpKind.NUM_PROGRAMS: _grid_value("grid"),
     OpKind.CAST: _cast,
     OpKind.BITCAST: _bitcast,
     OpKind.ADDPTR: _addptr,

@@ -37,5 +37,11 @@ def _shared_rule(name):
     return rule(name)(apply)
 
 
-for _name in ELEMENTWISE_BUILTINS:
+CREATION_AND_SHAPE_BUILTINS = (
+    "program_id", "num_programs", "arange", "full", "zeros", "zeros_like", "full_like", "to_tensor",
+    "broadcast_to", "broadcast", "expand_dims", "reshape", "view", "trans", "permute",
+    "multiple_of", "max_contiguous", "max_constancy",
+)
+
+for _name in ELEMENTWISE_BUILTINS + CREATION_AND_SHAPE_BUILTINS:
     _shared_rule(_name)
