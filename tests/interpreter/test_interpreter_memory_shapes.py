@@ -54,7 +54,7 @@ def test_load_broadcasts_the_pointer_with_mask_and_other(rng):
         cols = tl.arange(0, 8)
         tl.store(out_ptr + cols[None, :], tl.zeros((4, 8), tl.float32))
 
-    with pytest.raises(ShapeError, match=r"\(4, 8\).*\(1, 8\)"):
+    with pytest.raises(ShapeError, match=r"\[4, 8\].*\[1, 8\]"):
         interpret(store_kernel, (1,), (out,), {})
 
 

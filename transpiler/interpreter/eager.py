@@ -52,11 +52,28 @@ class EagerBuilder:
 
     options = DEFAULT_OPTIONS        # the interpreter runs kernels as compiled without debug asserts
 
-    def emit(self, kind, operands, result_type, regions=(), **attrs):
+    def __init__(self):
+        self.constants = {}          # (type, repr of the number) -> its Evaluated: literals recur in every program
+
+    def emit(self, name, operands, result_type, regions=(), **attrs):
+        kind = name                  # `name` as the compiler's builder calls it (an op attribute may be `kind`)
+        if kind is OpKind.CONSTANT:
+            key = (result_type, repr(attrs["value"]))      # repr tells -0.0 from 0.0
+            made = self.constants.get(key)
+            if made is None:
+                if len(self.constants) > 4096:       # numbers that vary (a Python loop's counter) do not pile up
+                    self.constants.clear()
+                made = self.constants[key] = self._evaluated(kind, operands, result_type, attrs)
+            return made
+        return self._evaluated(kind, operands, result_type, attrs)
+
+    def _evaluated(self, kind, operands, result_type, attrs):
         evaluate = EVALUATE.get(kind)
         if evaluate is None:
             raise AssertionError(f"no evaluation of IR op kind '{kind}' in the interpreter (interpreter/evaluate.py)")
         data, buffer = evaluate(attrs, result_type, operands)
+        if result_type is None:          # a store
+            return None
         result = Evaluated(result_type, data, buffer)
         result.owner = Made(kind, operands, attrs)
         return result

@@ -243,6 +243,23 @@ def _materialized(v):
     return v.data if v.data.shape == v.type.shape else np.broadcast_to(v.data, v.type.shape)
 
 
+def _load(attrs, result_type, operands):
+    from .pointers import gather      # here: pointers.py imports tensor.py, which imports this module's user
+    ptr = operands[0]
+    if len(operands) == 1:
+        return gather(ptr.buffer, ptr.data, None, None), None
+    mask, other = operands[1:]     # broadcast by NumPy as they are (a splat `other` stays one number)
+    return gather(ptr.buffer, ptr.data, mask.data, other.data), None
+
+
+def _store(attrs, result_type, operands):
+    from .pointers import scatter
+    ptr, value = operands[:2]
+    mask = _materialized(operands[2]) if len(operands) > 2 else None
+    scatter(ptr.buffer, _materialized(ptr), _materialized(value), mask)
+    return None, None
+
+
 def _grid_value(field):
     """`program_id` / `num_programs` of the program being interpreted."""
     def apply(attrs, result_type, operands):
@@ -260,6 +277,8 @@ EVALUATE = {
     OpKind.HINT: lambda attrs, t, ops: (ops[0].data, ops[0].buffer),     # hints change no value
     OpKind.ARANGE: lambda attrs, t, ops: (np.arange(attrs["start"], attrs["start"] + t.shape[0], dtype=np.int32),
                                           None),
+    OpKind.LOAD: _load,
+    OpKind.STORE: _store,
     OpKind.PROGRAM_ID: _grid_value("program_id"),
     OpKind.NUM_PROGRAMS: _grid_value("grid"),
     OpKind.CAST: _cast,

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import CompileTimeError, DTypeError, InterpreterError
 from ..language import core
-from . import block_pointers, numeric, pointers
+from . import block_pointers, eager, numeric
 from .location import error, program_text
 from .registry import rule
 from .tensor import Tensor, unwrap
@@ -24,27 +24,20 @@ def _interpreter():
 # ---- memory -----------------------------------------------------------------------------------------------
 
 
-def _no_block_pointer_options(boundary_check, padding_option, what: str):
-    if unwrap(boundary_check) or unwrap(padding_option):
-        raise error(CompileTimeError, f"{what}: boundary_check and padding_option apply to block pointers "
-                    "(tl.make_block_ptr) only", hint="mask a block of pointers with mask= (and other=)")
-
-
 @rule("load")
 def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="",
          eviction_policy="", volatile=False):
     if isinstance(unwrap(pointer), block_pointers.BlockPointer):
         return block_pointers.load(unwrap(pointer), mask, other, boundary_check, padding_option)
-    _no_block_pointer_options(boundary_check, padding_option, "tl.load")
-    return pointers.load(pointer, mask, other)
+    return eager.apply_rule("load", pointer, mask, other, boundary_check, padding_option, cache_modifier,
+                            eviction_policy, volatile)
 
 
 @rule("store")
 def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
     if isinstance(unwrap(pointer), block_pointers.BlockPointer):
         return block_pointers.store(unwrap(pointer), value, mask, boundary_check)
-    _no_block_pointer_options(boundary_check, (), "tl.store")
-    pointers.store(pointer, value, mask)
+    return eager.apply_rule("store", pointer, value, mask, boundary_check, cache_modifier, eviction_policy)
 
 
 # ---- iteration --------------------------------------------------------------------------------------------
