@@ -508,10 +508,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
       tp::wgmma_fence();
       #pragma unroll
       for (int kk = 0; kk < 128; kk += 16) {
-        #pragma unroll
-        for (int mt = 0; mt < 1; ++mt) {
-          tp::wgmma_m64n64k16_f16<0, 0>(&qk[32 * mt],
-              tp::wgmma_desc<1, 16, 1024>(&q_tile[tp::swizzle_slabs<256, 2, 128>(group_m0 + 64 * mt, kk)]),
+        {
+          tp::wgmma_m64n64k16_f16<0, 0>(&qk[0],
+              tp::wgmma_desc<1, 16, 1024>(&q_tile[tp::swizzle_slabs<256, 2, 128>(group_m0, kk)]),
               tp::wgmma_desc<1, 16, 1024>(&(k__stages + (stage) * 8192)[tp::swizzle_slabs<256, 2, 64>(group_n0, kk)]));
         }
       }
@@ -582,10 +581,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
       tp::wgmma_fence();
       #pragma unroll
       for (int kk = 0; kk < 64; kk += 16) {
-        #pragma unroll
-        for (int mt = 0; mt < 1; ++mt) {
-          tp::wgmma_m64n128k16_f16_rs<1>(&acc_2[64 * mt],
-              &cvt_frag[4 * (kk / 16 + 4 * mt)],
+        {
+          tp::wgmma_m64n128k16_f16_rs<1>(&acc_2[0],
+              &cvt_frag[4 * (kk / 16)],
               tp::wgmma_desc<1, 8192, 1024>(&(v__stages + (stage) * 8192)[tp::swizzle_slabs<256, 2, 64>(kk, group_n0_1)]));
         }
       }
@@ -736,10 +734,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
       tp::wgmma_fence();
       #pragma unroll
       for (int kk = 0; kk < 128; kk += 16) {
-        #pragma unroll
-        for (int mt = 0; mt < 1; ++mt) {
-          tp::wgmma_m64n64k16_f16<0, 0>(&qk_2[32 * mt],
-              tp::wgmma_desc<1, 16, 1024>(&q_tile[tp::swizzle_slabs<256, 2, 128>(group_m0_2 + 64 * mt, kk)]),
+        {
+          tp::wgmma_m64n64k16_f16<0, 0>(&qk_2[0],
+              tp::wgmma_desc<1, 16, 1024>(&q_tile[tp::swizzle_slabs<256, 2, 128>(group_m0_2, kk)]),
               tp::wgmma_desc<1, 16, 1024>(&(k__1_stages + (stage_1) * 8192)[tp::swizzle_slabs<256, 2, 64>(group_n0_2, kk)]));
         }
       }
@@ -836,10 +833,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
       tp::wgmma_fence();
       #pragma unroll
       for (int kk = 0; kk < 64; kk += 16) {
-        #pragma unroll
-        for (int mt = 0; mt < 1; ++mt) {
-          tp::wgmma_m64n128k16_f16_rs<1>(&acc_5[64 * mt],
-              &cvt_1_frag[4 * (kk / 16 + 4 * mt)],
+        {
+          tp::wgmma_m64n128k16_f16_rs<1>(&acc_5[0],
+              &cvt_1_frag[4 * (kk / 16)],
               tp::wgmma_desc<1, 8192, 1024>(&(v__1_stages + (stage_1) * 8192)[tp::swizzle_slabs<256, 2, 64>(kk, group_n0_3)]));
         }
       }
