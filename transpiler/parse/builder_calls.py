@@ -11,7 +11,7 @@ from ..errors import (CompileTimeError, DTypeError, NameResolutionError, ShapeEr
                       UnsupportedSyntaxError)
 from ..language.core import builtin_name, constexpr, is_constexpr_function
 from . import semantic
-from .ir import Op, Value
+from .ir import Op, OpKind, Value
 from .records import Record
 from .scope import BoundMethod, Returned, Scope
 from .source import parsed_function
@@ -215,7 +215,7 @@ class CallBuilder:
             for r in results:
                 if r.shape:
                     raise self.error(ShapeError, f"{what} must return scalars")
-            region.ops.append(Op("yield", results, [], {}, self.loc))
+            region.ops.append(Op(OpKind.YIELD, results, [], {}, self.loc))
         finally:
             self.runtime_depth -= 1
             self.region = saved

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .. import dtypes
 from ..errors import CompileTimeError, DTypeError, ShapeError
-from .ir import Type
+from .ir import OpKind, Type
 from ..scaled_dot import dot_scaled
 from .semantic import (RULES, binary_op, broadcast_to_shape, cast, const_value, constant, expand_dims, is_const, rule,
                        splat, to_value)
@@ -96,7 +96,7 @@ def _dot(b, input, other, acc=None, input_precision=None, allow_tf32=None, max_n
                           hint=f"create the accumulator as {out!r} (tl.zeros(..., dtype=tl.{out.name}))"
                           if out.name != "fp32" else "create the accumulator with tl.zeros(..., dtype=tl.float32)")
         acc_v = cast(b, acc_v, compute)
-    result = b.emit("dot", [a, w, acc_v], Type(compute, (m, n)), precision=precision)
+    result = b.emit(OpKind.DOT, [a, w, acc_v], Type(compute, (m, n)), precision=precision)
     return cast(b, result, out)
 
 
