@@ -118,10 +118,17 @@ def clamp(x, min, max, propagate_nan=None):
 
 # ---- one-argument float functions -------------------------------------------------------------------------
 
-def _float_function_rule(name: str, fn):
+_SMALLEST_NORMAL_FP32 = 2.0 ** -126
+
+
+def _float_function_rule(name: str, fn, flushes_subnormal_results=False):
     def float_function(x):
         t = _require_float(to_tensor(x, f"the input of tl.{name}"), f"tl.{name}")
-        return Tensor(round_from_wide(fn(t.data.astype(np.float64)), t.dtype), t.dtype)
+        wide = fn(t.data.astype(np.float64))
+        if flushes_subnormal_results and t.dtype is not dt.float64:
+            # computed in fp32 with flush to zero (catalogue row), as the compiled kernel and Triton do
+            wide = np.where(np.abs(wide) < _SMALLEST_NORMAL_FP32, 0.0 * wide, wide)
+        return Tensor(round_from_wide(wide, t.dtype), t.dtype)
 
     float_function.__name__ = float_function.__qualname__ = name
     float_function.__doc__ = f"tl.{name}: computed in float64, rounded to the input type."
@@ -143,8 +150,10 @@ def _float_or_int_rule(name: str, fn):
 
 # One rule per row of the math catalogue (language/catalogue.py), by its typing class.
 for _function in catalogue.FUNCTIONS:
-    (_float_function_rule if _function.typing == catalogue.FLOAT else _float_or_int_rule)(_function.name,
-                                                                                        _function.evaluate)
+    if _function.typing == catalogue.FLOAT:
+        _float_function_rule(_function.name, _function.evaluate, _function.flushes_subnormal_results)
+    else:
+        _float_or_int_rule(_function.name, _function.evaluate)
 
 
 # ---- multi-argument arithmetic ----------------------------------------------------------------------------
