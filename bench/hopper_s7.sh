@@ -26,18 +26,18 @@ for t in "${entries[@]}"; do
   i=$((i + 1))
   ( eval new run "${TEST_S:-80}" $PY -m pytest -m gpu -q -rf -p no:cacheprovider $t >$L/test_$i.log 2>&1; echo "rc $? ($t)" >>$L/test_$i.log ) &
 done
-( new run "${WARM_S:-80}" $PY bench/s7_ab.py --label warm_new --rounds 0 --cap-programs 2 >$L/warm_new.log 2>&1; echo "rc $?" >>$L/warm_new.log ) &
-( old run "${WARM_S:-80}" $PY "$NEW/bench/s7_ab.py" --label warm_old --rounds 0 >$L/warm_old.log 2>&1; echo "rc $?" >>$L/warm_old.log ) &
+( new run "${WARM_S:-80}" $PY bench/s7_ab.py --label warm_new --rounds 0 --cap-programs 2 ${NEW_ARGS:-} >$L/warm_new.log 2>&1; echo "rc $?" >>$L/warm_new.log ) &
+( old run "${WARM_S:-80}" $PY "$NEW/bench/s7_ab.py" --label warm_old --rounds 0 ${OLD_ARGS:-} >$L/warm_old.log 2>&1; echo "rc $?" >>$L/warm_old.log ) &
 wait
 for k in $(seq 1 $i); do echo "test_$k: $(grep -h '^FAILED\|passed\|failed\|error' $L/test_$k.log | tail -n 4 | tr '\n' ' ') $(tail -n 1 $L/test_$k.log)"; done
 for w in new old; do echo "warm_$w: $(grep -c 'error' $L/warm_$w.log) checks, $(tail -n 1 $L/warm_$w.log)"; done
 snap
 
 step "bench, branch"
-new run "${AB_S:-45}" $PY bench/s7_ab.py --label new --rounds "${ROUNDS:-2}" --cap-programs 2 --out $L/ab_new.json >$L/ab_new.log 2>&1
+new run "${AB_S:-45}" $PY bench/s7_ab.py --label new --rounds "${ROUNDS:-2}" --cap-programs 2 ${NEW_ARGS:-} --out $L/ab_new.json >$L/ab_new.log 2>&1
 echo "rc $?"; sed -n '/TFLOP\/s (median/,$p' $L/ab_new.log
 snap
 step "bench, main (before)"
-old run "${AB_S:-45}" $PY "$NEW/bench/s7_ab.py" --label old --rounds "${ROUNDS:-2}" --out $L/ab_old.json >$L/ab_old.log 2>&1
+old run "${AB_S:-45}" $PY "$NEW/bench/s7_ab.py" --label old --rounds "${ROUNDS:-2}" ${OLD_ARGS:-} --out $L/ab_old.json >$L/ab_old.log 2>&1
 echo "rc $?"; sed -n '/TFLOP\/s (median/,$p' $L/ab_old.log
 step "done"

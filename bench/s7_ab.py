@@ -67,6 +67,7 @@ def main():
     ap.add_argument("--cap-programs", type=int, default=0)
     ap.add_argument("--only", default="")
     ap.add_argument("--out", default="")
+    ap.add_argument("--matmul", default="", help="dtype:MxNxK,... (default: the five points above)")
     args = ap.parse_args()
     import torch
     import triton
@@ -100,7 +101,9 @@ def main():
     if args.only in ("", "matmul"):
         ours, theirs = load(ROOT / "bench" / "kernels.py", "ours"), load(ROOT / "bench" / "kernels.py", "triton")
         capped = load_copy(ROOT / "bench" / "kernels.py", "capped") if args.cap_programs else None
-        for dt, (m, n, kk) in MATMUL:
+        shapes = MATMUL if not args.matmul else [
+            (item.split(":")[0], tuple(int(x) for x in item.split(":")[1].split("x"))) for item in args.matmul.split(",")]
+        for dt, (m, n, kk) in shapes:
             tdt = getattr(torch, dt)
             a = torch.randn((m, kk), device="cuda", dtype=tdt)
             b = torch.randn((kk, n), device="cuda", dtype=tdt)
@@ -111,7 +114,7 @@ def main():
                 flavours.insert(1, (f"ours_cap{args.cap_programs}", capped))
             for who, module in flavours:
                 c = torch.full((m, n), float("nan"), device="cuda", dtype=tdt)
-                fn = (lambda mod=module, cc=c: mod.matmul(a, b, out=cc))
+                fn = (lambda mod=module, aa=a, bb=b, cc=c: mod.matmul(aa, bb, out=cc))
                 if who.startswith("ours_cap"):
                     with capped_launchers(args.cap_programs):
                         fn()
@@ -126,6 +129,8 @@ def main():
             impls["torch"] = lambda aa=a, bb=b, cc=c_t: torch.matmul(aa, bb, out=cc)
             cases.append((f"matmul {dt} {m}x{n}x{kk}", 2.0 * m * n * kk, impls))
 
+    if args.rounds == 0:        # compile and check only (fills the caches)
+        return 0
     times = {name: {who: [] for who in impls} for name, _, impls in cases}
     t0 = time.time()
     for r in range(args.rounds):
