@@ -1,6 +1,7 @@
 #!/usr/bin/env python
 """The sanitizer sweep: compute-sanitizer's memcheck, racecheck, synccheck and initcheck over every example and
-every GPU feature / unseen / scan / atomic / block-pointer / dtype / dot kernel case, at the small sizes the
+every GPU feature / unseen / scan / atomic / block-pointer / dtype / dot kernel case and the other GPU test files
+(group "files": attention, TMA, packing, fp8, inline asm, autodiff, ...), at the small sizes the
 cases use (so racecheck finishes), with a table of errors per tool and kernel.
 
     OUT=folder python bench/sanitize.py [--tools memcheck,racecheck] [--groups features,dot] [--jobs 8]
@@ -55,7 +56,29 @@ CASE_TESTS = {
 # trusted (the table says MISSED and the exit status is 1). Racecheck has none: the language has no way to
 # write a shared-memory race.
 CONTROLS = {"planted_oob_store": "memcheck", "planted_uninit_read": "initcheck"}
-GROUPS = ("examples", "features", "unseen", "dot", "scans", "atomics", "block_ptr", "libdevice", "dtypes")
+# Whole GPU test files for the features that have no per-case function (group "files", one file per unit, run
+# through pytest in the worker). Left out: test_gpu_faults (it plants faults on purpose), the launch, runtime,
+# options, autotune and AOT files (host paths, timing, nvcc builds: no kernel code of their own), and the Triton
+# front-end file (Triton's kernels). Triton is hidden from these runs (bench/no_triton), so a test's Triton
+# comparison skips and the sanitizer sees our kernels only.
+TEST_FILES = ("test_gpu_attention", "test_gpu_dot_dtypes", "test_gpu_tma", "test_gpu_realworld_core",
+              "test_gpu_program_packing", "test_gpu_membound", "test_gpu_inline_asm", "test_gpu_fp8_compute",
+              "test_gpu_host_tensor_descriptors", "test_gpu_conversion_chunks", "test_gpu_fuzz_findings",
+              "test_gpu_autodiff", "test_gpu_random", "test_gpu_cache_hints", "test_gpu_bool_arithmetic",
+              "test_gpu_conditional_expressions", "test_gpu_minmax_typing", "test_gpu_assigned_numbers",
+              "test_gpu_vs_interpreter", "test_gpu_torch", "test_gpu_continued_lines")
+NOT_SWEPT = {   # GPU test files outside the sweep, and why
+    "test_gpu_faults": "plants faults on purpose", "test_gpu_aot": "nvcc-built programs",
+    "test_gpu_launch_args": "launch validation (host)", "test_gpu_launch_fast_path": "host launch path",
+    "test_gpu_runtime": "host runtime", "test_gpu_options": "launch options (host)",
+    "test_gpu_autotune": "timing", "test_gpu_triton_frontend": "Triton's own kernels",
+    "test_multigpu_runtime": "two GPUs",
+    # covered case by case by the other groups
+    "test_gpu_features": "group features", "test_gpu_unseen_kernels": "groups unseen, libdevice",
+    "test_gpu_scans": "group scans", "test_gpu_atomics": "group atomics", "test_gpu_block_pointers": "group block_ptr",
+    "test_gpu_dtypes": "group dtypes", "test_gpu_dot": "group dot"}
+GROUPS = ("examples", "features", "unseen", "dot", "scans", "atomics", "block_ptr", "libdevice", "dtypes", "files")
+NO_TRITON = ROOT / "bench" / "no_triton"
 ERROR_AT = re.compile(r"\bat (?:0x[0-9a-f]+ in )?([A-Za-z_]\w*)(?:\(|\+0x)")
 SUMMARY = re.compile(r"(?:ERROR SUMMARY|RACECHECK SUMMARY): (\d+) (?:errors?|hazards? displayed \((\d+) errors?)")
 
@@ -78,6 +101,8 @@ def case_names(group):
     if group == "dot":
         from dot_kernels import CASES
         return [c.id for c in CASES]
+    if group == "files":
+        return [name for name in TEST_FILES if (ROOT / "tests" / f"{name}.py").exists()]
     return [f"{ex}:{i}" for ex, cases in _example_cases().items() for i in range(len(cases))]
 
 
@@ -109,6 +134,8 @@ def _run_case(group, name):
         import test_gpu_dot
         from dot_kernels import CASES
         test_gpu_dot.test_dot_case(next(c for c in CASES if c.id == name))
+    elif group == "files":
+        _run_test_file(name)
     else:
         import importlib
         import _harness as H
@@ -118,6 +145,16 @@ def _run_case(group, name):
         if lib is None:
             raise RuntimeError("skipped: bf16 needs torch")
         importlib.import_module(example).run_case(lib, **case)
+
+
+def _run_test_file(name):
+    """One GPU test file through pytest in this process (its kernels land in the launcher's record)."""
+    import pytest
+    rc = pytest.main([str(ROOT / "tests" / f"{name}.py"), "-q", "-m", "gpu", "-p", "no:cacheprovider",
+                      "-W", "ignore::pytest.PytestUnraisableExceptionWarning"])
+    if rc == 5:                                              # nothing collected or everything deselected
+        pytest.skip(f"{name}: no GPU test ran")
+    assert rc == 0, f"pytest exit status {int(rc)} (failed tests above in the run's .out file)"
 
 
 def _run_control(name):
@@ -163,8 +200,9 @@ def units(groups, chunk):
         if group == "controls":
             continue                          # run apart, each under its own tool (`main`)
         names = case_names(group)
-        for i in range(0, len(names), chunk):
-            out.append((group, names[i:i + chunk]))
+        step = 1 if group == "files" else chunk                  # a whole test file is unit enough
+        for i in range(0, len(names), step):
+            out.append((group, names[i:i + step]))
     return out
 
 
@@ -181,8 +219,9 @@ def run_unit(tool, group, names, logdir: Path, timeout, sanitizer, deadline=floa
                "--report-api-errors", "no", *TOOL_OPTIONS[tool], *cmd]
     start = time.monotonic()
     try:
+        path = f"{NO_TRITON}:{ROOT}" if group == "files" else f"{ROOT}"
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
-                              env=dict(os.environ, PYTHONPATH=f"{ROOT}:{os.environ.get('PYTHONPATH', '')}"))
+                              env=dict(os.environ, PYTHONPATH=f"{path}:{os.environ.get('PYTHONPATH', '')}"))
         stdout, rc, status = done.stdout, done.returncode, "finished"
         (logdir / f"{tag}.out").write_text(stdout + "\n--- stderr ---\n" + done.stderr)
     except subprocess.TimeoutExpired as e:

@@ -3,26 +3,21 @@ real device: results against float64 NumPy on fresh random inputs, sizes off the
 each launch; the same kernel source under Triton where it is importable; threads launching one launcher at once;
 a code-changing switch set after the first launch."""
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import transpiler
-import transpiler.language as tl
+from launch_kernels import axpy
 from transpiler.runtime import launcher as launcher_mod
+from triton_twin import triton_twin_of
 
 pytestmark = pytest.mark.gpu
 
 POISON = np.float32(np.nan)
 
 
-def axpy_source(X, Y, Out, n, alpha, BLOCK: tl.constexpr):
-    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = i < n
-    tl.store(Out + i, alpha * tl.load(X + i, mask=m) + tl.load(Y + i, mask=m), mask=m)
-
-
-axpy = transpiler.jit(axpy_source)
 
 
 def _inputs(cupy, rng, n):
@@ -69,13 +64,9 @@ def test_torch_tensors_on_the_grid_function_launch_on_torchs_stream_and_agree_wi
             axpy[(transpiler.cdiv(n, block),)](xt, yt, out, n, 1.5, BLOCK=block)
     stream.synchronize()
     np.testing.assert_allclose(out.cpu().numpy(), _expected(1.5, x, y), rtol=1e-6, atol=1e-6)
-    try:
-        import triton
-    except ImportError:
-        return
-    twin = triton.jit(axpy_source)
+    twin = triton_twin_of(Path(__file__).with_name("launch_kernels.py"))       # skips without Triton
     theirs = torch.full((n,), float("nan"), device="cuda")
-    twin[(triton.cdiv(n, block),)](xt, yt, theirs, n, 1.5, BLOCK=block)
+    twin.axpy[(transpiler.cdiv(n, block),)](xt, yt, theirs, n, 1.5, BLOCK=block)
     torch.cuda.synchronize()
     np.testing.assert_allclose(out.cpu().numpy(), theirs.cpu().numpy(), rtol=1e-6, atol=1e-6)
 
@@ -115,7 +106,7 @@ def test_threads_launching_one_launcher_at_once_each_get_their_own_arguments():
 def test_a_debug_switch_set_after_the_first_launch_takes_effect(monkeypatch):
     cupy = pytest.importorskip("cupy")
     rng = np.random.default_rng()
-    k = transpiler.jit(axpy_source)
+    k = transpiler.jit(axpy.fn)                        # a kernel object of its own: no launcher cached yet
     n, block = 777, 128
     x, y, xd, yd, out = _inputs(cupy, rng, n)
     monkeypatch.delenv("TRANSPILER_DEBUG", raising=False)

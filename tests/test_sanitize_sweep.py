@@ -101,3 +101,19 @@ def test_a_sweep_is_trusted_only_when_every_planted_fault_is_caught(tmp_path):
 def test_controls_are_not_run_as_ordinary_units():
     assert all(group != "controls" for group, _ in sanitize.units(["controls", "examples"], 24))
     assert sanitize.case_names("controls") == list(sanitize.CONTROLS)
+
+
+def test_every_gpu_test_file_is_swept_or_left_out_with_a_reason():
+    tests = Path(sanitize.ROOT) / "tests"
+    gpu_files = {p.stem for p in tests.glob("test_*gpu*.py")}
+    assert gpu_files - set(sanitize.TEST_FILES) - set(sanitize.NOT_SWEPT) == set()
+    assert not set(sanitize.TEST_FILES) & set(sanitize.NOT_SWEPT)
+
+
+def test_test_file_units_run_without_triton(tmp_path):
+    """The files group hides Triton: importorskip skips (a test's Triton twin), so only our kernels run."""
+    import subprocess
+    probe = "import pytest\ntry:\n    pytest.importorskip('triton')\nexcept BaseException as e:\n    print(type(e).__name__)\n"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         env={"PYTHONPATH": str(sanitize.NO_TRITON), "PATH": "/usr/bin:/bin"})
+    assert out.stdout.strip() == "Skipped", out.stderr
