@@ -14,7 +14,7 @@ MAPPED_FOLDERS = {"runtime": "transpiler.runtime", "templates": "transpiler.temp
                   "examples": "transpiler.examples"}
 NOT_PACKAGES = ["__pycache__", "*.__pycache__"]
 # Everything in these folders that is not Python ships as data; the globs are by kind, not by file name.
-PACKAGE_DATA = {"transpiler.templates": ["*.j2", "*.cuh", "*.h", "*.cu"]}
+PACKAGE_DATA = {"transpiler.templates": ["*.j2", "*.cuh", "*.h", "*.cu", "*.c"]}
 
 
 def discover_packages() -> tuple[list, dict]:

@@ -11,7 +11,10 @@ same with a constexpr `BLOCK=128` given by keyword, as Triton code does, on both
                          runtime/grid_launch.py)
     general path, pool   the same with the launcher's buffer pool (`launcher._buffer_pool`)
     grid function, lock  the generated `kernel[grid]` function (runtime/grid_launch.py), lock
-    grid function, pool  the generated function, buffer pool: what `kernel[grid]` does now
+    grid function, pool  the generated function, buffer pool: the Python path of `kernel[grid]`
+    compiled             `kernel[grid]` through the compiled launch path (templates/native_launch.c), the driver's
+                         three functions C no-ops built here (left out where no C compiler runs); a tuple grid
+                         and a callable one (Triton's `lambda meta: ...`, made anew at each call as in wrappers)
 and the parts: the binder alone, the launcher dict lookup, a launcher's `launch` under a lock and with the pool.
 The machine this runs on is shared and loaded, so the candidates are timed interleaved (each repeat times every
 candidate once) and the minimum over repeats is reported: the least disturbed sample of each.
@@ -36,7 +39,7 @@ import numpy as np  # noqa: E402
 import transpiler  # noqa: E402
 import transpiler.language as tl  # noqa: E402
 from transpiler.runtime import compiler, kernel as kernel_mod, launch_key  # noqa: E402
-from transpiler.runtime import launcher as launcher_mod  # noqa: E402
+from transpiler.runtime import launcher as launcher_mod, native_launch  # noqa: E402
 
 CONTEXT = 1
 
@@ -73,6 +76,38 @@ class CLevelDriver:
 
     def ctxSetCurrent(self, context):
         pass
+
+    def native_functions(self):
+        """cuLaunchKernel, cuCtxGetCurrent and cuCtxSetCurrent as C no-ops, for the compiled launch path (None
+        where no C compiler builds them: that candidate is then left out)."""
+        return _c_no_ops()
+
+
+_NO_OPS = r"""
+int launch(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shared,
+           void *stream, void **params, void **extra) { return 0; }
+int get_current(void **ctx) { *ctx = (void *)1; return 0; }
+int set_current(void *ctx) { return 0; }
+"""
+_no_ops = []
+
+
+def _c_no_ops():
+    if not _no_ops:
+        import ctypes
+        import subprocess
+        import tempfile
+        folder = Path(tempfile.mkdtemp(prefix="launch-cpu-"))
+        (folder / "no_ops.c").write_text(_NO_OPS)
+        try:
+            subprocess.run(["cc", "-O2", "-shared", "-fPIC", str(folder / "no_ops.c"), "-o", str(folder / "no_ops.so")],
+                           check=True, capture_output=True)
+            lib = ctypes.CDLL(str(folder / "no_ops.so"))
+            _no_ops.append(tuple(ctypes.cast(getattr(lib, n), ctypes.c_void_p).value
+                                 for n in ("launch", "get_current", "set_current")))
+        except (OSError, subprocess.CalledProcessError):
+            _no_ops.append(None)
+    return _no_ops[0]
 
 
 def _locked_plan(launcher):
@@ -114,13 +149,17 @@ def fake_gpu():
     launch_key._cupy_ndarray = FakeCupy
 
 
-def kernel_on(plan, x, y):
+def kernel_on(plan, x, y, native=False, fn=tiny, **constexprs):
+    """A fresh kernel launched once under launch plan `plan`, its `kernel[grid]` the compiled path or not."""
     launcher_mod.forced_plan = plan
+    native_launch.enabled = native
     try:
-        k = transpiler.jit(tiny)
-        k[(1,)](x, y, 100, 2.0)
+        k = transpiler.jit(fn)
+        k[(1,)](x, y, 100, 2.0, **constexprs)
+        k[(1,)](x, y, 100, 2.0, **constexprs)       # the compiled path learns its plan at the second launch
     finally:
         launcher_mod.forced_plan = None
+        native_launch.enabled = True
     (launcher,) = k._launchers.values()
     assert launcher.plan == plan, launcher.plan
     return k, launcher
@@ -134,15 +173,29 @@ def candidates():
     key, values, _, _ = pooled._binder(args, 4, 3)
     launchers = pooled._launchers
     on_locked, on_pooled = locked[(1,)], pooled[(1,)]
-    block = transpiler.jit(tiny_block)
-    block[(1,)](x, y, 100, 2.0, BLOCK=128)
-    return {
+    block, _ = kernel_on("cupy", x, y, fn=tiny_block, BLOCK=128)
+    compiled = {}
+    if _c_no_ops() is not None and native_launch.module() is not None:
+        fast, _ = kernel_on("cupy", x, y, native=True)
+        fast_block, _ = kernel_on("cupy", x, y, native=True, fn=tiny_block, BLOCK=128)
+        on_fast = fast[(1,)]
+        assert fast._native_table.counts()["compiled"] == 1, fast._native_table.counts()
+        compiled = {
+            "compiled: kernel[lambda meta: ...]": lambda: fast_block[lambda meta: (1,)](x, y, 100, 2.0, BLOCK=128),
+            "compiled: kernel[(1,)](...)": lambda: fast[(1,)](x, y, 100, 2.0),
+            "compiled, BLOCK= by keyword": lambda: fast_block[(1,)](x, y, 100, 2.0, BLOCK=128),
+            "compiled: the grid object alone": lambda: on_fast(x, y, 100, 2.0),
+        }
+    else:
+        print(f"compiled launch path left out: {native_launch.unavailable_reason() or 'no C no-ops'}")
+    return {**compiled,
         "general path, lock": lambda: locked._launch((1,), args, 4, 3, None, {}),
         "general path, pool": lambda: pooled._launch((1,), args, 4, 3, None, {}),
         "grid function, lock": lambda: on_locked(x, y, 100, 2.0),
         "grid function, pool": lambda: on_pooled(x, y, 100, 2.0),
         "ours: kernel[(1,)](...)": lambda: pooled[(1,)](x, y, 100, 2.0),
         "ours, BLOCK= by keyword": lambda: block[(1,)](x, y, 100, 2.0, BLOCK=128),
+        "ours, kernel[lambda meta: ...]": lambda: block[lambda meta: (1,)](x, y, 100, 2.0, BLOCK=128),
         "general path, BLOCK= by kw": lambda: block._launch((1,), (x, y, 100, 2.0), 4, 3, None, {"BLOCK": 128}),
         "part: binder": lambda: pooled._binder(args, 4, 3),
         "part: launcher lookup": lambda: launchers.get(key),

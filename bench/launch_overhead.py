@@ -50,8 +50,10 @@ def per_launch_us(launch, sync, n: int, repeats: int) -> float:
     return statistics.median(samples)
 
 
-def launchers() -> dict:
-    """name -> builder; a builder returns (launch, output, input) or raises when that launcher is unavailable."""
+def launchers(prepare_ours=None) -> dict:
+    """name -> builder; a builder returns (launch, output, input) or raises when that launcher is unavailable.
+    `prepare_ours(kernel)`: the kernel object our launchers use instead of ours (bench/launch_path.py: the same
+    kernel on the Python launch path)."""
     import cupy
     import numpy as np
     import torch
@@ -63,6 +65,8 @@ def launchers() -> dict:
         module = getattr(twins, name)
         if module is None:
             raise RuntimeError(twins.errors[name])
+        if name == "ours" and prepare_ours is not None:
+            return prepare_ours(module.tiny_kernel)
         return module.tiny_kernel
 
     def ours_cupy():

@@ -14,8 +14,13 @@ With a GPU (CuPy, and torch when present), the steps run for real on a tiny 4-ar
                    before the buffer pool, from bench/launch_cpu.py), CuPy arrays, then torch tensors when
                    torch is there; the general path (`Kernel._launch`, what `kernel[grid]` did before
                    runtime/grid_launch.py); a constexpr given by keyword (`BLOCK=128`)
+    compiled       `kernel[(1,)](...)` through the compiled launch path (templates/native_launch.c) against the
+                   Python path (`native_launch.enabled = False` when the kernel object's grid function is made),
+                   CuPy arrays, torch tensors, a constexpr by keyword; the compiled grid object called alone;
+                   the table's counts (launches it made itself / handed to Python) and its one-time build
     RawKernel      cupy.RawKernel of the same kind of kernel, for scale
-    side by side   bench/launch_overhead.py's launchers in the same run: ours, Triton, RawKernel, torch.mul
+    side by side   bench/launch_overhead.py's launchers in the same run: ours (compiled and Python path), Triton,
+                   RawKernel, torch.mul, timed interleaved (each round times each once; median and min of rounds)
 Without a GPU the driver, the streams and the module loading are faked (no-ops), so `ours` is the pure-Python
 part of a launch on this machine: run it to see the effect of a change to the launch path before a GPU run.
 
@@ -40,7 +45,7 @@ import numpy as np  # noqa: E402
 import transpiler  # noqa: E402
 import transpiler.language as tl  # noqa: E402
 from transpiler.runtime import compiler, driver as driver_mod, kernel as kernel_mod, launch_key  # noqa: E402
-from transpiler.runtime import launcher as launcher_mod  # noqa: E402
+from transpiler.runtime import launcher as launcher_mod, native_launch  # noqa: E402
 
 
 @transpiler.jit
@@ -203,7 +208,7 @@ def full_path_per_plan(x, y, n, sync):
     for plan in launcher_mod.PLANS:
         launcher_mod.forced_plan = plan
         try:
-            k = transpiler.jit(tiny.fn)
+            k = python_path(transpiler.jit(tiny.fn))        # the plans are the Python path's
             y[...] = 0
             k[(1,)](x, y, 100, 2.0)
             sync()
@@ -213,6 +218,59 @@ def full_path_per_plan(x, y, n, sync):
             print(f"plan {plan} failed: {type(e).__name__}: {e}")
         finally:
             launcher_mod.forced_plan = None
+    return rows
+
+
+def python_path(kernel):
+    """`kernel`, its `kernel[grid]` functions made on the Python path (the compiled path off while the first is
+    made: the choice is kept per kernel object)."""
+    native_launch.enabled = False
+    try:
+        kernel[(1,)]
+    finally:
+        native_launch.enabled = True
+    return kernel
+
+
+def compiled_rows(x, y, n, sync, label=""):
+    """`_compiled_rows`, its failure reported rather than fatal."""
+    try:
+        return _compiled_rows(x, y, n, sync, label)
+    except Exception as e:
+        print(f"compiled rows{label} failed: {type(e).__name__}: {e}")
+        return {}
+
+
+def _compiled_rows(x, y, n, sync, label):
+    """The compiled launch path against the Python path, the same kernel source and arguments, interleaved in
+    this run; the table's counts prove which path launched."""
+    rows = {}
+    fast, slow = transpiler.jit(tiny.fn), python_path(transpiler.jit(tiny.fn))
+    fast_block, slow_block = transpiler.jit(tiny_block.fn), python_path(transpiler.jit(tiny_block.fn))
+    for k in (fast, slow):
+        k[(1,)](x, y, 100, 2.0)
+        k[(1,)](x, y, 100, 2.0)
+    for k in (fast_block, slow_block):
+        k[(1,)](x, y, 100, 2.0, BLOCK=128)
+        k[(1,)](x, y, 100, 2.0, BLOCK=128)
+    if not fast._native_table:
+        print(f"compiled launch path unavailable: {native_launch.unavailable_reason()}")
+        return rows
+    on_grid = fast[(1,)]
+    candidates = {
+        "compiled": lambda: fast[(1,)](x, y, 100, 2.0),
+        "Python path": lambda: slow[(1,)](x, y, 100, 2.0),
+        "compiled, grid object alone": lambda: on_grid(x, y, 100, 2.0),
+        "compiled, BLOCK= by kw": lambda: fast_block[(1,)](x, y, 100, 2.0, BLOCK=128),
+        "Python path, BLOCK= by kw": lambda: slow_block[(1,)](x, y, 100, 2.0, BLOCK=128),
+        "compiled, kernel[lambda meta: ...]": lambda: fast_block[lambda meta: (1,)](x, y, 100, 2.0, BLOCK=128),
+        "Python path, kernel[lambda meta: ...]": lambda: slow_block[lambda meta: (1,)](x, y, 100, 2.0, BLOCK=128)}
+    for name, (median, best) in interleaved_us(candidates, n, sync).items():
+        rows[f"ours{label}: {name}"] = median
+        rows[f"ours{label}: {name} (min)"] = best
+    counts = fast._native_table.counts()
+    print(f"compiled table counts{label}: {counts}, plans {fast._native_table.plans()}")
+    assert counts["compiled"] > 1000 and counts["handed_over"] == 1, counts
     return rows
 
 
@@ -227,14 +285,41 @@ def side_by_side(n, sync):
     except Exception as e:           # no torch here: the rows above are the comparison
         print(f"side by side skipped: {type(e).__name__}: {e}")
         return rows
+    try:
+        python = launch_overhead.launchers(prepare_ours=lambda k: python_path(transpiler.jit(k.fn)))
+        builders.update({name.replace("ours", "ours (Python path)"): build for name, build in python.items()
+                         if name.startswith("ours") and "custom op" not in name})
+    except Exception as e:
+        print(f"side by side, Python path skipped: {type(e).__name__}: {e}")
+    launches = {}
     for name, build in builders.items():
         try:
             launch, out, inp = build()
             launch_overhead.check(name, launch, out, inp)
-            rows[f"side by side: {name}"] = per_call_us(launch, n, sync)
+            launches[name] = launch
         except Exception as e:       # Triton missing, say: reported, not fatal
             print(f"side by side: {name} failed: {type(e).__name__}: {e}"[:300])
+    for name, (median, best) in interleaved_us(launches, n, sync).items():
+        rows[f"side by side: {name}"] = median
+        rows[f"side by side: {name} (min)"] = best
     return rows
+
+
+def interleaved_us(launches, n, sync, rounds=21):
+    """{name: (median, min) over `rounds` of the us per call of `n` calls}, every launcher timed once per round
+    (so a slow stretch of the host touches all of them alike, not the one timed during it)."""
+    samples = {name: [] for name in launches}
+    for launch in launches.values():
+        for _ in range(min(n, 500)):
+            launch()
+    for _ in range(rounds):
+        for name, launch in launches.items():
+            sync()
+            start = time.perf_counter()
+            for _ in range(n):
+                launch()
+            samples[name].append((time.perf_counter() - start) / n * 1e6)
+    return {name: (statistics.median(v), min(v)) for name, v in samples.items()}
 
 
 def main(argv=None) -> int:
@@ -253,6 +338,10 @@ def main(argv=None) -> int:
         x, y = fake_gpu()
         sync = None
     n = args.n or (500 if on_gpu else 20000)
+    start = time.perf_counter()
+    built = native_launch.module()
+    print(f"compiled launch path: {'loaded' if built else native_launch.unavailable_reason()} "
+          f"({time.perf_counter() - start:.2f} s, a build on first use per machine)")
     values = (x, y, 100, 2.0)
     tiny[(1,)](x, y, 100, 2.0)
     rows["key"] = per_call_us(lambda: tiny._binder(values, 4, 3), n, sync)
@@ -272,6 +361,8 @@ def main(argv=None) -> int:
             pass
         rows.update(driver_calls(launcher, n, sync))
         rows.update(full_path_per_plan(x, y, n, sync))
+    if on_gpu:
+        rows.update(compiled_rows(x, y, n, sync))
     rows["ours"] = per_call_us(lambda: tiny[(1,)](x, y, 100, 2.0), n, sync)
     rows["ours, general path"] = per_call_us(lambda: tiny._launch((1,), (x, y, 100, 2.0), 4, 3, None, {}), n, sync)
     rows["ours via run(grid=...)"] = per_call_us(lambda: tiny.run(x, y, 100, 2.0, grid=(1,)), n, sync)
@@ -285,6 +376,7 @@ def main(argv=None) -> int:
             tiny[(1,)](xt, yt, 100, 2.0)
             rows["key (torch tensors)"] = per_call_us(lambda: tiny._binder((xt, yt, 100, 2.0), 4, 3), n, sync)
             rows["ours (torch tensors)"] = per_call_us(lambda: tiny[(1,)](xt, yt, 100, 2.0), n, sync)
+            rows.update(compiled_rows(xt, yt, n, sync, label=" (torch tensors)"))
             torch.cuda.synchronize()
             assert torch.equal(yt[:100], 2 * xt[:100]), "wrong result (torch)"
         except ImportError:

@@ -28,6 +28,13 @@ CASES = [  # (label, module path, wrapper, dtype, shape, environment)
     ("softmax fp16 32768x1024 packed", EXAMPLES / "softmax.py", "softmax", "float16", (32768, 1024), {}),
     ("softmax fp16 32768x1024 unpacked", EXAMPLES / "softmax.py", "softmax", "float16", (32768, 1024),
      {"TRANSPILER_PACK_PROGRAMS": "0"}),
+    # issue 18, session 7: rows ahead in a shared-memory ring (analysis/row_ring.py) against the register fold
+    ("softmax fp16 8192x4096 ring", EXAMPLES / "softmax.py", "softmax", "float16", (8192, 4096), {}),
+    ("softmax fp16 8192x4096 regs", EXAMPLES / "softmax.py", "softmax", "float16", (8192, 4096),
+     {"TRANSPILER_ROW_RING": "0"}),
+    ("softmax fp32 4096x1024 ring", EXAMPLES / "softmax.py", "softmax", "float32", (4096, 1024), {}),
+    ("softmax fp32 4096x1024 regs", EXAMPLES / "softmax.py", "softmax", "float32", (4096, 1024),
+     {"TRANSPILER_ROW_RING": "0"}),
 ]
 
 

@@ -11,6 +11,10 @@ Sets: `packing`, `packing_large` (analysis/program_packing.py off: TRANSPILER_PA
 programs folded into a persistent row loop with 64 bytes a thread ahead), `barriers` (a barrier before
 every cross-warp reduction write of a loop: TRANSPILER_LOOP_REDUCTION_BARRIER=1), `row_loop` (the fold off:
 TRANSPILER_ROW_LOOP=0).
+
+Broken since the launch key holds the code-changing environment (transpiler/options.py): the "off" variant is
+built under its switch, then timed without it, which launches the default build (found in session 7). Compare
+variants one process each, as `bench/ring_ab.py` does.
 """
 from __future__ import annotations
 

@@ -40,7 +40,7 @@ def transpiler_means_triton():
     stand_in.language = triton.language
     stand_in.cdiv = triton.cdiv
     stand_in.next_power_of_2 = triton.next_power_of_2
-    for name in ("heuristics", "autotune", "Config", "reinterpret"):      # host names kernel modules use
+    for name in ("heuristics", "autotune", "Config", "reinterpret", "constexpr_function"):   # host names kernels use
         setattr(stand_in, name, getattr(triton, name))
     import triton.language.extra
     import triton.language.extra.libdevice

@@ -96,6 +96,13 @@ class Driver:
             self._raw = (launch_ex, get_current)
         return self._raw or None
 
+    def native_functions(self):
+        """The addresses of cuLaunchKernel, cuCtxGetCurrent and cuCtxSetCurrent for the compiled launch path
+        (templates/native_launch.c calls them directly); OSError where there is no libcuda."""
+        lib = _lib or _library()
+        return tuple(ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+                     for name in ("cuLaunchKernel", "cuCtxGetCurrent", "cuCtxSetCurrent"))
+
     def cupy_binding(self):
         """CuPy's Cython driver module when this process has already loaded it (a CuPy user), else None: its
         `launchKernel` is the fastest launch call measured (3.80 us on the H200 host against 4.33 for ctypes'

@@ -1,5 +1,8 @@
 """The function `kernel[grid]` returns for a tuple grid: a launch's whole host work in one generated frame.
 
+Where the compiled launch path loads (`native_launch.py`), `kernel[grid]` is its C object instead, and this
+function is that object's fallback: it receives, unchanged, every call the C path does not take.
+
 Decides nothing new: it is the kernel's launch binder (`launch_key.parameter_pass`, the same generated code, so
 the key cannot drift from the binder's), followed by the launcher lookup, the stream and the launch, in one
 function generated per kernel from its parameter list and made once per grid (the grid, checked once when the

@@ -9,8 +9,9 @@ short on purpose (launch overhead is a product feature):
   3. the launcher packs the slots into a buffer and calls cuLaunchKernel on the current stream of the
      arrays' framework, in their device's context, with the variant's dynamic shared memory.
 For a tuple grid, `kernel[grid]` returns a function generated per kernel that does 1-3 in one frame
-(`grid_launch.py`) for the usual calls (arguments by position, constexprs after them by keyword), and hands
-everything else to the general path, `_launch`: arguments given by keyword in other ways, defaults, a callable
+(`grid_launch.py`) for the usual calls (arguments by position, constexprs after them by keyword) -- behind the
+compiled launch path (`native_launch.py`: the same in C, per-signature plans) where a C compiler built it --
+and hands everything else to the general path, `_launch`: arguments given by keyword in other ways, defaults, a callable
 grid, a key without a launcher yet, and everything unusual (`_bind_args`, `_grid`) before step 1. A missing
 launcher is built once per key, whatever the number of threads asking (`once.OnceMap`), after the checks a
 launch makes before any CUDA call (num_warps, the grid): the variant (memory, then the disk cache of generated
@@ -34,7 +35,7 @@ import os
 
 from ..errors import LaunchError, SourceLocation, TranspilerError
 from ..language.core import constexpr, current_interpreter
-from . import compiler, grid_launch, launch_key, tuple_args
+from . import compiler, grid_launch, launch_key, native_launch, tuple_args
 from .args import FakeTensorArgument
 from .error_location import at_definition, located
 from .kernel_variants import KernelVariants, _unwrap
@@ -89,6 +90,7 @@ class Kernel(KernelVariants, KernelInterface):
         self._binder = None                  # generated on first use: launch_key.make_binder
         self._grid_factory = None            # generated on first use: grid_launch.make_factory
         self._grid_launches = {}             # tuple grid -> its `kernel[grid]` function
+        self._native_table = None            # the compiled path's plans (native_launch.py), False: Python only
         self._source_hash = None
         self._arity = len(self._names)       # launches with exactly this many positional arguments bind fast
         self._warned_options = set()         # launch options warned about once (triton_options.py)
@@ -118,10 +120,15 @@ class Kernel(KernelVariants, KernelInterface):
     # -- Triton-compatible entry points ----------------------------------------------------------------------
     def __getitem__(self, grid):
         # The launch function of a tuple grid is kept (a few hundred at most): making one costs more than finding it.
-        try:
-            return self._grid_launches[grid]
-        except (KeyError, TypeError):       # not seen yet, or not hashable (a callable grid is hashable)
-            pass
+        if type(grid) is tuple:
+            try:
+                found = self._grid_launches.get(grid)
+            except TypeError:               # not hashable: the general path words it
+                found = None
+            if found is not None:
+                return found
+        elif callable(grid) and self._native():     # Triton's `lambda meta: ...`, often a new one per call
+            return self._native_table.grid(grid)
         launch = self._launch
 
         def general(args, num_warps, num_stages, stream, kwargs):   # its caller makes the error user-facing
@@ -137,9 +144,24 @@ class Kernel(KernelVariants, KernelInterface):
             return launch_on_grid
         launch_on_grid = (self._grid_factory or self._make_grid_factory())(
             *checked, self._launchers, general, self._launch_failed, cupy_stream, torch_stream)
+        if self._native():              # the compiled path, the Python function for what it does not take
+            launch_on_grid = native_launch.grid_launch(self._native_table, checked, launch_on_grid)
         if len(self._grid_launches) < 256:
             self._grid_launches[grid] = launch_on_grid
         return launch_on_grid
+
+    def _native(self):
+        """The kernel's compiled-path table (`native_launch.py`), made on first use; falsy where there is none."""
+        if self._native_table is None:
+            self._native_table = native_launch.table_for(self) or False
+        return self._native_table
+
+    def _launch_on_callable_grid(self, grid, *args, num_warps=4, num_stages=3, stream=None, **kwargs):
+        """The Python launch of `kernel[grid](...)` for a callable grid: the compiled path's fallback."""
+        try:
+            return self._launch(grid, args, num_warps, num_stages, stream, kwargs)
+        except TranspilerError as e:
+            raise user_facing(e)  # (transpiler's own frames are hidden: TRANSPILER_DEBUG=1 shows them)
 
     def _make_grid_factory(self):
         self._grid_factory = grid_launch.make_factory(self._names, self._constexpr_mask, self.__name__,
@@ -172,8 +194,11 @@ class Kernel(KernelVariants, KernelInterface):
     @property
     def backward(self):
         """The derived backward kernel (`transpiler/autodiff`): `kernel.backward[grid](*args, grads={...})`."""
-        from ..autodiff import backward_of
-        return backward_of(self)
+        try:
+            return self._backward_kernel     # made once (an import statement per call cost ~0.7 us)
+        except AttributeError:
+            from ..autodiff import backward_of
+            return backward_of(self)
 
     @property
     def interpret(self):
@@ -317,7 +342,7 @@ class Kernel(KernelVariants, KernelInterface):
         if not var.row_loop:
             return launcher
         blocks = (var.resident_programs(device, num_warps) or UNKNOWN_RESIDENT_PROGRAMS) if var.persistent else None
-        return RowLoopLauncher(launcher, blocks, var.programs_per_block)
+        return RowLoopLauncher(launcher, blocks, var.programs_per_block, var.row_loop_waves)
 
     # -- binding -----------------------------------------------------------------------------------------
     def _bind_args(self, args, kwargs):

@@ -249,6 +249,11 @@ def device_of(key) -> int:
     return key[-1]
 
 
+def environment_of(key) -> int:
+    """The code-changing environment's token the key was made under."""
+    return key[-2]
+
+
 def on_device(key, device) -> tuple:
     return key[:-1] + (device,)
 

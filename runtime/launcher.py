@@ -32,6 +32,7 @@ import collections
 import ctypes
 import struct
 
+from ..analysis.row_loop import MAX_ROWS_AHEAD
 from ..errors import LaunchError
 
 SLOT = 8  # bytes per parameter slot: every parameter type we pass fits, and 8 keeps each one aligned
@@ -198,7 +199,7 @@ class Launcher:
         for name, kind, value in zip(self.slot_names, self.kinds, values):
             try:
                 struct.pack("<" + (_CODE.get(kind) or f"{BY_VALUE[kind][0]}s"), value)
-            except struct.error as e:
+            except (struct.error, OverflowError) as e:
                 return LaunchError(f"argument '{name}' = {value!r} does not fit the kernel's {kind} parameter ({e})",
                                    kernel=self.name, hint="pass a value in the parameter type's range")
         return LaunchError(f"the arguments {values!r} do not fit the parameter types {self.kinds}", kernel=self.name)
@@ -287,7 +288,7 @@ def _ex_plan(launcher):
         try:
             try:
                 pack(buffer, offset, gx, gy, gz, block, 1, 1, shared, stream, *values)
-            except struct.error:
+            except (struct.error, OverflowError):     # OverflowError: a float past the slot type
                 raise launcher._refusal(gx, gy, gz, stream, values) from None
             if fill_maps is not None:
                 fill_maps(values, slots)
@@ -333,7 +334,7 @@ def _slots_plan(launcher, launch_kernel, get_current):
         try:
             try:
                 pack(buffer, offset, *values)
-            except struct.error:
+            except (struct.error, OverflowError):     # OverflowError: a float past the slot type
                 raise launcher._misfit(values) from None
             if fill_maps is not None:
                 fill_maps(values, slots)
@@ -399,29 +400,44 @@ class DebugLauncher(Launcher):
 class RowLoopLauncher:
     """Launches a kernel whose programs along x loop over the user's program ids (`analysis/row_loop.py`), which
     it learns from a last parameter holding the user's grid x: `blocks` of them at most (one wave; None: every
-    block of the grid), a block holding `per_block` programs (`analysis/program_packing.py`). Everything else is
-    the wrapped launcher's."""
+    block of the grid), a block holding `per_block` programs (`analysis/program_packing.py`). With `max_waves`,
+    one wave only for a grid of at most that many waves: a longer grid launches every block, one row each (the
+    loop runs once; rows of 32 bytes a thread and more ran slower folded over many waves: bench/NOTES.md).
+    Everything else is the wrapped launcher's."""
 
-    __slots__ = ("inner", "blocks", "per_block")
-    # The loop computes `row + programs` for rows below the grid's x: that sum must stay an int.
+    __slots__ = ("inner", "blocks", "per_block", "max_waves")
+    # The loop computes `row + depth x programs` for rows below the grid's x: that sum must stay an int.
     MAX_GRID_X = 2**31 - 1
+    ROWS_AHEAD = MAX_ROWS_AHEAD
 
-    def __init__(self, inner, blocks, per_block: int = 1):
+    def __init__(self, inner, blocks, per_block: int = 1, max_waves: int = 0):
         self.inner = inner
         self.blocks = None if blocks is None else max(1, blocks)
         self.per_block = per_block
+        self.max_waves = max_waves
 
     @property
     def programs(self):
         """Programs launched at most (one wave), or None when every program of the grid is launched."""
         return None if self.blocks is None else self.blocks * self.per_block
 
-    def launch(self, gx, gy, gz, values, stream):
+    def blocks_for(self, gx):
+        """The blocks launched for a grid x of `gx` programs."""
         needed = -(-gx // self.per_block)
-        blocks = needed if self.blocks is None else min(needed, self.blocks)
-        if gx + blocks * self.per_block > self.MAX_GRID_X:
+        if self.blocks is None:
+            return needed
+        one_wave = min(needed, self.blocks)
+        if self.max_waves and needed > self.max_waves * self.blocks \
+                and gx + needed * self.per_block * self.ROWS_AHEAD <= self.MAX_GRID_X:
+            return needed
+        return one_wave
+
+    def launch(self, gx, gy, gz, values, stream):
+        blocks = self.blocks_for(gx)
+        ahead = blocks * self.per_block * self.ROWS_AHEAD    # the row `depth` ahead of the last (row_loop.py)
+        if gx + ahead > self.MAX_GRID_X:
             raise LaunchError(f"grid x of {gx} programs is not supported yet by a kernel folded into a row loop "
-                              f"(at most {self.MAX_GRID_X - blocks * self.per_block})", kernel=self.inner.name,
+                              f"(at most {self.MAX_GRID_X - ahead})", kernel=self.inner.name,
                               hint="set TRANSPILER_ROW_LOOP=0 and TRANSPILER_PACK_PROGRAMS=0, or put part of the "
                                    "count on grid axis 1")
         self.inner.launch(blocks, gy, gz, (*values, gx), stream)
@@ -438,12 +454,17 @@ _cupy_current_stream = None
 
 def torch_stream(device: int) -> int:
     """torch's current stream of `device`, as a raw handle (without making a torch.cuda.Stream object)."""
+    return (_torch_raw_stream or torch_raw_stream_function())(device)
+
+
+def torch_raw_stream_function():
+    """The function `torch_stream` calls: torch's own `_cuda_getCurrentRawStream` where it has one."""
     global _torch_raw_stream
     if _torch_raw_stream is None:
         import torch
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         _torch_raw_stream = raw if raw is not None else (lambda d: torch.cuda.current_stream(d).cuda_stream)
-    return _torch_raw_stream(device)
+    return _torch_raw_stream
 
 
 def cupy_stream(device: int) -> int:

@@ -18,13 +18,14 @@ class CompiledVariant:
 
     def __init__(self, name, source, param_kinds, shared_bytes=0, disk_key=None, options=options_mod.DEFAULT,
                  required_arch=None, maxnreg=None, tensor_maps=(), row_loop=False, persistent=None,
-                 programs_per_block=1):
+                 programs_per_block=1, row_loop_waves=0):
         self.name = name
         self.source = source
         self.param_kinds = param_kinds       # per kernel parameter: "ptr", a dtype name, or None (constexpr)
         self.row_loop = row_loop             # folded into a row loop: the grid's x is a last int32 parameter
         self.persistent = row_loop if persistent is None else persistent   # ... one wave of blocks launched
         self.programs_per_block = programs_per_block   # programs of the grid's x per block (program_packing.py)
+        self.row_loop_waves = row_loop_waves   # one wave only for grids of at most this many waves (0: any grid)
         self.slot_kinds = [k for k in param_kinds if k is not None] + (["int32"] if row_loop else [])
         self.shared_bytes = shared_bytes     # dynamic shared memory per program
         self.disk_key = disk_key

@@ -243,5 +243,35 @@ template <int N, int CACHE, typename T> __device__ __forceinline__ void store_ca
   store_raw<CACHE>(reinterpret_cast<V*>(dst), v);
 }
 
+// ---- a row loop's rows ahead in shared memory (analysis/row_ring.py) --------------------------------------
+// N consecutive elements from global `src` to this thread's shared `dst` (N * sizeof(T) = 4, 8 or 16 bytes):
+// cp.async from sm_80 (the copy lands later: row_ring_wait), a load and a shared store below it.
+template <int N, typename T> __device__ __forceinline__ void row_ring_copy(T* dst, const T* src) {
+  constexpr int BYTES = N * sizeof(T);
+  static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
+#if __CUDA_ARCH__ >= 800
+  const unsigned smem = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  if constexpr (BYTES == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem), "l"(src) : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" :: "r"(smem), "l"(src), "n"(BYTES) : "memory");
+  }
+#else
+  typedef typename raw<BYTES>::type V;
+  *reinterpret_cast<V*>(dst) = *reinterpret_cast<const V*>(src);
+#endif
+}
+// One group per row copied; wait until at most N of this thread's newest groups are in flight.
+__device__ __forceinline__ void row_ring_commit() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+template <int N> __device__ __forceinline__ void row_ring_wait() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
+#endif
+}
+
 }  // namespace tp
 // ---- end of device helpers ---------------------------------------------------------------------------------

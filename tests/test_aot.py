@@ -120,7 +120,8 @@ def test_a_kernel_folded_into_a_row_loop_gets_the_grid_x_from_its_launcher(tmp_p
     cpp = (tmp_path / "softmax_kernel_launcher.cpp").read_text()
     assert "const int n_rows) {" in source and "row < n_rows" in source
     assert "int tp_grid_x = static_cast<int>(gx);" in cpp and "&n_cols, &tp_grid_x}" in cpp
-    assert "if (gx > 0x7fffffffu / 2) return CUDA_ERROR_INVALID_VALUE;" in cpp
+    # the loop computes rows up to MAX_ROWS_AHEAD (3) x gx past a row below gx: that must stay an int
+    assert "if (gx > 0x7fffffffu / 4) return CUDA_ERROR_INVALID_VALUE;" in cpp
     # Rows of 2 KiB: four programs of one warp a block (analysis/program_packing.py), so gx programs need
     # ceil(gx / 4) blocks, counted after the grid's x is kept for the kernel.
     assert "program_slot" in source

@@ -99,10 +99,14 @@ def test_a_driver_error_on_the_grid_function_is_located_and_worded(gpu, monkeypa
 
     def failing(*args):
         raise RuntimeError("CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES")
+    # The driver refuses (what the compiled path calls) and so does the launcher (what the Python path calls).
+    monkeypatch.setattr(gpu.driver, "launchKernel", failing)
     monkeypatch.setattr(launcher, "launch", failing)
+    launched = len(gpu.driver.launches)
     with pytest.raises(LaunchError, match="the launch failed: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES") as info:
         k[(1,)](FakeCupy(4096), FakeCupy(8192), 100, 2.5, BLOCK=128)
     assert [site.file for site in info.value.call_chain] == [__file__]
+    assert len(gpu.driver.launches) == launched
 
 
 def test_the_grid_function_is_kept_per_grid_and_its_source_is_readable(gpu):
@@ -171,20 +175,48 @@ def test_a_code_changing_switch_set_after_the_first_launch_gets_a_new_launcher(g
     assert len(k._launchers) == 3 and len(gpu.compiles) == 3 and len(gpu.driver.launches) == 4
 
 
-def test_another_variable_changing_costs_no_launcher_and_the_token_follows_the_values(gpu, monkeypatch):
+def test_another_variable_changing_costs_nothing_and_the_token_follows_the_values(gpu, monkeypatch):
     k = gpu.kernel
     args = (FakeCupy(4096), FakeCupy(8192), 100, 2.5)
     k[(1,)](*args, BLOCK=128)
     token = options.environment_token()
     monkeypatch.setenv("SOME_OTHER_VARIABLE", "1")
-    assert options.ENVIRONMENT[0] is None                          # forgotten on any change...
-    assert options.environment_token() == token                    # ...and the same values give the same token
+    assert options.ENVIRONMENT[0] == token                         # another variable: nothing to re-read
     k[(1,)](*args, BLOCK=128)
     assert len(k._launchers) == 1
     monkeypatch.setenv("TRANSPILER_TMA", "0")
+    assert options.ENVIRONMENT[0] is None                          # a code-changing one: forgotten...
     assert options.environment_token() != token
     os.environ.pop("TRANSPILER_TMA")
     assert options.environment_token() == token
+
+
+@pytest.mark.parametrize("write", [
+    lambda: os.environ.__setitem__("TRANSPILER_TMA", "0"),
+    lambda: os.environ.update(TRANSPILER_TMA="0"),
+    lambda: os.environ.setdefault("TRANSPILER_TMA", "0"),
+    lambda: os.environ.pop("TRANSPILER_TMA"),
+    lambda: os.environ.__delitem__("TRANSPILER_TMA"),
+], ids=["set", "update", "setdefault", "pop", "del"])
+def test_every_kind_of_os_environ_write_forgets_the_token(monkeypatch, write):
+    if "pop" in write.__code__.co_names or "__delitem__" in write.__code__.co_names:
+        monkeypatch.setenv("TRANSPILER_TMA", "1")
+    else:
+        monkeypatch.delenv("TRANSPILER_TMA", raising=False)
+    before = options.environment_token()
+    assert options.ENVIRONMENT[0] == before
+    write()
+    assert options.ENVIRONMENT[0] is None and options.environment_token() != before
+    monkeypatch.delenv("TRANSPILER_TMA", raising=False)
+
+
+def test_os_environ_is_watched_through_its_own_class_not_its_private_data():
+    import collections.abc
+    assert options._watching and options._watch_environment()       # once: a second call changes nothing
+    watched = type(os.environ)
+    assert watched._transpiler_watched and watched.__mro__[1].__name__ == "_Environ"
+    assert type(os.environ._data) is dict                           # the private dict is left alone
+    assert isinstance(os.environ, collections.abc.MutableMapping)
 
 
 def test_the_token_is_never_left_stale_by_writes_racing_with_reads(monkeypatch):

@@ -17,8 +17,10 @@ needs_nvrtc = pytest.mark.skipif(not nvrtc_available(), reason="NVRTC and CUDA h
 
 @pytest.fixture(autouse=True)
 def _programs_not_packed(monkeypatch):
-    """The row loop of programs of `num_warps` warps; packed programs of one warp: tests/test_program_packing.py."""
+    """The row loop of programs of `num_warps` warps, its rows ahead in registers; packed programs of one warp:
+    tests/test_program_packing.py; rows ahead in a shared-memory ring (the default): tests/test_row_ring.py."""
     monkeypatch.setenv("TRANSPILER_PACK_PROGRAMS", "0")
+    monkeypatch.setenv("TRANSPILER_ROW_RING", "0")
 
 
 def _small(name):

@@ -134,17 +134,59 @@ class FakeCupyDriver(FakeRawDriver):
         return SimpleNamespace(launchKernel=lambda *a: self.launchKernel(*a), ctxGetCurrent=lambda: self.current)
 
 
+class FakeNativeDriver(FakeRawDriver):
+    """A FakeRawDriver that also offers the driver's functions as C function addresses, as the real one does, so
+    `kernel[grid]` takes the compiled launch path (templates/native_launch.c): cuLaunchKernel, cuCtxGetCurrent and
+    cuCtxSetCurrent are C callbacks into this fake, which reads the parameter buffer the C code packed."""
+
+    LAUNCH = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, *[ctypes.c_uint] * 7, ctypes.c_void_p, ctypes.c_void_p,
+                              ctypes.c_void_p)
+
+    def __init__(self, nslots):
+        super().__init__(nslots)
+        self.raw_errors = []
+        self._native = None
+
+    def native_functions(self):
+        if self._native is None:
+            def launch(f, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+                try:
+                    assert extra is None, extra
+                    self.launchKernel(f, gx, gy, gz, bx, by, bz, smem, stream or 0, params, 0)
+                except Exception as e:        # nothing may unwind through C: the driver's answer is a status
+                    self.raw_errors.append(e)
+                    return getattr(e, "status", 1)
+                return 0
+
+            def get_current(out):
+                ctypes.c_void_p.from_address(out).value = self.current or None
+                return 0
+
+            def set_current(ctx):
+                self.ctxSetCurrent(ctx or 0)
+                return 0
+            self._callbacks = (self.LAUNCH(launch), ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(get_current),
+                               ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(set_current))
+            self._native = tuple(ctypes.cast(c, ctypes.c_void_p).value for c in self._callbacks)
+        return self._native
+
+
 PLAN_DRIVERS = {"cupy": FakeCupyDriver, "ex": FakeRawDriver, "driver": FakeDriver}
+# Launch paths the `gpu` fixture runs each test under: the launch plans, and the compiled path over `ex`.
+PATH_DRIVERS = {**PLAN_DRIVERS, "native": FakeNativeDriver}
 
 
-@pytest.fixture(params=list(PLAN_DRIVERS))
+@pytest.fixture(params=list(PATH_DRIVERS))
 def gpu(monkeypatch, tmp_path, request):
     """Fakes at the GPU's edges; returns a namespace with the fake driver and the compile/load counters. Each
     test runs under every launch plan: `cupy` (CuPy's binding, where CuPy is loaded), `ex` (raw
-    cuLaunchKernelEx) and `driver` (the driver object's methods)."""
+    cuLaunchKernelEx) and `driver` (the driver object's methods), and under `native`: `kernel[grid]` through
+    the compiled launch path (templates/native_launch.c), its launchers on the `ex` plan."""
     monkeypatch.setenv("TRANSPILER_CACHE_DIR", str(tmp_path / "cache"))
-    fake = PLAN_DRIVERS[request.param](nslots=4)
-    state = SimpleNamespace(compiles=[], loads=[], driver=fake, current_device=0, plan=request.param)
+    fake = PATH_DRIVERS[request.param](nslots=4)
+    state = SimpleNamespace(compiles=[], loads=[], driver=fake, current_device=0,
+                            plan="ex" if request.param == "native" else request.param,
+                            native=request.param == "native")
 
     def compile_tuned(source, name, arch, shared_bytes=0):
         state.compiles.append((name, arch))

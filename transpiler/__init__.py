@@ -58,11 +58,16 @@ def autograd(kernel, grid, outputs, **options):
     return make(kernel, grid, outputs, **options)
 
 
+from .language.core import constexpr_function  # noqa: E402
+
+
+@constexpr_function
 def cdiv(x, y):
     """Ceiling division of integers."""
     return -(-x // y)
 
 
+@constexpr_function
 def next_power_of_2(n: int) -> int:
     """Smallest power of two >= n (1 for n <= 1)."""
     n = int(n)
@@ -71,7 +76,7 @@ def next_power_of_2(n: int) -> int:
 
 __all__ = ["transpile", "jit", "Kernel", "JITFunction", "KernelInterface", "StandIn", "TensorWrapper", "reinterpret",
            "set_allocator",
-           "OutOfResources", "cdiv", "next_power_of_2", "gpu_available", "language", "custom_op", "autograd",
+           "OutOfResources", "cdiv", "next_power_of_2", "constexpr_function", "gpu_available", "language", "custom_op", "autograd",
            "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "AutotuneError", "AutotuneWarning",
            "TranspilerError", "UnsupportedSyntaxError", "NameResolutionError", "CompileTimeError", "ShapeError",
            "DTypeError", "LaunchError", "IgnoredOptionWarning", "InterpreterError", "InternalCompilerError"]

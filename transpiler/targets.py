@@ -28,8 +28,12 @@ SWITCHES = {
     "TRANSPILER_STMATRIX": "1",          # 0: conversions from 8x8 fragment layouts store element by element
     "TRANSPILER_ROW_LOOP": "1",          # 0: one row per program, no persistent row loop (analysis/row_loop.py)
     "TRANSPILER_ROW_LOOP_BYTES": "16",   # bytes a thread may hold one row ahead (32 and 64 measured slower)
+    "TRANSPILER_ROW_RING": "1",          # 0: no ring; 1: a ring for rows over TRANSPILER_ROW_LOOP_BYTES; 2: every row
+    "TRANSPILER_ROW_RING_WAVES": "2",    # a ring loop runs one wave only for grids of at most this many (0: any)
+    "TRANSPILER_ROW_RING_BYTES": "131072",  # shared memory per SM the row ring's slots may take, all programs
     "TRANSPILER_PACK_PROGRAMS": "1",     # 0: one program per block, never one warp each (analysis/program_packing.py)
     "TRANSPILER_PACK_ROW_BYTES": "2048",  # the largest load of a program that packing takes
+    "TRANSPILER_LANE_COMBINE": "1",      # 0: every thread reads all warps' partials of a reduction, in warp order
     "TRANSPILER_LOOP_REDUCTION_BARRIER": "0",  # 1: every cross-warp reduction of a loop has a barrier before its write
 }
 

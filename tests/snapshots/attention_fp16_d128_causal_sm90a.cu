@@ -511,17 +511,15 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
       const int group_m0 = ((warp >> 2) & 1) * 64;  // this warpgroup's first row
       const int group_n0 = 0;  // this warpgroup's first column
       unsigned long long a_desc[1];  // A's descriptors at k = 0 (each k step adds a constant)
-      #pragma unroll
-      for (int mt = 0; mt < 1; ++mt) a_desc[mt] = tp::wgmma_desc<1, 16, 1024>(&q_tile[tp::swizzle_slabs<256, 2, 128>(group_m0 + 64 * mt, 0)]);
+      a_desc[0] = tp::wgmma_desc<1, 16, 1024>(&q_tile[tp::swizzle_slabs<256, 2, 128>(group_m0, 0)]);
       const unsigned long long b_desc = tp::wgmma_desc<1, 16, 1024>(&(k__stages + (stage) * 8192)[tp::swizzle_slabs<256, 2, 64>(group_n0, 0)]);  // B's descriptor at k = 0
       tp::wgmma_pin<32>(qk);
       tp::wgmma_fence();
       #pragma unroll
       for (int kk = 0; kk < 128; kk += 16) {
-        #pragma unroll
-        for (int mt = 0; mt < 1; ++mt) {
-          tp::wgmma_m64n64k16_f16<0, 0>(&qk[32 * mt],
-              a_desc[mt] + ((tp::swizzle_slabs<256, 2, 128>(0, kk)) * 2 / 16),
+        {
+          tp::wgmma_m64n64k16_f16<0, 0>(&qk[0],
+              a_desc[0] + ((tp::swizzle_slabs<256, 2, 128>(0, kk)) * 2 / 16),
               b_desc + ((tp::swizzle_slabs<256, 2, 64>(0, kk)) * 2 / 16));
         }
       }
@@ -590,10 +588,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
       tp::wgmma_fence();
       #pragma unroll
       for (int kk = 0; kk < 64; kk += 16) {
-        #pragma unroll
-        for (int mt = 0; mt < 1; ++mt) {
-          tp::wgmma_m64n128k16_f16_rs<1>(&acc_2[64 * mt],
-              &cvt_frag[4 * (kk / 16 + 4 * mt)],
+        {
+          tp::wgmma_m64n128k16_f16_rs<1>(&acc_2[0],
+              &cvt_frag[4 * (kk / 16)],
               b_desc_1 + ((tp::swizzle_slabs<256, 2, 64>(kk, 0)) * 2 / 16));
         }
       }
@@ -741,17 +738,15 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
       const int group_m0_2 = ((warp >> 2) & 1) * 64;  // this warpgroup's first row
       const int group_n0_2 = 0;  // this warpgroup's first column
       unsigned long long a_desc_1[1];  // A's descriptors at k = 0 (each k step adds a constant)
-      #pragma unroll
-      for (int mt = 0; mt < 1; ++mt) a_desc_1[mt] = tp::wgmma_desc<1, 16, 1024>(&q_tile[tp::swizzle_slabs<256, 2, 128>(group_m0_2 + 64 * mt, 0)]);
+      a_desc_1[0] = tp::wgmma_desc<1, 16, 1024>(&q_tile[tp::swizzle_slabs<256, 2, 128>(group_m0_2, 0)]);
       const unsigned long long b_desc_2 = tp::wgmma_desc<1, 16, 1024>(&(k__1_stages + (stage_1) * 8192)[tp::swizzle_slabs<256, 2, 64>(group_n0_2, 0)]);  // B's descriptor at k = 0
       tp::wgmma_pin<32>(qk_2);
       tp::wgmma_fence();
       #pragma unroll
       for (int kk = 0; kk < 128; kk += 16) {
-        #pragma unroll
-        for (int mt = 0; mt < 1; ++mt) {
-          tp::wgmma_m64n64k16_f16<0, 0>(&qk_2[32 * mt],
-              a_desc_1[mt] + ((tp::swizzle_slabs<256, 2, 128>(0, kk)) * 2 / 16),
+        {
+          tp::wgmma_m64n64k16_f16<0, 0>(&qk_2[0],
+              a_desc_1[0] + ((tp::swizzle_slabs<256, 2, 128>(0, kk)) * 2 / 16),
               b_desc_2 + ((tp::swizzle_slabs<256, 2, 64>(0, kk)) * 2 / 16));
         }
       }
@@ -846,10 +841,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
       tp::wgmma_fence();
       #pragma unroll
       for (int kk = 0; kk < 64; kk += 16) {
-        #pragma unroll
-        for (int mt = 0; mt < 1; ++mt) {
-          tp::wgmma_m64n128k16_f16_rs<1>(&acc_5[64 * mt],
-              &cvt_1_frag[4 * (kk / 16 + 4 * mt)],
+        {
+          tp::wgmma_m64n128k16_f16_rs<1>(&acc_5[0],
+              &cvt_1_frag[4 * (kk / 16)],
               b_desc_3 + ((tp::swizzle_slabs<256, 2, 64>(kk, 0)) * 2 / 16));
         }
       }

@@ -355,9 +355,8 @@ extern "C" __global__ void __launch_bounds__(128) giou_loss_kernel(
   __syncthreads();
   #pragma unroll
   for (int r = 0; r < 4; ++r) loss_values_L1[r] = convert_loss_values[(L1_dim0 + r)];
-  #pragma unroll
-  for (int v = 0; v < 1; ++v) {
-    const int r = v * 4;
+  {
+    const int r = 0;
     const float* src = &loss_values_L1[r];
     if (live_L1[r]) tp::store<4>(LOSS + box_L1[r], src);
   }
@@ -372,9 +371,8 @@ extern "C" __global__ void __launch_bounds__(128) giou_loss_kernel(
   __syncthreads();
   #pragma unroll
   for (int r = 0; r < 4; ++r) valid_L1[r] = convert_valid[(L1_dim0 + r)];
-  #pragma unroll
-  for (int v = 0; v < 1; ++v) {
-    const int r = v * 4;
+  {
+    const int r = 0;
     const bool* src = &valid_L1[r];
     if (live_L1[r]) tp::store<4>(VALID + box_L1[r], src);
   }

@@ -164,9 +164,10 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_kernel(
   for (int m = 1; m <= 16; m <<= 1) tp::combine_add(x_sum, tp::shfl_xor(x_sum, m));
   if ((lane & 31) == 0) x_sum_smem[warp] = x_sum;
   __syncthreads();
-  x_sum = x_sum_smem[0];
+  // each lane reads one warp's partial, then the lanes combine them by xor shuffles
+  x_sum = x_sum_smem[(lane & 7)];
   #pragma unroll
-  for (int w = 1; w < 8; ++w) tp::combine_add(x_sum, x_sum_smem[w]);
+  for (int m = 4; m >= 1; m >>= 1) tp::combine_add(x_sum, tp::shfl_xor(x_sum, m));
   const float cvt = tp::cast<float>(N);
   const float mean = tp::div_full(x_sum, cvt);
 
@@ -189,9 +190,10 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_kernel(
   for (int m = 1; m <= 16; m <<= 1) tp::combine_add(mul_sum, tp::shfl_xor(mul_sum, m));
   if ((lane & 31) == 0) mul_sum_smem[warp] = mul_sum;
   __syncthreads();
-  mul_sum = mul_sum_smem[0];
+  // each lane reads one warp's partial, then the lanes combine them by xor shuffles
+  mul_sum = mul_sum_smem[(lane & 7)];
   #pragma unroll
-  for (int w = 1; w < 8; ++w) tp::combine_add(mul_sum, mul_sum_smem[w]);
+  for (int m = 4; m >= 1; m >>= 1) tp::combine_add(mul_sum, tp::shfl_xor(mul_sum, m));
   const float cvt_1 = tp::cast<float>(N);
   const float var = tp::div_full(mul_sum, cvt_1);
 

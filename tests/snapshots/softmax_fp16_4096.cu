@@ -152,9 +152,8 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
   #pragma unroll
   for (int r = 0; r < 8; ++r) and_[r] = valid[r] && row_start_in_grid;
   __half row_data[8];
-  #pragma unroll
-  for (int v = 0; v < 1; ++v) {
-    const int r = v * 8;
+  {
+    const int r = 0;
     if (and_[r] && and_[r + 1] && and_[r + 2] && and_[r + 3] && and_[r + 4] && and_[r + 5] && and_[r + 6] && and_[r + 7]) {
       tp::load<8>(&row_data[r], in_ptr + cols[r]);
     } else {
@@ -190,9 +189,8 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
     #pragma unroll
     for (int r = 0; r < 8; ++r) and__1[r] = valid_1[r] && lt;
     __half row_next[8];
-    #pragma unroll
-    for (int v = 0; v < 1; ++v) {
-      const int r = v * 8;
+    {
+      const int r = 0;
       if (and__1[r] && and__1[r + 1] && and__1[r + 2] && and__1[r + 3] && and__1[r + 4] && and__1[r + 5] && and__1[r + 6] && and__1[r + 7]) {
         tp::load<8>(&row_next[r], in_ptr_1 + cols_1[r]);
       } else {
@@ -215,9 +213,10 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
     for (int m = 1; m <= 16; m <<= 1) tp::combine_max(x_max, tp::shfl_xor(x_max, m));
     if ((lane & 31) == 0) x_max_smem[warp] = x_max;
     __syncthreads();
-    x_max = x_max_smem[0];
+    // each lane reads one warp's partial, then the lanes combine them by xor shuffles
+    x_max = x_max_smem[(lane & 15)];
     #pragma unroll
-    for (int w = 1; w < 16; ++w) tp::combine_max(x_max, x_max_smem[w]);
+    for (int m = 8; m >= 1; m >>= 1) tp::combine_max(x_max, tp::shfl_xor(x_max, m));
     float x_1[8];
     #pragma unroll
     for (int r = 0; r < 8; ++r) x_1[r] = x[r] - x_max;
@@ -235,9 +234,10 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
     for (int m = 1; m <= 16; m <<= 1) tp::combine_add(e_sum, tp::shfl_xor(e_sum, m));
     if ((lane & 31) == 0) e_sum_smem[warp] = e_sum;
     __syncthreads();
-    e_sum = e_sum_smem[0];
+    // each lane reads one warp's partial, then the lanes combine them by xor shuffles
+    e_sum = e_sum_smem[(lane & 15)];
     #pragma unroll
-    for (int w = 1; w < 16; ++w) tp::combine_add(e_sum, e_sum_smem[w]);
+    for (int m = 8; m >= 1; m >>= 1) tp::combine_add(e_sum, tp::shfl_xor(e_sum, m));
     float truediv[8];
     #pragma unroll
     for (int r = 0; r < 8; ++r) truediv[r] = tp::div_full(e[r], e_sum);
@@ -258,9 +258,8 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
     // tl.store(OUT + row * out_stride + cols, e / tl.sum(e, axis=0), mask=valid)
     const int out_offset = tp::wrap_mul<int>(row, out_stride);
     __half* out_ptr = OUT + out_offset;
-    #pragma unroll
-    for (int v = 0; v < 1; ++v) {
-      const int r = v * 8;
+    {
+      const int r = 0;
       const __half* src = &out_values[r];
       if (valid_2[r] && valid_2[r + 1] && valid_2[r + 2] && valid_2[r + 3] && valid_2[r + 4] && valid_2[r + 5] && valid_2[r + 6] && valid_2[r + 7]) {
         tp::store<8>(out_ptr + cols_2[r], src);

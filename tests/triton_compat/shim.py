@@ -330,6 +330,7 @@ def install():
         jit=jit, JITFunction=JITFunction, language=language, runtime=runtime, testing=testing, knobs=knobs,
         TritonError=transpiler.TranspilerError, CompilationError=transpiler.TranspilerError,
         OutOfResources=transpiler.LaunchError, cdiv=transpiler.cdiv, next_power_of_2=transpiler.next_power_of_2,
+        constexpr_function=transpiler.constexpr_function,
         reinterpret=reinterpret, set_allocator=transpiler.set_allocator, compile=_compile_ir,
         autotune=transpiler.autotune, heuristics=transpiler.heuristics, Config=transpiler.Config)
     modules = {"triton": triton, "triton.language": language, "triton.runtime": runtime,

@@ -15,6 +15,7 @@ from .pipelining import plan_pipelines
 from .program_packing import plan_packing
 from .read_only import ReadOnlyPointers, plan_read_only
 from .row_loop import fold_row_loop
+from .row_ring import plan_row_ring
 from .shared_memory import SharedMemoryPlan, plan_shared_memory
 from .tensor_cores import plan_dots
 from .tma import plan_tma
@@ -39,6 +40,7 @@ class KernelAnalysis:
     tma: dict = None    # for op -> TmaPlan (tma.py): loops whose tiles the copy engine brings in
     row_loop: object = None     # RowLoopPlan when programs are folded into a row loop (row_loop.py)
     packing: object = None      # PackingPlan when a block holds several programs, one warp each (program_packing.py)
+    row_ring: object = None     # RowRing when the row loop's rows ahead live in shared memory (row_ring.py)
 
     @property
     def program_warps(self) -> int:
@@ -72,6 +74,7 @@ def analyze(kernel, options: CompileOptions) -> KernelAnalysis:
     dots = plan_dots(kernel, decisions, options.arch, warps, axis)
     layouts = LayoutAssignment(kernel, axis, decisions, warps, dots)
     widths, uniform = vectorize(kernel, axis, layouts, decisions)
+    row_ring = plan_row_ring(kernel, row_loop, layouts, widths, decisions, 32 * warps)
 
     def fastest_dim(load):
         ptr = load.operands[0]
@@ -80,6 +83,7 @@ def analyze(kernel, options: CompileOptions) -> KernelAnalysis:
     combined = combine_loads(kernel, axis, layouts, widths, decisions)
     atomics = plan_atomics(kernel, layouts, decisions)
     tma = plan_tma(kernel, pipelines, dots, decisions, options.arch)
-    smem = plan_shared_memory(kernel, layouts, pipelines, any(p.kind == "wgmma" for p in dots.values()), tma)
+    smem = plan_shared_memory(kernel, layouts, pipelines, any(p.kind == "wgmma" for p in dots.values()), tma,
+                              row_ring)
     return KernelAnalysis(axis, layouts, widths, uniform, decisions, dots, pipelines, combined, atomics, smem,
-                          plan_read_only(kernel), options, required_arch(kernel), tma, row_loop, packing)
+                          plan_read_only(kernel), options, required_arch(kernel), tma, row_loop, packing, row_ring)

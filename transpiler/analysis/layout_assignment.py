@@ -13,6 +13,7 @@ another layout is converted by the emitter (through shared memory unless `regist
 from __future__ import annotations
 
 from ..parse.ir import Region
+from .decisions import DecisionLog
 from .layouts import blocked, log2, register_map
 from .scan_layout import plan_scan
 
@@ -77,18 +78,59 @@ class LayoutAssignment:
         self.kernel = kernel
         self.dots = dots or {}
         self.axis = axis_info
-        self.decisions = decisions
         self.num_warps = num_warps
+        self.if_hints = None      # if result -> the layout its users want (see _users_layouts); None: probing
+        self._walk(kernel, DecisionLog())
+        if self.unsettled:        # the probe differs from the final walk only where an if result was unsettled
+            self.if_hints = self._users_layouts(kernel)
+            self._walk(kernel, DecisionLog())
+        decisions.items.extend(self.decisions.items)
+        self.decisions = decisions
+        self._record_register_a()
+
+    def _walk(self, kernel, decisions):
+        self.decisions = decisions
         self.layout = {}
         self.provisional = set()
         self.flexible = set()
+        self.unsettled = []       # if results no branch gave a layout (given the default one, provisionally)
         self.mem_layout = {}      # load/store op -> its layout
         self.reduce_input = {}    # reduce op -> the layout its operands are read in
         self.scan_plan = {}       # scan op -> its ScanPlan (the layout of its operands and results)
         self.register_a = {}      # register-A dot op -> whether its A is read in place ("free"), computed
         #                           in the fragment layout ("flexible") or converted ("convert")
         self._assign(kernel.body)
-        self._record_register_a()
+
+    def _users_layouts(self, kernel):
+        """{if result: layout} for the if results no branch fixed whose first user wants another layout
+        (attention's masked `qk = tl.where(mask, qk, -inf)` before `qk += tl.dot(q, k)`: the
+        product's accumulator layout, where the default one would convert the product and every value after
+        it; its output mask, read by the store in the store's layout). A second walk gives them that layout from the start; the branches compute their flexible values
+        in it."""
+        wanted = {}
+        unsettled = set(self.unsettled)
+
+        def visit(region):
+            for op in region.ops:
+                for v in op.operands:
+                    if v in unsettled and v not in wanted:
+                        want = self._layout_wanted_by(op, v)
+                        if want is not None and want != self.layout[v]:
+                            wanted[v] = want
+                        unsettled.discard(v)          # the first user decides
+                for inner in op.regions:
+                    visit(inner)
+        visit(kernel.body)
+        return wanted
+
+    def _layout_wanted_by(self, op, v):
+        """The firm layout `op` reads its operand `v` in: a store's (its mask and value are read in the layout
+        of the access), else that of a result of `v`'s shape."""
+        if op.name == "store":
+            return self.mem_layout.get(op)
+        out = next((r for r in op.results if r.shape == v.shape and r in self.layout and r not in self.provisional),
+                   None)
+        return self.layout[out] if out is not None else None
 
     # -- helpers -------------------------------------------------------------------------------------------
     def is_fixed(self, v):
@@ -341,7 +383,12 @@ class LayoutAssignment:
                     self._set(r, self.layout[y])
                     break
             else:
-                self._set(r, default_layout(r.shape, self.num_warps))
+                probing = self.if_hints is None     # provisional then: a firm user keeps its own layout
+                if not probing and r in self.if_hints:
+                    self._set(r, self.if_hints[r])
+                else:
+                    self._set(r, default_layout(r.shape, self.num_warps), provisional=probing)
+                    self.unsettled.append(r)
 
     def describe(self):
         lines = []

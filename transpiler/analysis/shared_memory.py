@@ -293,10 +293,14 @@ def _unguarded_reductions(body, layouts) -> set:
     return set(crossing) if len(crossing) >= 2 else set()
 
 
-def plan_shared_memory(kernel, layouts, pipelines, uses_wgmma, tma=None) -> SharedMemoryPlan:
+def plan_shared_memory(kernel, layouts, pipelines, uses_wgmma, tma=None, row_ring=None) -> SharedMemoryPlan:
     """The buffers the IR and the other passes decide, in the order the emitter meets them (`tma`: the loops
-    tma.py stages by TMA, which also need one mbarrier per stage)."""
+    tma.py stages by TMA, which also need one mbarrier per stage; `row_ring`: the slots of a row loop's rows
+    ahead, row_ring.py, each thread's own bytes for the whole kernel)."""
     planner = _Planner(layouts, pipelines, uses_wgmma, tma)
+    for ring in (row_ring.loads if row_ring else ()):
+        planner.plan.persistent(ring.count * ring.dtype.itemsize, "rows ahead of a row loop (cp.async ring)",
+                                ring.dtype, ring.count, key=(ring.arg, "row ring", 0), align=ALIGN)
     planner.region(kernel.body)
     return planner.plan
 

@@ -20,10 +20,10 @@ import linecache
 from ..runtime.kernel import _is_constexpr_param
 from . import partials, tapes
 from .gradient_writes import forced_atomic
+from .launch_plan import make_launch
 from .reverse import Derivation
 
 _OPTIONS = ("num_warps", "num_stages", "stream", "maxnreg")
-_ZERO = {"torch": lambda a: a.zero_(), "cupy": lambda a: a.fill(0), "numpy": lambda a: a.fill(0)}
 
 
 INTERPRETER_WAVE = 2     # programs a folded backward runs on the interpreter (so tests see programs run rows)
@@ -62,22 +62,28 @@ def _device_of(a):
 
 class _ZeroTest:
     """Whether an array whose writes are plain under a runtime test (None: never) must be zeroed for a launch:
-    the test (the write decision's own text: argument names, integers, `>=`, `-`) is evaluated on the host
-    when the scalars it names are plain numbers."""
+    the test (the write decision's own text: argument names, integers, `>=`, `-`) is compiled once into a
+    function of the scalars it names and evaluated on the host when they are plain numbers."""
 
     def __init__(self, condition, names):
-        self.code = None if condition is None else compile(condition, "<autodiff write condition>", "eval")
-        self.slots = [] if condition is None else [(n, names.index(n)) for n in self.code.co_names if n in names]
+        self.holds, self.slots = None, []
+        if condition is not None:
+            code = compile(condition, "<autodiff write condition>", "eval")
+            used = [n for n in dict.fromkeys(code.co_names) if n in names]
+            self.slots = [names.index(n) for n in used]
+            self.holds = eval(compile(f"lambda {', '.join(used)}: {condition}", "<autodiff write condition>",
+                                      "eval"), {"__builtins__": {}})
 
     def __call__(self, values):
-        if self.code is None:
+        if self.holds is None:
             return True
-        scalars = {n: values[i] for n, i in self.slots}
-        if any(type(v) not in (int, float) for v in scalars.values()):
-            return True
+        scalars = [values[i] for i in self.slots]
+        for v in scalars:
+            if type(v) not in (int, float):
+                return True
         try:
-            return not eval(self.code, {"__builtins__": {}}, scalars)
-        except NameError:
+            return not self.holds(*scalars)
+        except NameError:           # a name that is no argument
             return True
 
 
@@ -108,6 +114,7 @@ class BackwardKernel:
         self.forward = forward
         self.__name__ = f"{forward.__name__}_backward"
         self._derived = {}
+        self._grid_launches = {}        # tuple grid -> its launch function (launch_plan.py)
 
     # -- derivation -------------------------------------------------------------------------------------
     def _split(self, args, kwargs):
@@ -151,7 +158,7 @@ class BackwardKernel:
         d = self.derived(values, names, warps, stages, accumulate)
         for n, needs_zeroing in d.zeroed_inputs.items() if launching else ():
             if needs_zeroing(values):
-                _ZERO[type(grads[n]).__module__.split(".")[0]](grads[n])
+                partials._zero(grads[n])
         if grid is not None and d.unread_axes and (type(grid) is not tuple or len(grid) > d.unread_axes[0]):
             self._check_unread_axes(d, grid, values, warps, stages)
         size = launch = (partials.GROUPS, 1, 1)     # not launching: the sizes a typical launch has
@@ -212,12 +219,24 @@ class BackwardKernel:
 
     # -- the kernel object's entry points --------------------------------------------------------------
     def __getitem__(self, grid):
-        def launch(*args, **kwargs):
-            d, values, options, plans, size = self._prepare(args, kwargs, launching=True, grid=grid)
-            d.kernel[size](*values, **options)
-            if plans:
-                partials.reduce_all(plans)
+        """The launch function on `grid`: launch_plan.py's fast path, the general path (`_launch`) for the
+        calls it does not take; kept per tuple grid (a few hundred at most), as the forward's are."""
+        try:
+            return self._grid_launches[grid]
+        except (KeyError, TypeError):       # not seen yet, or not hashable
+            pass
+        launch = make_launch(self, grid, lambda args, kwargs: self._launch(grid, args, kwargs))
+        if type(grid) is tuple and len(self._grid_launches) < 256:
+            self._grid_launches[grid] = launch
         return launch
+
+    def _launch(self, grid, args, kwargs):
+        """The general path: everything decided again from the call."""
+        d, values, options, plans, size = self._prepare(args, kwargs, launching=True, grid=grid)
+        d.kernel[size](*values, **options)
+        if plans:
+            partials.run_steps(partials.reduction_steps(plans),
+                               **({"stream": options["stream"]} if "stream" in options else {}))
 
     @property
     def interpret(self):

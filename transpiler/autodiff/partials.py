@@ -137,26 +137,30 @@ def _next_power_of_two(n):
 
 
 class Plan:
-    """What one launch passes for one input's partial gradient, and how it sums them afterwards."""
+    """What one launch passes for one input's partial gradient, and how it sums them afterwards. `stream`
+    (a raw handle; None: the library's current stream) picks the buffer: launches on one stream reuse it in
+    order. Shared rows (atomic adds) are zeroed here unless `zero_now` is False (the caller zeroes them before
+    each launch: autodiff/launch_plan.py)."""
 
-    def __init__(self, grad, slot, programs, full_row_stride, accumulate=True):
+    def __init__(self, grad, slot, programs, full_row_stride, accumulate=True, stream=None, zero_now=True):
         self.grad = grad
         self.accumulate = accumulate      # False: the sums are stored into the gradient (no zeroed array needed)
         size = numel(grad)
         self.row_stride = full_row_stride or size
-        own_rows = full_row_stride and programs * full_row_stride * 4 <= CAP_BYTES
-        self.rows = programs if own_rows else min(programs, GROUPS)
+        self.own_rows = bool(full_row_stride and programs * full_row_stride * 4 <= CAP_BYTES)
+        self.rows = programs if self.own_rows else min(programs, GROUPS)
         self.summed = min(size, self.row_stride)
-        self.buffer = self._buffer(slot)
-        if not own_rows:
+        self.buffer = self._buffer(slot, stream)
+        if not self.own_rows and zero_now:
             _zero(self.buffer)          # atomic adds into shared rows
 
-    def _buffer(self, slot):
+    def _buffer(self, slot, stream):
         module = _module(self.grad)
         shape = (self.rows, self.row_stride)
         if module == "numpy":
             return zeros_like_library(self.grad, shape)
-        key = (module, *_device_and_stream(self.grad, module), shape, slot)
+        device, current = _device_and_stream(self.grad, module)
+        key = (module, device, current if stream is None else stream, shape, slot)
         found = _buffers.get(key)
         if found is None:
             if len(_buffers) > 64:
@@ -167,17 +171,17 @@ class Plan:
     def arguments(self):
         return [self.buffer, self.row_stride, self.rows]
 
-    def fold_rows(self, interpret=False):
-        """Past FINAL_ROWS rows, passes of PASS_ROWS-row tiles in place; returns (rows, row stride) left.
-        Arguments are passed by position (the launch's fast path)."""
+    def _passes(self, interpret):
+        """Past FINAL_ROWS rows, passes of PASS_ROWS-row tiles in place: ([(launch, arguments, warps)], rows
+        and row stride left)."""
         passes = sum_row_tiles.interpret if interpret else sum_row_tiles
-        rows, stride = self.rows, self.row_stride
+        rows, stride, steps = self.rows, self.row_stride, []
         while rows > FINAL_ROWS:
             count = transpiler.cdiv(rows, PASS_ROWS)
-            passes[(transpiler.cdiv(self.summed, COLUMNS), count)](self.buffer, self.summed, rows, stride,
-                                                                   PASS_ROWS, COLUMNS, num_warps=8)
+            steps.append((passes[(transpiler.cdiv(self.summed, COLUMNS), count)],
+                          (self.buffer, self.summed, rows, stride, PASS_ROWS, COLUMNS), (), 8))
             rows, stride = count, stride * PASS_ROWS
-        return rows, stride
+        return steps, rows, stride
 
     def reduce(self, interpret=False):
         """Add the rows into the gradient (this plan alone)."""
@@ -191,23 +195,48 @@ def _tile(rows):
     return tile_rows, columns, 16 if tile_rows * columns >= TILE else 8
 
 
-def reduce_all(plans, interpret=False):
-    """Sum every plan's rows into its gradient: passes where a plan has more than FINAL_ROWS rows, then one
-    tile kernel per two gradients (launches, not bytes, are what a wave's partial rows cost)."""
+def reduction_steps(plans, interpret=False):
+    """The launches that sum every plan's rows into its gradient, as [(launch function, arguments, grad
+    slots, num_warps)]: passes where a plan has more than FINAL_ROWS rows, then one tile kernel per two
+    gradients (launches, not bytes, are what a wave's partial rows cost). `grad slots` are (argument index,
+    plan index) pairs: where each launch takes a plan's gradient array, so the steps can be made once and run
+    with the arrays of any call (`run_steps`); the arguments hold the plans' own arrays there."""
     final = sum_rows_into.interpret if interpret else sum_rows_into
     pair = sum_two_into.interpret if interpret else sum_two_into
-    left = [(plan,) + plan.fold_rows(interpret) for plan in plans]
+    steps, left = [], []
+    for i, plan in enumerate(plans):
+        passes, rows, stride = plan._passes(interpret)
+        steps += passes
+        left.append((i, plan, rows, stride))
     while left:
-        if len(left) >= 2 and left[0][0].accumulate == left[1][0].accumulate:
-            (a, rows_a, stride_a), (b, rows_b, stride_b) = left[0], left[1]
+        if len(left) >= 2 and left[0][1].accumulate == left[1][1].accumulate:
+            (i, a, rows_a, stride_a), (j, b, rows_b, stride_b) = left[0], left[1]
             left = left[2:]
             tile_rows, columns, warps = _tile(max(rows_a, rows_b))
             blocks_a = transpiler.cdiv(a.summed, columns)
-            pair[(blocks_a + transpiler.cdiv(b.summed, columns),)](
-                a.buffer, a.grad, a.summed, rows_a, stride_a, b.buffer, b.grad, b.summed, rows_b, stride_b, blocks_a,
-                tile_rows, columns, a.accumulate, num_warps=warps)
+            steps.append((pair[(blocks_a + transpiler.cdiv(b.summed, columns),)],
+                          (a.buffer, a.grad, a.summed, rows_a, stride_a, b.buffer, b.grad, b.summed, rows_b, stride_b,
+                           blocks_a, tile_rows, columns, a.accumulate), ((1, i), (6, j)), warps))
             continue
-        (plan, rows, stride), left = left[0], left[1:]
+        (i, plan, rows, stride), left = left[0], left[1:]
         tile_rows, columns, warps = _tile(rows)
-        final[(transpiler.cdiv(plan.summed, columns),)](plan.buffer, plan.grad, plan.summed, rows, stride, tile_rows,
-                                                        columns, plan.accumulate, num_warps=warps)
+        steps.append((final[(transpiler.cdiv(plan.summed, columns),)],
+                      (plan.buffer, plan.grad, plan.summed, rows, stride, tile_rows, columns, plan.accumulate),
+                      ((1, i),), warps))
+    return steps
+
+
+def run_steps(steps, grads=None, **options):
+    """Launch `reduction_steps`' launches by position (the launcher's fast path), with the gradient arrays
+    `grads` (one per plan, in the plans' order; None: the plans' own) and launch options such as `stream`."""
+    for launch, arguments, grad_slots, warps in steps:
+        if grads is not None and grad_slots:
+            arguments = list(arguments)
+            for index, plan in grad_slots:
+                arguments[index] = grads[plan]
+        launch(*arguments, num_warps=warps, **options)
+
+
+def reduce_all(plans, interpret=False):
+    """Sum every plan's rows into its gradient (`reduction_steps`, made and run)."""
+    run_steps(reduction_steps(plans, interpret))

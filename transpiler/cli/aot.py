@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..analysis.row_loop import MAX_ROWS_AHEAD
 from .signature import SignatureError
 
 # Our element types as the host program passes them (16-bit floats as their bits: no CUDA half headers needed).
@@ -84,7 +85,8 @@ def compile_ahead_of_time(spec, arch: str, out_dir: str) -> list:
                    specialization=specialization, num_warps=spec.num_warps, threads=32 * spec.num_warps,
                    shared_bytes=variant.shared_bytes, params=params, checks=checks, cubin_bytes=len(cubin),
                    cubin_rows=_byte_rows(cubin), indent=len(f"CUresult {variant.name}_launch("),
-                   row_loop=variant.row_loop, programs_per_block=variant.programs_per_block)
+                   row_loop=variant.row_loop, programs_per_block=variant.programs_per_block,
+                   row_loop_span=1 + MAX_ROWS_AHEAD)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = {

@@ -10,6 +10,7 @@ from . import cspell
 from . import rules  # noqa: F401  (registers the lowering rules)
 from .device_header import used_helpers
 from .emitter import Emitter, Read, jinja_env, templates_dir
+from .single_trip import fold_single_trip_loops
 from .text import indent_pragmas, layout_in_words, wrap
 
 
@@ -72,6 +73,7 @@ class EmittedKernel:
     row_loop: bool = False       # programs folded into a row loop: a launch adds the grid's x as a last parameter
     persistent: bool = False     # ... and launches at most one wave of blocks (rows are prefetched)
     programs_per_block: int = 1  # programs of the grid's x in one block, one warp each (program_packing.py)
+    row_loop_waves: int = 0      # persistent only for grids of at most this many waves, else every block (0: any)
     residency: object = None     # analysis.residency.ResidencyPlan: shared_bytes includes a reservation
 
 
@@ -106,7 +108,8 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
     residency = plan_residency(kernel, analysis.dots, shared_bytes, analysis.decisions) if analysis.uses_wgmma \
         else None
     smem_constants = [f"constexpr int {name} = {value};" for name, value in em.smem.constants()]
-    params, body = _params(kernel, analysis.read_only.written_args, em.names), "\n".join(indent_pragmas(em.lines))
+    params = _params(kernel, analysis.read_only.written_args, em.names)
+    body = "\n".join(indent_pragmas(fold_single_trip_loops(em.lines)))
     row_loop = getattr(em, "row_count_param", None) is not None
     if row_loop:       # the user's grid x, appended by the runtime after the arguments' slots
         params.append(f"const int {em.row_count_param}")
@@ -139,7 +142,7 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
     return EmittedKernel(source, residency.launch_shared_bytes if residency else shared_bytes, em.smem.report(),
                          analysis.required_arch, tuple(spec for _, spec in em.tma_params), row_loop,
                          bool(analysis.row_loop and analysis.row_loop.persistent), analysis.programs_per_block,
-                         residency)
+                         analysis.row_loop.max_waves if analysis.row_loop else 0, residency)
 
 
 __all__ = ["emit_kernel", "EmittedKernel", "OCCUPANCY_MACRO", "MAXNREG_MACRO"]

@@ -112,6 +112,8 @@ class Emitter:
         self.tiles: dict = {}              # value -> SharedTile holding it (staged loads of a pipelined loop)
         self.invariant_buffers: dict = {}  # value -> (buffer, tile, scope written in): a loop-invariant dot operand
         self.stage_tiles: dict = {}        # staged load op -> its ring of stage tiles
+        self.row_rings: dict = {}          # row ring index -> this thread's runs in it (rules/row_ring.py)
+        self.row_ring_slots = None         # (read slot, write slot) C names inside the row loop
         self.uses_tiles = False            # whether the tile / tensor-core helpers (device_tiles.cuh) are needed
         self.pending_prefetch = None       # a pipelined loop's copies, for its first dot to issue mid-way
         self.prefetch_host = None          # ... that dot

@@ -54,6 +54,11 @@ class Tensor:
         return BlockShape(self.data.shape)
 
     @property
+    def numel(self) -> int:
+        """Triton's `x.numel`: the element count (1 for a scalar)."""
+        return int(self.data.size)
+
+    @property
     def type(self):
         """Triton's `x.type`: the element type of a scalar, a `block_type` of a block."""
         return dt.value_type(self.dtype, self.shape)

@@ -153,6 +153,18 @@ def helper(fn):
     return fn
 
 
+def constexpr_function(fn):
+    """Triton's `triton.constexpr_function`: a plain Python function that a kernel may call while it is compiled,
+    on compile-time arguments only; its result is a compile-time value (`triton.cdiv(N, BLOCK)`,
+    `triton.language.standard._log2(BLOCK)` inside a kernel). The interpreter calls it as it is."""
+    fn.__transpiler_constexpr_function__ = True
+    return fn
+
+
+def is_constexpr_function(obj):
+    return getattr(obj, "__transpiler_constexpr_function__", False)
+
+
 @builtin
 def to_tensor(x):
     """`x` as a kernel value: a Python number becomes a scalar typed as Triton types literals, a value stays

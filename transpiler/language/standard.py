@@ -6,7 +6,7 @@ them with NumPy or the same builtins (`interpreter/standard_rules.py`).
 """
 from __future__ import annotations
 
-from .core import builtin
+from .core import builtin, constexpr_function
 
 
 @builtin
@@ -70,3 +70,26 @@ def histogram(input, num_bins, mask=None):
 def gather(src, index, axis):
     """`out[..., i, ...] = src[..., index[..., i, ...], ...]` along `axis`: `index` (integers) has the rank
     of `src` and its size in every other dimension."""
+
+
+# Triton's compile-time helpers of `triton.language.standard`, which library code imports by their private
+# names (`from triton.language.standard import _log2`: FlagGems' bitonic sorts and top-k).
+@constexpr_function
+def _log2(i):
+    """floor(log2(i)) of a positive integer (0 for 1)."""
+    return max(int(i).bit_length() - 1, 0)
+
+
+@constexpr_function
+def _is_power_of_two(i):
+    return i != 0 and (i & (i - 1)) == 0
+
+
+def __getattr__(name):
+    """`triton.language.standard.X` for the rest of Triton's standard library (`zeros_like`, `max`, `cumsum`,
+    ...): code written against Triton imports them from here; they are `transpiler.language`'s."""
+    if not name.startswith("__"):
+        import transpiler.language as language
+        if hasattr(language, name):
+            return getattr(language, name)
+    raise AttributeError(f"module 'tl.standard' has no attribute '{name}'")

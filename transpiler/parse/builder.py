@@ -27,6 +27,7 @@ from .builder_expressions import ExpressionBuilder
 from .builder_loops import LoopBuilder
 from .builder_statements import StatementBuilder
 from .dead_code import remove_dead_code
+from .dot_accumulate import accumulate_into_dots
 from .ir import Argument, KernelIR, Op, Region, Type, Value
 from .records import Record
 from .scope import Returned, Scope
@@ -189,5 +190,6 @@ def build_kernel_ir(fn, arg_specs, options=DEFAULT_OPTIONS) -> KernelIR:
         kernel = builder.build()
     except TranspilerError as e:
         raise e.with_context(kernel=fn.__name__)
+    accumulate_into_dots(kernel)
     remove_dead_code(kernel)
     return kernel

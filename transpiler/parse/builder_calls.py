@@ -9,7 +9,7 @@ import inspect
 from .. import dtypes
 from ..errors import (CompileTimeError, DTypeError, NameResolutionError, ShapeError, TranspilerError,
                       UnsupportedSyntaxError)
-from ..language.core import builtin_name, constexpr
+from ..language.core import builtin_name, constexpr, is_constexpr_function
 from . import semantic
 from .ir import Op, Value
 from .records import Record
@@ -63,6 +63,8 @@ class CallBuilder:
             return self.inline_call(kernel_function(fn), args, kwargs)
         if fn is constexpr:
             return args[0]
+        if is_constexpr_function(fn):
+            return self._call_constexpr_function(fn, args, kwargs)
         if inspect.ismethod(fn) and isinstance(fn.__self__, (dtypes.dtype, dtypes.block_type)):
             # `x.dtype.is_int()`, `P.dtype.element_ty.is_fp16()`: a question about a type, answered now.
             return fn(*args, **kwargs)
@@ -101,6 +103,16 @@ class CallBuilder:
         raise self.error(NameResolutionError,
                          f"cannot call {short(fn)}: it is neither a tl builtin nor a @transpile function",
                          hint="decorate helpers with @transpiler.transpile (or @transpiler.jit)")
+
+    def _call_constexpr_function(self, fn, args, kwargs):
+        """A `constexpr_function` runs now, on compile-time values (Triton's rule: its arguments are unwrapped
+        constexprs, so a runtime value there is an error in Triton as well)."""
+        values = [*args, *kwargs.values()]
+        if any(isinstance(a, (Value, Record)) for a in values):
+            raise self.error(CompileTimeError, f"{short(fn)} runs while the kernel is compiled: its arguments "
+                             "must be compile-time values", hint="pass constexprs, or use tl.cdiv on runtime values")
+        plain = lambda v: v.value if isinstance(v, constexpr) else v      # noqa: E731
+        return fn(*[plain(a) for a in args], **{k: plain(v) for k, v in kwargs.items()})
 
     def _call_builtin(self, fn, args, kwargs):
         name = builtin_name(fn)

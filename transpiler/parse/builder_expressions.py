@@ -5,6 +5,7 @@ only chosen from the syntax.
 from __future__ import annotations
 
 import ast
+import math
 
 import libcst as cst
 
@@ -238,6 +239,8 @@ class ExpressionBuilder:
                 return base.dtype
             if attr == "shape":
                 return tuple(base.shape)
+            if attr == "numel":       # Triton's `x.numel`: the element count, a compile-time number
+                return math.prod(base.shape)
             if attr == "type":
                 return dtypes.value_type(base.dtype, base.shape)
             if attr in TENSOR_METHODS:

@@ -75,6 +75,12 @@ def _permute(b, input, *dims):
         raise b.error(ShapeError, f"permute order {list(dims)} is not a permutation of the {len(v.shape)} dims")
     if list(dims) == list(builtins.range(len(v.shape))):
         return v
+    inner = getattr(v, "owner", None)
+    if getattr(inner, "name", None) == "permute":
+        # A permute of a permute is one permute of the first one's source (`tl.trans(tl.trans(b))` is `b`), as
+        # Triton folds trans(trans(x)): the passes that look through one `tl.trans` to a dot's staged operand
+        # then see the load itself.
+        return _permute(b, inner.operands[0], *(inner.attrs["order"][d] for d in dims))
     return b.emit("permute", [v], Type(v.dtype, tuple(v.shape[d] for d in dims)), order=tuple(dims))
 
 

@@ -84,7 +84,11 @@ def terminator(em, op, layout):
 def for_loop(em, op, layout):
     hoisted = hoist_invariant_operands(em, op)
     plan = em.analysis.pipelines.get(op)
-    if plan is not None:
+    rows = em.analysis.row_ring
+    if rows is not None and op is rows.loop:
+        from .row_ring import row_ring_for
+        row_ring_for(em, op, rows)
+    elif plan is not None:
         from .pipeline import pipelined_for
         pipelined_for(em, op, plan)
     else:

@@ -62,6 +62,12 @@ def _combined_load(em, group):
 
 @lowering(OpKind.LOAD)
 def load(em, op, layout):
+    rows = em.analysis.row_ring
+    ring = rows.ring_of(op) if rows is not None else None
+    if ring is not None:           # a row ahead of a row loop, copied into shared memory (analysis/row_ring.py)
+        from .row_ring import ring_copy
+        ring_copy(em, op, ring, rows)
+        return
     group = em.analysis.combined_loads.get(op)
     if group is not None:
         if op is group.leader:

@@ -1,0 +1,232 @@
+"""Public real-world Triton kernels on the GPU: Triton and our compiled path on the same inputs, one line a kernel.
+
+    python3 bench/rw_s7core_gpu.py --cases DIR [--jobs 12] [--timeout 50]
+
+DIR holds case modules (kept out of this repository: their kernels are public code): each `*.py` there imports
+`triton` / `triton.language as tl`, defines its kernels as written upstream and a list `CASES` of dicts
+(`name`, `kernel`, `grid`, `args` (NumPy arrays and scalars, made from a seeded generator at import, so every
+process sees the same inputs), optional `constexprs` (launch keywords, `num_warps` included), `rtol`, `atol`).
+Every module runs in two processes at once: one with Triton itself (torch CUDA tensors), one where `import
+triton` means transpiler (`tests/triton_compat/shim.py`, CuPy arrays). Each process saves every array argument
+after its launch; the parent compares them (integers exactly, floats within the case's tolerance, NaN where
+the other has NaN) and prints `same`, `differs` (with the worst error), `ours fails` / `refused` (our error
+text) or `Triton fails` per kernel, then the totals. A module that does not finish within `--timeout` seconds
+reports its unfinished cases as `timeout`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _load(path: Path):
+    import importlib.util
+    sys.path.insert(0, str(path.parent))
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_side(flavor: str, path: Path, out: Path, chunk: slice) -> None:
+    """Launch every case of the module at `path` under `flavor` ('triton' or 'ours'); one JSON line each."""
+    if os.environ.get("RW_CPU"):
+        return _run_side_on_cpu(flavor, path, out, chunk)
+    if flavor == "ours":
+        sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+        from triton_compat import shim
+        shim.install()
+        import cupy
+
+        def to_device(a):
+            return cupy.asarray(a)
+
+        def to_host(a):
+            return cupy.asnumpy(a)
+
+        def sync():
+            cupy.cuda.runtime.deviceSynchronize()
+    else:
+        import torch
+
+        def to_device(a):
+            return torch.from_numpy(a.copy()).cuda()
+
+        def to_host(a):
+            return a.cpu().numpy()
+
+        def sync():
+            torch.cuda.synchronize()
+    _launch_all(flavor, _load(path).CASES[chunk], out, lambda case: case["kernel"], to_device, to_host, sync)
+
+
+def _run_side_on_cpu(flavor, path, out, chunk):
+    """`RW_CPU=1`: the plumbing checked without a GPU, both interpreters (Triton's with CPU torch tensors)."""
+    if flavor == "ours":
+        sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+        from triton_compat import shim
+        shim.install()
+        pick = lambda case: case["kernel"].interpret       # noqa: E731
+        to_device = to_host = lambda a: a.copy()           # noqa: E731
+    else:
+        os.environ["TRITON_INTERPRET"] = "1"
+        import torch
+        import triton.runtime.interpreter as interpreter
+        patch_tensor = interpreter._patch_lang_tensor
+
+        def index_of_one_element(tensor, scope):    # NumPy 2.4 refuses int() of a 1-element array
+            patch_tensor(tensor, scope)
+            scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
+        interpreter._patch_lang_tensor = index_of_one_element
+        pick = lambda case: case["kernel"]                 # noqa: E731
+        to_device, to_host = (lambda a: torch.from_numpy(a.copy())), (lambda a: a.numpy())
+    _launch_all(flavor, _load(path).CASES[chunk], out, pick, to_device, to_host, lambda: None)
+
+
+def _launch_all(flavor, cases, out, pick, to_device, to_host, sync):
+    import numpy as np
+    for case in cases:
+        record = {"name": case["name"], "rtol": case.get("rtol", 1e-5), "atol": case.get("atol", 1e-5)}
+        start = time.time()
+        try:
+            args = [to_device(a) if isinstance(a, np.ndarray) else a for a in case["args"]]
+            options = dict(case.get("constexprs", {}))
+            if "num_warps" in case:
+                options["num_warps"] = case["num_warps"]
+            pick(case)[case["grid"]](*args, **options)
+            sync()
+            arrays = [to_host(a) for a, original in zip(args, case["args"]) if isinstance(original, np.ndarray)]
+            np.savez(out / f"{flavor}__{case['name']}.npz", *arrays)
+            record["run"] = "ok"
+        except Exception as e:  # noqa: BLE001  reported per kernel
+            record["run"] = "fail"
+            record["error"] = f"{type(e).__name__}: {str(e).strip()}"[-600:]
+            record["refused"] = "not supported yet" in str(e) or "not Triton's language" in str(e)
+            if os.environ.get("RW_TRACEBACK"):
+                traceback.print_exc()
+        record["s"] = round(time.time() - start, 2)
+        print(json.dumps(record), flush=True)
+
+
+def compare(out: Path, name: str, rtol: float, atol: float) -> tuple[bool, str]:
+    import numpy as np
+    ours, theirs = np.load(out / f"ours__{name}.npz"), np.load(out / f"triton__{name}.npz")
+    problems = []
+    for key in ours.files:
+        a, b = ours[key], theirs[key]
+        if a.shape != b.shape:
+            problems.append(f"{key}: shape {a.shape} vs {b.shape}")
+            continue
+        if a.dtype.kind in "iub":
+            wrong = int((a != b).sum())
+            if wrong:
+                problems.append(f"{key}: {wrong}/{a.size} integers differ")
+            continue
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        close = np.isclose(a64, b64, rtol=rtol, atol=atol, equal_nan=True)
+        if not close.all():
+            both = ~close & np.isfinite(a64) & np.isfinite(b64)
+            worst = float(np.abs(a64 - b64)[both].max()) if both.any() else float("nan")
+            problems.append(f"{key}: {int((~close).sum())}/{a.size} differ, max error {worst:.3g}")
+    return not problems, "; ".join(problems)
+
+
+def _case_count(path: Path) -> int:
+    """How many cases a module defines (loaded here with `import triton` meaning transpiler: quick, no launch)."""
+    sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+    from triton_compat import shim
+    shim.install()
+    return len(_load(path).CASES)
+
+
+def _side_process(flavor, path, chunk, out, deadline):
+    env = dict(os.environ)
+    if not env.get("RW_CPU"):
+        env.pop("TRITON_INTERPRET", None)
+    command = [sys.executable, __file__, "--side", flavor, "--module", str(path), "--out", str(out),
+               "--chunk", f"{chunk[0]}:{chunk[1]}"]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=max(1.0, deadline - time.time()),
+                              env=env)
+        text, err = done.stdout, done.stderr
+    except subprocess.TimeoutExpired as e:
+        text = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        err = "timeout"
+    records = {}
+    for line in text.splitlines():
+        try:
+            record = json.loads(line)
+            records[record["name"]] = record
+        except (ValueError, KeyError):
+            pass
+    return records, err
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cases", type=Path, help="folder of case modules")
+    parser.add_argument("--jobs", type=int, default=12, help="processes at once (two per module)")
+    parser.add_argument("--budget", type=float, default=52.0, help="seconds for the whole run; cases not done "
+                        "by then are reported as timeout")
+    parser.add_argument("--per-process", type=int, default=5, help="cases a process launches")
+    parser.add_argument("--side", choices=("triton", "ours"), help=argparse.SUPPRESS)
+    parser.add_argument("--module", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--chunk", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.side:
+        first, stop = (int(v) for v in args.chunk.split(":"))
+        run_side(args.side, args.module, args.out, slice(first, stop))
+        return 0
+    deadline = time.time() + args.budget
+    modules = sorted(p for p in args.cases.glob("*.py") if p.name != "common.py" and not p.name.startswith("_"))
+    out = Path(tempfile.mkdtemp(prefix="rw_s7core_"))
+    jobs = [(flavor, m, (first, first + args.per_process)) for m in modules
+            for first in range(0, _case_count(m), args.per_process) for flavor in ("triton", "ours")]
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        done = list(pool.map(lambda j: _side_process(j[0], j[1], j[2], out, deadline), jobs))
+    results = {}
+    for (flavor, module, _), (records, err) in zip(jobs, done):
+        mine = results.setdefault((flavor, module), ({}, []))
+        mine[0].update(records)
+        mine[1].append(err)
+    counts = {}
+    for module in modules:
+        theirs, triton_err = results[("triton", module)]
+        ours, ours_err = results[("ours", module)]
+        triton_err, ours_err = " ".join(triton_err), " ".join(ours_err)
+        names = list(dict.fromkeys(list(ours) + list(theirs)))
+        if not names:
+            print(f"{module.stem}: no case ran (ours: {ours_err.strip()[-300:]}; Triton: {triton_err.strip()[-300:]})")
+            counts["module failed"] = counts.get("module failed", 0) + 1
+        for name in names:
+            o, t = ours.get(name), theirs.get(name)
+            if o is None or t is None:
+                verdict, detail = "timeout", ("ours" if o is None else "Triton") + " did not finish"
+            elif t["run"] != "ok":
+                verdict, detail = "Triton fails", t.get("error", "")
+            elif o["run"] != "ok":
+                verdict, detail = ("refused" if o.get("refused") else "ours fails"), o.get("error", "")
+            else:
+                same, detail = compare(out, name, o["rtol"], o["atol"])
+                verdict = "same" if same else "differs"
+            counts[verdict] = counts.get(verdict, 0) + 1
+            print(f"{verdict:12s} {module.stem}/{name}  {detail}".rstrip())
+    total = sum(counts.values())
+    print("total", total, " ".join(f"{k}={v}" for k, v in sorted(counts.items())))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
