@@ -236,15 +236,12 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_kernel(
   float mul_1[16];
   #pragma unroll
   for (int r = 0; r < 16; ++r) mul_1[r] = centered[r] * rstd;
-  float mul_2[16];
+  float fma_[16];
   #pragma unroll
-  for (int r = 0; r < 16; ++r) mul_2[r] = mul_1[r] * w_[r];
-  float add_1[16];
-  #pragma unroll
-  for (int r = 0; r < 16; ++r) add_1[r] = mul_2[r] + b[r];
+  for (int r = 0; r < 16; ++r) fma_[r] = fmaf(mul_1[r], w_[r], b[r]);
   __nv_bfloat16 y_values[16];
   #pragma unroll
-  for (int r = 0; r < 16; ++r) y_values[r] = tp::cast<__nv_bfloat16>(add_1[r]);
+  for (int r = 0; r < 16; ++r) y_values[r] = tp::cast<__nv_bfloat16>(fma_[r]);
   const int y_offset = tp::wrap_mul<int>(row, y_stride);
   __nv_bfloat16* y_ptr = Y + y_offset;
   #pragma unroll

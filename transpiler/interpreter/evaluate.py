@@ -119,13 +119,21 @@ def _umulhi(out, dtype, attrs, a, b):
     return numeric.from_bits(high, dtype)
 
 
+_SMALLEST_NORMAL_FP32 = 2.0 ** -126
+
+
 def _math_function(function):
     """A row of the math catalogue: float64 evaluation rounded once to the type; an integer operand (abs) in its
-    own type, where abs(INT_MIN) wraps to INT_MIN as on the GPU."""
+    own type, where abs(INT_MIN) wraps to INT_MIN as on the GPU. A row computed in fp32 with flush to zero
+    (`flushes_subnormal_results`: tl.exp2, as the compiled kernel and Triton do) flushes below fp32's smallest
+    normal for every type but fp64."""
     def apply(out, dtype, attrs, a):
         if dtype.is_int():
             return np.asarray(function.evaluate(a))
-        return round_from_wide(function.evaluate(a.astype(np.float64)), dtype)
+        wide = function.evaluate(a.astype(np.float64))
+        if function.flushes_subnormal_results and dtype.bits < 64:
+            wide = np.where(np.abs(wide) < _SMALLEST_NORMAL_FP32, 0.0 * wide, wide)
+        return round_from_wide(wide, dtype)
     return apply
 
 
