@@ -2,7 +2,7 @@
 """A/B of the row ring (analysis/row_ring.py) on the row kernels, one process per variant: `default` (ours as
 built by default), `regs` (TRANSPILER_ROW_RING=0: no ring, the register fold of session 6), `main` (also
 TRANSPILER_LANE_COMBINE=0: the code main built before session 7), `ring_all` (every eligible row in the ring, one
-wave always), each against Triton on the same source in the same process. One process per variant because the
+wave always), `stream_stores` (the outputs stored evict-first: TRANSPILER_STREAM_STORES=1), each against Triton on the same source in the same process. One process per variant because the
 launch key holds the code-changing environment (transpiler/options.py): a switch set around a call sends that
 launch down the slow host path, which do_bench then partly times (measured: two variants compiling to the same
 code 14% apart). Per point: ours checked against Triton, `--rounds` interleaved do_bench medians (L2 flushed),
@@ -24,9 +24,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-VARIANTS = {"default": {}, "regs": {"TRANSPILER_ROW_RING": "0"},
+VARIANTS = {"default": {}, "regs": {"TRANSPILER_ROW_RING": "0"}, "over16": {"TRANSPILER_ROW_RING": "1"},
             "main": {"TRANSPILER_ROW_RING": "0", "TRANSPILER_LANE_COMBINE": "0"},
-            "ring_all": {"TRANSPILER_ROW_RING": "2", "TRANSPILER_ROW_RING_WAVES": "0"}}
+            "ring_all": {"TRANSPILER_ROW_RING": "2", "TRANSPILER_ROW_RING_WAVES": "0"},
+            "stream_stores": {"TRANSPILER_STREAM_STORES": "1"}}
 POINTS = [("softmax", "float32", (4096, 1024)), ("softmax", "float32", (8192, 4096)),
           ("layernorm", "float16", (16384, 4096)), ("softmax", "float16", (8192, 4096)),
           ("softmax", "float16", (4096, 8192)), ("softmax", "float16", (4096, 4096)),

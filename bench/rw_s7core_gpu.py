@@ -39,7 +39,7 @@ def _load(path: Path):
     return module
 
 
-def run_side(flavor: str, path: Path, out: Path, chunk: slice) -> None:
+def run_side(flavor: str, path: Path, out: Path, chunk: list) -> None:
     """Launch every case of the module at `path` under `flavor` ('triton' or 'ours'); one JSON line each."""
     if os.environ.get("RW_CPU"):
         return _run_side_on_cpu(flavor, path, out, chunk)
@@ -68,7 +68,8 @@ def run_side(flavor: str, path: Path, out: Path, chunk: slice) -> None:
 
         def sync():
             torch.cuda.synchronize()
-    _launch_all(flavor, _load(path).CASES[chunk], out, lambda case: case["kernel"], to_device, to_host, sync)
+    _launch_all(flavor, [_load(path).CASES[i] for i in chunk], out, lambda case: case["kernel"], to_device, to_host,
+                sync)
 
 
 def _run_side_on_cpu(flavor, path, out, chunk):
@@ -91,7 +92,7 @@ def _run_side_on_cpu(flavor, path, out, chunk):
         interpreter._patch_lang_tensor = index_of_one_element
         pick = lambda case: case["kernel"]                 # noqa: E731
         to_device, to_host = (lambda a: torch.from_numpy(a.copy())), (lambda a: a.numpy())
-    _launch_all(flavor, _load(path).CASES[chunk], out, pick, to_device, to_host, lambda: None)
+    _launch_all(flavor, [_load(path).CASES[i] for i in chunk], out, pick, to_device, to_host, lambda: None)
 
 
 def _launch_all(flavor, cases, out, pick, to_device, to_host, sync):
@@ -142,12 +143,25 @@ def compare(out: Path, name: str, rtol: float, atol: float) -> tuple[bool, str]:
     return not problems, "; ".join(problems)
 
 
-def _case_count(path: Path) -> int:
-    """How many cases a module defines (loaded here with `import triton` meaning transpiler: quick, no launch)."""
+def _kernel_name(kernel) -> str:
+    while not hasattr(kernel, "arg_names") and hasattr(kernel, "fn"):      # autotuner / heuristics wrappers
+        kernel = kernel.fn
+    return getattr(kernel, "__name__", repr(kernel))
+
+
+def _chosen_cases(path: Path, per_kernel: int) -> list:
+    """The indices of the module's cases to run: the first `per_kernel` of each kernel (the module is loaded
+    here with `import triton` meaning transpiler: quick, nothing launched)."""
     sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
     from triton_compat import shim
     shim.install()
-    return len(_load(path).CASES)
+    seen, chosen = {}, []
+    for i, case in enumerate(_load(path).CASES):
+        name = _kernel_name(case["kernel"])
+        seen[name] = seen.get(name, 0) + 1
+        if per_kernel <= 0 or seen[name] <= per_kernel:
+            chosen.append(i)
+    return chosen
 
 
 def _side_process(flavor, path, chunk, out, deadline):
@@ -155,7 +169,7 @@ def _side_process(flavor, path, chunk, out, deadline):
     if not env.get("RW_CPU"):
         env.pop("TRITON_INTERPRET", None)
     command = [sys.executable, __file__, "--side", flavor, "--module", str(path), "--out", str(out),
-               "--chunk", f"{chunk[0]}:{chunk[1]}"]
+               "--chunk", ",".join(str(i) for i in chunk)]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=max(1.0, deadline - time.time()),
                               env=env)
@@ -176,24 +190,26 @@ def _side_process(flavor, path, chunk, out, deadline):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", type=Path, help="folder of case modules")
-    parser.add_argument("--jobs", type=int, default=12, help="processes at once (two per module)")
-    parser.add_argument("--budget", type=float, default=52.0, help="seconds for the whole run; cases not done "
+    parser.add_argument("--jobs", type=int, default=16, help="processes at once")
+    parser.add_argument("--budget", type=float, default=50.0, help="seconds for the whole run; cases not done "
                         "by then are reported as timeout")
-    parser.add_argument("--per-process", type=int, default=5, help="cases a process launches")
+    parser.add_argument("--per-process", type=int, default=6, help="cases a process launches")
+    parser.add_argument("--per-kernel", type=int, default=2, help="cases run per kernel (0: all)")
     parser.add_argument("--side", choices=("triton", "ours"), help=argparse.SUPPRESS)
     parser.add_argument("--module", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--chunk", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.side:
-        first, stop = (int(v) for v in args.chunk.split(":"))
-        run_side(args.side, args.module, args.out, slice(first, stop))
+        run_side(args.side, args.module, args.out, [int(v) for v in args.chunk.split(",") if v])
         return 0
     deadline = time.time() + args.budget
     modules = sorted(p for p in args.cases.glob("*.py") if p.name != "common.py" and not p.name.startswith("_"))
     out = Path(tempfile.mkdtemp(prefix="rw_s7core_"))
-    jobs = [(flavor, m, (first, first + args.per_process)) for m in modules
-            for first in range(0, _case_count(m), args.per_process) for flavor in ("triton", "ours")]
+    chosen = {m: _chosen_cases(m, args.per_kernel) for m in modules}
+    chunks = [(m, chosen[m][i:i + args.per_process]) for m in modules for i in range(0, len(chosen[m]), args.per_process)]
+    chunks.sort(key=lambda c: -len(c[1]))        # the fullest first, so the last wave is short
+    jobs = [(flavor, m, chunk) for m, chunk in chunks for flavor in ("triton", "ours")]
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         done = list(pool.map(lambda j: _side_process(j[0], j[1], j[2], out, deadline), jobs))
     results = {}

@@ -32,8 +32,8 @@ import collections
 import ctypes
 import struct
 
-from ..analysis.row_loop import MAX_ROWS_AHEAD
 from ..errors import LaunchError
+from ..targets import MAX_ROWS_AHEAD
 
 SLOT = 8  # bytes per parameter slot: every parameter type we pass fits, and 8 keeps each one aligned
 OPT_IN_ABOVE = 48 * 1024             # dynamic shared memory a kernel may use without opting in

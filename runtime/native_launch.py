@@ -93,17 +93,20 @@ def _load_or_build():
         raise _Unavailable("not built on Windows yet")
     compiler = _compiler()
     path = _built_path(compiler)
-    if not path.exists():
-        path = _build(compiler, path)
-    spec = importlib.util.spec_from_file_location(MODULE_NAME, path,
-                                                  loader=importlib.machinery.ExtensionFileLoader(MODULE_NAME,
-                                                                                                 str(path)))
-    try:
-        loaded = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(loaded)
-    except ImportError as e:
-        raise _Unavailable(f"the built launcher does not load: {e}") from None
-    return loaded
+    # Not a sealed cache entry (the dynamic loader reads it): a file that does not load (damaged, truncated) is
+    # built again once.
+    for attempt in range(2):
+        if attempt or not path.exists():
+            path = _build(compiler, path)
+        spec = importlib.util.spec_from_file_location(
+            MODULE_NAME, path, loader=importlib.machinery.ExtensionFileLoader(MODULE_NAME, str(path)))
+        try:
+            loaded = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(loaded)
+            return loaded
+        except ImportError as e:
+            error = e
+    raise _Unavailable(f"the built launcher does not load: {error}")
 
 
 def _build(compiler: str, path: Path) -> Path:
@@ -183,7 +186,8 @@ def plan_tuple(launcher, key, frameworks):
     block, shared bytes, slot codes, name, row-loop blocks, programs per block, stream provider, provider gives
     a stream object, cuLaunchKernel, cuCtxGetCurrent, cuCtxSetCurrent)`.
     "Python only" for the launchers whose launch does more than pack and call: debug mode's (it synchronises),
-    TMA kernels' (tensor maps per launch), by-value parameters, or a driver without native functions."""
+    TMA kernels' (tensor maps per launch), by-value parameters, a row loop whose blocks depend on the grid's
+    waves (a row ring's), or a driver without native functions."""
     from . import kernel as kernel_mod, launch_key
     from . import launcher as launcher_mod
     inner, row_blocks, per_block = launcher, -2, 1
@@ -193,7 +197,9 @@ def plan_tuple(launcher, key, frameworks):
     codes = "".join(launcher_mod._CODE.get(kind, "") for kind in getattr(inner, "kinds", ()))
     functions = launcher_mod.driver.native_functions()
     python_only = (type(inner) is not launcher_mod.Launcher or inner._maps is not None
-                   or len(codes) != len(inner.kinds) or functions is None)
+                   or len(codes) != len(inner.kinds) or functions is None
+                   # a row loop that launches one wave only for short grids (RowLoopLauncher.blocks_for)
+                   or (type(launcher) is launcher_mod.RowLoopLauncher and launcher.max_waves))
     launch, get_current, set_current = functions or (None, None, None)
     stream_fn, stream_object = _stream_provider(kernel_mod, launcher_mod, bool(frameworks & launch_key.TORCH))
     return (launch_key.environment_of(key), launch_key.device_of(key), python_only,

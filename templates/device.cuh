@@ -55,6 +55,12 @@ __device__ __forceinline__ float div_full(float a, float b) {
   float r; asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r;
 }
 
+// fp32 2**x as Triton lowers tl.exp2: ex2.approx.ftz.f32, a result below 2**-126 is 0 (exp2f would be
+// ex2.approx.f32, whose subnormal range costs a compare and two multiplies around each MUFU.EX2).
+__device__ __forceinline__ float exp2_ftz(float a) {
+  float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(a)); return r;
+}
+
 // Triton's integer +, -, *, << and unary - wrap around (LLVM's add, sub, mul, shl without nsw); a signed C result
 // out of range is undefined and NVVM builds on that (`(x + y) < x` became `y < 0`). These compute in an unsigned
 // type of at least 32 bits (narrower operands would be promoted back to int) and convert back, which wraps.

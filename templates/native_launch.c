@@ -44,6 +44,9 @@ typedef int (*ctx_set_fn)(void *ctx);
 #define NO_ROW_LOOP (-2)
 #define EVERY_BLOCK (-1)
 #define INT32_MAX_GRID 2147483647LL
+/* The rows a row loop computes ahead of the last one it runs, at most (runtime/launcher.py RowLoopLauncher
+   ROWS_AHEAD, transpiler/targets.py MAX_ROWS_AHEAD): `row + ROWS_AHEAD x programs` must stay an int. */
+#define ROWS_AHEAD 3LL
 
 enum { K_CUPY = 1, K_TORCH, K_INT, K_FLOAT, K_BOOL, K_NONE,
        C_INT, C_FLOAT, C_BOOL, C_NONE, C_OBJECT };   /* runtime parameters, then constexprs */
@@ -484,15 +487,19 @@ static PyObject *grid_launch_call(PyObject *self, PyObject *const *args, size_t 
     Py_ssize_t n_kw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     for (Py_ssize_t j = 0; j < n_kw; j++) {
         PyObject *key = PyTuple_GET_ITEM(kwnames, j), *value = args[nargs + j];
-        int i = name_index(t, key);
-        if (i < 0) {
-            if (equal_names(key, s_num_warps)) { num_warps = value; continue; }
-            if (equal_names(key, s_num_stages)) { num_stages = value; continue; }
-            if (equal_names(key, s_stream)) { stream = value; continue; }
-            for (int k = 0; k < n && i < 0; k++)      /* a name that is not the interned one */
+        /* The launch options first, as the Python launch function's signature takes them; names compared by
+         * pointer (interned), then by value for a name that is not the interned one. */
+        PyObject **option = key == s_num_warps ? &num_warps : key == s_num_stages ? &num_stages
+                          : key == s_stream ? &stream : NULL;
+        int i = option ? -1 : name_index(t, key);
+        if (!option && i < 0) {
+            option = equal_names(key, s_num_warps) ? &num_warps : equal_names(key, s_num_stages) ? &num_stages
+                   : equal_names(key, s_stream) ? &stream : NULL;
+            for (int k = 0; k < n && i < 0 && !option; k++)
                 if (equal_names(key, PyTuple_GET_ITEM(t->names, k))) i = k;
-            if (i < 0) return hand_over(g, args, nargsf, kwnames);
         }
+        if (option) { *option = value; continue; }
+        if (i < 0) return hand_over(g, args, nargsf, kwnames);
         if (ordered[i]) return hand_over(g, args, nargsf, kwnames);      /* given twice */
         ordered[i] = value;
     }
@@ -601,7 +608,7 @@ static PyObject *grid_launch_call(PyObject *self, PyObject *const *args, size_t 
     if (plan.row_blocks != NO_ROW_LOOP) {       /* runtime/launcher.py's RowLoopLauncher, the same rule */
         long long needed = ((long long)grid[0] + plan.per_block - 1) / plan.per_block;
         long long blocks = plan.row_blocks == EVERY_BLOCK || needed < plan.row_blocks ? needed : plan.row_blocks;
-        if (grid[0] + blocks * plan.per_block > INT32_MAX_GRID || n_runtime >= plan.n_slots ||
+        if (grid[0] + blocks * plan.per_block * ROWS_AHEAD > INT32_MAX_GRID || n_runtime >= plan.n_slots ||
             pack_slot(plan.codes[n_runtime], K_INT, 0, grid[0], 0.0, &slots[n_runtime]) < 0)
             goto python;
         n_runtime++;

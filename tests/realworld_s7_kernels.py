@@ -5,6 +5,8 @@
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 import transpiler
@@ -106,7 +108,46 @@ def case_double_transpose_dot(rng, m=40, n=24, k=70):
                 reference=lambda a, b, *_: [a.astype(np.float64) @ b.astype(np.float64)], rtol=1e-2, atol=1e-2)
 
 
+# ---- Python helpers called in a kernel on compile-time values: `@tl.constexpr` on a function, a module's
+# function (`math.log2`), `tl.core.get_int_dtype` (the order-preserving keys of FlagGems' radix sort) ------------
+
+@tl.constexpr
+def _unsigned_of(bits):
+    bits = bits.value if isinstance(bits, tl.constexpr) else bits
+    return tl.core.get_int_dtype(bits, False)
+
+
+@tl.constexpr
+def _top_bit(bits):
+    bits = bits.value if isinstance(bits, tl.constexpr) else bits     # Triton passes its constexpr wrapper
+    return 1 << (bits - 1)
+
+
+@transpiler.jit
+def order_keys_kernel(X, KEYS, DIGITS, N, BLOCK: tl.constexpr, RADIX: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(X + offs, mask=offs < N, other=0)
+    bits: tl.constexpr = x.dtype.primitive_bitwidth
+    u = x.to(_unsigned_of(bits), bitcast=True) ^ _top_bit(bits)       # signed order as unsigned order
+    tl.store(KEYS + offs, u, mask=offs < N)
+    shift: tl.constexpr = int(math.log2(RADIX))
+    tl.store(DIGITS + offs, ((u >> shift) & (RADIX - 1)).to(tl.int32), mask=offs < N)
+
+
+def case_order_keys(rng, dtype=np.int32, n=300, block=128, radix=16):
+    x = rng.integers(np.iinfo(dtype).min, np.iinfo(dtype).max, n).astype(dtype)
+    unsigned = np.dtype(f"u{np.dtype(dtype).itemsize}")
+
+    def reference(x, *_):
+        u = x.view(unsigned) ^ unsigned.type(1 << (8 * x.itemsize - 1))
+        return [u, ((u >> int(math.log2(radix))) & (radix - 1)).astype(np.int32)]
+    return dict(kernel=order_keys_kernel, grid=(_cdiv(n, block),),
+                args=[x, np.zeros(n, unsigned), _poison(n, np.int32), n], constexprs=dict(BLOCK=block, RADIX=radix),
+                outputs=[1, 2], reference=reference, rtol=0, atol=0)
+
+
 def all_cases(rng):
     """Every case with an id."""
     return [("pair_sums", case_pair_sums(rng)), ("segment_logsumexp", case_segment_logsumexp(rng)),
-            ("double_transpose_dot", case_double_transpose_dot(rng))]
+            ("double_transpose_dot", case_double_transpose_dot(rng)),
+            ("order_keys_i32", case_order_keys(rng)), ("order_keys_i16", case_order_keys(rng, np.int16))]

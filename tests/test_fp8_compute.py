@@ -51,15 +51,22 @@ def dequant_case(rng, fmt, rows=5, cols=300, block=128):
     return fk.fp8_dequant_rows_kernel, args, dict(BLOCK=512), (rows,), y, want
 
 
-def mixed_case(rng, n=700):
+def mixed_case(rng, n=700, contracted=False):
+    """`a + b` of two fp8 types and `a * h - b` with fp16 `h`. The interpreter rounds the product and the
+    difference separately; compiled code (ours, and Triton's) contracts them into one fp16 FMA (HFMA2: the
+    `mul.f16` / `sub.f16` pair has no rounding modifier, so ptxas may fuse it), one rounding: `contracted`
+    chooses that model."""
     a, b = finite_codes(rng, "e4nv", n), finite_codes(rng, "e5", n)
     b[np.abs(decode(b, "e5")) > 6e4] = 0x3C   # keep a * h - b inside fp16's range
     h = rng.uniform(-4, 4, n).astype(np.float16)
     s, hs = np.full(n, np.nan, np.float16), np.full(n, np.nan, np.float16)
     fa, fb = decode(a, "e4nv"), decode(b, "e5")
     want_sum = (fa + fb).astype(np.float16)                         # exact in float64, one fp16 rounding
-    prod = (fa * h.astype(np.float64)).astype(np.float16)           # fp16 multiply, then fp16 subtract
-    want_hsum = (prod.astype(np.float64) - fb).astype(np.float16)
+    prod = fa * h.astype(np.float64)                                # exact: 4 x 11 significant bits
+    if contracted:                                                  # fma: one rounding of the exact value
+        want_hsum = (prod - fb).astype(np.float16)
+    else:                                                           # fp16 multiply, then fp16 subtract
+        want_hsum = (prod.astype(np.float16).astype(np.float64) - fb).astype(np.float16)
     args = (fp8(a, "e4nv"), fp8(b, "e5"), h, s, hs, n)
     return fk.fp8_mixed_kernel, args, dict(BLOCK=256), (transpiler.cdiv(n, 256),), (s, hs), (want_sum, want_hsum)
 

@@ -14,7 +14,7 @@ from triton_twin import triton_twin_of
 pytestmark = pytest.mark.gpu
 
 CASES = {"dequant-e4nv": lambda rng: cpu.dequant_case(rng, "e4nv"),
-         "dequant-e5": lambda rng: cpu.dequant_case(rng, "e5"), "mixed": cpu.mixed_case,
+         "dequant-e5": lambda rng: cpu.dequant_case(rng, "e5"), "mixed": lambda rng: cpu.mixed_case(rng, contracted=True),
          "select-e4nv": lambda rng: cpu.select_case(rng, "e4nv"),
          "select-e5": lambda rng: cpu.select_case(rng, "e5")}
 

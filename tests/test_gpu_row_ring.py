@@ -3,7 +3,7 @@ fresh random inputs, outputs poisoned: 1-3 rows ahead, ragged rows (a ragged run
 rows than programs (prologue rows past the grid), one row, many rows over several passes of each slot, a 16-bit
 row with 2-byte runs (kept in registers), and the same kernels with the ring off, with other ring sizes, and
 launched as one wave or as every program of a long grid (TRANSPILER_ROW_RING_WAVES). TRANSPILER_ROW_RING=2 puts
-every eligible row in the ring (the default, 1, only rows over 16 bytes a thread)."""
+every eligible row in the ring, 1 only rows over 16 bytes a thread (the default, 0, none)."""
 import numpy as np
 import pytest
 
@@ -57,10 +57,10 @@ def test_row_ring_kernel_matches_numpy(name, monkeypatch):
 
 
 @pytest.mark.parametrize("name", NAMES)
-@pytest.mark.parametrize("env", [{}, {"TRANSPILER_ROW_RING": "0"},
+@pytest.mark.parametrize("env", [{}, {"TRANSPILER_ROW_RING": "1"},
                                  {"TRANSPILER_ROW_RING": "2", "TRANSPILER_ROW_RING_BYTES": "196608"},
                                  {"TRANSPILER_ROW_RING": "2", "TRANSPILER_ROW_RING_BYTES": "65536"},
-                                 {"TRANSPILER_ROW_RING": "2"}], ids=["default", "off", "192k", "64k", "all_rows"])
+                                 {"TRANSPILER_ROW_RING": "2"}], ids=["default", "over_16_bytes", "192k", "64k", "all_rows"])
 def test_same_results_with_other_rings_or_none(name, env, monkeypatch):
     for k, v in env.items():
         monkeypatch.setenv(k, v)
@@ -69,7 +69,9 @@ def test_same_results_with_other_rings_or_none(name, env, monkeypatch):
 
 
 def test_a_long_grid_launches_every_program_and_a_short_one_one_wave(monkeypatch):
-    """Rows over 16 bytes a thread go to the ring by default, one wave only for a grid of at most 2 waves."""
+    """Rows over 16 bytes a thread go to the ring (TRANSPILER_ROW_RING=1), one wave only for a grid of at most 2
+    waves."""
+    monkeypatch.setenv("TRANSPILER_ROW_RING", "1")
     from transpiler.runtime import launcher
     rng = np.random.default_rng()
     for rows, one_wave in ((40000, False), (3000, True)):

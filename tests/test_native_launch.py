@@ -3,6 +3,7 @@ tables, driven by hand with a fake driver whose functions are C callbacks, pack 
 apply the row-loop rule, switch contexts, and hand to the Python function everything they do not take; through
 `kernel[grid]` (the `gpu` fixture's `native` path) it launches what the Python path launches, bit for bit."""
 import struct
+import sys
 
 import numpy as np
 import pytest
@@ -186,7 +187,11 @@ def test_keywords_bind_in_any_order_and_an_explicit_stream_is_used():
     x = FakeCupy(4096)
     launch(BLOCK=128, n=5, x=x, stream=55)
     launch(x, 5, BLOCK=128, stream=None)
-    assert [(r.stream, unpack(r.raw, "Qi")) for r in h.driver.launches] == [(55, [4096, 5]), (CUPY_STREAM, [4096, 5])]
+    built = {"".join(["BL", "OCK"]): 128, "".join(["num_", "stages"]): 3}      # names that are not interned
+    assert all(name is not sys.intern(name) for name in built)
+    launch(x, 5, **built)
+    assert [(r.stream, unpack(r.raw, "Qi")) for r in h.driver.launches] == [(55, [4096, 5]), (CUPY_STREAM, [4096, 5]),
+                                                                              (CUPY_STREAM, [4096, 5])]
     assert h.handed == [] and len(h.learned) == 1
 
 
@@ -235,6 +240,16 @@ def test_a_row_loop_launches_at_most_its_blocks_and_passes_the_users_grid_x_last
         assert record.grid == (launched, 2, 1) and unpack(record.raw, "Qi") == [4096, gx]
         assert h.recorded[-1] == ("k", launched, 2, 1)
     h.grid(2**31 - 2, 1)(FakeCupy(4096))            # past the loop's int range: the Python path refuses it
+    assert len(h.handed) == 1
+
+
+def test_a_row_loop_near_the_int_limit_is_handed_to_python_when_rows_ahead_would_overflow():
+    """The loop computes rows up to 3 x programs past a row below the grid's x (a row ring: row_loop.py): a grid
+    within that of the int limit goes to the Python path (RowLoopLauncher: one wave, or its located refusal)."""
+    h = Harness(["x"], [False], "Qi", row=(4, 1))
+    h.grid(2**31 - 1 - 12, 1)(FakeCupy(4096))       # 3 x 4 programs ahead: exactly within the range
+    assert len(h.handed) == 0 and h.driver.launches[-1].grid == (4, 1, 1)
+    h.grid(2**31 - 1 - 8, 1)(FakeCupy(4096))        # within one row's range, not within three
     assert len(h.handed) == 1
 
 
@@ -427,3 +442,14 @@ def test_a_dropped_kernel_is_collected_with_its_plans_and_grid_objects(gpu, monk
     del k
     gc.collect()
     assert dropped() is None
+
+
+def test_a_damaged_built_launcher_is_built_again(monkeypatch, tmp_path):
+    monkeypatch.setenv("TRANSPILER_CACHE_DIR", str(tmp_path))
+    path = native_launch._built_path(native_launch._compiler())
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"\x7fELF truncated")
+    monkeypatch.setattr(native_launch, "_module", None)
+    monkeypatch.setattr(native_launch, "_reason", None)
+    assert native_launch.module() is not None, native_launch.unavailable_reason()
+    assert path.stat().st_size > 1000

@@ -142,3 +142,46 @@ def test_derivative_matches_central_differences(name):
     numeric = (function.evaluate(x + h) - function.evaluate(x - h)) / (2 * h)
     analytic = function.derivative(x, function.evaluate(x), np)
     np.testing.assert_allclose(analytic, numeric, rtol=1e-5, atol=1e-6)
+
+
+def _op_kind_literals(tree):
+    """(line, text) of each place a module names an IR op kind by a string literal: compares an op's `name`
+    (`op.name == "load"`, `getattr(op, "name", None) in (...)`) with one, or makes an op of one
+    (`emit("load", ...)`, `Op("for", ...)`)."""
+    import ast
+
+    def literals(node):
+        nodes = node.elts if isinstance(node, (ast.Tuple, ast.Set, ast.List)) else [node]
+        return [n.value for n in nodes if isinstance(n, ast.Constant) and n.value in OP_KINDS]
+
+    def is_name(node):
+        return ((isinstance(node, ast.Attribute) and node.attr == "name") or
+                (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "getattr" and len(node.args) > 1
+                 and isinstance(node.args[1], ast.Constant) and node.args[1].value == "name"))
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and is_name(node.left):
+            for right in node.comparators:
+                if literals(right):
+                    yield node.lineno, literals(right)
+        elif isinstance(node, ast.Call) and node.args:
+            callee = getattr(node.func, "attr", getattr(node.func, "id", None))
+            if callee in ("emit", "emit_multi", "Op", "_op") and literals(node.args[0]):
+                yield node.lineno, literals(node.args[0])
+
+
+def test_op_kinds_are_named_by_their_constants_not_by_strings():
+    import ast
+    import pathlib
+    root = pathlib.Path(transpiler.__file__).parent
+    found = [f"{path.relative_to(root)}:{line}: {kinds}"
+             for path in sorted(root.rglob("*.py")) if path.name != "ir.py"
+             for line, kinds in _op_kind_literals(ast.parse(path.read_text()))]
+    assert not found, "use transpiler.parse.ir.OpKind:\n" + "\n".join(found)
+
+
+def test_the_op_kind_literal_check_finds_each_form():
+    import ast
+    source = ('op.name == "load"\ngetattr(o, "name", None) in ("splat", "cast")\nb.emit("for", [], None)\n'
+              'u.name != "dot"\nop.name == OpKind.LOAD\ndtype.name == "fp32"\nRULES["load"]\n')
+    assert [line for line, _ in _op_kind_literals(ast.parse(source))] == [1, 2, 3, 4]

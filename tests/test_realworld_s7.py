@@ -52,3 +52,55 @@ def test_triton_standard_private_helpers_import_through_the_shim():
     assert _is_power_of_two(64) and not _is_power_of_two(48) and not _is_power_of_two(0)
     import triton
     assert triton.constexpr_function is transpiler.constexpr_function
+
+
+def _halve(n):
+    return n // 2
+
+
+@transpiler.jit
+def _python_function_of_a_block_kernel(X, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(X + offs, _halve(tl.load(X + offs)))
+
+
+def test_an_undecorated_function_given_a_block_is_refused_with_its_location():
+    with pytest.raises(transpiler.TranspilerError, match="neither a tl builtin nor a @transpile") as info:
+        _python_function_of_a_block_kernel.cuda_source(np.zeros(16, np.float32), BLOCK=16)
+    assert "test_realworld_s7.py" in str(info.value)
+
+
+@transpiler.jit
+def _halved_block_kernel(X, BLOCK: tl.constexpr):
+    offs = tl.arange(0, _halve(BLOCK))          # an undecorated function of constexprs runs while compiling
+    tl.store(X + offs, offs)
+
+
+def test_an_undecorated_function_of_constexprs_runs_while_compiling():
+    x = np.full(16, -1, np.int32)
+    _halved_block_kernel.interpret[(1,)](x, BLOCK=16)
+    assert list(x[:8]) == list(range(8)) and (x[8:] == -1).all()
+    assert "_halved_block_kernel" in _halved_block_kernel.cuda_source(x, BLOCK=16)
+
+
+def _fails(n):
+    raise ValueError(f"no table for {n}")
+
+
+@transpiler.jit
+def _failing_python_function_kernel(X, BLOCK: tl.constexpr):
+    width: tl.constexpr = _fails(BLOCK)
+    tl.store(X + tl.arange(0, BLOCK), width)
+
+
+def test_a_python_function_that_raises_while_compiling_is_located():
+    with pytest.raises(CompileTimeError, match="ValueError: no table for 16") as info:
+        _failing_python_function_kernel.cuda_source(np.zeros(16, np.float32), BLOCK=16)
+    assert "test_realworld_s7.py" in str(info.value)
+
+
+def test_get_int_dtype_follows_triton():
+    assert tl.core.get_int_dtype(1, True) is tl.int1
+    assert tl.core.get_int_dtype(16, False) is tl.uint16 and tl.core.get_int_dtype(64, True) is tl.int64
+    with pytest.raises(ValueError):
+        tl.core.get_int_dtype(24, True)

@@ -33,7 +33,7 @@ def _rng():
     return np.random.default_rng(0)
 
 
-# name -> (case, ring depth by default (0: no ring), ring depth with TRANSPILER_ROW_RING=2)
+# name -> (case, ring depth with TRANSPILER_ROW_RING=1 (0: no ring), ring depth with TRANSPILER_ROW_RING=2)
 CASES = {
     "softmax_fp32_4096_w16": (lambda: K.softmax_case(_rng(), 64, 4000, 4096, num_warps=16), 1, 1),
     "softmax_fp32_1024_w4": (lambda: K.softmax_case(_rng(), 64, 1000, 1024), 1, 1),
@@ -77,7 +77,12 @@ def test_the_depth_follows_the_shared_memory_budget(monkeypatch):
         assert (ring.depth if ring else 0) == depth, budget
 
 
-def test_the_ring_is_in_the_planned_shared_memory():
+def test_the_ring_is_off_by_default():
+    assert _analysis(CASES["softmax_fp32_4096_w16"][0]()).row_ring is None
+
+
+def test_the_ring_is_in_the_planned_shared_memory(monkeypatch):
+    monkeypatch.setenv("TRANSPILER_ROW_RING", "1")
     analysis = _analysis(CASES["softmax_fp32_4096_w16"][0]())
     (ring,) = analysis.row_ring.loads
     assert ring.slots == 2 and ring.threads == 512 and ring.vec == 4 and ring.runs == 2
@@ -98,14 +103,16 @@ def test_copies_commits_waits_and_reads_come_in_order(monkeypatch):
     wait, read = body.index("tp::row_ring_wait<3>()"), body.index("tp::load<8>(&this_row_L0")
     first_reduce = body.index("combine_max")
     assert copy < commit < wait < read < first_reduce
-    assert "ring_write * 1 + v" in body[:commit] and "ring_read * 1 + v" in body[wait:first_reduce]
+    # one run a thread: the copy of the row ahead goes to the write slot, the read comes from the read slot
+    assert "(ring_write * 1" in body[:commit] and "(ring_read * 1" in body[wait:first_reduce]
     assert "__syncthreads" not in body[:first_reduce], "a thread reads only its own copies: no barrier"
     assert re.search(r"ring_read = ring_read == 3 \? 0 : ring_read \+ 1;", body)
     assert src.rstrip().endswith("tp::row_ring_wait<0>();  // no copy outlives the kernel\n}")
     assert "blockIdx.x" not in body
 
 
-def test_a_ragged_run_is_read_element_by_element():
+def test_a_ragged_run_is_read_element_by_element(monkeypatch):
+    monkeypatch.setenv("TRANSPILER_ROW_RING", "1")
     src = _source(CASES["softmax_fp32_ragged_w16"][0]())
     assert "the ragged run: element by element" in src and "tp::row_ring_copy<4>" in src
 
@@ -145,12 +152,14 @@ def test_the_launcher_takes_one_wave_only_for_short_grids():
     assert inner.last == (100, near)
 
 
-def test_the_default_ring_plan_asks_for_the_short_grid_launch():
+def test_the_ring_plan_asks_for_the_short_grid_launch(monkeypatch):
+    monkeypatch.setenv("TRANSPILER_ROW_RING", "1")
     analysis = _analysis(CASES["softmax_fp32_1024_w4"][0]())
     assert analysis.row_loop.max_waves == 2 and "at most 2 waves" in analysis.row_loop.why
 
 
 def test_cross_warp_combines_are_lane_parallel_where_lanes_share_the_result(monkeypatch):
+    monkeypatch.setenv("TRANSPILER_LANE_COMBINE", "1")
     src = _source(CASES["softmax_fp16_4096_w16"][0]())
     assert src.count("[(lane & 15)];") == 2 and "for (int m = 8; m >= 1; m >>= 1)" in src
     assert "for (int w = 1; w < 16; ++w)" not in src

@@ -21,10 +21,10 @@ def misspelled(X, BLOCK: tl.constexpr):
 
 
 @transpiler.jit
-def scales_in_asm(X, BLOCK: tl.constexpr):
+def maps_elementwise(X, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     x = tl.load(X + offs)
-    tl.store(X + offs, tl.dot_scaled(x, None, "e4m3", x, None, "e4m3"))
+    tl.store(X + offs, tl.map_elementwise(tl.abs, x))
 
 
 @transpiler.jit
@@ -100,8 +100,8 @@ def test_misspelled_tl_name_gets_did_you_mean():
 
 def test_tritons_names_we_lack_are_not_supported_yet():
     with pytest.raises(transpiler.NameResolutionError,
-                       match=r"tl\.dot_scaled is Triton's but not supported yet"):
-        scales_in_asm.cuda_source(np.ones(16, np.float32), BLOCK=16)
+                       match=r"tl\.map_elementwise is Triton's but not supported yet"):
+        maps_elementwise.cuda_source(np.ones(16, np.float32), BLOCK=16)
 
 
 def test_names_neither_has_are_not_tritons_language():

@@ -160,7 +160,10 @@ def explain_ir(ir, analysis, emitted, arch=None) -> str:
         out.append(f"      bases: {layout.describe().split(': ', 1)[1]}")
 
     buffers = emitted.shared_buffers
-    out += ["", f"shared memory: {emitted.shared_bytes} bytes per program" + (":" if buffers else " (none)")]
+    res = emitted.residency
+    reserved = (f" at launch (the buffers use {res.used_shared_bytes}; the rest keeps more than {res.programs_per_sm} "
+                f"program(s) off an SM)" if res else "")
+    out += ["", f"shared memory: {emitted.shared_bytes} bytes per program{reserved}" + (":" if buffers else " (none)")]
     for name, ctype, count, nbytes, purpose in buffers:
         out.append(f"  {name}: {count} x {ctype} = {nbytes} bytes ({purpose})")
     out += ["", _occupancy_text(ir, emitted, arch)]

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import os
 
+# Rows a row loop's ring may hold ahead of the one being reduced (analysis/row_loop.py); the launcher keeps
+# `grid x + MAX_ROWS_AHEAD x programs` inside an int. Here, not in analysis, so the launch path stays light.
+MAX_ROWS_AHEAD = 3
+
 WGMMA_TARGETS = ("sm_90a",)   # warpgroup MMA (wgmma.mma_async) exists only under the arch-specific target
 
 
@@ -24,17 +28,22 @@ SWITCHES = {
     "TRANSPILER_TMA_REFILL_AFTER_WAIT": "1",  # 0: an in-flight TMA ring refills the stage of i-2 (S-2 ahead)
     "TRANSPILER_TMA_FULL_GRID": "0",     # 1: the TMA ring only where the grid has a program per SM (no gain measured)
     "TRANSPILER_TMA_PREFETCH": "1",      # 0: no prefetch of the tensor maps at kernel entry (1024^3: 11.8 vs 12.2 us)
+    "TRANSPILER_WGMMA_TILES_PER_SM": "2",  # wgmma accumulators of 128 x 128 resident per SM (0: no limit; residency.py)
     "TRANSPILER_STMATRIX": "1",          # 0: conversions from 8x8 fragment layouts store element by element
     "TRANSPILER_ROW_LOOP": "1",          # 0: one row per program, no persistent row loop (analysis/row_loop.py)
     "TRANSPILER_ROW_LOOP_BYTES": "16",   # bytes a thread may hold one row ahead (32 and 64 measured slower)
-    "TRANSPILER_ROW_RING": "1",          # 0: no ring; 1: a ring for rows over TRANSPILER_ROW_LOOP_BYTES; 2: every row
+    "TRANSPILER_ROW_RING": "0",          # 1: a ring for rows over TRANSPILER_ROW_LOOP_BYTES; 2: every row (0: none)
     "TRANSPILER_ROW_RING_WAVES": "2",    # a ring loop runs one wave only for grids of at most this many (0: any)
     "TRANSPILER_ROW_RING_BYTES": "131072",  # shared memory per SM the row ring's slots may take, all programs
     "TRANSPILER_PACK_PROGRAMS": "1",     # 0: one program per block, never one warp each (analysis/program_packing.py)
     "TRANSPILER_PACK_ROW_BYTES": "2048",  # the largest load of a program that packing takes
-    "TRANSPILER_LANE_COMBINE": "1",      # 0: every thread reads all warps' partials of a reduction, in warp order
+    "TRANSPILER_STREAM_STORES": "0",     # 1: a row kernel's write-only outputs stored evict-first (not measured)
+    # 1: cross-warp partials combined by lane-parallel xor shuffles (rules/reduce.py); off: no gain measured on the
+    # H200 (within noise, bench/NOTES.md) and not yet through the GPU suite, while it touches every such reduction
+    "TRANSPILER_LANE_COMBINE": "0",
     "TRANSPILER_LOOP_REDUCTION_BARRIER": "0",  # 1: every cross-warp reduction of a loop has a barrier before its write
 }
+
 
 
 def switch(name) -> bool:

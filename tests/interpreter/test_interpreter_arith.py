@@ -278,7 +278,7 @@ def test_shape_mismatch_names_both_shapes():
     def kernel(out_ptr):
         tl.arange(0, 4) + tl.arange(0, 8)
 
-    with pytest.raises(ShapeError, match=r"\(4,\).*\(8,\)"):
+    with pytest.raises(ShapeError, match=r"\[4\].*\[8\]"):
         interpret(kernel, (1,), (np.zeros(1),), {})
 
 
@@ -360,7 +360,7 @@ def test_bitcast(rng):
     out, dtype = run_unary(lambda a: a.to(tl.bfloat16, bitcast=True), bits, np.float32)
     assert dtype is tl.bfloat16
     np.testing.assert_array_equal(out, bf16_reference(x).astype(np.float32))
-    with pytest.raises(DTypeError, match="different widths"):
+    with pytest.raises(DTypeError, match="equal widths"):
         run_unary(lambda a: a.to(tl.int16, bitcast=True), x, np.int16)
 
 

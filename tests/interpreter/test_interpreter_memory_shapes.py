@@ -54,7 +54,7 @@ def test_load_broadcasts_the_pointer_with_mask_and_other(rng):
         cols = tl.arange(0, 8)
         tl.store(out_ptr + cols[None, :], tl.zeros((4, 8), tl.float32))
 
-    with pytest.raises(ShapeError, match=r"\(4, 8\).*\(1, 8\)"):
+    with pytest.raises(ShapeError, match=r"\[4, 8\].*\[1, 8\]"):
         interpret(store_kernel, (1,), (out,), {})
 
 
@@ -128,8 +128,8 @@ def test_pointer_type_errors():
         x_ptr * 2
 
     x = np.zeros(8, np.float32)
-    for kernel, message in [(float_offset, "floating-point"), (store_pointer, "cannot store pointers"),
-                            (int_mask, "int1"), (load_number, "needs a pointer"), (multiply_pointer, r"\*")]:
+    for kernel, message in [(float_offset, "integer offset"), (store_pointer, "cannot store pointers"),
+                            (int_mask, "int1"), (load_number, "needs a pointer"), (multiply_pointer, "not defined on pointers")]:
         with pytest.raises(DTypeError, match=message):
             interpret(kernel, (1,), (x,), {})
 
@@ -187,7 +187,7 @@ def test_arange_and_block_shapes_must_be_powers_of_two():
 
     with pytest.raises(CompileTimeError, match="power of two"):
         interpret(kernel, (1,), (), {"N": 12})
-    with pytest.raises(CompileTimeError, match="power of 2"):
+    with pytest.raises(CompileTimeError, match="powers of two"):
         run_block(lambda b: tl.zeros((4, 6), tl.float32), np.ones(4, np.float32), np.float32)
 
     def runtime_bound(n):
@@ -228,9 +228,9 @@ def test_indexing_expand_broadcast_reshape_permute(rng):
 
 def test_shape_errors():
     bad = [
-        (lambda b: tl.reshape(b, (4, 4)), ShapeError, r"\(4, 8\).*\(4, 4\)"),
-        (lambda b: tl.broadcast_to(b, (8, 8)), ShapeError, r"\(4, 8\).*\(8, 8\)"),
-        (lambda b: tl.broadcast_to(b, (2, 4, 8)), ShapeError, "rank"),
+        (lambda b: tl.reshape(b, (4, 4)), ShapeError, r"\[4, 8\].*\[4, 4\]"),
+        (lambda b: tl.broadcast_to(b, (8, 8)), ShapeError, r"\[4, 8\].*\[8, 8\]"),
+        (lambda b: tl.broadcast_to(b, (2, 4, 8)), ShapeError, r"\[4, 8\] to \[2, 4, 8\]"),
         (lambda b: tl.permute(b, (0, 0)), ShapeError, "permutation"),
         (lambda b: tl.expand_dims(b, 3), ShapeError, "axis 3"),
         (lambda b: b[0], UnsupportedSyntaxError, "index"),

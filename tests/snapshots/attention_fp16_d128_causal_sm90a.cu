@@ -77,6 +77,12 @@ __device__ __forceinline__ float div_full(float a, float b) {
   float r; asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r;
 }
 
+// fp32 2**x as Triton lowers tl.exp2: ex2.approx.ftz.f32, a result below 2**-126 is 0 (exp2f would be
+// ex2.approx.f32, whose subnormal range costs a compare and two multiplies around each MUFU.EX2).
+__device__ __forceinline__ float exp2_ftz(float a) {
+  float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(a)); return r;
+}
+
 // Triton's integer +, -, *, << and unary - wrap around (LLVM's add, sub, mul, shl without nsw); a signed C result
 // out of range is undefined and NVVM builds on that (`(x + y) < x` became `y < 0`). These compute in an unsigned
 // type of at least 32 bits (narrower operands would be promoted back to int) and convert back, which wraps.
@@ -504,14 +510,17 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
     {
       const int group_m0 = ((warp >> 2) & 1) * 64;  // this warpgroup's first row
       const int group_n0 = 0;  // this warpgroup's first column
+      unsigned long long a_desc[1];  // A's descriptors at k = 0 (each k step adds a constant)
+      a_desc[0] = tp::wgmma_desc<1, 16, 1024>(&q_tile[tp::swizzle_slabs<256, 2, 128>(group_m0, 0)]);
+      const unsigned long long b_desc = tp::wgmma_desc<1, 16, 1024>(&(k__stages + (stage) * 8192)[tp::swizzle_slabs<256, 2, 64>(group_n0, 0)]);  // B's descriptor at k = 0
       tp::wgmma_pin<32>(qk);
       tp::wgmma_fence();
       #pragma unroll
       for (int kk = 0; kk < 128; kk += 16) {
         {
           tp::wgmma_m64n64k16_f16<0, 0>(&qk[0],
-              tp::wgmma_desc<1, 16, 1024>(&q_tile[tp::swizzle_slabs<256, 2, 128>(group_m0, kk)]),
-              tp::wgmma_desc<1, 16, 1024>(&(k__stages + (stage) * 8192)[tp::swizzle_slabs<256, 2, 64>(group_n0, kk)]));
+              a_desc[0] + ((tp::swizzle_slabs<256, 2, 128>(0, kk)) * 2 / 16),
+              b_desc + ((tp::swizzle_slabs<256, 2, 64>(0, kk)) * 2 / 16));
         }
       }
       tp::wgmma_commit();
@@ -534,21 +543,18 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
     float m_ij[2];
     #pragma unroll
     for (int r = 0; r < 2; ++r) m_ij[r] = fmaxf(m_i[r], qk_1_max_acc[r]);
-    float sub[32];
+    float fms[32];
     #pragma unroll
-    for (int r = 0; r < 32; ++r) sub[r] = qk_1[r] - (m_ij[((r >> 1) & 1)]);
+    for (int r = 0; r < 32; ++r) fms[r] = fmaf(qk[r], qk_scale, -((m_ij[((r >> 1) & 1)])));
     float p[32];
     #pragma unroll
-    for (int r = 0; r < 32; ++r) p[r] = exp2f(sub[r]);
-    float sub_1[2];
+    for (int r = 0; r < 32; ++r) p[r] = tp::exp2_ftz(fms[r]);
+    float sub[2];
     #pragma unroll
-    for (int r = 0; r < 2; ++r) sub_1[r] = m_i[r] - m_ij[r];
+    for (int r = 0; r < 2; ++r) sub[r] = m_i[r] - m_ij[r];
     float alpha[2];
     #pragma unroll
-    for (int r = 0; r < 2; ++r) alpha[r] = exp2f(sub_1[r]);
-    float mul_4[2];
-    #pragma unroll
-    for (int r = 0; r < 2; ++r) mul_4[r] = l_i[r] * alpha[r];
+    for (int r = 0; r < 2; ++r) alpha[r] = tp::exp2_ftz(sub[r]);
     float p_sum_acc[2];
     #pragma unroll
     for (int o = 0; o < 2; ++o) {
@@ -560,7 +566,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
     }
     float l_i_1[2];
     #pragma unroll
-    for (int r = 0; r < 2; ++r) l_i_1[r] = mul_4[r] + p_sum_acc[r];
+    for (int r = 0; r < 2; ++r) l_i_1[r] = fmaf(l_i[r], alpha[r], p_sum_acc[r]);
     float acc_1[64];
     #pragma unroll
     for (int r = 0; r < 64; ++r) acc_1[r] = acc[r] * (alpha[((r >> 1) & 1)]);
@@ -573,6 +579,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
     for (int r = 0; r < 64; ++r) acc_2[r] = acc_1[r];
     {
       const int group_n0_1 = 0;  // this warpgroup's first column
+      const unsigned long long b_desc_1 = tp::wgmma_desc<1, 8192, 1024>(&(v__stages + (stage) * 8192)[tp::swizzle_slabs<256, 2, 64>(0, group_n0_1)]);  // B's descriptor at k = 0
       unsigned cvt_frag[16];  // A fragments: (mt, k16 step) -> 4 registers
       #pragma unroll
       for (int r = 0; r < 16; ++r) cvt_frag[r] = tp::pack2(cvt[(2 * r)], cvt[(2 * r + 1)]);
@@ -584,7 +591,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
         {
           tp::wgmma_m64n128k16_f16_rs<1>(&acc_2[0],
               &cvt_frag[4 * (kk / 16)],
-              tp::wgmma_desc<1, 8192, 1024>(&(v__stages + (stage) * 8192)[tp::swizzle_slabs<256, 2, 64>(kk, group_n0_1)]));
+              b_desc_1 + ((tp::swizzle_slabs<256, 2, 64>(kk, 0)) * 2 / 16));
         }
       }
       tp::wgmma_commit();
@@ -655,12 +662,12 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   int add_3[4];
   #pragma unroll
   for (int r = 0; r < 4; ++r) add_3[r] = tp::wrap_add<int>(full_end, offs_n_1[r]);
-  int mul_5[4];
+  int mul_4[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) mul_5[r] = tp::wrap_mul<int>(add_3[r], stride_kn);
+  for (int r = 0; r < 4; ++r) mul_4[r] = tp::wrap_mul<int>(add_3[r], stride_kn);
   const __half* k_ptrs_6[32];
   #pragma unroll
-  for (int r = 0; r < 32; ++r) k_ptrs_6[r] = (k_ptrs_5[(r & 7)]) + (mul_5[((r >> 3) & 3)]);
+  for (int r = 0; r < 32; ++r) k_ptrs_6[r] = (k_ptrs_5[(r & 7)]) + (mul_4[((r >> 3) & 3)]);
   const __half* k_ptrs_4_ahead[32];
   #pragma unroll
   for (int r = 0; r < 32; ++r) k_ptrs_4_ahead[r] = k_ptrs_6[r];
@@ -684,14 +691,14 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   for (int stage_1 = 0; stage_1 < 2; ++stage_1) {
     const int start_n_ahead_1 = full_end + stage_1 * 64;
     if (start_n_ahead_1 < masked_end) {
-      const int mul_6 = tp::wrap_mul<int>(64, stride_kn);
+      const int mul_5 = tp::wrap_mul<int>(64, stride_kn);
       const __half* k_ptrs_7[32];
       #pragma unroll
-      for (int r = 0; r < 32; ++r) k_ptrs_7[r] = k_ptrs_4_ahead[r] + mul_6;
-      const int mul_7 = tp::wrap_mul<int>(64, stride_vn);
+      for (int r = 0; r < 32; ++r) k_ptrs_7[r] = k_ptrs_4_ahead[r] + mul_5;
+      const int mul_6 = tp::wrap_mul<int>(64, stride_vn);
       const __half* v_ptrs_7[32];
       #pragma unroll
-      for (int r = 0; r < 32; ++r) v_ptrs_7[r] = v_ptrs_4_ahead[r] + mul_7;
+      for (int r = 0; r < 32; ++r) v_ptrs_7[r] = v_ptrs_4_ahead[r] + mul_6;
       int cols[4];
       #pragma unroll
       for (int r = 0; r < 4; ++r) cols[r] = tp::wrap_add<int>(start_n_ahead_1, offs_n_1[r]);
@@ -730,14 +737,17 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
     {
       const int group_m0_2 = ((warp >> 2) & 1) * 64;  // this warpgroup's first row
       const int group_n0_2 = 0;  // this warpgroup's first column
+      unsigned long long a_desc_1[1];  // A's descriptors at k = 0 (each k step adds a constant)
+      a_desc_1[0] = tp::wgmma_desc<1, 16, 1024>(&q_tile[tp::swizzle_slabs<256, 2, 128>(group_m0_2, 0)]);
+      const unsigned long long b_desc_2 = tp::wgmma_desc<1, 16, 1024>(&(k__1_stages + (stage_1) * 8192)[tp::swizzle_slabs<256, 2, 64>(group_n0_2, 0)]);  // B's descriptor at k = 0
       tp::wgmma_pin<32>(qk_2);
       tp::wgmma_fence();
       #pragma unroll
       for (int kk = 0; kk < 128; kk += 16) {
         {
           tp::wgmma_m64n64k16_f16<0, 0>(&qk_2[0],
-              tp::wgmma_desc<1, 16, 1024>(&q_tile[tp::swizzle_slabs<256, 2, 128>(group_m0_2, kk)]),
-              tp::wgmma_desc<1, 16, 1024>(&(k__1_stages + (stage_1) * 8192)[tp::swizzle_slabs<256, 2, 64>(group_n0_2, kk)]));
+              a_desc_1[0] + ((tp::swizzle_slabs<256, 2, 128>(0, kk)) * 2 / 16),
+              b_desc_2 + ((tp::swizzle_slabs<256, 2, 64>(0, kk)) * 2 / 16));
         }
       }
       tp::wgmma_commit();
@@ -745,9 +755,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
       tp::wgmma_pin<32>(qk_2);
       tp::wgmma_pin<64>(acc_3);  // the previous iteration's group, left in flight, is done
     }
-    float mul_8[32];
+    float mul_7[32];
     #pragma unroll
-    for (int r = 0; r < 32; ++r) mul_8[r] = qk_2[r] * qk_scale;
+    for (int r = 0; r < 32; ++r) mul_7[r] = qk_2[r] * qk_scale;
     int offs_n_1_L8[16];
     #pragma unroll
     for (int r = 0; r < 16; ++r) offs_n_1_L8[r] = L8_dim0 + ((r & 1) | ((r >> 1) << 3));
@@ -773,7 +783,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
     for (int r = 0; r < 32; ++r) visible_1[r] = (visible[(r & 1) | (((r >> 2) & 7) << 1)]) && ge[r];
     float qk_3[32];
     #pragma unroll
-    for (int r = 0; r < 32; ++r) qk_3[r] = visible_1[r] ? mul_8[r] : -tp::inf<float>();
+    for (int r = 0; r < 32; ++r) qk_3[r] = visible_1[r] ? mul_7[r] : -tp::inf<float>();
     float qk_3_max_acc[2];
     #pragma unroll
     for (int o = 0; o < 2; ++o) {
@@ -786,21 +796,18 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
     float m_ij_1[2];
     #pragma unroll
     for (int r = 0; r < 2; ++r) m_ij_1[r] = fmaxf(m_i_1[r], qk_3_max_acc[r]);
-    float sub_2[32];
+    float sub_1[32];
     #pragma unroll
-    for (int r = 0; r < 32; ++r) sub_2[r] = qk_3[r] - (m_ij_1[((r >> 1) & 1)]);
+    for (int r = 0; r < 32; ++r) sub_1[r] = qk_3[r] - (m_ij_1[((r >> 1) & 1)]);
     float p_1[32];
     #pragma unroll
-    for (int r = 0; r < 32; ++r) p_1[r] = exp2f(sub_2[r]);
-    float sub_3[2];
+    for (int r = 0; r < 32; ++r) p_1[r] = tp::exp2_ftz(sub_1[r]);
+    float sub_2[2];
     #pragma unroll
-    for (int r = 0; r < 2; ++r) sub_3[r] = m_i_1[r] - m_ij_1[r];
+    for (int r = 0; r < 2; ++r) sub_2[r] = m_i_1[r] - m_ij_1[r];
     float alpha_1[2];
     #pragma unroll
-    for (int r = 0; r < 2; ++r) alpha_1[r] = exp2f(sub_3[r]);
-    float mul_9[2];
-    #pragma unroll
-    for (int r = 0; r < 2; ++r) mul_9[r] = l_i_2[r] * alpha_1[r];
+    for (int r = 0; r < 2; ++r) alpha_1[r] = tp::exp2_ftz(sub_2[r]);
     float p_1_sum_acc[2];
     #pragma unroll
     for (int o = 0; o < 2; ++o) {
@@ -812,7 +819,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
     }
     float l_i_3[2];
     #pragma unroll
-    for (int r = 0; r < 2; ++r) l_i_3[r] = mul_9[r] + p_1_sum_acc[r];
+    for (int r = 0; r < 2; ++r) l_i_3[r] = fmaf(l_i_2[r], alpha_1[r], p_1_sum_acc[r]);
     float acc_4[64];
     #pragma unroll
     for (int r = 0; r < 64; ++r) acc_4[r] = acc_3[r] * (alpha_1[((r >> 1) & 1)]);
@@ -825,6 +832,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
     for (int r = 0; r < 64; ++r) acc_5[r] = acc_4[r];
     {
       const int group_n0_3 = 0;  // this warpgroup's first column
+      const unsigned long long b_desc_3 = tp::wgmma_desc<1, 8192, 1024>(&(v__1_stages + (stage_1) * 8192)[tp::swizzle_slabs<256, 2, 64>(0, group_n0_3)]);  // B's descriptor at k = 0
       unsigned cvt_1_frag[16];  // A fragments: (mt, k16 step) -> 4 registers
       #pragma unroll
       for (int r = 0; r < 16; ++r) cvt_1_frag[r] = tp::pack2(cvt_1[(2 * r)], cvt_1[(2 * r + 1)]);
@@ -836,7 +844,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
         {
           tp::wgmma_m64n128k16_f16_rs<1>(&acc_5[0],
               &cvt_1_frag[4 * (kk / 16)],
-              tp::wgmma_desc<1, 8192, 1024>(&(v__1_stages + (stage_1) * 8192)[tp::swizzle_slabs<256, 2, 64>(kk, group_n0_3)]));
+              b_desc_3 + ((tp::swizzle_slabs<256, 2, 64>(kk, 0)) * 2 / 16));
         }
       }
       tp::wgmma_commit();
@@ -844,14 +852,14 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
       {
         const int start_n_ahead_1 = start_n_1 + 2 * 64;
         if (start_n_ahead_1 < masked_end) {
-          const int mul_6 = tp::wrap_mul<int>(64, stride_kn);
+          const int mul_5 = tp::wrap_mul<int>(64, stride_kn);
           const __half* k_ptrs_7_L4[32];
           #pragma unroll
-          for (int r = 0; r < 32; ++r) k_ptrs_7_L4[r] = k_ptrs_4_ahead[r] + mul_6;
-          const int mul_7 = tp::wrap_mul<int>(64, stride_vn);
+          for (int r = 0; r < 32; ++r) k_ptrs_7_L4[r] = k_ptrs_4_ahead[r] + mul_5;
+          const int mul_6 = tp::wrap_mul<int>(64, stride_vn);
           const __half* v_ptrs_7_L5[32];
           #pragma unroll
-          for (int r = 0; r < 32; ++r) v_ptrs_7_L5[r] = v_ptrs_4_ahead[r] + mul_7;
+          for (int r = 0; r < 32; ++r) v_ptrs_7_L5[r] = v_ptrs_4_ahead[r] + mul_6;
           int cols_L3[4];
           #pragma unroll
           for (int r = 0; r < 4; ++r) cols_L3[r] = tp::wrap_add<int>(start_n_ahead_1, offs_n_1[r]);

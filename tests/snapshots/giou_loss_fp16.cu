@@ -218,9 +218,6 @@ extern "C" __global__ void __launch_bounds__(128) giou_loss_kernel(
   float sub_1[4];
   #pragma unroll
   for (int r = 0; r < 4; ++r) sub_1[r] = p_bottom[r] - p_top[r];
-  float area_p[4];
-  #pragma unroll
-  for (int r = 0; r < 4; ++r) area_p[r] = sub[r] * sub_1[r];
 
   // area_t = (t_right - t_left) * (t_bottom - t_top)
   float sub_2[4];
@@ -267,12 +264,12 @@ extern "C" __global__ void __launch_bounds__(128) giou_loss_kernel(
   for (int r = 0; r < 4; ++r) inter[r] = inter_w[r] * inter_h[r];
 
   // union = area_p + area_t - inter
-  float add[4];
+  float fma_[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) add[r] = area_p[r] + area_t[r];
+  for (int r = 0; r < 4; ++r) fma_[r] = fmaf(sub[r], sub_1[r], area_t[r]);
   float union_[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) union_[r] = add[r] - inter[r];
+  for (int r = 0; r < 4; ++r) union_[r] = fmaf(-(inter_w[r]), inter_h[r], fma_[r]);
 
   // iou = inter / tl.maximum(union, eps)
   float max__2[4];
@@ -310,15 +307,15 @@ extern "C" __global__ void __launch_bounds__(128) giou_loss_kernel(
   for (int r = 0; r < 4; ++r) enclose[r] = enclose_w[r] * enclose_h[r];
 
   // giou = iou - (enclose - union) / tl.maximum(enclose, eps)
-  float sub_6[4];
+  float fms[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) sub_6[r] = enclose[r] - union_[r];
+  for (int r = 0; r < 4; ++r) fms[r] = fmaf(enclose_w[r], enclose_h[r], -(union_[r]));
   float max__5[4];
   #pragma unroll
   for (int r = 0; r < 4; ++r) max__5[r] = fmaxf(enclose[r], eps);
   float truediv[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) truediv[r] = tp::div_full(sub_6[r], max__5[r]);
+  for (int r = 0; r < 4; ++r) truediv[r] = tp::div_full(fms[r], max__5[r]);
   float giou[4];
   #pragma unroll
   for (int r = 0; r < 4; ++r) giou[r] = iou[r] - truediv[r];
@@ -329,12 +326,12 @@ extern "C" __global__ void __launch_bounds__(128) giou_loss_kernel(
   for (int r = 0; r < 4; ++r) valid[r] = t_bottom[r] > 0.0f;
 
   // tl.store(LOSS + box, tl.where(valid, 1.0 - giou, 0.0), mask=live)
-  float sub_7[4];
+  float sub_6[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) sub_7[r] = 1.0f - giou[r];
+  for (int r = 0; r < 4; ++r) sub_6[r] = 1.0f - giou[r];
   float loss_values[4];
   #pragma unroll
-  for (int r = 0; r < 4; ++r) loss_values[r] = valid[r] ? sub_7[r] : 0.0f;
+  for (int r = 0; r < 4; ++r) loss_values[r] = valid[r] ? sub_6[r] : 0.0f;
 
   // box = pid * BLOCK + tl.arange(0, BLOCK)
   int idx_L1[4];

@@ -163,10 +163,9 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_kernel(
   for (int m = 1; m <= 16; m <<= 1) tp::combine_add(x_sum, tp::shfl_xor(x_sum, m));
   if ((lane & 31) == 0) x_sum_smem[warp] = x_sum;
   __syncthreads();
-  // each lane reads one warp's partial, then the lanes combine them by xor shuffles
-  x_sum = x_sum_smem[(lane & 7)];
+  x_sum = x_sum_smem[0];
   #pragma unroll
-  for (int m = 4; m >= 1; m >>= 1) tp::combine_add(x_sum, tp::shfl_xor(x_sum, m));
+  for (int w = 1; w < 8; ++w) tp::combine_add(x_sum, x_sum_smem[w]);
   const float cvt = tp::cast<float>(N);
   const float mean = tp::div_full(x_sum, cvt);
 
@@ -189,10 +188,9 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_kernel(
   for (int m = 1; m <= 16; m <<= 1) tp::combine_add(mul_sum, tp::shfl_xor(mul_sum, m));
   if ((lane & 31) == 0) mul_sum_smem[warp] = mul_sum;
   __syncthreads();
-  // each lane reads one warp's partial, then the lanes combine them by xor shuffles
-  mul_sum = mul_sum_smem[(lane & 7)];
+  mul_sum = mul_sum_smem[0];
   #pragma unroll
-  for (int m = 4; m >= 1; m >>= 1) tp::combine_add(mul_sum, tp::shfl_xor(mul_sum, m));
+  for (int w = 1; w < 8; ++w) tp::combine_add(mul_sum, mul_sum_smem[w]);
   const float cvt_1 = tp::cast<float>(N);
   const float var = tp::div_full(mul_sum, cvt_1);
 
@@ -237,15 +235,12 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_kernel(
   float mul_1[16];
   #pragma unroll
   for (int r = 0; r < 16; ++r) mul_1[r] = centered[r] * rstd;
-  float mul_2[16];
+  float fma_[16];
   #pragma unroll
-  for (int r = 0; r < 16; ++r) mul_2[r] = mul_1[r] * w_[r];
-  float add_1[16];
-  #pragma unroll
-  for (int r = 0; r < 16; ++r) add_1[r] = mul_2[r] + b[r];
+  for (int r = 0; r < 16; ++r) fma_[r] = fmaf(mul_1[r], w_[r], b[r]);
   __half y_values[16];
   #pragma unroll
-  for (int r = 0; r < 16; ++r) y_values[r] = tp::cast<__half>(add_1[r]);
+  for (int r = 0; r < 16; ++r) y_values[r] = tp::cast<__half>(fma_[r]);
   const int y_offset = tp::wrap_mul<int>(row, y_stride);
   __half* y_ptr = Y + y_offset;
   #pragma unroll

@@ -399,6 +399,10 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
       {
         const int group_m0 = 0;  // this warpgroup's first row
         const int group_n0 = 0;  // this warpgroup's first column
+        unsigned long long a_desc[2];  // A's descriptors at k = 0 (each k step adds a constant)
+        #pragma unroll
+        for (int mt = 0; mt < 2; ++mt) a_desc[mt] = tp::wgmma_desc<1, 16, 1024>(&(a_stages + (stage) * 8192)[tp::swizzle<128, 2>(group_m0 + 64 * mt, 0)]);
+        const unsigned long long b_desc = tp::wgmma_desc<1, 8192, 1024>(&(b_stages + (stage) * 8192)[tp::swizzle_slabs<256, 2, 64>(0, group_n0)]);  // B's descriptor at k = 0
         tp::wgmma_pin<128>(accumulator_1);
         tp::wgmma_fence();
         #pragma unroll
@@ -406,8 +410,8 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
           #pragma unroll
           for (int mt = 0; mt < 2; ++mt) {
             tp::wgmma_m64n128k16_f16<0, 1>(&accumulator_1[64 * mt],
-                tp::wgmma_desc<1, 16, 1024>(&(a_stages + (stage) * 8192)[tp::swizzle<128, 2>(group_m0 + 64 * mt, kk)]),
-                tp::wgmma_desc<1, 8192, 1024>(&(b_stages + (stage) * 8192)[tp::swizzle_slabs<256, 2, 64>(kk, group_n0)]));
+                a_desc[mt] + ((tp::swizzle<128, 2>(0, kk)) * 2 / 16),
+                b_desc + ((tp::swizzle_slabs<256, 2, 64>(kk, 0)) * 2 / 16));
           }
         }
         tp::wgmma_commit();
@@ -571,6 +575,10 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
       {
         const int group_m0_1 = 0;  // this warpgroup's first row
         const int group_n0_1 = 0;  // this warpgroup's first column
+        unsigned long long a_desc_1[2];  // A's descriptors at k = 0 (each k step adds a constant)
+        #pragma unroll
+        for (int mt = 0; mt < 2; ++mt) a_desc_1[mt] = tp::wgmma_desc<1, 16, 1024>(&(a_stages_1 + (stage_1) * 8192)[tp::swizzle<128, 2>(group_m0_1 + 64 * mt, 0)]);
+        const unsigned long long b_desc_1 = tp::wgmma_desc<1, 8192, 1024>(&(b_stages_1 + (stage_1) * 8192)[tp::swizzle_slabs<256, 2, 64>(0, group_n0_1)]);  // B's descriptor at k = 0
         tp::wgmma_pin<128>(accumulator_1_L8);
         tp::wgmma_fence();
         #pragma unroll
@@ -578,8 +586,8 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
           #pragma unroll
           for (int mt = 0; mt < 2; ++mt) {
             tp::wgmma_m64n128k16_f16<0, 1>(&accumulator_1_L8[64 * mt],
-                tp::wgmma_desc<1, 16, 1024>(&(a_stages_1 + (stage_1) * 8192)[tp::swizzle<128, 2>(group_m0_1 + 64 * mt, kk)]),
-                tp::wgmma_desc<1, 8192, 1024>(&(b_stages_1 + (stage_1) * 8192)[tp::swizzle_slabs<256, 2, 64>(kk, group_n0_1)]));
+                a_desc_1[mt] + ((tp::swizzle<128, 2>(0, kk)) * 2 / 16),
+                b_desc_1 + ((tp::swizzle_slabs<256, 2, 64>(kk, 0)) * 2 / 16));
           }
         }
         tp::wgmma_commit();

@@ -213,10 +213,9 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
     for (int m = 1; m <= 16; m <<= 1) tp::combine_max(x_max, tp::shfl_xor(x_max, m));
     if ((lane & 31) == 0) x_max_smem[warp] = x_max;
     __syncthreads();
-    // each lane reads one warp's partial, then the lanes combine them by xor shuffles
-    x_max = x_max_smem[(lane & 15)];
+    x_max = x_max_smem[0];
     #pragma unroll
-    for (int m = 8; m >= 1; m >>= 1) tp::combine_max(x_max, tp::shfl_xor(x_max, m));
+    for (int w = 1; w < 16; ++w) tp::combine_max(x_max, x_max_smem[w]);
     float x_1[8];
     #pragma unroll
     for (int r = 0; r < 8; ++r) x_1[r] = x[r] - x_max;
@@ -234,10 +233,9 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
     for (int m = 1; m <= 16; m <<= 1) tp::combine_add(e_sum, tp::shfl_xor(e_sum, m));
     if ((lane & 31) == 0) e_sum_smem[warp] = e_sum;
     __syncthreads();
-    // each lane reads one warp's partial, then the lanes combine them by xor shuffles
-    e_sum = e_sum_smem[(lane & 15)];
+    e_sum = e_sum_smem[0];
     #pragma unroll
-    for (int m = 8; m >= 1; m >>= 1) tp::combine_add(e_sum, tp::shfl_xor(e_sum, m));
+    for (int w = 1; w < 16; ++w) tp::combine_add(e_sum, e_sum_smem[w]);
     float truediv[8];
     #pragma unroll
     for (int r = 0; r < 8; ++r) truediv[r] = tp::div_full(e[r], e_sum);

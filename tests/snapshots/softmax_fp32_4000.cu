@@ -2,7 +2,7 @@
 //
 // specialization: OUT ptr<fp32> (16-byte aligned), IN ptr<fp32> (16-byte aligned), in_stride int32 (multiple of 16),
 //   out_stride int32 (multiple of 16), n_cols int32 (multiple of 16), BLOCK = 4096
-// num_warps = 16 (512 threads per program), 32896 bytes of dynamic shared memory
+// num_warps = 16 (512 threads per program), 128 bytes of dynamic shared memory
 // layout L0, shape [4096]: 8 registers x 32 lanes x 16 warps; register r of (warp, lane) holds element
 //   ((r & 3) | ((r >> 2) << 11)) + (lane << 2) + (warp << 7)
 //
@@ -87,36 +87,6 @@ template <int N, typename T> __device__ __forceinline__ void store(T* dst, const
   *reinterpret_cast<V*>(dst) = v;
 }
 
-// ---- a row loop's rows ahead in shared memory (analysis/row_ring.py) --------------------------------------
-// N consecutive elements from global `src` to this thread's shared `dst` (N * sizeof(T) = 4, 8 or 16 bytes):
-// cp.async from sm_80 (the copy lands later: row_ring_wait), a load and a shared store below it.
-template <int N, typename T> __device__ __forceinline__ void row_ring_copy(T* dst, const T* src) {
-  constexpr int BYTES = N * sizeof(T);
-  static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
-#if __CUDA_ARCH__ >= 800
-  const unsigned smem = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  if constexpr (BYTES == 16) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem), "l"(src) : "memory");
-  } else {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" :: "r"(smem), "l"(src), "n"(BYTES) : "memory");
-  }
-#else
-  typedef typename raw<BYTES>::type V;
-  *reinterpret_cast<V*>(dst) = *reinterpret_cast<const V*>(src);
-#endif
-}
-// One group per row copied; wait until at most N of this thread's newest groups are in flight.
-__device__ __forceinline__ void row_ring_commit() {
-#if __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;" ::: "memory");
-#endif
-}
-template <int N> __device__ __forceinline__ void row_ring_wait() {
-#if __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
-#endif
-}
-
 }  // namespace tp
 // ---- end of device helpers ---------------------------------------------------------------------------------
 
@@ -130,20 +100,15 @@ extern "C" __global__ void __launch_bounds__(512, TP_MIN_BLOCKS_PER_SM) softmax_
 #else
 extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
 #endif
-    float* __restrict__ OUT, const float* __restrict__ IN, int in_stride, int out_stride, int n_cols,
-    const int n_rows) {
+    float* __restrict__ OUT, const float* __restrict__ IN, int in_stride, int out_stride, int n_cols) {
   extern __shared__ __align__(128) unsigned char tp_smem[];
-  float* x_ring_smem = reinterpret_cast<float*>(tp_smem + 0);
-  float* x_ring = x_ring_smem + threadIdx.x * 4;  // this thread's runs
-  float* x_max_smem = reinterpret_cast<float*>(tp_smem + 32768);
-  float* e_sum_smem = reinterpret_cast<float*>(tp_smem + 32832);
+  float* x_max_smem = reinterpret_cast<float*>(tp_smem + 0);
+  float* e_sum_smem = reinterpret_cast<float*>(tp_smem + 64);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int L0_dim0 = (lane << 2) | (warp << 7);
 
-  // x = tl.load(IN + row * in_stride + cols, mask=valid, other=-float("inf")).to(tl.float32)
-  const int row_start = static_cast<int>(blockIdx.x);
-  const int row_step = static_cast<int>(gridDim.x);
-  const bool row_start_in_grid = row_start < n_rows;
+  // row = tl.program_id(0)
+  const int row = static_cast<int>(blockIdx.x);
 
   // cols = tl.arange(0, BLOCK)
   int cols[8];
@@ -156,122 +121,60 @@ extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
   for (int r = 0; r < 8; ++r) valid[r] = cols[(r & ~3)] < n_cols;  // from the first register of r's run
 
   // x = tl.load(IN + row * in_stride + cols, mask=valid, other=-float("inf")).to(tl.float32)
-  const int in_offset = tp::wrap_mul<int>(row_start, in_stride);
+  const int in_offset = tp::wrap_mul<int>(row, in_stride);
   const float* in_ptr = IN + in_offset;
-  bool and_[8];
-  #pragma unroll
-  for (int r = 0; r < 8; ++r) and_[r] = valid[(r & ~3)] && row_start_in_grid;  // from the first register of r's run
-  // x: row 0 into slot 0 of its ring (cp.async; a run off the mask holds `other`)
+  float x[8];
   #pragma unroll
   for (int v = 0; v < 2; ++v) {
     const int r = v * 4;
-    float* dst = x_ring + (0 * 2 + v) * 2048;
-    if (and_[r]) {
-      tp::row_ring_copy<4>(dst, in_ptr + cols[r]);
+    if (valid[r]) {
+      tp::load<4>(&x[r], in_ptr + cols[r]);
     } else {
       #pragma unroll
-      for (int j = 0; j < 4; ++j) dst[j] = -tp::inf<float>();
+      for (int j = 0; j < 4; ++j) x[r + j] = -tp::inf<float>();
     }
   }
-  tp::row_ring_commit();  // one group per row
-  int ring_read = 0, ring_write = 1;  // the slots of this row and of the row 1 ahead
-  #pragma unroll 1
-  for (int row = row_start; row < n_rows; row += row_step) {
-    const int row_ahead = tp::wrap_add<int>(row, row_step);
-    const bool lt = row_ahead < n_rows;
-    const int in_offset_1 = tp::wrap_mul<int>(row_ahead, in_stride);
-    const float* in_ptr_1 = IN + in_offset_1;
 
-    // cols = tl.arange(0, BLOCK)
-    int cols_1[8];
-    #pragma unroll
-    for (int r = 0; r < 8; ++r) cols_1[r] = L0_dim0 + ((r & 3) | ((r >> 2) << 11));
+  // x = x - tl.max(x, axis=0)
+  float x_max = x[0];
+  #pragma unroll
+  for (int k = 1; k < 8; ++k) tp::combine_max(x_max, x[k]);
+  #pragma unroll
+  for (int m = 1; m <= 16; m <<= 1) tp::combine_max(x_max, tp::shfl_xor(x_max, m));
+  if ((lane & 31) == 0) x_max_smem[warp] = x_max;
+  __syncthreads();
+  x_max = x_max_smem[0];
+  #pragma unroll
+  for (int w = 1; w < 16; ++w) tp::combine_max(x_max, x_max_smem[w]);
+  float x_1[8];
+  #pragma unroll
+  for (int r = 0; r < 8; ++r) x_1[r] = x[r] - x_max;
 
-    // valid = cols < n_cols
-    bool valid_1[8];
-    #pragma unroll
-    for (int r = 0; r < 8; ++r) valid_1[r] = cols_1[(r & ~3)] < n_cols;  // from the first register of r's run
+  // e = tl.exp(x)
+  float e[8];
+  #pragma unroll
+  for (int r = 0; r < 8; ++r) e[r] = __expf(x_1[r]);
 
-    // x = tl.load(IN + row * in_stride + cols, mask=valid, other=-float("inf")).to(tl.float32)
-    bool and__1[8];
-    #pragma unroll
-    for (int r = 0; r < 8; ++r) and__1[r] = valid_1[(r & ~3)] && lt;  // from the first register of r's run
-    // x: the row ahead into slot ring_write of its ring (cp.async; a run off the mask holds `other`)
-    #pragma unroll
-    for (int v = 0; v < 2; ++v) {
-      const int r = v * 4;
-      float* dst = x_ring + (ring_write * 2 + v) * 2048;
-      if (and__1[r]) {
-        tp::row_ring_copy<4>(dst, in_ptr_1 + cols_1[r]);
-      } else {
-        #pragma unroll
-        for (int j = 0; j < 4; ++j) dst[j] = -tp::inf<float>();
-      }
-    }
-    tp::row_ring_commit();
-    tp::row_ring_wait<1>();  // this row's copies have landed (for this thread)
-    float x_L0[8];
-    #pragma unroll
-    for (int v = 0; v < 2; ++v) tp::load<4>(&x_L0[v * 4], x_ring + (ring_read * 2 + v) * 2048);
-
-    // x = x - tl.max(x, axis=0)
-    float x_max = x_L0[0];
-    #pragma unroll
-    for (int k = 1; k < 8; ++k) tp::combine_max(x_max, x_L0[k]);
-    #pragma unroll
-    for (int m = 1; m <= 16; m <<= 1) tp::combine_max(x_max, tp::shfl_xor(x_max, m));
-    if ((lane & 31) == 0) x_max_smem[warp] = x_max;
-    __syncthreads();
-    // each lane reads one warp's partial, then the lanes combine them by xor shuffles
-    x_max = x_max_smem[(lane & 15)];
-    #pragma unroll
-    for (int m = 8; m >= 1; m >>= 1) tp::combine_max(x_max, tp::shfl_xor(x_max, m));
-    float x_1[8];
-    #pragma unroll
-    for (int r = 0; r < 8; ++r) x_1[r] = x_L0[r] - x_max;
-
-    // e = tl.exp(x)
-    float e[8];
-    #pragma unroll
-    for (int r = 0; r < 8; ++r) e[r] = __expf(x_1[r]);
-
-    // tl.store(OUT + row * out_stride + cols, e / tl.sum(e, axis=0), mask=valid)
-    float e_sum = e[0];
-    #pragma unroll
-    for (int k = 1; k < 8; ++k) tp::combine_add(e_sum, e[k]);
-    #pragma unroll
-    for (int m = 1; m <= 16; m <<= 1) tp::combine_add(e_sum, tp::shfl_xor(e_sum, m));
-    if ((lane & 31) == 0) e_sum_smem[warp] = e_sum;
-    __syncthreads();
-    // each lane reads one warp's partial, then the lanes combine them by xor shuffles
-    e_sum = e_sum_smem[(lane & 15)];
-    #pragma unroll
-    for (int m = 8; m >= 1; m >>= 1) tp::combine_add(e_sum, tp::shfl_xor(e_sum, m));
-    float out_values[8];
-    #pragma unroll
-    for (int r = 0; r < 8; ++r) out_values[r] = tp::div_full(e[r], e_sum);
-
-    // cols = tl.arange(0, BLOCK)
-    int cols_2[8];
-    #pragma unroll
-    for (int r = 0; r < 8; ++r) cols_2[r] = L0_dim0 + ((r & 3) | ((r >> 2) << 11));
-
-    // valid = cols < n_cols
-    bool valid_2[8];
-    #pragma unroll
-    for (int r = 0; r < 8; ++r) valid_2[r] = cols_2[(r & ~3)] < n_cols;  // from the first register of r's run
-
-    // tl.store(OUT + row * out_stride + cols, e / tl.sum(e, axis=0), mask=valid)
-    const int out_offset = tp::wrap_mul<int>(row, out_stride);
-    float* out_ptr = OUT + out_offset;
-    #pragma unroll
-    for (int v = 0; v < 2; ++v) {
-      const int r = v * 4;
-      const float* src = &out_values[r];
-      if (valid_2[r]) tp::store<4>(out_ptr + cols_2[r], src);
-    }
-    ring_read = ring_read == 1 ? 0 : ring_read + 1;
-    ring_write = ring_write == 1 ? 0 : ring_write + 1;
+  // tl.store(OUT + row * out_stride + cols, e / tl.sum(e, axis=0), mask=valid)
+  float e_sum = e[0];
+  #pragma unroll
+  for (int k = 1; k < 8; ++k) tp::combine_add(e_sum, e[k]);
+  #pragma unroll
+  for (int m = 1; m <= 16; m <<= 1) tp::combine_add(e_sum, tp::shfl_xor(e_sum, m));
+  if ((lane & 31) == 0) e_sum_smem[warp] = e_sum;
+  __syncthreads();
+  e_sum = e_sum_smem[0];
+  #pragma unroll
+  for (int w = 1; w < 16; ++w) tp::combine_add(e_sum, e_sum_smem[w]);
+  float out_values[8];
+  #pragma unroll
+  for (int r = 0; r < 8; ++r) out_values[r] = tp::div_full(e[r], e_sum);
+  const int out_offset = tp::wrap_mul<int>(row, out_stride);
+  float* out_ptr = OUT + out_offset;
+  #pragma unroll
+  for (int v = 0; v < 2; ++v) {
+    const int r = v * 4;
+    const float* src = &out_values[r];
+    if (valid[r]) tp::store<4>(out_ptr + cols[r], src);
   }
-  tp::row_ring_wait<0>();  // no copy outlives the kernel
 }

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..parse.ir import walk
+from ..parse.ir import OpKind, walk
 
 ITER = "ITER"      # the atom key of the loop's iteration count
 
@@ -194,12 +194,12 @@ class LoopForms:
         owner = v.owner
         if v in self.args or owner is None or not hasattr(owner, "name"):
             return Form(Poly.atom(v.id, v))
-        if owner.name == "constant" and isinstance(owner.attrs.get("value"), int) \
+        if owner.name == OpKind.CONSTANT and isinstance(owner.attrs.get("value"), int) \
                 and not isinstance(owner.attrs.get("value"), bool):
             return Form(Poly.const(owner.attrs["value"]))
-        if owner.name == "cast" and _int_widening(owner.operands[0].dtype, v.dtype):
+        if owner.name == OpKind.CAST and _int_widening(owner.operands[0].dtype, v.dtype):
             return self.outer(owner.operands[0])
-        if owner.name == "elementwise" and owner.attrs.get("fn") in ("add", "sub", "mul") and not v.shape:
+        if owner.name == OpKind.ELEMENTWISE and owner.attrs.get("fn") in ("add", "sub", "mul") and not v.shape:
             x, y = (self.outer(o) for o in owner.operands)
             fn = owner.attrs["fn"]
             return x.plus(y) if fn == "add" else x.plus(y, -1) if fn == "sub" else Form(x.const * y.const)
@@ -259,33 +259,33 @@ class LoopForms:
 
     def _op(self, op, v):
         name = op.name
-        if name == "constant":
+        if name == OpKind.CONSTANT:
             value = op.attrs.get("value")
             return Form(Poly.const(value)) if isinstance(value, int) and not isinstance(value, bool) else None
-        if name == "arange":
+        if name == OpKind.ARANGE:
             start = op.attrs.get("start", 0)
             return Form(Poly.const(start), {0: Poly.const(1)})
-        if name == "splat":
+        if name == OpKind.SPLAT:
             x = self.form(op.operands[0])
             return None if x is None or not x.is_scalar else x
-        if name in ("broadcast", "hint"):      # tl.multiple_of / max_contiguous keep the value
+        if name in (OpKind.BROADCAST, OpKind.HINT):      # tl.multiple_of / max_contiguous keep the value
             return self.form(op.operands[0])
-        if name == "expand_dims":
+        if name == OpKind.EXPAND_DIMS:
             x = self.form(op.operands[0])
             if x is None:
                 return None
             axis = op.attrs["axis"]
             return Form(x.const, {d + (d >= axis): c for d, c in x.coefs.items()}, x.base, x.wraps)
-        if name == "cast":
+        if name == OpKind.CAST:
             if not _int_widening(op.operands[0].dtype, v.dtype):
                 return None
             return self.form(op.operands[0])
-        if name == "addptr":
+        if name == OpKind.ADDPTR:
             p, off = self.form(op.operands[0]), self.form(op.operands[1])
             if p is None or off is None or p.base is None or off.base is not None:
                 return None
             return p.plus(off)
-        if name == "elementwise" and v.dtype.is_int() and v.dtype.bits > 1:
+        if name == OpKind.ELEMENTWISE and v.dtype.is_int() and v.dtype.bits > 1:
             fn = op.attrs.get("fn")
             if fn not in ("add", "sub", "mul", "mod"):
                 return None
@@ -320,21 +320,21 @@ class LoopForms:
         owner = mask.owner
         if owner is None or not hasattr(owner, "name"):
             return None
-        if owner.name == "broadcast":
+        if owner.name == OpKind.BROADCAST:
             inner = self.bounds(owner.operands[0])
             if inner is None:
                 return None
             src = owner.operands[0].shape
             keep = lambda side: {d: p for d, p in side.items() if src[d] > 1}   # noqa: E731
             return Bounds(keep(inner.lower), keep(inner.upper))
-        if owner.name == "expand_dims":
+        if owner.name == OpKind.EXPAND_DIMS:
             inner = self.bounds(owner.operands[0])
             if inner is None:
                 return None
             axis = owner.attrs["axis"]
             move = lambda side: {d + (d >= axis): p for d, p in side.items()}   # noqa: E731
             return Bounds(move(inner.lower), move(inner.upper))
-        if owner.name != "elementwise":
+        if owner.name != OpKind.ELEMENTWISE:
             return None
         fn = owner.attrs.get("fn")
         if fn == "and":

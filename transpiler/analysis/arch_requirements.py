@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..parse.ir import OpKind
+
 def _dot_requirement(op):
     if op.operands[0].dtype.is_fp8():
         return 89, "tl.dot on fp8 inputs (mma.sync e4m3/e5m2 instructions)"
@@ -19,7 +21,7 @@ def _dot_requirement(op):
 
 # op name -> the op's (minimum compute capability as major*10+minor, what needs it)
 REQUIREMENTS = {
-    "dot": _dot_requirement,
+    OpKind.DOT: _dot_requirement,
 }
 
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import dtypes
+from ..parse.ir import OpKind
 
-ATOMIC_OPS = ("atomic_rmw", "atomic_cas")
+ATOMIC_OPS = (OpKind.ATOMIC_RMW, OpKind.ATOMIC_CAS)
 _RED_OPS = ("add", "max", "min", "and", "or", "xor")
 _RED_ORDERS = ("relaxed", "release")
 
@@ -46,7 +47,7 @@ def plan_atomics(kernel, layouts, decisions) -> dict:
             continue
         returns_old = op.result in used
         # bf16 add stays an atom: before sm_90 it is a compare-and-swap loop, which needs the old value.
-        red = (not returns_old and op.name == "atomic_rmw" and op.attrs["op"] in _RED_OPS
+        red = (not returns_old and op.name == OpKind.ATOMIC_RMW and op.attrs["op"] in _RED_OPS
                and op.attrs["sem"] in _RED_ORDERS and op.result.dtype is not dtypes.bfloat16)
         scalar = not op.result.shape
         if scalar:

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import gcd
 
+from ..parse.ir import LOOPS, OpKind
+
 
 MAX_DIVISIBILITY = 1 << 30
 
@@ -66,10 +68,10 @@ class AxisInfoAnalysis:
             self._visit(op)
 
     def _visit(self, op):
-        if op.name in ("for", "while"):
+        if op.name in LOOPS:
             self._loop(op)
             return
-        if op.name == "if":
+        if op.name == OpKind.IF:
             for r in op.regions:
                 self._visit_region(r)
             for i, res in enumerate(op.results):
@@ -83,7 +85,7 @@ class AxisInfoAnalysis:
 
     def _loop(self, op):
         """Carried values: start from the initial values, meet with what the body yields until stable."""
-        if op.name == "for":
+        if op.name == OpKind.FOR:
             lo, step = self[op.operands[0]], self[op.operands[2]]
             iv = op.regions[0].args[0]
             self.info[iv] = AxisInfo((1,), (gcd(lo.divisibility[0], step.divisibility[0]),), (1,))

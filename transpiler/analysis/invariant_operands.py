@@ -11,7 +11,7 @@ rows). An operand used as A by one dot and as B by another is left alone.
 """
 from __future__ import annotations
 
-from ..parse.ir import walk
+from ..parse.ir import OpKind, walk
 
 
 def invariant_dot_operands(loop) -> list:
@@ -24,7 +24,7 @@ def invariant_dot_operands(loop) -> list:
     roles = {}
     for region in loop.regions:
         for op in walk(region):
-            if op.name != "dot":
+            if op.name != OpKind.DOT:
                 continue
             for value, k_dim in ((op.operands[0], 1), (op.operands[1], 0)):
                 if value.shape and value not in inside:

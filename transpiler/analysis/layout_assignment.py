@@ -12,7 +12,7 @@ another layout is converted by the emitter (through shared memory unless `regist
 """
 from __future__ import annotations
 
-from ..parse.ir import Region
+from ..parse.ir import OpKind, Region
 from .decisions import DecisionLog
 from .layouts import blocked, log2, register_map
 from .scan_layout import plan_scan
@@ -126,7 +126,7 @@ class LayoutAssignment:
     def _layout_wanted_by(self, op, v):
         """The firm layout `op` reads its operand `v` in: a store's (its mask and value are read in the layout
         of the access), else that of a result of `v`'s shape."""
-        if op.name == "store":
+        if op.name == OpKind.STORE:
             return self.mem_layout.get(op)
         out = next((r for r in op.results if r.shape == v.shape and r in self.layout and r not in self.provisional),
                    None)
@@ -355,9 +355,9 @@ class LayoutAssignment:
         """The layout of the first load or store in `region` whose pointer is `ptr` plus offsets."""
         derived = {ptr}
         for op in region.ops:
-            if op.name in ("load", "store") and op.operands[0] in derived:
+            if op.name in (OpKind.LOAD, OpKind.STORE) and op.operands[0] in derived:
                 return self.mem_layout.get(op)
-            if op.name in ("addptr", "broadcast") and op.operands[0] in derived:
+            if op.name in (OpKind.ADDPTR, OpKind.BROADCAST) and op.operands[0] in derived:
                 derived.add(op.result)
         return None
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..parse.ir import walk
+from ..parse.ir import OpKind, walk
 from .layout_assignment import coalesced_order
 
 
@@ -39,7 +39,8 @@ class _Keys:
         owner = v.owner
         if v in self.args:
             key = ("arg", self.args[v])
-        elif owner is None or not hasattr(owner, "operands") or owner.regions or owner.name in ("load", "dot"):
+        elif (owner is None or not hasattr(owner, "operands") or owner.regions
+              or owner.name in (OpKind.LOAD, OpKind.DOT)):
             key = ("value", id(v))       # region arguments, loaded data: only themselves
         else:
             attrs = tuple(sorted((k, repr(x)) for k, x in owner.attrs.items() if not k.startswith("_")))
@@ -52,9 +53,9 @@ class _Keys:
 def _constant_int(v):
     """The integer a (splatted) constant holds, else None."""
     op = v.owner
-    while op is not None and getattr(op, "name", None) == "splat":
+    while op is not None and getattr(op, "name", None) == OpKind.SPLAT:
         op = op.operands[0].owner
-    if getattr(op, "name", None) == "constant" and isinstance(op.attrs.get("value"), int):
+    if getattr(op, "name", None) == OpKind.CONSTANT and isinstance(op.attrs.get("value"), int):
         return op.attrs["value"]
     return None
 
@@ -63,7 +64,7 @@ def _field(load, keys):
     """(base key, field offset) of a load's pointer: base + constant, or (pointer, 0)."""
     ptr = load.operands[0]
     op = ptr.owner
-    if getattr(op, "name", None) == "addptr":
+    if getattr(op, "name", None) == OpKind.ADDPTR:
         k = _constant_int(op.operands[1])
         if k is not None:
             return keys(op.operands[0]), k, op.operands[0]
@@ -77,7 +78,8 @@ def combine_loads(kernel, axis, layouts, vector_width, decisions):
     for region in regions:
         groups = {}
         for index, op in enumerate(region.ops):
-            if op.name != "load" or not op.result.shape or op.attrs.get("volatile") or vector_width.get(op, 1) != 1:
+            if (op.name != OpKind.LOAD or not op.result.shape or op.attrs.get("volatile")
+                    or vector_width.get(op, 1) != 1):
                 continue
             base_key, k, _ = _field(op, keys)
             mask_key = keys(op.operands[1]) if len(op.operands) > 1 else None

@@ -31,14 +31,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ..parse.ir import walk
+from ..parse.ir import LOOPS, OpKind, walk
 from ..targets import switch
 
 # Ops with no side effects and no dependence on memory: what an address slice may contain.
-ADDRESS_OPS = {"constant", "splat", "broadcast", "expand_dims", "reshape", "permute", "elementwise", "cast",
-               "bitcast", "addptr", "arange", "program_id", "num_programs", "hint"}
+ADDRESS_OPS = {OpKind.CONSTANT, OpKind.SPLAT, OpKind.BROADCAST, OpKind.EXPAND_DIMS, OpKind.RESHAPE, OpKind.PERMUTE,
+               OpKind.ELEMENTWISE, OpKind.CAST, OpKind.BITCAST, OpKind.ADDPTR, OpKind.ARANGE, OpKind.PROGRAM_ID,
+               OpKind.NUM_PROGRAMS, OpKind.HINT}
 # Ops the body may drop when nothing reads their results.
-PURE_OPS = ADDRESS_OPS | {"load", "reduce", "dot"}
+PURE_OPS = ADDRESS_OPS | {OpKind.LOAD, OpKind.REDUCE, OpKind.DOT}
 CP_ASYNC_BYTES = (4, 8, 16)
 
 
@@ -53,9 +54,9 @@ class StagedLoad:
 def _is_positive_zero(v):
     """Whether `v` is the constant +0 (through splats, broadcasts and casts)."""
     op = v.owner
-    while getattr(op, "name", None) in ("splat", "broadcast", "cast"):
+    while getattr(op, "name", None) in (OpKind.SPLAT, OpKind.BROADCAST, OpKind.CAST):
         op = op.operands[0].owner
-    if getattr(op, "name", None) != "constant":
+    if getattr(op, "name", None) != OpKind.CONSTANT:
         return False
     value = op.attrs.get("value")
     return isinstance(value, (int, float)) and value == 0 and math.copysign(1.0, value) > 0
@@ -97,9 +98,9 @@ def _users(region):
 
 def _feeds_only_dots(value, users):
     for u in users.get(value, []):
-        if u.name == "dot" and value in u.operands[:2] and value is not u.operands[2]:
+        if u.name == OpKind.DOT and value in u.operands[:2] and value is not u.operands[2]:
             continue
-        if u.name == "permute" and _feeds_only_dots(u.result, users):
+        if u.name == OpKind.PERMUTE and _feeds_only_dots(u.result, users):
             continue
         return False
     return bool(users.get(value))
@@ -164,7 +165,8 @@ def _stage_loads(loop, dot_loads, vector_width, order_of, decisions):
 
 
 def _wgmma_dots(loop, dots):
-    return [op for op in walk(loop.regions[0]) if op.name == "dot" and getattr(dots.get(op), "kind", None) == "wgmma"]
+    return [op for op in walk(loop.regions[0])
+            if op.name == OpKind.DOT and getattr(dots.get(op), "kind", None) == "wgmma"]
 
 
 def _in_flight_by_default(loop, dots, stages) -> bool:
@@ -192,7 +194,8 @@ def _async_dot(loop, staged, dots, users):
 
     def is_staged(v):
         owner = v.owner
-        return v in staged_values or (getattr(owner, "name", None) == "permute" and owner.operands[0] in staged_values)
+        return v in staged_values or (getattr(owner, "name", None) == OpKind.PERMUTE
+                                      and owner.operands[0] in staged_values)
     a_ready = is_staged(dot.operands[0]) or dots[dot].a_layout is not None   # staged, or register-A fragments
     yields = region.ops[-1].operands
     if not (a_ready and is_staged(dot.operands[1])):
@@ -215,14 +218,14 @@ def plan_loop(loop, kernel, vector_width, order_of, decisions, num_stages, dots=
     region = loop.regions[0]
     stages = loop.attrs.get("num_stages") or num_stages
     users = _users(region)
-    dot_loads = [op for op in region.ops if op.name == "load" and op.result.shape
+    dot_loads = [op for op in region.ops if op.name == OpKind.LOAD and op.result.shape
                  and _feeds_only_dots(op.result, users)]
     if not dot_loads:
         return None
     if stages < 2:
         decisions.add("pipeline", loop, "loop not pipelined", f"num_stages={stages}")
         return None
-    if any(op.name in ("for", "while") for op in walk(region)):
+    if any(op.name in LOOPS for op in walk(region)):
         # As Triton: only innermost loops. Staging an outer loop's loads keeps its rings alive across the inner
         # loops, so everything those need in shared memory would come on top of them.
         decisions.add("pipeline", loop, "loop not pipelined", "it contains a loop (only innermost loops are)")
@@ -308,7 +311,7 @@ def _values_used_outside(kernel, loop):
 def plan_pipelines(kernel, vector_width, order_of, decisions, num_stages, dots=None):
     plans = {}
     for op in kernel.walk():
-        if op.name == "for":
+        if op.name == OpKind.FOR:
             plan = plan_loop(op, kernel, vector_width, order_of, decisions, num_stages, dots)
             if plan is not None:
                 plans[op] = plan

@@ -40,17 +40,17 @@ from dataclasses import dataclass
 
 from .. import dtypes
 from ..parse.dead_code import remove_dead_code
-from ..parse.ir import Op, Region, Type, Value, walk
-from ..targets import switch, switch_value
+from ..parse.ir import LOOPS, Op, OpKind, Region, Type, Value, WRITES_MEMORY, walk
+from ..targets import MAX_ROWS_AHEAD, switch, switch_value
 from .axis_info import AxisInfoAnalysis
 from .layout_assignment import coalesced_order
 from .pipelining import ADDRESS_OPS
 
 # Ops after which two program ids may see each other's effects, or that plan their own pipelining.
-_CROSS_PROGRAM = {"atomic_rmw": "atomics (programs may depend on each other)",
-                  "atomic_cas": "atomics (programs may depend on each other)",
-                  "dot": "tl.dot (tensor-core loops have their own pipeline)"}
-_WRITES = ("store", "atomic_rmw", "atomic_cas")
+_CROSS_PROGRAM = {OpKind.ATOMIC_RMW: "atomics (programs may depend on each other)",
+                  OpKind.ATOMIC_CAS: "atomics (programs may depend on each other)",
+                  OpKind.DOT: "tl.dot (tensor-core loops have their own pipeline)"}
+_WRITES = WRITES_MEMORY
 # Bytes per thread a row's prefetched loads may hold beside the row being reduced (registers: 4 bytes each):
 # one 16-byte access. Measured on the H200 (bench/NOTES.md, issue 18): rows of 16 bytes a thread gained 3-13%,
 # rows of 32-64 bytes a thread lost 1-8% with the same registers and programs per SM (ncu); cause not isolated.
@@ -58,9 +58,7 @@ def prefetch_bytes_per_thread() -> int:
     return switch_value("TRANSPILER_ROW_LOOP_BYTES")
 
 
-# Rows a ring may hold ahead of the one being reduced (the launcher keeps `grid x + MAX_ROWS_AHEAD x programs`
-# inside an int). Threads an SM holds at most, and blocks (sm_80 .. sm_90): a program's share of the ring budget.
-MAX_ROWS_AHEAD = 3
+# Threads an SM holds at most, and blocks (sm_80 .. sm_90): a program's share of the ring budget.
 SM_THREADS, SM_BLOCKS = 2048, 32
 RING_MIN_RUN_BYTES = 4      # the narrowest cp.async
 
@@ -112,7 +110,7 @@ def _slice(value, producers):
 
 
 def _reads_row(ops):
-    return any(op.name == "program_id" and op.attrs["axis"] == 0 for op in ops)
+    return any(op.name == OpKind.PROGRAM_ID and op.attrs["axis"] == 0 for op in ops)
 
 
 def plan_row_loop(kernel, num_warps, packed=False):
@@ -123,17 +121,17 @@ def plan_row_loop(kernel, num_warps, packed=False):
     for op in ops:
         if op.name in _CROSS_PROGRAM:
             return None, f"not folded: {_CROSS_PROGRAM[op.name]}"
-    if any(op.name in ("for", "while") for op in ops):
+    if any(op.name in LOOPS for op in ops):
         return None, ("not folded: the program has a runtime loop of its own (its loads already follow one another; "
                       "a row loop around it added registers and spilled)")
-    if not any(op.name in ("reduce", "scan") for op in ops):
+    if not any(op.name in (OpKind.REDUCE, OpKind.SCAN) for op in ops):
         return None, "not folded: no reduction or scan (many short programs per SM already overlap their phases)"
     producers = {r: op for op in kernel.body.ops for r in op.results}
     row_loads = []
     for op in kernel.body.ops:
         if op.name in _WRITES or op.regions:
             break                         # later loads might read what this program wrote
-        if op.name != "load" or op.attrs.get("volatile") or op.result.dtype.is_ptr():
+        if op.name != OpKind.LOAD or op.attrs.get("volatile") or op.result.dtype.is_ptr():
             continue
         sliced = [_slice(v, producers) for v in op.operands]
         if any(s is None for s in sliced) or not _reads_row([o for s in sliced for o in s]):
@@ -175,7 +173,7 @@ def _invariant_block_loads(kernel, row_loads):
     producers = {r: op for op in kernel.body.ops for r in op.results}
     out = []
     for op in kernel.walk():
-        if op.name != "load" or op in row_loads or not op.result.shape:
+        if op.name != OpKind.LOAD or op in row_loads or not op.result.shape:
             continue
         sliced = [_slice(v, producers) for v in op.operands]
         if all(s is not None for s in sliced) and not _reads_row([o for s in sliced for o in s]):
@@ -255,7 +253,7 @@ def _clone_loads(kernel, plan, row, loc, guard=None, suffix=""):
     out, mapping = [], {}
     for op in kernel.body.ops:          # program order is a topological order
         if op in needed:
-            if op.name == "program_id" and op.attrs["axis"] == 0:
+            if op.name == OpKind.PROGRAM_ID and op.attrs["axis"] == 0:
                 mapping[op.result] = row
                 continue
             clone = Op(op.name, [mapping.get(o, o) for o in op.operands],
@@ -269,25 +267,25 @@ def _clone_loads(kernel, plan, row, loc, guard=None, suffix=""):
             shape = load.result.shape
             cond = guard
             if shape:
-                cond = _op("splat", [guard], Type(dtypes.int1, shape), loc)
+                cond = _op(OpKind.SPLAT, [guard], Type(dtypes.int1, shape), loc)
                 out.append(cond)
                 cond = cond.result
             if len(operands) > 1:
-                both = _op("elementwise", [operands[1], cond], Type(dtypes.int1, shape), loc, fn="and")
+                both = _op(OpKind.ELEMENTWISE, [operands[1], cond], Type(dtypes.int1, shape), loc, fn="and")
                 out.append(both)
                 operands[1] = both.result
             else:                   # a mask needs an `other`: zero, never read (the row is past the grid)
-                zero = _op("constant", [], Type(load.result.dtype), loc,
+                zero = _op(OpKind.CONSTANT, [], Type(load.result.dtype), loc,
                            value=0.0 if load.result.dtype.is_floating() else 0)
                 out.append(zero)
                 other = zero.result
                 if shape:
-                    other_block = _op("splat", [other], load.result.type, loc)
+                    other_block = _op(OpKind.SPLAT, [other], load.result.type, loc)
                     out.append(other_block)
                     other = other_block.result
                 operands += [cond, other]
         name = f"{load.result.name}{suffix}" if load.result.name else f"row{suffix or '_data'}"
-        clone = Op("load", operands, [Value(load.result.type, name)], dict(load.attrs), load.loc)
+        clone = Op(OpKind.LOAD, operands, [Value(load.result.type, name)], dict(load.attrs), load.loc)
         out.append(clone)
         loaded.append(clone.result)
     return out, loaded
@@ -304,19 +302,19 @@ def _rewrite(kernel, plan, loc=None):
     loc = plan.prefetched[0].loc if plan.prefetched else loc
     i32, i1 = Type(dtypes.int32), Type(dtypes.int1)
     depth = plan.depth if plan.prefetched else 1
-    start = _op("program_id", [], i32, loc, "row_start", axis=0)
-    n_rows = _op("row_count", [], i32, loc, "n_rows")
-    step = _op("launched_programs", [], i32, loc, "row_step", axis=0)
+    start = _op(OpKind.PROGRAM_ID, [], i32, loc, "row_start", axis=0)
+    n_rows = _op(OpKind.ROW_COUNT, [], i32, loc, "n_rows")
+    step = _op(OpKind.LAUNCHED_PROGRAMS, [], i32, loc, "row_step", axis=0)
     # The first rows are loaded before the loop's test: guarded like the rows ahead, since a program of a packed
     # block past the grid (program_packing.py) starts beyond the last row (its load read past the array), and a
     # program's k-th row may be past the grid.
-    starts_in_grid = _op("elementwise", [start.result, n_rows.result], i1, loc, "row_start_in_grid", fn="lt")
+    starts_in_grid = _op(OpKind.ELEMENTWISE, [start.result, n_rows.result], i1, loc, "row_start_in_grid", fn="lt")
     prologue = [start, n_rows, step, starts_in_grid]
     first_rows, row_k, guard_k = [], start.result, starts_in_grid.result
     for k in range(depth):
         if k:
-            nxt = _op("elementwise", [row_k, step.result], i32, loc, f"row_start_{k}", fn="add")
-            inside = _op("elementwise", [nxt.result, n_rows.result], i1, loc, f"row_start_{k}_in_grid", fn="lt")
+            nxt = _op(OpKind.ELEMENTWISE, [row_k, step.result], i32, loc, f"row_start_{k}", fn="add")
+            inside = _op(OpKind.ELEMENTWISE, [nxt.result, n_rows.result], i1, loc, f"row_start_{k}_in_grid", fn="lt")
             prologue += [nxt, inside]
             row_k, guard_k = nxt.result, inside.result
         ops, loaded = _clone_loads(kernel, plan, row_k, loc, guard=guard_k, suffix=f"_{k}" if k else "")
@@ -324,16 +322,16 @@ def _rewrite(kernel, plan, loc=None):
         first_rows.append(loaded)
     stride = step
     if depth > 1:
-        times = _op("constant", [], i32, loc, value=depth)
-        stride = _op("elementwise", [step.result, times.result], i32, loc, "rows_ahead_step", fn="mul")
+        times = _op(OpKind.CONSTANT, [], i32, loc, value=depth)
+        stride = _op(OpKind.ELEMENTWISE, [step.result, times.result], i32, loc, "rows_ahead_step", fn="mul")
         prologue += [times, stride]
 
     iv = Value(i32, "row")
     # carried[j][k]: load j's row k rows after the one this iteration reduces
     carried = [[Value(load.result.type, (load.result.name or "this_row") + (f"_ahead{k}" if k else ""))
                 for k in range(depth)] for load in plan.prefetched]
-    ahead = _op("elementwise", [iv, stride.result], i32, loc, "row_ahead", fn="add")
-    in_grid = _op("elementwise", [ahead.result, n_rows.result], i1, loc, fn="lt")
+    ahead = _op(OpKind.ELEMENTWISE, [iv, stride.result], i32, loc, "row_ahead", fn="add")
+    in_grid = _op(OpKind.ELEMENTWISE, [ahead.result, n_rows.result], i1, loc, fn="lt")
     next_ops, next_rows = _clone_loads(kernel, plan, ahead.result, loc, guard=in_grid.result, suffix="_next")
 
     mapping = {load.result: rows[0] for load, rows in zip(plan.prefetched, carried)}
@@ -341,24 +339,25 @@ def _rewrite(kernel, plan, loc=None):
     for op in kernel.body.ops:
         if op in plan.prefetched:
             continue
-        if op.name == "program_id" and op.attrs["axis"] == 0:
+        if op.name == OpKind.PROGRAM_ID and op.attrs["axis"] == 0:
             mapping[op.result] = iv
             continue
-        if op.name == "num_programs" and op.attrs["axis"] == 0:
+        if op.name == OpKind.NUM_PROGRAMS and op.attrs["axis"] == 0:
             mapping[op.result] = n_rows.result
             continue
         body.append(op)
     flat = [v for rows in carried for v in rows]
     inner = Region([iv] + flat, [ahead, in_grid] + next_ops + body)
     for op in list(walk(inner)):      # program ids inside nested regions too
-        if op.name in ("program_id", "num_programs") and op.attrs["axis"] == 0 and op not in (ahead, in_grid):
-            mapping[op.result] = iv if op.name == "program_id" else n_rows.result
+        if op.name in (OpKind.PROGRAM_ID, OpKind.NUM_PROGRAMS) and op.attrs["axis"] == 0 and op not in (ahead, in_grid):
+            mapping[op.result] = iv if op.name == OpKind.PROGRAM_ID else n_rows.result
     _substitute(inner, mapping)
-    inner.ops = [op for op in inner.ops if not (op.name in ("program_id", "num_programs") and op.attrs["axis"] == 0)]
+    inner.ops = [op for op in inner.ops
+                 if not (op.name in (OpKind.PROGRAM_ID, OpKind.NUM_PROGRAMS) and op.attrs["axis"] == 0)]
     yielded = [v for rows, nxt in zip(carried, next_rows) for v in rows[1:] + [nxt]]
-    inner.ops.append(Op("yield", yielded, [], {}, loc))
+    inner.ops.append(Op(OpKind.YIELD, yielded, [], {}, loc))
     inits = [first_rows[k][j] for j in range(len(plan.prefetched)) for k in range(depth)]
-    loop = Op("for", [start.result, n_rows.result, step.result] + inits,
+    loop = Op(OpKind.FOR, [start.result, n_rows.result, step.result] + inits,
               [Value(v.type, v.name) for v in flat], {"step_sign": 1, "loop_unroll_factor": 1}, loc, [inner])
     kernel.body.ops = prologue + [loop]
     remove_dead_code(kernel)      # the body's own address arithmetic for the loads it no longer makes

@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import dtypes
+from ..parse.ir import LOOPS, OpKind
 from ..targets import WGMMA_TARGETS, wgmma_enabled
 from .invariant_operands import invariant_dot_operands
 from .layout_assignment import coalesced_order
@@ -273,9 +274,9 @@ def loaded_k_major(value, k_dim, axis) -> bool:
     tiles.py); anything else is written to a tile by the dot, which puts K along the rows for the types whose
     wgmma cannot transpose."""
     dims, owner = (0, 1), value.owner
-    if getattr(owner, "name", None) == "permute":
+    if getattr(owner, "name", None) == OpKind.PERMUTE:
         dims, owner = tuple(owner.attrs["order"]), owner.operands[0].owner
-    if getattr(owner, "name", None) != "load" or axis is None:
+    if getattr(owner, "name", None) != OpKind.LOAD or axis is None:
         return True
     ptr = owner.operands[0]
     return dims[k_dim] == coalesced_order(axis[ptr], len(ptr.shape))[0]
@@ -309,16 +310,16 @@ def a_from_registers(op, invariant) -> bool:
     one of the loop-invariant operands in `invariant`, which go to shared-memory tiles)."""
     a = op.operands[0]
     owner = a.owner
-    if getattr(owner, "name", None) == "permute":
+    if getattr(owner, "name", None) == OpKind.PERMUTE:
         owner = owner.operands[0].owner
-    return getattr(owner, "name", None) not in (None, "load") and a not in invariant
+    return getattr(owner, "name", None) not in (None, OpKind.LOAD) and a not in invariant
 
 
 def plan_dots(kernel, decisions, target, num_warps, axis=None):
     plans = {}
-    invariant = {v for loop in kernel.walk() if loop.name in ("for", "while") for v, _ in invariant_dot_operands(loop)}
+    invariant = {v for loop in kernel.walk() if loop.name in LOOPS for v, _ in invariant_dot_operands(loop)}
     for op in kernel.walk():
-        if op.name != "dot":
+        if op.name != OpKind.DOT:
             continue
         plan = plan_dot(op, num_warps, target, a_from_registers(op, invariant), axis)
         plans[op] = plan

@@ -7,6 +7,7 @@ each run is tested as a whole and only a ragged run falls back to element access
 """
 from __future__ import annotations
 
+from ..parse.ir import OpKind
 from .layout_assignment import coalesced_order, widest_access
 
 
@@ -20,7 +21,7 @@ def vectorize(kernel, axis, layouts, decisions):
         regs = layout.contiguous_regs(fastest)
         vec = widest_access(elem, regs, info.contiguity[fastest], max(1, info.divisibility[fastest] // elem))
         widths[op] = vec
-        mask_index = 2 if op.name == "store" else 1
+        mask_index = 2 if op.name == OpKind.STORE else 1
         if len(op.operands) > mask_index:
             m = axis[op.operands[mask_index]]
             mask_uniform[op] = m.constancy[fastest] >= vec

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 
 from .. import dtypes
+from ..parse.ir import OpKind
 
 LN2 = math.log(2.0)
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -252,18 +253,18 @@ def _dot(ctx, op, g):
 
 
 OPS = {
-    "elementwise": _elementwise,
-    "cast": _cast,
-    "hint": _through,
-    "splat": _broadcast,
-    "broadcast": _broadcast,
-    "expand_dims": _expand_dims,
-    "reshape": _reshape,
-    "permute": _permute,
-    "reduce": _reduce,
-    "scan": _scan,
-    "dot": _dot,
+    OpKind.ELEMENTWISE: _elementwise,
+    OpKind.CAST: _cast,
+    OpKind.HINT: _through,
+    OpKind.SPLAT: _broadcast,
+    OpKind.BROADCAST: _broadcast,
+    OpKind.EXPAND_DIMS: _expand_dims,
+    OpKind.RESHAPE: _reshape,
+    OpKind.PERMUTE: _permute,
+    OpKind.REDUCE: _reduce,
+    OpKind.SCAN: _scan,
+    OpKind.DOT: _dot,
 }
 
 # Op kinds that never carry a gradient (indices, pointers, bits).
-NO_GRADIENT = {"constant", "program_id", "num_programs", "arange", "addptr", "bitcast"}
+NO_GRADIENT = {OpKind.CONSTANT, OpKind.PROGRAM_ID, OpKind.NUM_PROGRAMS, OpKind.ARANGE, OpKind.ADDPTR, OpKind.BITCAST}

@@ -23,6 +23,8 @@ import math
 import os
 from dataclasses import dataclass
 
+from ..parse.ir import OpKind
+
 
 def forced_atomic() -> bool:
     """`TRANSPILER_AUTODIFF_WRITES=atomic` makes every gradient write an atomic add (to check that both
@@ -86,9 +88,9 @@ class AffineForms:
         self.trip_counts = {}  # ("iter", (index, name)) -> iterations, or None when the bounds are runtime values
         self.program_axes = set()   # grid axes whose program id the kernel reads
         for op in walk(ir.body):
-            if op.name == "for":
+            if op.name == OpKind.FOR:
                 self.loops[op.regions[0].args[0]] = (len(self.loops), op)
-            elif op.name == "program_id":
+            elif op.name == OpKind.PROGRAM_ID:
                 self.program_axes.add(op.attrs["axis"])
 
     def __call__(self, v):
@@ -167,17 +169,17 @@ def _addptr_form(forms, op):
 
 
 _FORMS = {
-    "constant": lambda forms, op: Affine.of({}, op.attrs["value"]) if isinstance(op.attrs["value"], int) else None,
-    "program_id": lambda forms, op: Affine.of({("pid", op.attrs["axis"]): 1}),
-    "arange": lambda forms, op: Affine.of({("lane", 0): 1}, op.attrs["start"]),
-    "splat": lambda forms, op: forms(op.operands[0]),
-    "broadcast": lambda forms, op: forms(op.operands[0]),
-    "hint": lambda forms, op: forms(op.operands[0]),
-    "expand_dims": _expand_form,
-    "permute": _permute_form,
-    "cast": _int_cast_form,
-    "elementwise": _elementwise_form,
-    "addptr": _addptr_form,
+    OpKind.CONSTANT: lambda forms, op: Affine.of({}, op.attrs["value"]) if isinstance(op.attrs["value"], int) else None,
+    OpKind.PROGRAM_ID: lambda forms, op: Affine.of({("pid", op.attrs["axis"]): 1}),
+    OpKind.ARANGE: lambda forms, op: Affine.of({("lane", 0): 1}, op.attrs["start"]),
+    OpKind.SPLAT: lambda forms, op: forms(op.operands[0]),
+    OpKind.BROADCAST: lambda forms, op: forms(op.operands[0]),
+    OpKind.HINT: lambda forms, op: forms(op.operands[0]),
+    OpKind.EXPAND_DIMS: _expand_form,
+    OpKind.PERMUTE: _permute_form,
+    OpKind.CAST: _int_cast_form,
+    OpKind.ELEMENTWISE: _elementwise_form,
+    OpKind.ADDPTR: _addptr_form,
 }
 
 
@@ -198,7 +200,7 @@ def _live_lane_bound(mask, forms, arg_names, row=None):
     if mask is None:
         return None
     op = getattr(mask, "owner", None)
-    if getattr(op, "name", None) != "elementwise":
+    if getattr(op, "name", None) != OpKind.ELEMENTWISE:
         return None
     if op.attrs["fn"] == "and":
         return (_live_lane_bound(op.operands[0], forms, arg_names, row) or

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 
 from ..errors import UnsupportedSyntaxError
-from ..parse.ir import walk
+from ..parse.ir import OpKind, walk
 
 _RANDOM_MODULE = os.path.join("language", "random.py")
 
@@ -26,15 +26,15 @@ def check(ir, roots_of_loads, roots_of_writes):
         if loc_file.endswith(_RANDOM_MODULE):
             refuse(op, "random numbers (tl.rand, tl.randn, tl.randint) in a differentiated kernel are not "
                        "supported yet", hint="generate the random block in a separate kernel and pass it in")
-        if op.name == "while":
+        if op.name == OpKind.WHILE:
             refuse(op, "a data-dependent while loop cannot be differentiated yet (not supported yet)",
                    hint="write it as a for loop over a bounded range")
-        if op.name == "atomic_cas" or (op.name == "atomic_rmw" and op.attrs.get("op") != "add"):
+        if op.name == OpKind.ATOMIC_CAS or (op.name == OpKind.ATOMIC_RMW and op.attrs.get("op") != "add"):
             refuse(op, f"tl.atomic_{op.attrs.get('op', 'cas')} has no derivative here (not supported yet); only "
                        "tl.atomic_add is differentiated")
-        if op.name == "atomic_rmw" and _used(ir, op.result):
+        if op.name == OpKind.ATOMIC_RMW and _used(ir, op.result):
             refuse(op, "the old values of an atomic add cannot be differentiated (not supported yet)")
-        if op.name == "dot" and not op.operands[0].dtype.is_floating():
+        if op.name == OpKind.DOT and not op.operands[0].dtype.is_floating():
             refuse(op, f"tl.dot in {op.operands[0].dtype!r} is not differentiable (integer types)")
         if op in roots_of_writes and roots_of_writes[op] in loaded:
             refuse(op, f"an in-place update (loading and storing through {roots_of_writes[op]}) cannot be "

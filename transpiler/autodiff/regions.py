@@ -17,7 +17,7 @@ and every iteration add into one variable.
 """
 from __future__ import annotations
 
-from ..parse.ir import walk
+from ..parse.ir import OpKind, walk
 from . import tapes
 from .spelling import typed_constant
 
@@ -25,7 +25,7 @@ from .spelling import typed_constant
 # -- the primal replay ------------------------------------------------------------------------------------
 
 def replay(d, op):
-    if op.name == "for":
+    if op.name == OpKind.FOR:
         _replay_for(d, op)
     else:
         _replay_if(d, op)
@@ -146,7 +146,7 @@ def _local_context(d, region):
 
 
 def sweep(d, op):
-    if op.name == "for":
+    if op.name == OpKind.FOR:
         _sweep_for(d, op)
     else:
         _sweep_if(d, op)
@@ -173,7 +173,7 @@ def _sweep_if(d, op):
 
 
 def _has_gradient_writes(d, op):
-    return any(inner.name == "load" and d.load_root.get(inner) in d.inputs
+    return any(inner.name == OpKind.LOAD and d.load_root.get(inner) in d.inputs
                for r in op.regions for inner in walk(r))
 
 
@@ -185,7 +185,7 @@ def _sweep_for(d, op):
         return
     lo, hi, step = _loop_bounds(d, op)
     step_op = op.operands[2].owner
-    if not (getattr(step_op, "name", None) == "constant" and step_op.attrs["value"] > 0):
+    if not (getattr(step_op, "name", None) == OpKind.CONSTANT and step_op.attrs["value"] > 0):
         d.refuse(op, "a runtime loop is differentiated only with a positive constant step (not supported yet)")
     _zero_adjoints(d, _outer_varied_operands(d, op))
     d.w.comment(op.loc, "reverse of ")

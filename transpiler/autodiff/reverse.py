@@ -13,12 +13,12 @@ each input once either way. Runtime loops and ifs are handled in `regions.py`.
 """
 from __future__ import annotations
 
-from ..parse.ir import walk
+from ..parse.ir import OpKind, WRITES_MEMORY, walk
 from . import derivatives, gradient_writes, refusals
 from .spelling import spell, tl_dtype, typed_constant, literal
 from .writer import Writer
 
-_DROPPED = {"store", "atomic_rmw", "device_print", "device_assert", "barrier"}
+_DROPPED = {OpKind.STORE, OpKind.ATOMIC_RMW, OpKind.DEVICE_PRINT, OpKind.DEVICE_ASSERT, OpKind.BARRIER}
 
 
 class _Everything:
@@ -29,14 +29,15 @@ class _Everything:
 _EVERYTHING = _Everything()
 
 
-_POINTER_PATH = ("splat", "broadcast", "addptr", "expand_dims", "reshape", "permute", "hint")
+_POINTER_PATH = (OpKind.SPLAT, OpKind.BROADCAST, OpKind.ADDPTR, OpKind.EXPAND_DIMS, OpKind.RESHAPE, OpKind.PERMUTE,
+                 OpKind.HINT)
 
 
 def loop_carried(ir):
     """region argument or loop result -> (the for op, its carried slot)."""
     out = {}
     for op in walk(ir.body):
-        if op.name == "for":
+        if op.name == OpKind.FOR:
             for k, (arg, res) in enumerate(zip(op.regions[0].args[1:], op.results)):
                 out[arg] = out[res] = (op, k)
     return out
@@ -119,9 +120,9 @@ class Derivation:
         self.load_root, self.write_root = {}, {}
         self.carried = loop_carried(self.ir)
         for op in walk(self.ir.body):
-            if op.name == "load":
+            if op.name == OpKind.LOAD:
                 self.load_root[op] = pointer_root(op.operands[0], self.arg_names, self.carried)
-            elif op.name in ("store", "atomic_rmw", "atomic_cas"):
+            elif op.name in WRITES_MEMORY:
                 self.write_root[op] = pointer_root(op.operands[0], self.arg_names, self.carried)
         refusals.check(self.ir, self.load_root, self.write_root)
         loaded = {r for r in self.load_root.values() if r}
@@ -141,7 +142,7 @@ class Derivation:
         self.loads_of = {n: [op for op, r in self.load_root.items() if r == n] for n in self.inputs}
         for n in self.outputs:
             writes = [op for op, r in self.write_root.items() if r == n]
-            if len(writes) > 1 and any(op.name == "store" for op in writes):
+            if len(writes) > 1 and any(op.name == OpKind.STORE for op in writes):
                 refusals.refuse(writes[1], f"{n} is stored more than once; the gradient of an overwritten "
                                            "store is not supported yet")
         self.varied = self._activity()
@@ -156,10 +157,10 @@ class Derivation:
             changed = False
             for op in walk(self.ir.body):
                 new = []
-                if op.name == "load":
+                if op.name == OpKind.LOAD:
                     if self.load_root.get(op) in self.inputs:
                         new = op.results
-                elif op.name in ("for", "if"):
+                elif op.name in (OpKind.FOR, OpKind.IF):
                     new = self._region_varied(op, varied)
                 elif op.name not in derivatives.NO_GRADIENT and any(o in varied for o in op.operands):
                     new = [r for r in op.results if r.dtype.is_floating()]
@@ -182,11 +183,11 @@ class Derivation:
         for op in walk(self.ir.body):
             if op in self.write_root and self.write_root[op] in self.outputs:
                 seeds.update(op.operands[:1] + op.operands[2:3])
-            elif op.name == "load" and self.load_root.get(op) in self.inputs:
+            elif op.name == OpKind.LOAD and self.load_root.get(op) in self.inputs:
                 seeds.update(op.operands)
-            elif op.name == "for":
+            elif op.name == OpKind.FOR:
                 seeds.update(op.operands[:3])       # the reverse loop runs over the same range
-            elif op.name == "if":
+            elif op.name == OpKind.IF:
                 seeds.add(op.operands[0])           # and takes the same branch
         needed, work = set(), list(seeds)
         while work:
@@ -200,18 +201,18 @@ class Derivation:
     def _needs_of(self, v):
         owner = v.owner
         if owner is not None and hasattr(owner, "name"):        # an op's result
-            if owner.name == "for":
+            if owner.name == OpKind.FOR:
                 k = owner.results.index(v)
                 body = owner.regions[0]
                 if owner is self._reversed_loop:        # one reverse iteration does not compute the result
                     return [owner.operands[3 + k], body.args[1 + k]] + owner.operands[:3]
                 return [owner.operands[3 + k], body.ops[-1].operands[k], body.args[1 + k]] + owner.operands[:3]
-            if owner.name == "if":
+            if owner.name == OpKind.IF:
                 k = owner.results.index(v)
                 return [owner.operands[0]] + [r.ops[-1].operands[k] for r in owner.regions]
             return list(owner.operands)
         for op in walk(self.ir.body):       # a region's argument (or a kernel argument): the loop that owns it
-            if op.name == "for" and v in op.regions[0].args:
+            if op.name == OpKind.FOR and v in op.regions[0].args:
                 k = op.regions[0].args.index(v)
                 if k == 0:
                     return op.operands[:3]
@@ -222,7 +223,7 @@ class Derivation:
 
     def _region_varied(self, op, varied):
         out = []
-        if op.name == "for":
+        if op.name == OpKind.FOR:
             body = op.regions[0]
             yielded = body.ops[-1].operands
             for init, arg, y, res in zip(op.operands[3:], body.args[1:], yielded, op.results):
@@ -292,17 +293,17 @@ class Derivation:
                 self.w.comment(op.loc, "incoming gradient: ")
                 self.incoming[op] = self._incoming_gradient(op)
             return
-        if op.name == "yield":
+        if op.name == OpKind.YIELD:
             return
-        if op.name in ("for", "if"):
+        if op.name in (OpKind.FOR, OpKind.IF):
             from . import regions
             regions.replay(self, op)
             return
         if not any(r in self.needed for r in op.results):
             return
-        if self.fold and op.name in ("program_id", "num_programs") and op.attrs["axis"] == 0:
+        if self.fold and op.name in (OpKind.PROGRAM_ID, OpKind.NUM_PROGRAMS) and op.attrs["axis"] == 0:
             # folded: the forward's program id is the loop's, and its count the forward grid's
-            self.names[op.result] = self.fold.program if op.name == "program_id" else self.fold.programs
+            self.names[op.result] = self.fold.program if op.name == OpKind.PROGRAM_ID else self.fold.programs
             return
         args = [self.names[o] for o in op.operands]
         expr = spell(op, args)
@@ -354,11 +355,11 @@ class Derivation:
             self.w.comment(op.loc, "reverse of ")
             self.add(op.operands[1], self.incoming[op])
             return
-        if op.name in ("for", "if"):
+        if op.name in (OpKind.FOR, OpKind.IF):
             from . import regions
             regions.sweep(self, op)
             return
-        if op.name == "load":
+        if op.name == OpKind.LOAD:
             root = self.load_root.get(op)
             if root in self.inputs and op.result in self.adj:
                 self.w.comment(op.loc, "reverse of ")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from .. import dtypes
+from ..parse.ir import OpKind
 
 # The name Triton's language gives each dtype (`tl.float32`), for casts and typed constants.
 _TL_NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64", "int1": "int1"}
@@ -116,24 +117,24 @@ def _dot(op, args):
 
 
 SPELLINGS = {
-    "constant": lambda op, a: typed_constant(op.attrs["value"], op.result.dtype),
-    "program_id": lambda op, a: f"tl.program_id({op.attrs['axis']})",
-    "num_programs": lambda op, a: f"tl.num_programs({op.attrs['axis']})",
-    "arange": lambda op, a: f"tl.arange({op.attrs['start']}, {op.attrs['start'] + op.result.shape[0]})",
-    "splat": lambda op, a: f"tl.broadcast_to({a[0]}, {op.result.shape!r})",
-    "broadcast": lambda op, a: f"tl.broadcast_to({a[0]}, {op.result.shape!r})",
-    "expand_dims": lambda op, a: f"tl.expand_dims({a[0]}, {op.attrs['axis']})",
-    "reshape": lambda op, a: f"tl.reshape({a[0]}, {op.result.shape!r})",
-    "permute": lambda op, a: f"tl.permute({a[0]}, {tuple(op.attrs['order'])!r})",
-    "addptr": lambda op, a: f"({a[0]} + {a[1]})",
-    "cast": _cast,
-    "bitcast": lambda op, a: f"{a[0]}.to({tl_dtype(op.result.dtype)}, bitcast=True)",
-    "elementwise": spell_elementwise,
-    "load": _load,
-    "reduce": _reduce,
-    "scan": _scan,
-    "dot": _dot,
-    "hint": lambda op, a: f"tl.{op.attrs['kind']}({a[0]}, {tuple(op.attrs['values'])!r})",
+    OpKind.CONSTANT: lambda op, a: typed_constant(op.attrs["value"], op.result.dtype),
+    OpKind.PROGRAM_ID: lambda op, a: f"tl.program_id({op.attrs['axis']})",
+    OpKind.NUM_PROGRAMS: lambda op, a: f"tl.num_programs({op.attrs['axis']})",
+    OpKind.ARANGE: lambda op, a: f"tl.arange({op.attrs['start']}, {op.attrs['start'] + op.result.shape[0]})",
+    OpKind.SPLAT: lambda op, a: f"tl.broadcast_to({a[0]}, {op.result.shape!r})",
+    OpKind.BROADCAST: lambda op, a: f"tl.broadcast_to({a[0]}, {op.result.shape!r})",
+    OpKind.EXPAND_DIMS: lambda op, a: f"tl.expand_dims({a[0]}, {op.attrs['axis']})",
+    OpKind.RESHAPE: lambda op, a: f"tl.reshape({a[0]}, {op.result.shape!r})",
+    OpKind.PERMUTE: lambda op, a: f"tl.permute({a[0]}, {tuple(op.attrs['order'])!r})",
+    OpKind.ADDPTR: lambda op, a: f"({a[0]} + {a[1]})",
+    OpKind.CAST: _cast,
+    OpKind.BITCAST: lambda op, a: f"{a[0]}.to({tl_dtype(op.result.dtype)}, bitcast=True)",
+    OpKind.ELEMENTWISE: spell_elementwise,
+    OpKind.LOAD: _load,
+    OpKind.REDUCE: _reduce,
+    OpKind.SCAN: _scan,
+    OpKind.DOT: _dot,
+    OpKind.HINT: lambda op, a: f"tl.{op.attrs['kind']}({a[0]}, {tuple(op.attrs['values'])!r})",
 }
 
 

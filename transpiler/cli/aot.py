@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..analysis.row_loop import MAX_ROWS_AHEAD
+from ..targets import MAX_ROWS_AHEAD
 from .signature import SignatureError
 
 # Our element types as the host program passes them (16-bit floats as their bits: no CUDA half headers needed).

@@ -5,6 +5,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from ..analysis.residency import plan_residency
 from . import cspell
 from . import rules  # noqa: F401  (registers the lowering rules)
 from .device_header import used_helpers
@@ -65,7 +66,7 @@ class EmittedKernel:
     """The `.cu` text and what a launch must provide besides the arguments."""
 
     source: str
-    shared_bytes: int      # dynamic shared memory per program
+    shared_bytes: int      # dynamic shared memory a launch gives each program (a residency reservation included)
     shared_buffers: tuple = ()   # (name, C type, count, bytes, purpose) of each buffer, for reports
     required_arch: object = None  # analysis.arch_requirements.ArchRequirement, or None
     tensor_maps: tuple = ()       # host descriptions of the tensor map parameters after the arguments (rules/tma.py)
@@ -73,6 +74,7 @@ class EmittedKernel:
     persistent: bool = False     # ... and launches at most one wave of blocks (rows are prefetched)
     programs_per_block: int = 1  # programs of the grid's x in one block, one warp each (program_packing.py)
     row_loop_waves: int = 0      # persistent only for grids of at most this many waves, else every block (0: any)
+    residency: object = None     # analysis.residency.ResidencyPlan: shared_bytes includes a reservation
 
 
 def _reads(text, name) -> bool:
@@ -102,6 +104,9 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
     for layout, i in sorted(em.layout_ids.items(), key=lambda kv: kv[1]):
         notes += layout_in_words(layout, i)
     shared_bytes = em.smem.total_bytes()
+    # how many wgmma programs may share an SM: decided from what the kernel's shared memory turned out to be
+    residency = plan_residency(kernel, analysis.dots, shared_bytes, analysis.decisions) if analysis.uses_wgmma \
+        else None
     smem_constants = [f"constexpr int {name} = {value};" for name, value in em.smem.constants()]
     params = _params(kernel, analysis.read_only.written_args, em.names)
     body = "\n".join(indent_pragmas(fold_single_trip_loops(em.lines)))
@@ -127,17 +132,17 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
         device_header="", device_functions=["\n".join(indent_pragmas(f.split("\n"))) for f in em.device_functions],
         param_lines=[line.strip() for line in wrap(params, "", "", ") {", 116)] if params else [],
         unused_thread_ids=" ".join(f"(void){n};" for n in ("lane", "warp") if not _reads(body, n)),
-        shared_bytes=shared_bytes,
+        shared_bytes=shared_bytes, residency=residency,
         smem_align=em.smem.align,
         shared_decls=(smem_constants + em.shared_decls) if shared_bytes else [],
         thread_bases=_referenced_thread_bases(em.thread_base_lines, body), body=body)
     template = jinja_env().get_template("kernel.cu.j2")
     context["device_header"] = _device_header(template.render(**context), em.uses_tiles, uses_fp8, em.uses_tma)
     source = template.render(**context)
-    return EmittedKernel(source, shared_bytes, em.smem.report(), analysis.required_arch,
-                         tuple(spec for _, spec in em.tma_params), row_loop,
+    return EmittedKernel(source, residency.launch_shared_bytes if residency else shared_bytes, em.smem.report(),
+                         analysis.required_arch, tuple(spec for _, spec in em.tma_params), row_loop,
                          bool(analysis.row_loop and analysis.row_loop.persistent), analysis.programs_per_block,
-                         analysis.row_loop.max_waves if analysis.row_loop else 0)
+                         analysis.row_loop.max_waves if analysis.row_loop else 0, residency)
 
 
 __all__ = ["emit_kernel", "EmittedKernel", "OCCUPANCY_MACRO", "MAXNREG_MACRO"]

@@ -67,6 +67,9 @@ _FLOAT_MATH = {
     # fp32 spelling, fp64 spelling; the math functions' rows come from their catalogue (language/catalogue.py)
     **{f.name: (f.fp32, f.fp64) for f in catalogue.FUNCTIONS},
     "fma": ("fmaf({a}, {b}, {c})", "fma({a}, {b}, {c})"),
+    # a * b - c and c - a * b fused (analysis/fp_contraction.py): exact negations inside one fma
+    "fms": ("fmaf({a}, {b}, -({c}))", "fma({a}, {b}, -({c}))"),
+    "fnma": ("fmaf(-({a}), {b}, {c})", "fma(-({a}), {b}, {c})"),
     # `/` on fp32 is div.full.f32, as in Triton (2 ulp at most, no slow path); tl.math.div_rn is IEEE.
     "truediv": ("tp::div_full({a}, {b})", "{a} / {b}"),
     "div_rn": ("__fdiv_rn({a}, {b})", "__ddiv_rn({a}, {b})"),

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..analysis.layout_assignment import operand_tile_layout, widest_access
+from ..parse.ir import OpKind
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,7 @@ def staged_view(em, value):
     if value in em.tiles:
         return OperandView(em.tiles[value])
     owner = value.owner
-    if getattr(owner, "name", None) == "permute" and owner.operands[0] in em.tiles:
+    if getattr(owner, "name", None) == OpKind.PERMUTE and owner.operands[0] in em.tiles:
         return OperandView(em.tiles[owner.operands[0]], tuple(owner.attrs["order"]))
     return None
 

@@ -35,6 +35,16 @@ def descriptor(view, k_dim) -> Descriptor:
     return Descriptor(SWIZZLE_MODES[span], tile.rows * span, 8 * span, 1)
 
 
+def k_step_offset(view, k_dim, k: str) -> str:
+    """C expression of what a descriptor's start-address field (16-byte units) moves by from the tile's k = 0
+    to k = `k` (a multiple of the k step): the descriptor at the warpgroup's origin is made once and each k step
+    adds a constant (as Triton does). Exact because the other coordinate of both points sits on a swizzle atom
+    row (a multiple of 8 rows: 64 * mt, a warpgroup's origin) and k steps are 32 bytes along a row or 8 rows
+    across them, so the swizzled offset of the sum is the sum of the offsets."""
+    coords = (k, "0") if k_dim == 0 else ("0", k)
+    return f"(({view.tile.offset(view.coords(*coords))}) * {view.tile.dtype.itemsize} / 16)"
+
+
 def instruction_helper(shape) -> str:
     """C++ of `shape.helper`: D (m64 x N, N/2 registers per thread, fp32 or int32) += A * B, B from a descriptor
     and A from one too or (the register-A form) from 4 registers of packed fragments."""
@@ -100,4 +110,4 @@ __device__ __forceinline__ void {name}(float* d, const unsigned* a, unsigned lon
 }}  // namespace tp""")
 
 
-__all__ = ["Descriptor", "descriptor", "instruction_helper"]
+__all__ = ["Descriptor", "descriptor", "instruction_helper", "k_step_offset"]

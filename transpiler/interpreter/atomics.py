@@ -18,7 +18,7 @@ from .. import dtypes as dt
 from ..errors import CompileTimeError, DTypeError
 from . import numeric
 from .location import error
-from .pointers import Pointer, _check_bounds, _mask_tensor, _no_blocks_with_scalar_pointer, require_pointer
+from .pointers import Pointer, _mask_tensor, _no_blocks_with_scalar_pointer, check_bounds, require_pointer
 from .registry import rule
 from .shapes import fit_to_shape
 from .tensor import Tensor, is_python_number, scalar_tensor, to_tensor, unwrap
@@ -91,7 +91,7 @@ def _apply(ptr: Pointer, mask, combine, operands, what: str) -> Tensor:
     if mask is not None:
         _no_blocks_with_scalar_pointer(ptr, mask, f"the mask of {what}")
         mask = fit_to_shape(mask, ptr.shape, f"the mask of {what}").data
-    _check_bounds(ptr, mask, what)
+    check_bounds(ptr.buffer, ptr.data, mask, what)
     memory = ptr.buffer.values
     flat_active = np.ones(ptr.data.size, bool) if mask is None else np.ravel(mask)
     lanes = np.flatnonzero(flat_active)

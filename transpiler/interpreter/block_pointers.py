@@ -3,8 +3,8 @@
 A `BlockPointer` holds the base `Pointer` and, as Python ints, the shape and strides (int64, as Triton has
 them) and the offsets (int32: `tl.advance` wraps as the compiled addition does). A load or store computes the
 block's element offsets `base + sum_d (offset_d + i_d) * stride_d` in int64, masks the dimensions named in
-`boundary_check` with `0 <= offset_d + i_d < shape_d`, and goes through `pointers.load` / `pointers.store`,
-so an unchecked access outside the array raises InterpreterError there. The argument rules (and their
+`boundary_check` with `0 <= offset_d + i_d < shape_d`, and goes through the masked `tl.load` / `tl.store`
+(the typing rules, `eager.py`), so an unchecked access outside the array raises InterpreterError there. The argument rules (and their
 errors) are those of the compiler's `parse/semantic_block_ptr.py`.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..errors import CompileTimeError, DTypeError, NameResolutionError, ShapeError
 from ..language import core
-from . import numeric, pointers
+from . import eager, numeric, pointers
 from .location import error
 from .registry import rule
 from .shapes import validate_block_shape
@@ -187,7 +187,7 @@ def load(p: BlockPointer, mask, other, boundary_check, padding_option) -> Tensor
         raise error(CompileTimeError, f"padding_option={padding!r} fills what boundary_check excludes, but "
                     "boundary_check is empty", hint="name the dimensions to check: boundary_check=(0, 1)")
     addresses, in_bounds = _addresses(p, checked)
-    return pointers.load(addresses, in_bounds, None if in_bounds is None else _PADDING[padding])
+    return eager.apply_rule("load", addresses, in_bounds, None if in_bounds is None else _PADDING[padding])
 
 
 def store(p: BlockPointer, value, mask, boundary_check) -> None:
@@ -202,4 +202,4 @@ def store(p: BlockPointer, value, mask, boundary_check) -> None:
         raise error(ShapeError, f"tl.store through a block pointer needs a block of its shape "
                     f"{list(p._block_shape)} (or a scalar), got {list(value.shape)}")
     addresses, in_bounds = _addresses(p, _boundary_check(p, boundary_check))
-    pointers.store(addresses, value, in_bounds)
+    eager.apply_rule("store", addresses, value, in_bounds)

@@ -5,19 +5,25 @@ whose values the interpreter holds as float32, give fp32. With fp32 inputs and
 `input_precision` "tf32" (the default, unless `allow_tf32=False`), both inputs are first rounded to tf32
 (10 mantissa bits; round to nearest, ties away from zero, like CUDA's cvt.rna.tf32.f32) as tensor cores do;
 "ieee" and "tf32x3" multiply the exact fp32 values. Products are summed in float64 (int64 for int8) and
-rounded once, then `acc` is added.
+rounded once, then `acc` is added. `tl.dot_scaled` is the composition of `transpiler/scaled_dot.py` over the
+interpreter's builtins.
 """
 from __future__ import annotations
+
+import operator
 
 import numpy as np
 
 from .. import dtypes as dt
+from ..language import core
+from ..scaled_dot import dot_scaled
 from ..errors import CompileTimeError, DTypeError, ShapeError
 from . import numeric
 from .location import error
 from .registry import rule
 from .tensor import Tensor, to_tensor, unwrap
 
+_tl = core.BUILTINS
 MIN_DOT_SIZE = 16
 _PRECISIONS = ("tf32", "tf32x3", "ieee")
 _FLOAT_INPUTS = (dt.float16, dt.bfloat16, dt.float32, dt.float64)
@@ -99,3 +105,37 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_i
                         f"of shape {acc.shape}")
         product = product + acc.data.astype(product.dtype)
     return Tensor(numeric.finish(product, result_type), result_type)
+
+
+class _ScaledDotOps:
+    """The block operations `scaled_dot.dot_scaled` is made of, as the interpreter's builtins (so values round
+    as the compiled composition's do)."""
+    _ERRORS = {"dtype": DTypeError, "shape": ShapeError, "unsupported": ShapeError}
+    _OPERATORS = {"and_": operator.and_, "or_": operator.or_, "rshift": operator.rshift, "lshift": operator.lshift,
+                  "add": operator.add, "mul": operator.mul, "eq": operator.eq, "ne": operator.ne}
+
+    shape = staticmethod(lambda x: list(to_tensor(x, "an operand of tl.dot_scaled").shape))
+    dtype = staticmethod(lambda x: to_tensor(x, "an operand of tl.dot_scaled").dtype)
+    cast = staticmethod(lambda x, d, bitcast=False: _tl["cast"](x, d, bitcast=bitcast))
+    where = staticmethod(lambda c, x, y: _tl["where"](c, x, y))
+    full = staticmethod(lambda shape, value, d: _tl["full"](list(shape), value, d))
+    join = staticmethod(lambda x, y: _tl["join"](x, y))
+    reshape = staticmethod(lambda x, shape: _tl["reshape"](x, *shape))
+    permute = staticmethod(lambda x, dims: _tl["permute"](x, *dims))
+    expand_dims = staticmethod(lambda x, axis: _tl["expand_dims"](x, axis))
+    broadcast_to = staticmethod(lambda x, shape: _tl["broadcast_to"](x, *shape))
+    dot = staticmethod(lambda a, w, acc: _tl["dot"](a, w, acc))
+
+    def fail(self, kind, message):
+        raise error(self._ERRORS[kind], message)
+
+    def op(self, name, x, y):
+        return self._OPERATORS[name](x, y)
+
+
+@rule("dot_scaled")
+def dot_scaled_rule(lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None, fast_math=False,
+                    lhs_k_pack=True, rhs_k_pack=True, out_dtype=dt.float32):
+    return dot_scaled(_ScaledDotOps(), lhs, unwrap(lhs_scale), unwrap(lhs_format), rhs, unwrap(rhs_scale),
+                      unwrap(rhs_format), unwrap(acc), bool(unwrap(fast_math)), bool(unwrap(lhs_k_pack)),
+                      bool(unwrap(rhs_k_pack)), unwrap(out_dtype))

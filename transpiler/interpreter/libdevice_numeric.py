@@ -1,4 +1,4 @@
-"""NumPy evaluation of every `libdevice` function, for the interpreter (`libdevice_rules.py` applies them).
+"""NumPy evaluation of every `libdevice` function, for the interpreter (`evaluate.py` applies them).
 
 `FLOAT64` functions are computed in float64 and rounded once to the result type. `EXACT` functions get the
 result dtype and the operand arrays and return the result array exactly: integer intrinsics (computed on

@@ -11,8 +11,9 @@ import inspect
 
 from ..errors import SourceLocation, TranspilerError
 
-# Frames from these packages are machinery between the kernel and the fault; skip them.
-_MACHINERY = ("transpiler.interpreter", "transpiler.language")
+# Frames from these packages are machinery between the kernel and the fault; skip them (the typing rules of
+# `transpiler.parse` run inside builtin calls too, `eager.py`).
+_MACHINERY = ("transpiler.interpreter", "transpiler.language", "transpiler.parse")
 
 
 def _is_machinery(frame) -> bool:

@@ -28,6 +28,9 @@ import inspect
 import sys
 import textwrap
 
+import numpy as np
+
+from .. import dtypes as dt
 from ..language import core
 from .tensor import AssignedNumber, Tensor, is_python_number
 
@@ -62,15 +65,23 @@ def bool_op(is_and, left, right_thunk):
     right = right.value if isinstance(right, core.constexpr) else right
     if not _is_block(right):
         if is_and:
-            return (left != 0) if right else False
-        return True if right else (left != 0)
-    return ((left != 0) & (right != 0)) if is_and else ((left != 0) | (right != 0))
+            return _nonzero(left) if right else False
+        return True if right else _nonzero(left)
+    return (_nonzero(left) & _nonzero(right)) if is_and else (_nonzero(left) | _nonzero(right))
 
 
 def not_op(value):
     """`not value`: elementwise on a block (`value == 0`), Python's `not` otherwise."""
     value = value.value if isinstance(value, core.constexpr) else value
-    return (value == 0) if _is_block(value) else not value
+    return (_nonzero(value) == 0) if _is_block(value) else not value
+
+
+def _nonzero(block):
+    """`block != 0` as int1; pointers are compared with null, as compiled code (and Triton) does, and are never
+    null here (see `Pointer.__bool__`)."""
+    if block.dtype.is_ptr():
+        return Tensor(np.ones(block.shape, dtype=bool), dt.int1)
+    return block != 0
 
 
 def interpreted_function(fn):

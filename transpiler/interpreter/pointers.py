@@ -1,4 +1,4 @@
-"""Pointer values and memory access: pointer arithmetic, masked `tl.load`/`tl.store` and bounds checks.
+"""Pointer values and memory access: the buffers behind pointers, masked gathers and scatters, bounds checks.
 
 A kernel's array argument becomes a `Buffer` (the argument's memory as a flat host NumPy array of the
 element type's storage) and a scalar `Pointer` to its element 0. A `Pointer` is a Tensor whose elements are
@@ -13,10 +13,8 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..errors import DTypeError, InterpreterError, ShapeError
-from . import numeric
 from .location import error, program_text
-from .shapes import broadcast_pair, fit_to_shape
-from .tensor import Tensor, is_python_number, to_tensor, unwrap
+from .tensor import Tensor, to_tensor, unwrap
 
 _SHOWN_OFFSETS = 5  # how many offending offsets an out-of-bounds message lists
 
@@ -66,6 +64,13 @@ class Pointer(Tensor):
     def _with_data(self, data) -> "Pointer":
         return Pointer(data, self.buffer)
 
+    def __bool__(self):
+        """`if bias_ptr:` (vLLM's optional-bias test) is the compiled `ptr != nullptr`: a pointer into an array
+        is never null, whatever its offset (the offsets here start at 0, which must not read as false). An
+        absent argument is None, a compile-time value, never a Pointer."""
+        self._scalar("using a block as a condition")
+        return True
+
     def offset_by(self, offsets: Tensor, negate: bool = False) -> "Pointer":
         """`self + offsets` (or `- offsets`); `offsets` is an integer Tensor already broadcast to our shape."""
         if not offsets.dtype.is_int():
@@ -78,32 +83,6 @@ class Pointer(Tensor):
 
     def __repr__(self):
         return f"pointer(buffer='{self.buffer.name}', offsets={self.data!r}, dtype={self.dtype!r})"
-
-
-def reinterpret(ptr: Pointer, element_ty: dt.dtype) -> Pointer:
-    """`ptr.to(tl.pointer_type(element_ty))`: the same addresses read as another element type, as Triton's
-    pointer bitcast; offsets rescale by the widths and must land on whole elements of the new type."""
-    buffer = ptr.buffer
-    if element_ty is buffer.element_ty:
-        return ptr
-    for t in (buffer.element_ty, element_ty):
-        if t.numpy is None or buffer.values.dtype != buffer.element_ty.numpy:
-            raise error(DTypeError, f"a pointer cast from {ptr.dtype!r} to pointer<{element_ty!r}> is not "
-                        "supported yet by the interpreter (bf16 and fp8 elements are held as float32 copies)")
-    old, new = buffer.element_ty.numpy.itemsize, element_ty.numpy.itemsize
-    byte_offsets = ptr.data * old
-    if np.any(byte_offsets % new):
-        raise error(InterpreterError, f"a pointer cast to pointer<{element_ty!r}> of addresses that are not "
-                    f"multiples of its {new}-byte elements is not supported yet by the interpreter")
-    return Pointer(byte_offsets // new, buffer.viewed_as(element_ty))
-
-
-def same_buffer(a: Pointer, b: Pointer, what: str) -> Buffer:
-    """The buffer two pointer blocks share; the interpreter cannot mix buffers in one pointer block."""
-    if a.buffer is not b.buffer:
-        raise error(InterpreterError, f"{what}: the interpreter cannot combine pointers into two different arrays "
-                    f"('{a.buffer.name}' and '{b.buffer.name}') in one block")
-    return a.buffer
 
 
 def require_pointer(pointer, what: str) -> Pointer:
@@ -131,81 +110,39 @@ def _no_blocks_with_scalar_pointer(ptr: Pointer, value, what: str):
         raise error(ShapeError, f"{what} of shape {value.shape} cannot go with a scalar pointer")
 
 
-def _check_bounds(ptr: Pointer, active, what: str):
-    size = len(ptr.buffer)
-    bad = (ptr.data < 0) | (ptr.data >= size)
+def check_bounds(buffer: Buffer, offsets, active, what: str):
+    """Every active lane's offset inside `buffer`, else InterpreterError naming them (and the kernel line)."""
+    size = len(buffer)
+    bad = (offsets < 0) | (offsets >= size)
     if active is not None:
         bad = bad & active  # masked-off lanes may point anywhere
     if not bad.any():
         return
-    lanes = np.argwhere(bad) if ptr.shape else np.zeros((1, 0), dtype=np.int64)
-    shown = ", ".join(f"{int(ptr.data[tuple(lane)])} (lane {tuple(int(i) for i in lane)})"
+    offsets = np.broadcast_to(offsets, np.shape(bad))
+    lanes = np.argwhere(bad) if np.ndim(offsets) else np.zeros((1, 0), dtype=np.int64)
+    shown = ", ".join(f"{int(offsets[tuple(lane)])} (lane {tuple(int(i) for i in lane)})"
                       for lane in lanes[:_SHOWN_OFFSETS])
     more = f" and {len(lanes) - _SHOWN_OFFSETS} more" if len(lanes) > _SHOWN_OFFSETS else ""
     raise error(InterpreterError,
-                f"out-of-bounds {what} through '{ptr.buffer.name}'{program_text()}: offsets {shown}{more} "
+                f"out-of-bounds {what} through '{buffer.name}'{program_text()}: offsets {shown}{more} "
                 f"are outside the buffer of {size} elements (valid offsets 0..{size - 1})",
                 hint="mask the access (mask=offs < n) or check the offset arithmetic")
 
 
-def load(pointer, mask=None, other=None) -> Tensor:
-    """Masked gather through `pointer`; masked-off lanes read `other` (0 when None).
-
-    As in Triton, the pointer block broadcasts with `mask` and with `other` (both ways), so a row of
-    pointers loaded under a 2-D mask gives a 2-D block."""
-    ptr = require_pointer(pointer, "tl.load")
-    elem = ptr.buffer.element_ty
-    mask = _mask_tensor(mask, "tl.load")
-    other = _other_tensor(other) if mask is not None else None  # without a mask `other` is never read
-    for operand, what in ((mask, "tl.load: a mask"), (other, "tl.load: `other`")):
-        _no_blocks_with_scalar_pointer(ptr, operand, what)
-        if operand is not None:
-            ptr, _ = broadcast_pair(ptr, operand)
-    if mask is None:
-        _check_bounds(ptr, None, "load")
-        return Tensor(ptr.buffer.values[ptr.data], elem)
-    active = fit_to_shape(mask, ptr.shape, "the mask of tl.load").data
-    _check_bounds(ptr, active, "load")
-    if other is None:
-        fill = np.zeros(ptr.shape, dtype=numeric.storage_dtype(elem))
-    else:
-        fill = numeric.cast(fit_to_shape(other, ptr.shape, "`other` of tl.load").data, other.dtype, elem)
-    values = ptr.buffer.values
-    gathered = values[np.where(active, ptr.data, 0)] if len(values) else fill
-    return Tensor(np.where(active, gathered, fill), elem)
+def gather(buffer: Buffer, offsets, active, fill):
+    """The elements at `offsets`; where `active` (if given) is false, `fill` instead."""
+    check_bounds(buffer, offsets, active, "load")
+    values = buffer.values
+    if active is None:
+        return values[offsets]
+    gathered = values[np.where(active, offsets, 0)] if len(values) else fill
+    return np.where(active, gathered, fill)
 
 
-def _other_tensor(other) -> Tensor | None:
-    other = unwrap(other)
-    if other is None:
-        return None
-    if isinstance(other, Pointer):
-        raise error(DTypeError, "tl.load: `other` cannot be a pointer")
-    return to_tensor(other, "`other` of tl.load")
-
-
-def store(pointer, value, mask=None) -> None:
-    """Masked scatter of `value` (broadcast to the pointer's shape, cast to the element type)."""
-    ptr = require_pointer(pointer, "tl.store")
-    value = unwrap(value)
-    if isinstance(value, Pointer):
-        raise error(DTypeError, f"tl.store cannot store pointers into '{ptr.buffer.name}' "
-                    f"({ptr.dtype.element_ty!r} elements)")
-    if not isinstance(value, Tensor) and not is_python_number(value):
-        raise error(DTypeError, f"tl.store needs a block or a number to store, got {type(value).__name__}")
-    value = to_tensor(value, "the value of tl.store")
-    mask = _mask_tensor(mask, "tl.store")
-    _no_blocks_with_scalar_pointer(ptr, value, "tl.store: a value")
-    _no_blocks_with_scalar_pointer(ptr, mask, "tl.store: a mask")
-    # Unlike load, store fits the value and the mask to the pointer's shape (one-way, as Triton does).
-    value = fit_to_shape(value, ptr.shape, "the value of tl.store")
-    elem = ptr.buffer.element_ty
-    data = numeric.cast(value.data, value.dtype, elem)
-    active = None if mask is None else fit_to_shape(mask, ptr.shape, "the mask of tl.store").data
-    _check_bounds(ptr, active, "store")
-    offsets = ptr.data
+def scatter(buffer: Buffer, offsets, data, active) -> None:
+    """Write `data` at `offsets` (where `active`, if given); for duplicate offsets the last lane wins."""
+    check_bounds(buffer, offsets, active, "store")
     if active is not None:
-        offsets, data = offsets[active], np.broadcast_to(data, ptr.shape)[active]
-    # Fancy assignment writes lanes in order: for duplicate offsets the last lane wins.
-    ptr.buffer.values[np.ravel(offsets)] = np.ravel(data)
-    ptr.buffer.mark_written()
+        offsets, data = offsets[active], np.broadcast_to(data, np.shape(offsets))[active]
+    buffer.values[np.ravel(offsets)] = np.ravel(data)   # fancy assignment writes lanes in order
+    buffer.mark_written()

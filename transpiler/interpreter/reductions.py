@@ -13,11 +13,10 @@ import numpy as np
 from .. import dtypes as dt
 from ..errors import DTypeError, ShapeError
 from . import numeric
-from .arith import cast_tensor, computable
 from .location import error
 from .registry import rule
 from .shapes import fit_to_shape, normalize_axis
-from .tensor import BlockAsScalarError, Tensor, to_tensor, unwrap
+from .tensor import BlockAsScalarError, Tensor, cast_tensor, computable, to_tensor, unwrap
 
 
 class _Reduction:

@@ -1,9 +1,10 @@
 """The interpreter's rule table: one Python function per `tl.*` builtin, looked up by builtin name.
 
 A rule has the same signature as the builtin it implements (see `transpiler/language/__init__.py`), so the
-interpreter can hand it the user's arguments unchanged. Rules live in `rules.py`, `math_rules.py`,
-`reductions.py`, `scans.py`, `dot.py`, `atomics.py` and `block_pointers.py` (whose `load`/`store` helpers
-`rules.py` calls for block pointers); each registers itself with `@rule("name")` when its module is imported.
+interpreter can hand it the user's arguments unchanged. `shared_rules.py` registers the builtins run through the
+compiler's typing rules (`eager.py`); the interpreter's own rules live in `rules.py`, `reductions.py`,
+`scans.py`, `dot.py`, `atomics.py` and `block_pointers.py` (whose `load`/`store` helpers `rules.py` calls for
+block pointers); each registers itself with `@rule("name")` when its module is imported.
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import importlib
 
 RULES: dict[str, object] = {}
 
-_RULE_MODULES = ("rules", "math_rules", "libdevice_rules", "standard_rules", "reductions", "scans", "dot", "atomics",
+_RULE_MODULES = ("rules", "shared_rules", "standard_rules", "reductions", "scans", "dot", "atomics",
                  "block_pointers", "tensor_descriptors")
 
 

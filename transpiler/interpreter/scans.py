@@ -13,12 +13,11 @@ import numpy as np
 from .. import dtypes as dt
 from ..errors import DTypeError, ShapeError
 from . import numeric
-from .arith import cast_tensor, computable
 from .location import error
 from .reductions import call_combine
 from .registry import rule
 from .shapes import normalize_axis
-from .tensor import Tensor, to_tensor, unwrap
+from .tensor import Tensor, cast_tensor, computable, to_tensor, unwrap
 
 
 def _operand(input, what: str) -> Tensor:

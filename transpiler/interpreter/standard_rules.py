@@ -15,9 +15,8 @@ from ..bitonic import sort_network
 from ..errors import DTypeError, ShapeError
 from ..language import core
 from .location import error
-from .math_rules import _broadcast_all
 from .registry import rule
-from .shapes import normalize_axis
+from .shapes import broadcast_pair, normalize_axis
 from .tensor import Tensor, to_tensor, unwrap
 
 _tl = core.BUILTINS
@@ -63,7 +62,7 @@ def _pair(a, b, what):
     x, y = (to_tensor(v, f"an input of {what}") for v in (a, b))
     if x.dtype is not y.dtype:
         raise error(ShapeError, f"{what} needs two blocks of one dtype, got {x.dtype!r} and {y.dtype!r}")
-    return _broadcast_all(x, y)
+    return broadcast_pair(x, y)
 
 
 @rule("join")

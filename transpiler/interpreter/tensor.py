@@ -1,7 +1,7 @@
 """The interpreter's block value: a NumPy array plus its language dtype, with Triton's Python operators.
 
 A `Tensor` of shape `()` is a scalar (what `tl.program_id`, a full reduction or a load through a scalar
-pointer give). Operators delegate to `arith.py`, which applies Triton's promotion rules; methods such as
+pointer give). Operators are the compiler's operator rules, evaluated (`eager.py`); methods such as
 `x.to(...)` or `x.sum(...)` go through the builtin of the same name (`TENSOR_METHODS`), so they run the
 same interpreter rule as `tl.cast(x, ...)` or `tl.sum(x, ...)`. Values are immutable: every operation
 returns a new Tensor and never writes into an existing array (arrays may be read-only broadcast views).
@@ -76,111 +76,107 @@ class Tensor:
             raise AttributeError(f"'tensor' object has no attribute '{name}'")
         return functools.partial(core.BUILTINS[builtin_name], self)
 
-    # ---- arithmetic -------------------------------------------------------------------------------------
+    # ---- operators: the compiler's operator rules, evaluated (eager.py) ---------------------------------
     def __add__(self, other):
-        return arith.add(self, other)
+        return eager.binary("add", self, other)
 
     def __radd__(self, other):
-        return arith.add(other, self)
+        return eager.binary("add", other, self)
 
     def __sub__(self, other):
-        return arith.sub(self, other)
+        return eager.binary("sub", self, other)
 
     def __rsub__(self, other):
-        return arith.sub(other, self)
+        return eager.binary("sub", other, self)
 
     def __mul__(self, other):
-        return arith.mul(self, other)
+        return eager.binary("mul", self, other)
 
     def __rmul__(self, other):
-        return arith.mul(other, self)
+        return eager.binary("mul", other, self)
 
     def __truediv__(self, other):
-        return arith.truediv(self, other)
+        return eager.binary("truediv", self, other)
 
     def __rtruediv__(self, other):
-        return arith.truediv(other, self)
+        return eager.binary("truediv", other, self)
 
     def __floordiv__(self, other):
-        return arith.floordiv(self, other)
+        return eager.binary("floordiv", self, other)
 
     def __rfloordiv__(self, other):
-        return arith.floordiv(other, self)
+        return eager.binary("floordiv", other, self)
 
     def __mod__(self, other):
-        return arith.mod(self, other)
+        return eager.binary("mod", self, other)
 
     def __rmod__(self, other):
-        return arith.mod(other, self)
+        return eager.binary("mod", other, self)
 
     def __pow__(self, other):
-        raise _no_pow()
+        return eager.binary("pow", self, other)
 
     def __rpow__(self, other):
-        raise _no_pow()
+        return eager.binary("pow", other, self)
 
-    # ---- bitwise ---------------------------------------------------------------------------------------
     def __and__(self, other):
-        return arith.and_(self, other)
+        return eager.binary("and_", self, other)
 
     def __rand__(self, other):
-        return arith.and_(other, self)
+        return eager.binary("and_", other, self)
 
     def __or__(self, other):
-        return arith.or_(self, other)
+        return eager.binary("or_", self, other)
 
     def __ror__(self, other):
-        return arith.or_(other, self)
+        return eager.binary("or_", other, self)
 
     def __xor__(self, other):
-        return arith.xor(self, other)
+        return eager.binary("xor", self, other)
 
     def __rxor__(self, other):
-        return arith.xor(other, self)
+        return eager.binary("xor", other, self)
 
     def __lshift__(self, other):
-        return arith.shl(self, other)
+        return eager.binary("lshift", self, other)
 
     def __rlshift__(self, other):
-        return arith.shl(other, self)
+        return eager.binary("lshift", other, self)
 
-    # `>>` is arithmetic when the *tensor* operand is signed, as in Triton's `tensor.__rshift__`.
     def __rshift__(self, other):
-        return arith.shr(self, other, arithmetic=self.dtype.is_int_signed())
+        return eager.binary("rshift", self, other)
 
     def __rrshift__(self, other):
-        return arith.shr(other, self, arithmetic=self.dtype.is_int_signed())
+        return eager.binary("rshift", other, self)
 
-    # ---- comparisons (int1 results) ----------------------------------------------------------------------
     def __eq__(self, other):
-        return arith.compare("==", self, other)
+        return eager.binary("eq", self, other)
 
     def __ne__(self, other):
-        return arith.compare("!=", self, other)
+        return eager.binary("ne", self, other)
 
     def __lt__(self, other):
-        return arith.compare("<", self, other)
+        return eager.binary("lt", self, other)
 
     def __le__(self, other):
-        return arith.compare("<=", self, other)
+        return eager.binary("le", self, other)
 
     def __gt__(self, other):
-        return arith.compare(">", self, other)
+        return eager.binary("gt", self, other)
 
     def __ge__(self, other):
-        return arith.compare(">=", self, other)
+        return eager.binary("ge", self, other)
 
     __hash__ = object.__hash__
 
-    # ---- unary -----------------------------------------------------------------------------------------
     def __neg__(self):
-        return arith.neg(self)
+        return eager.unary("neg", self)
 
     def __pos__(self):
         return self
 
     def __invert__(self):
-        return arith.invert(self)
+        return eager.unary("invert", self)
 
     # ---- indexing: only `None` (new axis) and `:` (keep axis), as in Triton ------------------------------
     def __getitem__(self, index):
@@ -237,11 +233,6 @@ class Tensor:
         return f"tensor({self.data!r}, dtype={self.dtype!r})"
 
 
-def _no_pow():
-    return error(DTypeError, "the ** operator is not defined on blocks (as in Triton)",
-                 hint="use tl.exp2(y * tl.log2(x)) for floats, or multiply in a tl.static_range loop")
-
-
 # ---- turning Python values into tensors -------------------------------------------------------------------
 
 def unwrap(value):
@@ -295,7 +286,6 @@ def to_tensor(value, what: str = "operand") -> Tensor:
     raise error(DTypeError, f"expected a block or a number as {what}, got {type(value).__name__} {value!r}")
 
 
-# Imported last: arith needs the Tensor class defined above.
 class _NumberMethods:
     """Block methods on a compile-time number (`SCALE.to(tl.float32)` of a constexpr), as the compiler
     offers them: the number is first the scalar Triton types it as (`tl.core.to_tensor`)."""
@@ -320,6 +310,23 @@ class ConstFloat(_NumberMethods, float):
         return float(self)
 
 
+def cast_tensor(t: Tensor, target: dt.dtype) -> Tensor:
+    """Value conversion of a non-pointer Tensor to `target` (for the interpreter's own rules)."""
+    if t.dtype is target:
+        return t
+    return Tensor(numeric.cast(t.data, t.dtype, target), target)
+
+
+def computable(t: Tensor, what: str, fn: str = "") -> Tensor:
+    """`t`, unless it holds fp8 values that `fn` cannot take (`dtypes.fp8_computable`: Triton's compiler
+    lowers only selections, abs and min/max on fp8)."""
+    try:
+        dt.fp8_computable(fn, t.dtype, what)
+    except TypeError as exc:
+        raise error(DTypeError, str(exc)) from None
+    return t
+
+
 def constexpr_number(value):
     """`value` with block methods when it is a Python int or float (bools and other objects as they are)."""
     if type(value) is int:
@@ -331,4 +338,4 @@ def constexpr_number(value):
 
 core.TENSOR_CLASSES.append(Tensor)   # `isinstance(x, tl.tensor)` while interpreting
 
-from . import arith  # noqa: E402
+from . import eager  # noqa: E402  (imported last: it needs the Tensor class above)

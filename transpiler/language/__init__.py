@@ -308,6 +308,14 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_i
     """Matrix product of two 2-D blocks (+ `acc`)."""
 
 
+@builtin
+def dot_scaled(lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None, fast_math=False, lhs_k_pack=True,
+               rhs_k_pack=True, out_dtype=float32):
+    """Matrix product of two microscaled blocks (formats "e2m1", "e4m3", "e5m2", "bf16", "fp16"; scales uint8
+    e8m0 codes per 32 elements of K, or None), computed as Triton does without microscaled tensor cores:
+    upcast to bf16 (fp16 if either format is fp16), scaled, then `tl.dot` (fp32 result)."""
+
+
 # ---- compiler hints and debugging -----------------------------------------------------------------------
 
 

@@ -10,6 +10,7 @@ A row carries what each stage needs, so adding a function is adding a row (and a
 - `derivative`: d f(x) / dx as `derivative(x, y, m)` for the autodiff transform, `y` the function's value at `x`
   and `m` a namespace of functions (`exp`, `sin`, `cos`, `where`, ...: NumPy's for a numeric check, an IR
   builder's in the transform); None where the function has no useful derivative.
+- `flushes_subnormal_results`: the fp32 computation flushes results under 2**-126 to 0 (the interpreter too);
 - `doc`: the docstring of the `tl` builtin (`language/__init__.py` declares one per row).
 The libdevice functions have their own catalogue (`language/extra/libdevice.py`), shared the same way.
 """
@@ -37,6 +38,9 @@ class MathFunction:
     evaluate: Callable
     derivative: Callable | None
     integer: str | None = None
+    # the fp32 computation flushes a result below the smallest normal float to 0 (Triton's tl.exp2 is
+    # ex2.approx.ftz.f32): the interpreter flushes it too, for fp32 and the 16-bit types computed in fp32
+    flushes_subnormal_results: bool = False
 
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
@@ -52,7 +56,8 @@ def _zero(x, y, m):
 
 FUNCTIONS = [
     MathFunction("exp", "e ** x", FLOAT, "__expf({a})", "exp({a})", np.exp, lambda x, y, m: y),
-    MathFunction("exp2", "2 ** x", FLOAT, "exp2f({a})", "exp2({a})", np.exp2, lambda x, y, m: y * _LN2),
+    MathFunction("exp2", "2 ** x", FLOAT, "tp::exp2_ftz({a})", "exp2({a})", np.exp2, lambda x, y, m: y * _LN2,
+                 flushes_subnormal_results=True),
     MathFunction("log", "Natural logarithm.", FLOAT, "logf({a})", "log({a})", np.log, lambda x, y, m: 1.0 / x),
     MathFunction("log2", "Base-2 logarithm.", FLOAT, "log2f({a})", "log2({a})", np.log2,
                  lambda x, y, m: 1.0 / (x * _LN2)),

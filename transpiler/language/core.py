@@ -41,6 +41,10 @@ class constexpr:
     def __hash__(self):
         return hash(self.value)
 
+    def __call__(self, *args, **kwargs):
+        """A constexpr holding a function calls it (`@tl.constexpr` on a Python helper, as Triton allows)."""
+        return self.value(*args, **kwargs)
+
 
 def _constexpr_operator(fn, reflected=False):
     """`constexpr op x` is `constexpr(value op x)` (as in Triton), so module-level constants compose."""
@@ -163,6 +167,20 @@ def constexpr_function(fn):
 
 def is_constexpr_function(obj):
     return getattr(obj, "__transpiler_constexpr_function__", False)
+
+
+@constexpr_function
+def get_int_dtype(bitwidth: int, signed: bool):
+    """Triton's `tl.core.get_int_dtype`: the integer dtype of `bitwidth` bits (int1 for 1) and signedness."""
+    from .. import dtypes
+    if bitwidth == 1:
+        return dtypes.int1
+    found = {(8, True): dtypes.int8, (8, False): dtypes.uint8, (16, True): dtypes.int16, (16, False): dtypes.uint16,
+             (32, True): dtypes.int32, (32, False): dtypes.uint32, (64, True): dtypes.int64,
+             (64, False): dtypes.uint64}.get((int(bitwidth), bool(signed)))
+    if found is None:
+        raise ValueError(f"Unsupported bitwidth {bitwidth} and signedness {signed}")
+    return found
 
 
 @builtin

@@ -17,10 +17,7 @@ import libcst as cst
 
 from ..errors import TranspilerError, UnsupportedSyntaxError
 from ..language import core
-from . import (semantic, semantic_creation, semantic_memory, semantic_shapes,  # noqa: F401  (they register rules)
-               semantic_elementwise, semantic_debug, semantic_atomic, semantic_block_ptr, semantic_dot,
-               semantic_inline_asm, semantic_libdevice, semantic_reduce, semantic_scan, semantic_standard,
-               semantic_tensor_desc)
+from . import semantic, typing_rules  # noqa: F401  (every typing rule registered)
 from ..options import DEFAULT as DEFAULT_OPTIONS
 from .builder_calls import CallBuilder
 from .builder_expressions import ExpressionBuilder

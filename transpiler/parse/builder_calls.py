@@ -11,7 +11,7 @@ from ..errors import (CompileTimeError, DTypeError, NameResolutionError, ShapeEr
                       UnsupportedSyntaxError)
 from ..language.core import builtin_name, constexpr, is_constexpr_function
 from . import semantic
-from .ir import Op, Value
+from .ir import Op, OpKind, Value
 from .records import Record
 from .scope import BoundMethod, Returned, Scope
 from .source import parsed_function
@@ -55,6 +55,8 @@ class CallBuilder:
         return self.call(fn, args, kwargs, node)
 
     def call(self, fn, args, kwargs, node=None):
+        if isinstance(fn, constexpr) and callable(fn.value):
+            fn = fn.value        # `@tl.constexpr` on a Python helper: Triton unwraps the callee first
         if isinstance(fn, BoundMethod):
             return self._call_builtin(fn.builtin, [fn.self_value] + list(args), kwargs)
         if builtin_name(fn):
@@ -100,19 +102,37 @@ class CallBuilder:
             raise self.error(UnsupportedSyntaxError, "range() can only be used as a for-loop iterable")
         if isinstance(fn, dtypes.dtype):
             raise self.error(UnsupportedSyntaxError, f"call x.to({fn!r}) to convert a value")
+        if callable(fn) and not self._has_runtime_values(args, kwargs):
+            # Triton's code generator calls any other Python function there and then, on compile-time
+            # arguments (FlagGems' `@tl.constexpr def get_int_t(num_bits, signed)`, `math.log2(BLOCK)`).
+            return self._call_at_compile_time(fn, args, kwargs)
         raise self.error(NameResolutionError,
                          f"cannot call {short(fn)}: it is neither a tl builtin nor a @transpile function",
                          hint="decorate helpers with @transpiler.transpile (or @transpiler.jit)")
 
+    @staticmethod
+    def _has_runtime_values(args, kwargs) -> bool:
+        return any(isinstance(a, (Value, Record)) for a in [*args, *kwargs.values()])
+
     def _call_constexpr_function(self, fn, args, kwargs):
         """A `constexpr_function` runs now, on compile-time values (Triton's rule: its arguments are unwrapped
         constexprs, so a runtime value there is an error in Triton as well)."""
-        values = [*args, *kwargs.values()]
-        if any(isinstance(a, (Value, Record)) for a in values):
+        if self._has_runtime_values(args, kwargs):
             raise self.error(CompileTimeError, f"{short(fn)} runs while the kernel is compiled: its arguments "
                              "must be compile-time values", hint="pass constexprs, or use tl.cdiv on runtime values")
+        return self._call_at_compile_time(fn, args, kwargs)
+
+    def _call_at_compile_time(self, fn, args, kwargs):
+        """`fn` called now on the compile-time values `args`; what it raises is located at the call."""
         plain = lambda v: v.value if isinstance(v, constexpr) else v      # noqa: E731
-        return fn(*[plain(a) for a in args], **{k: plain(v) for k, v in kwargs.items()})
+        try:
+            return fn(*[plain(a) for a in args], **{k: plain(v) for k, v in kwargs.items()})
+        except TranspilerError:
+            raise
+        except Exception as e:     # noqa: BLE001  the function's own failure, reported where it was called
+            raise self.error(CompileTimeError, f"{short(fn)}(...) ran while the kernel was compiled and raised "
+                             f"{type(e).__name__}: {e}", hint="a Python function called in a kernel runs at compile "
+                             "time on constexprs; decorate it with @transpiler.jit if it works on blocks") from None
 
     def _call_builtin(self, fn, args, kwargs):
         name = builtin_name(fn)
@@ -195,7 +215,7 @@ class CallBuilder:
             for r in results:
                 if r.shape:
                     raise self.error(ShapeError, f"{what} must return scalars")
-            region.ops.append(Op("yield", results, [], {}, self.loc))
+            region.ops.append(Op(OpKind.YIELD, results, [], {}, self.loc))
         finally:
             self.runtime_depth -= 1
             self.region = saved

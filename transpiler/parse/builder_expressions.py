@@ -14,7 +14,7 @@ from ..errors import CompileTimeError, NameResolutionError, ShapeError, Unsuppor
 from ..language import TENSOR_METHODS, TENSOR_PROPERTIES
 from ..language.core import BUILTINS, constexpr
 from . import semantic
-from .ir import Op, Value, walk
+from .ir import Op, OpKind, Value, walk
 from .records import Record
 from .scope import BoundMethod, Unbound
 from .suggestions import missing_attribute
@@ -36,7 +36,8 @@ _UNARY = {cst.Minus: "neg", cst.Plus: "pos", cst.BitInvert: "invert", cst.Not: "
 
 # fault (a load whose address is valid only under the condition that guards it). A runtime conditional
 # expression whose branches hold one becomes an `if` with a result, as Triton's scf.if; others are a select.
-GUARDED_OPS = frozenset({"load", "store", "atomic_rmw", "atomic_cas", "device_print", "device_assert", "barrier"})
+GUARDED_OPS = frozenset({OpKind.LOAD, OpKind.STORE, OpKind.ATOMIC_RMW, OpKind.ATOMIC_CAS, OpKind.DEVICE_PRINT,
+                         OpKind.DEVICE_ASSERT, OpKind.BARRIER})
 
 
 class ExpressionBuilder:
@@ -224,9 +225,9 @@ class ExpressionBuilder:
                                  f"{short(v)} is not supported yet", hint="write it as an if statement")
         t, e = self._unify_branch_values("the conditional expression", then_value, else_value,
                                          then_region, else_region)
-        then_region.ops.append(Op("yield", [t], [], {}, self.loc))
-        else_region.ops.append(Op("yield", [e], [], {}, self.loc))
-        op = Op("if", [cond], [Value(t.type, name="sel")], {}, self.loc, [then_region, else_region])
+        then_region.ops.append(Op(OpKind.YIELD, [t], [], {}, self.loc))
+        else_region.ops.append(Op(OpKind.YIELD, [e], [], {}, self.loc))
+        op = Op(OpKind.IF, [cond], [Value(t.type, name="sel")], {}, self.loc, [then_region, else_region])
         self.region.ops.append(op)
         return op.results[0]
 

@@ -14,7 +14,7 @@ from .. import dtypes
 from ..errors import CompileTimeError, ShapeError, UnsupportedSyntaxError
 from ..language.core import builtin_name, constexpr
 from . import semantic
-from .ir import Op, Region, Type, Value
+from .ir import Op, OpKind, Region, Type, Value
 from .records import Record, Slots
 from .scope import Unbound
 from .syntax_refusals import short
@@ -114,7 +114,7 @@ class LoopBuilder:
             return [Value(Type(iv_dtype), name=var)] + [Value(t, name=n) for n, t in zip(names, types)]
 
         region, slots, inits, results = self._build_loop(carried, build, make_args, offset=1)
-        op = Op("for", [lo_v, hi_v, step_v] + inits, results, attrs, loc, [region])
+        op = Op(OpKind.FOR, [lo_v, hi_v, step_v] + inits, results, attrs, loc, [region])
         self._finish_loop(op, slots, var)
 
     def _stmt_While(self, stmt):
@@ -152,11 +152,11 @@ class LoopBuilder:
             if cond.shape:
                 raise self.error(ShapeError, "a while condition must be a scalar")
             cond = semantic.to_bool(self, cond)
-            cond_region.ops.append(Op("condition", [cond], [], {}, loc))
+            cond_region.ops.append(Op(OpKind.CONDITION, [cond], [], {}, loc))
         finally:
             self.runtime_depth -= 1
             self.region, self.scope.locals = saved_region, saved_locals
-        op = Op("while", inits, results, {}, loc, [cond_region, region])
+        op = Op(OpKind.WHILE, inits, results, {}, loc, [cond_region, region])
         self._finish_loop(op, slots, None)
 
     def _build_loop(self, carried, build, make_args, offset):
@@ -233,7 +233,7 @@ class LoopBuilder:
         saved_region = self.region
         self.region = region
         yielded = [y if isinstance(y, Value) else self._typed_const(y, t) for y, t in zip(yielded, slot_types)]
-        region.ops.append(Op("yield", yielded, [], {}, loc))
+        region.ops.append(Op(OpKind.YIELD, yielded, [], {}, loc))
         self.region = saved_region
         inits = [slot.initial if isinstance(slot.initial, Value) else self._typed_const(slot.initial, t)
                  for slot, t in zip(entries, slot_types)]

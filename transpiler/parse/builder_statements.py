@@ -13,7 +13,7 @@ from .. import dtypes
 from ..errors import CompileTimeError, ShapeError, TranspilerError, UnsupportedSyntaxError
 from ..language.core import constexpr
 from . import semantic
-from .ir import Op, Region, Type, Value
+from .ir import Op, OpKind, Region, Type, Value
 from .records import Record, Slots
 from .returned_values import ReturnedValues
 from .scope import Returned, Unbound
@@ -162,9 +162,9 @@ class StatementBuilder:
             t, e = self._unify_branch_values(slot.name, t, e, then_region, else_region, slot.const_type)
             merged_then.append(t)
             merged_else.append(e)
-        then_region.ops.append(Op("yield", merged_then, [], {}, loc))
-        else_region.ops.append(Op("yield", merged_else, [], {}, loc))
-        op = Op("if", [cond], [Value(v.type, name=slot.name) for slot, v in zip(entries, merged_then)], {}, loc,
+        then_region.ops.append(Op(OpKind.YIELD, merged_then, [], {}, loc))
+        else_region.ops.append(Op(OpKind.YIELD, merged_else, [], {}, loc))
+        op = Op(OpKind.IF, [cond], [Value(v.type, name=slot.name) for slot, v in zip(entries, merged_then)], {}, loc,
                 [then_region, else_region])
         self.region.ops.append(op)
         self.scope.locals = before
@@ -212,9 +212,9 @@ class StatementBuilder:
                 t, e = self._unify_branch_values("the returned value", t, e, then_region, else_region)
                 then_values.leaves[i], else_values.leaves[i] = t, e
             results = [Value(t.type) for t in then_values.leaves]
-        then_region.ops.append(Op("yield", then_values.leaves if then_values else [], [], {}, loc))
-        else_region.ops.append(Op("yield", else_values.leaves if else_values else [], [], {}, loc))
-        self.region.ops.append(Op("if", [cond], results, {}, loc, [then_region, else_region]))
+        then_region.ops.append(Op(OpKind.YIELD, then_values.leaves if then_values else [], [], {}, loc))
+        else_region.ops.append(Op(OpKind.YIELD, else_values.leaves if else_values else [], [], {}, loc))
+        self.region.ops.append(Op(OpKind.IF, [cond], results, {}, loc, [then_region, else_region]))
         self.scope.locals = before
         self.return_value = then_values.rebuild(results) if then_values else None
 

@@ -20,9 +20,9 @@ from collections import Counter
 
 from .ir import KernelIR, OpKind, Region, walk
 
-PURE_OPS = frozenset({"constant", "program_id", "num_programs", "arange", "splat", "broadcast", "expand_dims",
-                      "permute", "reshape", "hint", "elementwise", "cast", "bitcast", "addptr", "reduce",
-                      "scan"})
+PURE_OPS = frozenset({OpKind.CONSTANT, OpKind.PROGRAM_ID, OpKind.NUM_PROGRAMS, OpKind.ARANGE, OpKind.SPLAT,
+                      OpKind.BROADCAST, OpKind.EXPAND_DIMS, OpKind.PERMUTE, OpKind.RESHAPE, OpKind.HINT,
+                      OpKind.ELEMENTWISE, OpKind.CAST, OpKind.BITCAST, OpKind.ADDPTR, OpKind.REDUCE, OpKind.SCAN})
 
 
 def _removable(op) -> bool:

@@ -19,7 +19,7 @@ import numpy as np
 from .. import dtypes
 from ..dtypes import Kind
 from ..errors import CompileTimeError, DTypeError, ShapeError
-from .ir import Type, Value
+from .ir import OpKind, Type, Value
 from .records import Record
 
 RULES: dict = {}
@@ -42,7 +42,8 @@ def assigned_constant(x):
     """The Python number a 0-d `constant` op holds (a name assigned a number, which Triton makes an int32/fp32
     scalar), or `x` itself. Contexts that need a constexpr (`tl.arange` bounds, shapes, `static_range`, an `if`
     chosen at compile time) accept such a name by its value, where Triton refuses it."""
-    if isinstance(x, Value) and not x.shape and x.owner is not None and getattr(x.owner, "name", None) == "constant":
+    if (isinstance(x, Value) and not x.shape and x.owner is not None
+            and getattr(x.owner, "name", None) == OpKind.CONSTANT):
         return x.owner.attrs["value"]
     return x
 
@@ -73,7 +74,7 @@ def constant(b, value, dt=None) -> Value:
         value &= mask
         if dt.signed and value >> (dt.bits - 1):
             value -= 1 << dt.bits
-    return b.emit("constant", [], Type(dt), value=value)
+    return b.emit(OpKind.CONSTANT, [], Type(dt), value=value)
 
 
 def to_value(b, x, dt=None) -> Value:
@@ -89,7 +90,7 @@ def splat(b, v: Value, shape) -> Value:
     if v.shape == shape:
         return v
     assert not v.shape
-    return b.emit("splat", [v], Type(v.dtype, shape))
+    return b.emit(OpKind.SPLAT, [v], Type(v.dtype, shape))
 
 
 def cast(b, v, dt, bitcast=False) -> Value:
@@ -104,7 +105,7 @@ def cast(b, v, dt, bitcast=False) -> Value:
         elif v.dtype.bits != dt.bits:
             raise b.error(DTypeError, f"bitcast needs equal widths, but {v.dtype!r} has {v.dtype.bits} bits and "
                           f"{dt!r} has {dt.bits}")
-        return b.emit("bitcast", [v], v.type.with_dtype(dt))
+        return b.emit(OpKind.BITCAST, [v], v.type.with_dtype(dt))
     if v.dtype.is_ptr() and not dt.is_ptr():
         if dt not in (dtypes.int64, dtypes.uint64):
             raise b.error(DTypeError, f"a pointer can only be cast to int64 or uint64, not {dt!r}")
@@ -116,10 +117,10 @@ def cast(b, v, dt, bitcast=False) -> Value:
                           hint="load, store or bitcast its bits (x.to(tl.uint8, bitcast=True)); tl.float8e4nv and "
                                "tl.float8e5 convert")
     owner = v.owner
-    if (getattr(owner, "name", None) == "constant" and not v.shape and v.dtype.kind is Kind.INT
+    if (getattr(owner, "name", None) == OpKind.CONSTANT and not v.shape and v.dtype.kind is Kind.INT
             and dt.kind in (Kind.INT, Kind.FLOAT)):
         return constant(b, owner.attrs["value"], dt)     # an integer constant converts at compile time
-    return b.emit("cast", [v], v.type.with_dtype(dt))
+    return b.emit(OpKind.CAST, [v], v.type.with_dtype(dt))
 
 
 def broadcast_shapes(b, s1, s2):
@@ -157,7 +158,7 @@ def broadcast_to_shape(b, v: Value, shape) -> Value:
     for a, c in zip(v.shape, shape):
         if a != c and a != 1:
             raise b.error(ShapeError, f"cannot broadcast shape {list(v.shape)} to {list(shape)}")
-    return b.emit("broadcast", [v], Type(v.dtype, shape))
+    return b.emit(OpKind.BROADCAST, [v], Type(v.dtype, shape))
 
 
 def broadcast_pair(b, x: Value, y: Value):
@@ -229,7 +230,7 @@ def elementwise(b, fn, operands, out_dtype, **attrs) -> Value:
     if folded is not None:
         return constant(b, folded, out_dtype)
     shape = operands[0].shape
-    return b.emit("elementwise", list(operands), Type(out_dtype, shape), fn=fn, **attrs)
+    return b.emit(OpKind.ELEMENTWISE, list(operands), Type(out_dtype, shape), fn=fn, **attrs)
 
 
 def fp8_elementwise(b, fn, operands, out_dtype, fp8, **attrs) -> Value:
@@ -243,10 +244,10 @@ def fp8_elementwise(b, fn, operands, out_dtype, fp8, **attrs) -> Value:
     if fn == "abs":
         bits = cast(b, operands[0], dtypes.uint8, bitcast=True)
         magnitude = splat(b, constant(b, 0x7F, dtypes.uint8), bits.shape)
-        cleared = b.emit("elementwise", [bits, magnitude], bits.type, fn="and")
+        cleared = b.emit(OpKind.ELEMENTWISE, [bits, magnitude], bits.type, fn="and")
         return cast(b, cleared, fp8, bitcast=True)
     wide = [cast(b, v, dtypes.float32) for v in operands]
-    result = b.emit("elementwise", wide, Type(dtypes.float32, wide[0].shape), fn=fn, **attrs)
+    result = b.emit(OpKind.ELEMENTWISE, wide, Type(dtypes.float32, wide[0].shape), fn=fn, **attrs)
     return cast(b, result, out_dtype)
 
 
@@ -275,7 +276,7 @@ def _folded(fn, operands, out_dtype, attrs):
     for v in operands:
         owner = v.owner
         np_type = _numpy_scalar_type(v.dtype)
-        if v.shape or getattr(owner, "name", None) != "constant" or np_type is None or \
+        if v.shape or getattr(owner, "name", None) != OpKind.CONSTANT or np_type is None or \
                 (v.dtype.kind is Kind.FLOAT and fn in ("and", "or", "xor")):
             return None
         values.append(np.array([owner.attrs["value"]]).astype(np_type))
@@ -318,7 +319,7 @@ def check_int32_overflow(b, result):
     if not isinstance(result, Value) or result.dtype is not dtypes.int32:
         return
     op = result.owner
-    fn = op.attrs.get("fn") if getattr(op, "name", None) == "elementwise" else None
+    fn = op.attrs.get("fn") if getattr(op, "name", None) == OpKind.ELEMENTWISE else None
     if fn not in _SYMBOL:
         return      # folded away (x * 1 is x): nothing was computed that could overflow
     wide = [cast(b, v, dtypes.int64) for v in op.operands]
@@ -378,15 +379,15 @@ def pointer_offset(b, ptr, offset, negate):
     if negate:
         offset = unary_op(b, "neg", offset)
     ptr, offset = broadcast_pair(b, ptr, offset)
-    return b.emit("addptr", [ptr, offset], ptr.type)
+    return b.emit(OpKind.ADDPTR, [ptr, offset], ptr.type)
 
 
 def is_integer_one(v) -> bool:
     """Whether `v` is the integer constant 1 (splat or broadcast to a block or not)."""
     owner = getattr(v, "owner", None)
-    while getattr(owner, "name", None) in ("splat", "broadcast"):
+    while getattr(owner, "name", None) in (OpKind.SPLAT, OpKind.BROADCAST):
         owner = getattr(owner.operands[0], "owner", None)
-    return getattr(owner, "name", None) == "constant" and v.dtype.is_int() and owner.attrs.get("value") == 1
+    return getattr(owner, "name", None) == OpKind.CONSTANT and v.dtype.is_int() and owner.attrs.get("value") == 1
 
 
 def _arith(fn):
@@ -542,4 +543,4 @@ def expand_dims(b, v, axis):
         raise b.error(ShapeError, f"expand_dims axis {axis} is out of range for a result of rank {rank}")
     axis %= rank
     shape = v.shape[:axis] + (1,) + v.shape[axis:]
-    return b.emit("expand_dims", [v], Type(v.dtype, shape), axis=axis)
+    return b.emit(OpKind.EXPAND_DIMS, [v], Type(v.dtype, shape), axis=axis)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .. import atomics
 from ..errors import CompileTimeError, DTypeError, ShapeError
-from .ir import Type
+from .ir import OpKind, Type
 from .semantic import RULES, broadcast_to_shape, cast, const_value, is_const, to_value
 from .semantic_memory import _check_pointer, _mask_value
 
@@ -61,7 +61,7 @@ def _rmw(op):
             m = _mask_value(b, mask, what)
             if m is not None:
                 operands.append(_fit(b, m, pointer, f"the mask of {what}"))
-        return b.emit("atomic_rmw", operands, Type(elem, pointer.shape), op=op, sem=sem, scope=scope)
+        return b.emit(OpKind.ATOMIC_RMW, operands, Type(elem, pointer.shape), op=op, sem=sem, scope=scope)
     return apply
 
 
@@ -88,7 +88,7 @@ def _atomic_cas(b, pointer, cmp, val, sem=None, scope=None):
     sem, scope = _ordering(b, sem, scope, "tl.atomic_cas")
     operands = [pointer, _cas_operand(b, cmp, pointer, "cmp of tl.atomic_cas"),
                 _cas_operand(b, val, pointer, "val of tl.atomic_cas")]
-    return b.emit("atomic_cas", operands, Type(elem, pointer.shape), sem=sem, scope=scope)
+    return b.emit(OpKind.ATOMIC_CAS, operands, Type(elem, pointer.shape), sem=sem, scope=scope)
 
 
 RULES["atomic_cas"] = _atomic_cas

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import dtypes
 from ..errors import CompileTimeError, DTypeError, ShapeError
-from .ir import Type
+from .ir import OpKind, Type
 from .semantic import cast, check_block_shape, const_value, constant, is_const, rule, splat, to_value
 
 
@@ -17,12 +17,12 @@ def _axis(b, axis, what):
 
 @rule("program_id")
 def _program_id(b, axis=0):
-    return b.emit("program_id", [], Type(dtypes.int32), axis=_axis(b, axis, "program_id"))
+    return b.emit(OpKind.PROGRAM_ID, [], Type(dtypes.int32), axis=_axis(b, axis, "program_id"))
 
 
 @rule("num_programs")
 def _num_programs(b, axis=0):
-    return b.emit("num_programs", [], Type(dtypes.int32), axis=_axis(b, axis, "num_programs"))
+    return b.emit(OpKind.NUM_PROGRAMS, [], Type(dtypes.int32), axis=_axis(b, axis, "num_programs"))
 
 
 def _shape_arg(b, shape):
@@ -45,7 +45,7 @@ def _arange(b, start, end):
         raise b.error(CompileTimeError, f"tl.arange({start}, {end}) has {n} elements; the count must be a "
                       "power of two", hint="round up with transpiler.next_power_of_2 and mask the tail")
     check_block_shape(b, (n,))
-    return b.emit("arange", [], Type(dtypes.int32, (n,)), start=start)
+    return b.emit(OpKind.ARANGE, [], Type(dtypes.int32, (n,)), start=start)
 
 
 def _dtype_arg(b, dt, what="dtype"):
@@ -102,7 +102,7 @@ def _cast(b, input, dtype, fp_downcast_rounding=None, bitcast=False):
         if not (v.dtype.is_floating() and dt.is_floating() and dt.bits < v.dtype.bits):
             raise b.error(CompileTimeError, "fp_downcast_rounding applies only to narrowing float conversions, "
                           f"not {v.dtype!r} to {dt!r}")
-        return b.emit("cast", [v], v.type.with_dtype(dt), rounding="rtz")
+        return b.emit(OpKind.CAST, [v], v.type.with_dtype(dt), rounding="rtz")
     return cast(b, v, dt, bitcast=bool(const_value(b, bitcast, "bitcast")))
 
 

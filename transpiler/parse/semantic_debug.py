@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 
 from ..errors import CompileTimeError, ShapeError
-from .ir import Value
+from .ir import OpKind, Value
 from .semantic import RULES, const_value, is_const, logical, rule, to_value, unary_op
 
 
@@ -16,7 +16,7 @@ def _hint(kind):
         vals = (vals,) * builtins.max(1, len(v.shape)) if isinstance(vals, int) else tuple(vals)
         if len(vals) != builtins.max(1, len(v.shape)):
             raise b.error(ShapeError, f"tl.{kind} needs one value per dimension ({len(v.shape)}), got {list(vals)}")
-        return b.emit("hint", [v], v.type, kind=kind, values=vals)
+        return b.emit(OpKind.HINT, [v], v.type, kind=kind, values=vals)
     return apply
 
 
@@ -47,7 +47,7 @@ def _static_print(b, *values, sep=" ", end="\n"):
 def _device_print(b, prefix, *args, hex=False):
     prefix = const_value(b, prefix, "device_print's prefix")
     values = [to_value(b, a) for a in args]
-    b.emit("device_print", values, None, prefix=str(prefix), hex=bool(const_value(b, hex, "hex")))
+    b.emit(OpKind.DEVICE_PRINT, values, None, prefix=str(prefix), hex=bool(const_value(b, hex, "hex")))
 
 
 @rule("device_assert")
@@ -59,9 +59,9 @@ def _device_assert(b, cond, msg="", mask=None):
     msg = const_value(b, msg, "device_assert's message")
     if mask is not None and mask is not True:
         cond = logical(b, "or", unary_op(b, "not", to_value(b, mask)), to_value(b, cond))
-    b.emit("device_assert", [to_value(b, cond)], None, msg=str(msg))
+    b.emit(OpKind.DEVICE_ASSERT, [to_value(b, cond)], None, msg=str(msg))
 
 
 @rule("debug_barrier")
 def _debug_barrier(b):
-    b.emit("barrier", [], None)
+    b.emit(OpKind.BARRIER, [], None)

@@ -6,14 +6,17 @@ int8 accumulates in int32; fp64 stays fp64; fp8 (`tl.float8e4nv`, `tl.float8e5`,
 accumulates in fp32. `acc` must already be [M, N] of the result dtype. The op is
 `dot(a, b, acc)` with the precision as an attribute; which hardware instruction computes it is decided by
 the tensor-core pass (`analysis/tensor_cores.py`), not here. A batched dot ([B, M, K] @ [B, K, N]) is refused
-as not supported yet in compiled kernels.
+as not supported yet in compiled kernels. `tl.dot_scaled` is Triton's decomposition into block operations and
+a `tl.dot` (`transpiler/scaled_dot.py`).
 """
 from __future__ import annotations
 
 from .. import dtypes
 from ..errors import CompileTimeError, DTypeError, ShapeError
-from .ir import Type
-from .semantic import cast, const_value, constant, rule, splat, to_value
+from .ir import OpKind, Type
+from ..scaled_dot import dot_scaled
+from .semantic import (RULES, binary_op, broadcast_to_shape, cast, const_value, constant, expand_dims, is_const, rule,
+                       splat, to_value)
 
 MIN_DOT_SIZE = 16
 PRECISIONS = ("tf32", "tf32x3", "ieee")
@@ -93,5 +96,64 @@ def _dot(b, input, other, acc=None, input_precision=None, allow_tf32=None, max_n
                           hint=f"create the accumulator as {out!r} (tl.zeros(..., dtype=tl.{out.name}))"
                           if out.name != "fp32" else "create the accumulator with tl.zeros(..., dtype=tl.float32)")
         acc_v = cast(b, acc_v, compute)
-    result = b.emit("dot", [a, w, acc_v], Type(compute, (m, n)), precision=precision)
+    result = b.emit(OpKind.DOT, [a, w, acc_v], Type(compute, (m, n)), precision=precision)
     return cast(b, result, out)
+
+
+class _ScaledDotOps:
+    """The block operations `scaled_dot.dot_scaled` is made of, as the compiler's typing rules."""
+    _ERRORS = {"dtype": DTypeError, "shape": ShapeError, "unsupported": ShapeError}
+
+    def __init__(self, b):
+        self.b = b
+
+    def shape(self, x):
+        return list(to_value(self.b, x).shape)
+
+    def dtype(self, x):
+        return to_value(self.b, x).dtype
+
+    def fail(self, kind, message):
+        raise self.b.error(self._ERRORS[kind], message)
+
+    def cast(self, x, dt, bitcast=False):
+        return cast(self.b, to_value(self.b, x), dt, bitcast=bitcast)
+
+    def op(self, name, x, y):
+        return binary_op(self.b, name, x, y)
+
+    def where(self, c, x, y):
+        return RULES["where"](self.b, c, x, y)
+
+    def full(self, shape, value, dt):
+        return RULES["full"](self.b, list(shape), value, dt)
+
+    def join(self, x, y):
+        return RULES["join"](self.b, x, y)
+
+    def reshape(self, x, shape):
+        return RULES["reshape"](self.b, x, *shape)
+
+    def permute(self, x, dims):
+        return RULES["permute"](self.b, x, *dims)
+
+    def expand_dims(self, x, axis):
+        return expand_dims(self.b, to_value(self.b, x), axis)
+
+    def broadcast_to(self, x, shape):
+        return broadcast_to_shape(self.b, to_value(self.b, x), list(shape))
+
+    def dot(self, a, w, acc):
+        return RULES["dot"](self.b, a, w, acc)
+
+
+@rule("dot_scaled")
+def _dot_scaled(b, lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None, fast_math=False,
+                lhs_k_pack=True, rhs_k_pack=True, out_dtype=dtypes.float32):
+    """Triton's decomposition on GPUs without microscaled MMA (`transpiler/scaled_dot.py`)."""
+    def none_or(x):
+        return None if x is None or is_const(x) and const_value(b, x, "a scale") is None else x
+    return dot_scaled(_ScaledDotOps(b), lhs, none_or(lhs_scale), const_value(b, lhs_format, "lhs_format"), rhs,
+                      none_or(rhs_scale), const_value(b, rhs_format, "rhs_format"), none_or(acc),
+                      bool(const_value(b, fast_math, "fast_math")), bool(const_value(b, lhs_k_pack, "lhs_k_pack")),
+                      bool(const_value(b, rhs_k_pack, "rhs_k_pack")), const_value(b, out_dtype, "out_dtype"))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from .. import dtypes
 from ..errors import CompileTimeError, DTypeError, UnsupportedSyntaxError
-from .ir import Type
+from .ir import OpKind, Type
 from .semantic import broadcast_pair, const_value, rule, to_value
 
 # constraint letter -> register width in bits (CUDA's inline-asm letters, which are LLVM's for NVPTX)
@@ -88,7 +88,7 @@ def _inline_asm_elementwise(b, asm, constraints, args, dtype, is_pure, pack):
         raise b.error(UnsupportedSyntaxError, "tl.inline_asm_elementwise with boolean operands or results and "
                       "pack > 1 is not supported yet (convert them to int8 first)")
     _check_constraints(b, constraints, result_dts, [v.dtype for v in values], pack)
-    results = [b.emit("elementwise", list(values), Type(dt, shape), fn="inline_asm", asm=asm,
+    results = [b.emit(OpKind.ELEMENTWISE, list(values), Type(dt, shape), fn="inline_asm", asm=asm,
                       constraints=tuple(c.strip() for c in constraints.split(",")), pack=pack,
                       result_dtypes=result_dts, result_index=k, is_pure=is_pure)
                for k, dt in enumerate(result_dts)]

@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import CompileTimeError, DTypeError, ShapeError
-from .ir import Type, Value
+from .ir import OpKind, Type, Value
 from .semantic import (broadcast_shapes, broadcast_to_shape, cast, const_value, constant, is_const, lift_rank, rule,
                        splat, to_value)
 
@@ -81,7 +81,7 @@ def _load(b, pointer, mask=None, other=None, boundary_check=(), padding_option="
     if m is not None:
         operands += [broadcast_to_shape(b, m, shape), broadcast_to_shape(b, o, shape)]
     cm, ev = _memory_attrs(b, cache_modifier, eviction_policy)
-    return b.emit("load", operands, Type(elem, shape), cache=cm, eviction=ev,
+    return b.emit(OpKind.LOAD, operands, Type(elem, shape), cache=cm, eviction=ev,
                   volatile=bool(const_value(b, volatile, "volatile")))
 
 
@@ -114,5 +114,5 @@ def _store(b, pointer, value, mask=None, boundary_check=(), cache_modifier="", e
             _no_block_with_scalar_pointer(b, pointer, m, "tl.store: a mask")
             operands.append(broadcast_to_shape(b, m, shape))
     cm, ev = _memory_attrs(b, cache_modifier, eviction_policy)
-    b.emit("store", operands, None, cache=cm, eviction=ev)
+    b.emit(OpKind.STORE, operands, None, cache=cm, eviction=ev)
     return None

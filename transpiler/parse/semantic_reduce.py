@@ -11,7 +11,7 @@ from __future__ import annotations
 from .. import dtypes
 from ..dtypes import Kind
 from ..errors import DTypeError, ShapeError
-from .ir import Region, Type, Value
+from .ir import OpKind, Region, Type, Value
 from .semantic import RULES, cast, const_value, expand_dims, is_const, rule, splat, to_value
 from .semantic_shapes import _reshape
 
@@ -47,7 +47,7 @@ def reduce_values(b, values, axis, combine, keep_dims=False, region=None, result
     axis = normalize_axis(b, axis, rank)
     shape = values[0].shape[:axis] + values[0].shape[axis + 1:]
     result_dtypes = result_dtypes or [v.dtype for v in values]
-    op = b.emit_multi("reduce", values, [Type(dt, shape) for dt in result_dtypes], axis=axis, combine=combine,
+    op = b.emit_multi(OpKind.REDUCE, values, [Type(dt, shape) for dt in result_dtypes], axis=axis, combine=combine,
                       regions=[region] if region else [])
     results = list(op.results)
     if keep_dims:
@@ -96,12 +96,12 @@ def _index_block(b, v, axis):
     """int32 indices along `axis`, broadcast to v's shape."""
     rank = len(v.shape)
     axis = normalize_axis(b, axis, rank)
-    idx = b.emit("arange", [], Type(dtypes.int32, (v.shape[axis],)), start=0)
+    idx = b.emit(OpKind.ARANGE, [], Type(dtypes.int32, (v.shape[axis],)), start=0)
     for d in range(rank):
         if d != axis:
             idx = expand_dims(b, idx, d)
     if idx.shape != v.shape:
-        idx = b.emit("broadcast", [idx], Type(dtypes.int32, v.shape))
+        idx = b.emit(OpKind.BROADCAST, [idx], Type(dtypes.int32, v.shape))
     return idx
 
 

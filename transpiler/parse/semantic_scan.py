@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .. import dtypes
 from ..errors import DTypeError, ShapeError
-from .ir import Region, Type, Value
+from .ir import OpKind, Region, Type, Value
 from .semantic import cast, const_value, rule, to_value
 from .semantic_reduce import normalize_axis
 
@@ -36,7 +36,7 @@ def scan_values(b, values, axis, combine, reverse, region=None):
     reverse = const_value(b, reverse, "reverse")
     if not isinstance(reverse, (bool, int)):
         raise b.error(DTypeError, f"reverse must be True or False, not {reverse!r}")
-    op = b.emit_multi("scan", values, [v.type for v in values], axis=axis, combine=combine, reverse=bool(reverse),
+    op = b.emit_multi(OpKind.SCAN, values, [v.type for v in values], axis=axis, combine=combine, reverse=bool(reverse),
                       regions=[region] if region else [])
     return list(op.results)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 
 from ..errors import ShapeError
-from .ir import Type
+from .ir import OpKind, Type
 from .semantic import (broadcast_pair, broadcast_to_shape, check_block_shape, const_value, expand_dims, rule,
                        to_value)
 
@@ -59,7 +59,7 @@ def _reshape(b, input, *shape, can_reorder=False):
     check_block_shape(b, shape)
     if shape == v.shape:
         return v
-    return b.emit("reshape", [v], Type(v.dtype, shape))
+    return b.emit(OpKind.RESHAPE, [v], Type(v.dtype, shape))
 
 
 @rule("view")
@@ -76,12 +76,12 @@ def _permute(b, input, *dims):
     if list(dims) == list(builtins.range(len(v.shape))):
         return v
     inner = getattr(v, "owner", None)
-    if getattr(inner, "name", None) == "permute":
+    if getattr(inner, "name", None) == OpKind.PERMUTE:
         # A permute of a permute is one permute of the first one's source (`tl.trans(tl.trans(b))` is `b`), as
         # Triton folds trans(trans(x)): the passes that look through one `tl.trans` to a dot's staged operand
         # then see the load itself.
         return _permute(b, inner.operands[0], *(inner.attrs["order"][d] for d in dims))
-    return b.emit("permute", [v], Type(v.dtype, tuple(v.shape[d] for d in dims)), order=tuple(dims))
+    return b.emit(OpKind.PERMUTE, [v], Type(v.dtype, tuple(v.shape[d] for d in dims)), order=tuple(dims))
 
 
 @rule("trans")

@@ -258,12 +258,15 @@ def _wgmma(em, op, plan, a_view, b_view, name, ctype, acc, k):
     if not w.transposable:   # the tensor-core pass took wgmma for this type only with K-major tiles
         assert db.transposed == 0 and (w.a_in_registers or not wg.descriptor(a_view, 1).transposed), \
             f"{w.ptx_type} wgmma planned on a tile that is not K-major"
+    b_desc = em.fresh("b_desc")
     if w.a_in_registers:
         a_frag = _register_a_fragments(em, op, plan, k)
-        trans_a, desc_a = None, None
+        trans_a, desc_a, a_desc, a_desc_base = None, None, None, None
     else:
         da = wg.descriptor(a_view, 1)
-        a_frag, trans_a, desc_a = None, da.transposed, da.spell(a_view.address(f"{m0} + 64 * mt", "kk"))
+        a_desc = em.fresh("a_desc")
+        a_desc_base = da.spell(a_view.address(f"{m0} + 64 * mt", "0"))
+        a_frag, trans_a, desc_a = None, da.transposed, f"{a_desc}[mt] + {wg.k_step_offset(a_view, 1, 'kk')}"
     prefetch = None
     if em.prefetch_host is op:
         prefetch, em.pending_prefetch = em.pending_prefetch, None
@@ -276,8 +279,9 @@ def _wgmma(em, op, plan, a_view, b_view, name, ctype, acc, k):
         ctype=ctype, name=name, n=plan.layout.num_regs, acc=acc.at("r"), m0=m0, n0=n0,
         group_m=_group_origin(em, w, 0), group_n=_group_origin(em, w, 1), k=k, tiles_m=w.tiles_m,
         instruction=w.helper, k_step=w.k, trans_a=trans_a, trans_b=db.transposed, regs_per_tile=w.n // 2,
-        desc_a=desc_a, desc_b=db.spell(b_view.address("kk", n0)), a_frag=a_frag, prefetch=prefetch or "",
-        retires=retires)))
+        desc_a=desc_a, desc_b=f"{b_desc} + {wg.k_step_offset(b_view, 0, 'kk')}", a_frag=a_frag,
+        a_desc=a_desc, a_desc_base=a_desc_base, b_desc=b_desc, b_desc_base=db.spell(b_view.address("0", n0)),
+        prefetch=prefetch or "", retires=retires)))
 
 
 def _register_a_fragments(em, op, plan, k):

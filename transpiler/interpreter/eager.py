@@ -1,0 +1,159 @@
+"""The one semantics, run eagerly: the interpreter hands a builtin call or an operator to the compiler's typing
+rule (`parse/semantic*.py`), with a builder whose every op is evaluated on NumPy as it is made.
+
+This is Triton's interpreter design: one `semantic.py` written against a builder, and an interpreter builder that
+executes each op at once while the kernel runs as Python (so `print` and `pdb` work in it). The typing, the
+broadcasting, the promotion, the constant folding and every refusal are the compiler's, with their messages; the
+interpreter only supplies the arithmetic (`evaluate.py`).
+
+At the call's boundary the interpreter's values (`Tensor`, `Pointer`, a number assigned to a name) become
+`Evaluated` IR values holding their arrays, and the rule's result becomes a `Tensor` again (a `Pointer` where it
+is one): the ops a rule made live only for the call, so a long loop keeps no chain of them. A number assigned to
+a name enters as the constant op it is in the compiled kernel, so the rules fold and accept it the same way.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import TranspilerError
+from ..options import DEFAULT as DEFAULT_OPTIONS
+from ..parse import semantic, typing_rules  # noqa: F401  (every typing rule registered)
+from ..language import core
+from ..parse.ir import OpKind, Type, Value
+from . import pointers      # a module reference: pointers.py imports tensor.py, which imports this module
+from .evaluate import EVALUATE
+from .location import attach_location, error
+from .tensor import AssignedNumber, ConstFloat, ConstInt, Tensor
+
+
+class Evaluated(Value):
+    """An IR value whose elements are known: `data` (the interpreter's storage array), and for a pointer block
+    the `buffer` its int64 element offsets point into."""
+
+    __slots__ = ("data", "buffer")
+
+    def __init__(self, type: Type, data, buffer=None):
+        self.type, self.name, self.id, self.owner = type, None, 0, None
+        self.data, self.buffer = data, buffer
+
+
+class Made:
+    """What the rules read of the op that made a value (its kind, operands and attributes: a constant folds, a
+    multiplication by the constant 1 is dropped), without the cost of an `Op`."""
+
+    __slots__ = ("name", "operands", "attrs")
+
+    def __init__(self, name, operands, attrs):
+        self.name, self.operands, self.attrs = name, operands, attrs
+
+
+class EagerBuilder:
+    """The builder the typing rules run against while interpreting: `emit` evaluates the op it is given."""
+
+    options = DEFAULT_OPTIONS        # the interpreter runs kernels as compiled without debug asserts
+
+    def __init__(self):
+        self.constants = {}          # (type, repr of the number) -> its Evaluated: literals recur in every program
+
+    def emit(self, name, operands, result_type, regions=(), **attrs):
+        kind = name                  # `name` as the compiler's builder calls it (an op attribute may be `kind`)
+        if kind is OpKind.CONSTANT:
+            key = (result_type, repr(attrs["value"]))      # repr tells -0.0 from 0.0
+            made = self.constants.get(key)
+            if made is None:
+                if len(self.constants) > 4096:       # numbers that vary (a Python loop's counter) do not pile up
+                    self.constants.clear()
+                made = self.constants[key] = self._evaluated(kind, operands, result_type, attrs)
+            return made
+        return self._evaluated(kind, operands, result_type, attrs)
+
+    def _evaluated(self, kind, operands, result_type, attrs):
+        evaluate = EVALUATE.get(kind)
+        if evaluate is None:
+            raise AssertionError(f"no evaluation of IR op kind '{kind}' in the interpreter (interpreter/evaluate.py)")
+        data, buffer = evaluate(attrs, result_type, operands)
+        if result_type is None:          # a store
+            return None
+        result = Evaluated(result_type, data, buffer)
+        result.owner = Made(kind, operands, attrs)
+        return result
+
+    def error(self, cls, message, hint=None):
+        return error(cls, message, hint=hint)
+
+
+BUILDER = EagerBuilder()
+
+
+_TYPES: dict = {}
+
+
+def _type_of(dtype, shape) -> Type:
+    """The IR type of a value (one object per dtype and shape: a frozen dataclass is slow to make)."""
+    key = (dtype, shape)
+    t = _TYPES.get(key)
+    if t is None:
+        t = _TYPES[key] = Type(dtype, shape)
+    return t
+
+
+def to_ir(x):
+    """An interpreter value as the typing rules see it (an `Evaluated`, a plain number, or as it is)."""
+    cls = type(x)
+    if cls is Tensor:
+        return Evaluated(_type_of(x.dtype, x.data.shape), x.data)
+    if cls is pointers.Pointer:
+        return Evaluated(_type_of(x.dtype, x.data.shape), x.data, x.buffer)
+    if cls is AssignedNumber:
+        value = Evaluated(_type_of(x.dtype, ()), x.data)
+        value.owner = Made(OpKind.CONSTANT, [], {"value": x.number})
+        return value
+    if cls is core.constexpr:
+        return to_ir(x.value)
+    if cls is ConstInt or cls is ConstFloat:
+        return x._number()
+    if cls is list or cls is tuple:
+        return cls(to_ir(item) for item in x)
+    if isinstance(x, Tensor):
+        raise AssertionError(f"no IR value for the interpreter's {cls.__name__}")
+    return x
+
+
+def from_ir(x):
+    """A rule's result as the interpreter's value."""
+    if type(x) is Evaluated:
+        data, shape = x.data, x.type.shape
+        if data.shape != shape:          # a splat or broadcast left as it was (evaluate.py)
+            data = np.broadcast_to(data, shape)
+        return pointers.Pointer(data, x.buffer) if x.buffer is not None else Tensor(data, x.type.dtype)
+    if isinstance(x, (list, tuple)):
+        return type(x)(from_ir(item) for item in x)
+    return x
+
+
+def _located(err: TranspilerError) -> TranspilerError:
+    return attach_location(err)
+
+
+def apply_rule(name, *args, **kwargs):
+    """Builtin `name` on interpreter values through its typing rule, evaluated."""
+    try:
+        return from_ir(semantic.RULES[name](BUILDER, *to_ir(args), **{k: to_ir(v) for k, v in kwargs.items()}))
+    except TranspilerError as err:
+        raise _located(err)
+
+
+def binary(op, x, y):
+    """A Python binary operator (`add`, `lt`, `rshift`, ... as `semantic.BINARY_RULES` names them)."""
+    try:
+        return from_ir(semantic.binary_op(BUILDER, op, to_ir(x), to_ir(y)))
+    except TranspilerError as err:
+        raise _located(err)
+
+
+def unary(op, x):
+    """A Python unary operator (`neg`, `invert`, `pos`)."""
+    try:
+        return from_ir(semantic.unary_op(BUILDER, op, to_ir(x)))
+    except TranspilerError as err:
+        raise _located(err)
