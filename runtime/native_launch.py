@@ -15,7 +15,8 @@ binding, the key's facts, the packing and cuLaunchKernel in one call: measured o
 
 Built as Triton builds its launchers: on first use, with the host's C compiler (`$CC`, else `cc`, `gcc`,
 `clang`) and the running Python's headers, into the disk cache under a name that hashes the source, the Python
-ABI and the compiler (`native/`), then loaded as an extension module; later processes only load it. No CUDA
+ABI and the compiler (`native/`, its sha256 in a file beside it, checked before every load), then loaded as an
+extension module; later processes only load it. No CUDA
 headers: the driver functions come as addresses from the `driver` object (`native_functions`: ctypes over
 libcuda, or a test's fakes). When anything is missing -- no compiler, no `Python.h`, a failed build, a driver
 object without native functions (no libcuda), `TRANSPILER_NATIVE_LAUNCH=0` -- `table_for` answers None and
@@ -93,10 +94,11 @@ def _load_or_build():
         raise _Unavailable("not built on Windows yet")
     compiler = _compiler()
     path = _built_path(compiler)
-    # Not a sealed cache entry (the dynamic loader reads it): a file that does not load (damaged, truncated) is
-    # built again once.
+    # Not a sealed cache entry (the dynamic loader reads the file itself): its digest lies beside it and is
+    # checked before loading, so a damaged file that would still load is never run. A file that does not match
+    # its digest, or does not load, is built again once.
     for attempt in range(2):
-        if attempt or not path.exists():
+        if attempt or not _intact(path):
             path = _build(compiler, path)
         spec = importlib.util.spec_from_file_location(
             MODULE_NAME, path, loader=importlib.machinery.ExtensionFileLoader(MODULE_NAME, str(path)))
@@ -107,6 +109,18 @@ def _load_or_build():
         except ImportError as e:
             error = e
     raise _Unavailable(f"the built launcher does not load: {error}")
+
+
+def _digest_path(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def _intact(path: Path) -> bool:
+    """Whether the built file exists and matches the digest written beside it when it was built."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest() == _digest_path(path).read_text().strip()
+    except OSError:
+        return False
 
 
 def _build(compiler: str, path: Path) -> Path:
@@ -130,7 +144,14 @@ def _build(compiler: str, path: Path) -> Path:
     if done.returncode != 0:
         os.unlink(tmp)
         raise _Unavailable(f"the launcher did not build: {done.stderr.strip()[-500:]}")
-    os.replace(tmp, path)               # atomic: a process loading it meanwhile sees the old file or this one
+    digest = hashlib.sha256(Path(tmp).read_bytes()).hexdigest()
+    fd, tmp_digest = tempfile.mkstemp(dir=folder, suffix=".sha256")
+    with os.fdopen(fd, "w") as f:
+        f.write(digest)
+    # The file first, then its digest (each replace atomic): a reader between the two sees a mismatch and
+    # builds again, never a damaged file under a valid digest.
+    os.replace(tmp, path)               # a process loading it meanwhile sees the old file or this one
+    os.replace(tmp_digest, _digest_path(path))
     return path
 
 

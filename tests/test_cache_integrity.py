@@ -70,8 +70,9 @@ def entries(kind):
 
 
 def assert_all_entries_sound():
-    """Every file is a sealed entry, but the compiled launch path's extension module (`native/`: the dynamic
-    loader reads it, no seal; its name hashes what it was built from)."""
+    """Every file is a sealed entry, but the compiled launch path's extension module and its digest (`native/`:
+    the dynamic loader reads the module itself, so its digest lies beside it; its name hashes what it was built
+    from)."""
     folder = cache.cache_dir()
     for path in folder.rglob("*"):
         if path.is_file() and path.parent.name != "native":

@@ -453,3 +453,23 @@ def test_a_damaged_built_launcher_is_built_again(monkeypatch, tmp_path):
     monkeypatch.setattr(native_launch, "_reason", None)
     assert native_launch.module() is not None, native_launch.unavailable_reason()
     assert path.stat().st_size > 1000
+
+
+def test_a_built_launcher_that_would_load_but_does_not_match_its_digest_is_built_again(monkeypatch, tmp_path):
+    """A damaged build that the dynamic loader might still accept (a byte changed in its code) is never run:
+    its digest, written beside it when built, no longer matches, and it is built again before loading."""
+    monkeypatch.setenv("TRANSPILER_CACHE_DIR", str(tmp_path))
+    compiler = native_launch._compiler()
+    path = native_launch._build(compiler, native_launch._built_path(compiler))    # built, not loaded here
+    assert native_launch._intact(path)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    assert not native_launch._intact(path)
+    built = []
+    real_build = native_launch._build
+    monkeypatch.setattr(native_launch, "_build", lambda *a: built.append(a) or real_build(*a))
+    monkeypatch.setattr(native_launch, "_module", None)
+    monkeypatch.setattr(native_launch, "_reason", None)
+    assert native_launch.module() is not None, native_launch.unavailable_reason()
+    assert len(built) == 1 and native_launch._intact(path)
