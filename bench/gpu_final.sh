@@ -4,7 +4,8 @@
 #      xdist workers), the fuzzer against Triton beside them, and the sanitizer sweep (four tools);
 #   2. the one-minute load test;
 #   3. the bench on a quiet GPU: matmul and attention against Triton and cuBLAS / SDPA, then the memory-bound
-#      workloads' quick points.
+#      workloads' quick points;
+#   4. the real-world kernels against Triton, where their folders were carried (.dev_rwcore/rw_cases, .dev_rwext).
 # Logs under $OUT; one summary line per step on stdout. Budgets in seconds: TEST_LIMIT, FUZZ_BUDGET, BENCH_S, LOAD_S (0: skip),
 # AUTODIFF_S; COMPILE_TIME_KERNELS=attention adds the cold-compile comparison; LAUNCH_BENCH="command" the launch
 # comparison. Everything under $OUT ends packed in $OUT/gpu_final.tgz.
@@ -55,6 +56,17 @@ fi
 if [ -n "${LAUNCH_BENCH:-}" ]; then   # launch host time: ours, CuPy RawKernel, Triton, torch side by side
   timeout 90 $LAUNCH_BENCH >"$OUT/launch.log" 2>&1
   echo "launch bench: exit $?"; tail -n 20 "$OUT/launch.log"
+fi
+
+# The real-world kernels collected in sessions (kept out of git: fetched code; carry the folders), under Triton and
+# under us with the same inputs, one line per kernel and a total.
+if [ -d .dev_rwcore/rw_cases ]; then
+  timeout 90 "$PY" bench/rw_s7core_gpu.py --cases .dev_rwcore/rw_cases >"$OUT/realworld_core.log" 2>&1
+  echo "real-world core kernels: exit $? | $(tail -n 1 "$OUT/realworld_core.log")"
+fi
+if [ -d .dev_rwext ]; then
+  timeout 90 "$PY" bench/rw_s7ext_gpu.py --cases .dev_rwext >"$OUT/realworld_ext.log" 2>&1
+  echo "real-world ext kernels: exit $? | $(tail -n 1 "$OUT/realworld_ext.log")"
 fi
 
 # $OUT returns at most 8 files: everything packed into one archive (the sanitizer's raw logs left out).
