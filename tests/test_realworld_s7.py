@@ -44,14 +44,19 @@ def test_constexpr_function_of_a_runtime_value_is_refused_with_its_location():
 
 
 def test_triton_standard_private_helpers_import_through_the_shim():
-    from triton_compat import shim
-    shim.install()
-    from triton.language.standard import _is_power_of_two, _log2, zeros_like
-    assert [_log2(n) for n in (1, 2, 3, 64, 100)] == [0, 1, 1, 6, 6]
-    assert zeros_like is tl.zeros_like
-    assert _is_power_of_two(64) and not _is_power_of_two(48) and not _is_power_of_two(0)
-    import triton
-    assert triton.constexpr_function is transpiler.constexpr_function
+    """In a subprocess: installing the shim puts a `triton` module into sys.modules, which must not leak into
+    this process (the typing oracle's tests take any importable `triton` for the real one)."""
+    from test_triton_compat_shim import run_with_shim
+    out = run_with_shim("""
+        import transpiler
+        from triton.language.standard import _is_power_of_two, _log2, zeros_like
+        assert [_log2(n) for n in (1, 2, 3, 64, 100)] == [0, 1, 1, 6, 6]
+        assert zeros_like is tl.zeros_like
+        assert _is_power_of_two(64) and not _is_power_of_two(48) and not _is_power_of_two(0)
+        assert triton.constexpr_function is transpiler.constexpr_function
+        print("ok")
+    """)
+    assert out.strip() == "ok"
 
 
 def _halve(n):
