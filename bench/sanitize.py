@@ -66,7 +66,7 @@ TEST_FILES = ("test_gpu_attention", "test_gpu_dot_dtypes", "test_gpu_tma", "test
               "test_gpu_host_tensor_descriptors", "test_gpu_conversion_chunks", "test_gpu_fuzz_findings",
               "test_gpu_autodiff", "test_gpu_random", "test_gpu_cache_hints", "test_gpu_bool_arithmetic",
               "test_gpu_conditional_expressions", "test_gpu_minmax_typing", "test_gpu_assigned_numbers",
-              "test_gpu_vs_interpreter", "test_gpu_torch", "test_gpu_continued_lines", "test_gpu_realworld_s7",
+              "test_gpu_vs_interpreter", "test_gpu_torch", "test_gpu_continued_lines",
               "test_gpu_dot_scaled", "test_gpu_pointer_condition",
               "test_gpu_fp_contraction", "test_gpu_compile_size")
 NOT_SWEPT = {   # GPU test files outside the sweep, and why

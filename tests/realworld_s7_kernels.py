@@ -1,7 +1,8 @@
 """Small kernels, written as Triton users write them, reducing defects that public real-world Triton kernels
 (issue 13, core language, seventh session) hit on our paths. Same case format as
-`tests/realworld_core_kernels.py`: `tests/test_realworld_s7.py` interprets and compiles them,
-`tests/test_gpu_realworld_s7.py` runs them on the GPU against NumPy and against Triton on this same source.
+`tests/realworld_core_kernels.py`, and run by the same tests: `tests/test_realworld_core.py` interprets and
+compiles them, `tests/test_gpu_realworld_core.py` runs them on the GPU against NumPy and against Triton on this
+same source.
 """
 from __future__ import annotations
 

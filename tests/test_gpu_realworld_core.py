@@ -1,4 +1,4 @@
-"""GPU: the kernels of `tests/realworld_core_kernels.py` compiled and run against their NumPy references on
+"""GPU: the kernels of `tests/realworld_core_kernels.py` and `tests/realworld_s7_kernels.py` compiled and run against their NumPy references on
 fresh random inputs (outputs poisoned before launch), and, where `triton` is importable, against Triton
 running the same kernel source."""
 from pathlib import Path
@@ -7,18 +7,24 @@ import numpy as np
 import pytest
 
 import realworld_core_kernels as rk
+import realworld_s7_kernels
 import test_realworld_core as cpu
 from feature_kernels import check
 from twin_runs import run_compiled, run_triton
 
 pytestmark = pytest.mark.gpu
 
-NAMES = [c[0] for c in rk.all_cases(np.random.default_rng(0)) + rk.compiled_only_cases(np.random.default_rng(0))]
+def _cases(rng):
+    """(name, kernel module, case) of both collections: the module is where Triton's twin is loaded from."""
+    return [(name, rk, case) for name, case in rk.all_cases(rng) + rk.compiled_only_cases(rng)] + \
+        [(name, realworld_s7_kernels, case) for name, case in realworld_s7_kernels.all_cases(rng)]
+
+
+NAMES = [name for name, _, _ in _cases(np.random.default_rng(0))]
 
 
 def _case(name):
-    rng = np.random.default_rng()
-    return dict(rk.all_cases(rng) + rk.compiled_only_cases(rng))[name]
+    return next((module, case) for n, module, case in _cases(np.random.default_rng()) if n == name)
 
 
 def _with_outputs(case, outputs):
@@ -29,19 +35,19 @@ def _with_outputs(case, outputs):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_matches_numpy_on_gpu(name):
-    case = _case(name)
+    _, case = _case(name)
     check(case, _with_outputs(case, run_compiled(case["kernel"], case["grid"], case["args"], case["constexprs"])))
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_matches_triton_on_the_same_source(name):
-    case = _case(name)
+    module, case = _case(name)
     triton_language = pytest.importorskip("triton.language")
     missing = [n for n in case.get("triton_needs", ()) if not hasattr(triton_language, n)]
     if missing:
         pytest.skip(f"this Triton has no tl.{missing[0]}")
     try:
-        theirs = _with_outputs(case, run_triton(Path(rk.__file__), case["kernel"].__name__, case["grid"],
+        theirs = _with_outputs(case, run_triton(Path(module.__file__), case["kernel"].__name__, case["grid"],
                                                 case["args"], case["constexprs"]))
     except Exception as e:    # noqa: BLE001  Triton 3.6's front end or back end fails on it (docs/compatibility.md)
         pytest.skip(f"Triton cannot compile this kernel: {type(e).__name__}: {str(e).splitlines()[-1][:200]}")

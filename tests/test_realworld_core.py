@@ -1,17 +1,18 @@
-"""The kernels of `tests/realworld_core_kernels.py` (defects real-world Triton kernels hit in the core
+"""The kernels of `tests/realworld_core_kernels.py` and `tests/realworld_s7_kernels.py` (defects real-world Triton kernels hit in the core
 language, reduced): the interpreter matches NumPy, NVRTC compiles the generated CUDA for sm_80 and sm_90a
 without warnings or spills, and what Triton refuses stays refused with a located error."""
 import numpy as np
 import pytest
 
 import realworld_core_kernels as rk
+import realworld_s7_kernels
 import transpiler
 import transpiler.language as tl
 from feature_kernels import check
 from transpiler.errors import CompileTimeError
 from transpiler.runtime.compiler import compile_offline, nvrtc_available
 
-CASES = rk.all_cases(np.random.default_rng(13))
+CASES = rk.all_cases(np.random.default_rng(13)) + realworld_s7_kernels.all_cases(np.random.default_rng(7))
 COMPILED_ONLY = rk.compiled_only_cases(np.random.default_rng(13))
 INTERPRETED_ONLY = rk.interpreted_only_cases(np.random.default_rng(13))
 needs_nvrtc = pytest.mark.skipif(not nvrtc_available(), reason="NVRTC and CUDA headers not installed")
