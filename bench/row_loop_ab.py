@@ -5,6 +5,11 @@ same source. Each point: results checked against Triton's, then `--rounds` inter
 flushed), GB/s and the fraction of the copy ceiling measured in the same process. Writes `row_loop_ab.json`.
 
     python bench/row_loop_ab.py --out DIR [--rounds 3] [--quick]
+
+Broken as bench/switch_ab.py is since the launch key holds the code-changing environment: the unfolded variant
+is built under TRANSPILER_ROW_LOOP=0, then timed without it, which launches the default build. Its recorded
+results (results/row_loop_ab_issue18.json) predate that key; compare variants one process each, as
+`bench/ring_ab.py` does.
 """
 from __future__ import annotations
 
