@@ -139,7 +139,17 @@ def _sample():
                 launchers={k.__name__: len(k._launchers) for k in (axpy, softmax_rows, column_sum)},
                 binders=len(launch_key._binders), grid_functions=sum(len(k._grid_launches)
                                                                      for k in (axpy, softmax_rows, column_sum)),
-                recent_launches=len(launcher.recent_launches))
+                recent_launches=len(launcher.recent_launches), compiled_path=_compiled_path_counts())
+
+
+def _compiled_path_counts():
+    """{kernel: launches the compiled C launcher made / handed to the Python path} (runtime/native_launch.py),
+    None for a kernel without the compiled path: which path the load ran through."""
+    out = {}
+    for k in (axpy, softmax_rows, column_sum):
+        table = k._native_table
+        out[k.__name__] = dict(table.counts()) if table else None
+    return out
 
 
 def main(argv=None) -> int:
@@ -210,6 +220,9 @@ def main(argv=None) -> int:
                   variant_builds=len(counts.builds), nvrtc_runs=len(counts.nvrtc), built_or_compiled_twice=twice,
                   caches_grew=grew, start=start, end=end, rss_growth_mb=round(rss_growth, 1),
                   gpu_growth_mb=round(gpu_growth, 1))
+    through_c = {name: c["compiled"] - (start["compiled_path"][name] or {}).get("compiled", 0)
+                 for name, c in end["compiled_path"].items() if c}
+    report["compiled_path_launches"] = through_c   # in the timed window; absent kernels: Python path only
     ok = (not failures and not twice and not grew and rss_growth < RSS_LIMIT_MB and gpu_growth < GPU_LIMIT_MB
           and end["recent_launches"] <= launcher.recent_launches.maxlen and launches > 0)
     report["ok"] = ok

@@ -100,3 +100,30 @@ def test_a_register_a_operand_is_converted_before_the_other_tile_is_written(arch
         assert not [line for line in span if "through shared memory" in line], "\n".join(span)
     if arch == "sm_90a":
         assert "wgmma_m64n32k16_f16_rs" in source     # the register-A form this test is about
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_an_accumulator_is_converted_before_the_operand_tiles_are_written(arch):
+    """Found by the H200 GPU suite (chunk_fwd_h: NaN in its state output): `b_h += tl.dot(b_k, b_v)` became a dot
+    accumulating into `b_h * exp(...)`, whose conversion into the product's layout ran after b_k's tile was
+    written, through the same scratch bytes: the product read the accumulator's values as b_k."""
+    c = R.case_fwd_h(np.random.default_rng(0))
+    source = c["kernel"].cuda_source(*c["args"], arch=arch, **c["constexprs"])
+    spans = _between_operand_tiles_and_product(source)
+    assert spans, "the kernel's dot reads an operand held in registers"
+    for span in spans:
+        assert not [line for line in span if "through shared memory" in line], "\n".join(span)
+    assert "b_h_2 to layout" in source, "the accumulator still needs a conversion (else the test checks nothing)"
+
+
+def test_claiming_scratch_while_a_dot_s_operand_tiles_hold_it_is_an_internal_error():
+    """The general guard behind the three orderings above: while a dot's operand tiles are live, no other use may
+    take the scratch bytes; the emitter fails loudly instead of writing a wrong product."""
+    from transpiler.analysis.shared_memory import SharedMemoryPlan
+    plan = SharedMemoryPlan()
+    plan.begin_scratch(False)
+    plan.hold_scratch("dot operand tiles")
+    with pytest.raises(AssertionError, match="dot operand tiles"):
+        plan.begin_scratch(False)
+    plan.release_scratch()
+    assert plan.begin_scratch(False) is True     # a barrier: the tiles' readers may still be reading

@@ -64,8 +64,15 @@ def test_fp8_compute_on_gpu_matches_triton(name):
         kernel, args, consts, grid, positions, _ = _unpack(CASES[name](np.random.default_rng(11)))
         if module is not None:
             kernel = getattr(module, kernel.__name__)
-        device = _launch(kernel, args, consts, grid, lambda a: torch.from_numpy(a).cuda(),
-                         lambda t, dt: t.view(torch_fp8[dt.name]))
+        try:
+            device = _launch(kernel, args, consts, grid, lambda a: torch.from_numpy(a).cuda(),
+                             lambda t, dt: t.view(torch_fp8[dt.name]))
+        except RuntimeError as e:
+            # Triton 3.6 cannot lower max/min of fp8 values for sm_90 (ConvertTritonGPUToLLVM fails: "PassManager::run
+            # failed"); the NumPy test above checks ours on those kernels.
+            if module is twin and "PassManager::run failed" in str(e):
+                pytest.skip(f"Triton cannot compile {kernel.__name__} for this GPU: {e}")
+            raise
         results.append([(device[p].view(torch.uint8) if device[p].element_size() == 1 else device[p]).cpu().numpy()
                         for p in positions])
     for ours, theirs in zip(*results):

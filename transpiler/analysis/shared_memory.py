@@ -68,6 +68,7 @@ class SharedMemoryPlan:
         self.max_scratch = 0          # outside pipelined loops
         self.max_scratch_in_pipeline = 0
         self.scratch_used = False
+        self.scratch_held_by = None   # the use whose scratch bytes are still to be read (a dot's operand tiles)
         self.buffers: list = []       # every Buffer, in the order they were planned
         self.by_key: dict = {}
         self.declared: list = []      # the buffers the emitter declared, in its order
@@ -129,11 +130,22 @@ class SharedMemoryPlan:
 
     # -- scratch -------------------------------------------------------------------------------------------
     def begin_scratch(self, in_loop) -> bool:
-        """Start one scratch use; whether a barrier must come first (earlier readers may still be reading)."""
+        """Start one scratch use; whether a barrier must come first (earlier readers may still be reading). An
+        internal error while an earlier use holds the bytes: this one would overwrite what that one reads."""
+        if self.scratch_held_by is not None:
+            raise AssertionError(f"scratch shared memory claimed while the {self.scratch_held_by} still hold it")
         barrier = self.scratch_used or in_loop
         self.scratch_used = True
         self.scratch_bytes = 0
         return barrier
+
+    def hold_scratch(self, holder: str):
+        """The bytes of the current scratch use stay live (until `release_scratch`) past the next statements: a
+        dot's operand tiles, read by the product emitted after them."""
+        self.scratch_held_by = holder
+
+    def release_scratch(self):
+        self.scratch_held_by = None
 
     def scratch(self, nbytes, purpose, dtype=None, count=0, in_pipeline=None) -> Buffer:
         in_pipeline = self.in_pipeline if in_pipeline is None else in_pipeline

@@ -48,6 +48,7 @@ def _operand_views(em, op):
         if em.analysis.dots[op].kind == "wgmma":
             em.write("tp::fence_proxy_async();  // the stores above, seen by the tensor cores' reads")
         em.write("__syncthreads();")
+        em.smem.hold_scratch("dot operand tiles")   # released once the product is written (`dot` below)
     return views[a], views[b]
 
 
@@ -209,8 +210,10 @@ def dot(em, op, layout):
     plan = em.analysis.dots[op]
     em.uses_tiles = True
     res = op.result
-    a_view, b_view = _operand_views(em, op)
+    # The accumulator first: its conversion into the product's layout may run through the scratch bytes the
+    # operand tiles take next (done after, it overwrote A's tile: a wrong product, chunk_fwd_h's `b_h += dot`).
     acc = em.operand(op.operands[2], plan.layout)
+    a_view, b_view = _operand_views(em, op)
     ctype = cspell.ctype(res.dtype)
     name = em.array_name(res, plan.layout)
     em.write(f"// {_describe(op, plan)}")
@@ -236,6 +239,7 @@ def dot(em, op, layout):
             needs_gid=scalar_a or scalar_b, k=k, k_step=plan.instruction.k, tiles_m=plan.tiles_m,
             tiles_n=plan.tiles_n, a_regs=plan.instruction.a_regs, b_regs=plan.instruction.b_regs,
             load_a=load_a, load_b=load_b, b_step=b_step, mma=plan.instruction.ptx)))
+    em.smem.release_scratch()
     em.bind(res, Read(array=name, ctype=ctype), plan.layout)
 
 
