@@ -5,6 +5,7 @@ leak into this process (other tests compare against the real Triton where it is 
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -22,7 +23,11 @@ def run_with_shim(body: str) -> str:
     """ % (os.path.join(ROOT, "tests"), ROOT))
     script = prelude + textwrap.dedent(body)
     env = dict(os.environ, TRANSPILER_INTERPRET="1")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    with tempfile.TemporaryDirectory() as folder:     # a file, not `-c`: compiling reads the kernels' source
+        path = os.path.join(folder, "with_shim.py")
+        with open(path, "w") as f:
+            f.write(script)
+        done = subprocess.run([sys.executable, path], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -85,3 +90,28 @@ def test_missing_names_are_located_only_for_collection_placeholders():
             print("missing:", e)
     """)
     assert "has no attribute 'no_such_builtin'" in out
+
+
+def test_warmup_compiles_and_autotuned_kernels_run():
+    # Our autotuner compiles its configs through the kernel's `warmup`; the shim's kernels once refused it
+    # (reading Triton's compiled-kernel handle), so every autotuned kernel written for Triton failed there.
+    out = run_with_shim("""
+        @triton.jit
+        def twice(X, Y, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(Y + offs, tl.load(X + offs, mask=offs < n) * 2, mask=offs < n)
+
+        x = np.random.default_rng(3).standard_normal(100).astype(np.float32)
+        y = np.full(100, np.nan, np.float32)
+        handle = twice.warmup(x, y, 100, BLOCK=32, grid=(4,), num_warps=2, num_ctas=1)
+        try:
+            handle.asm["ptx"]
+        except shim.TritonInternals as e:
+            print("internals:", e)
+        tuned = triton.autotune([triton.Config({"BLOCK": 16}, num_warps=1), triton.Config({"BLOCK": 64})],
+                                key=["n"])(twice)
+        tuned[lambda meta: (triton.cdiv(100, meta["BLOCK"]),)](x, y, 100)
+        np.testing.assert_array_equal(y, x * 2)
+        print("ok")
+    """)
+    assert "internals: the launch's asm['ptx']" in out and out.strip().endswith("ok")

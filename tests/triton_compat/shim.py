@@ -206,7 +206,12 @@ class ShimKernel(Kernel):
         return launch_triton_style
 
     def warmup(self, *args, **kwargs):
-        raise TritonInternals("warmup() handle (Triton's compiled-kernel object)")
+        """Compiles as Triton's `warmup` does (our autotuner builds its configs through it); the handle it
+        returns is Triton's compiled-kernel object, whose IR and metadata we do not have."""
+        for option in TRITON_ONLY_LAUNCH_OPTIONS:
+            kwargs.pop(option, None)
+        super().warmup(*[_unwrap(a) for a in args], **{k: _unwrap(v) for k, v in kwargs.items()})
+        return CompiledHandle(self.__name__)
 
 
 _sources = itertools.count()
