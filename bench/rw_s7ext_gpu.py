@@ -42,6 +42,10 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+MAX_RESTARTS = 200         # cases a process may be restarted past (a crash per case: the GPU's sticky errors)
+# CUDA errors after which a process's context is unusable (every later call fails with them).
+STICKY_CUDA_ERRORS = ("illegal memory access", "unspecified launch failure", "misaligned address",
+                      "illegal instruction", "CUDA_ERROR_ILLEGAL", "cudaErrorIllegal", "device-side assert")
 FP8 = {"fp8e4nv": "float8_e4m3fn", "fp8e5": "float8_e5m2"}
 
 
@@ -210,10 +214,15 @@ def classify_error(exc: BaseException) -> str:
     return "error: " + text
 
 
-def run_side(side: str, files: list[Path], out: Path, part=(0, 1)):
+def run_side(side: str, files: list[Path], out: Path, part=(0, 1), skip=()):
+    """Every case of `files` (this process's `part` of each) on `side`; the results are pickled to `out` after
+    each case, so a process that dies (a segfault, a sticky CUDA error in the driver) keeps what it finished and
+    the driver restarts it past the case it died in (`skip`)."""
     if side.endswith("interp") and side.startswith("triton"):
         os.environ["TRITON_INTERPRET"] = "1"
     if side.startswith("ours"):
+        if side.endswith("gpu"):
+            import torch  # noqa: F401  before the shim: torch must never see transpiler as `triton`
         sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
         from triton_compat import shim
         shim.install()
@@ -229,6 +238,12 @@ def run_side(side: str, files: list[Path], out: Path, part=(0, 1)):
     if side == "ours-interp":
         os.environ["TRANSPILER_INTERPRET"] = "1"
     results = {}
+
+    def save():
+        with open(str(out) + ".part", "wb") as f:
+            pickle.dump(results, f)
+        os.replace(str(out) + ".part", out)
+
     for path in files:
         try:
             cases = load_cases(path, late_aliases=side == "triton-interp")
@@ -237,27 +252,39 @@ def run_side(side: str, files: list[Path], out: Path, part=(0, 1)):
             continue
         for case in cases[part[0]::part[1]]:
             key = f"{path.stem}:{case['name']}"
-            args = [runner.arg(a) for a in case["args"]]
-            options = {k: case[k] for k in ("num_warps", "num_stages") if k in case}
-            start = time.time()
-            if side == "ours-nvrtc":
-                results[key] = nvrtc_check(case, args, options)
+            if key in skip:
                 continue
-            try:
-                case["kernel"][case["grid"]](*args, **case.get("constexprs", {}), **options)
-                if side.endswith("gpu"):
-                    runner.torch.cuda.synchronize()
-                results[key] = {"outputs": [np.array(runner.result(args[i])) for i in case["outputs"]],
-                                "atol": case.get("atol", 1e-5), "rtol": case.get("rtol", 1e-5)}
-            except Exception as exc:
-                results[key] = {"error": classify_error(exc), "trace": traceback.format_exc()}
-            if "reference" in case and side.startswith("ours"):
-                results[key]["reference"] = [np.asarray(r) for r in case["reference"](*case["args"])]
-            if "outputs" in results[key] and "reference" in results[key]:
-                results[key]["atol"], results[key]["rtol"] = case.get("atol", 1e-5), case.get("rtol", 1e-5)
-            results[key]["s"] = time.time() - start
-    with open(out, "wb") as f:
-        pickle.dump(results, f)
+            results[key] = {"error": "error: the process died in this case"}   # until the case ends
+            save()
+            results[key] = run_case(side, runner, case)
+            if side.endswith("gpu") and any(text in results[key].get("error", "") for text in STICKY_CUDA_ERRORS):
+                save()                      # the context is lost for every later case: a fresh process
+                os._exit(3)
+    save()
+
+
+def run_case(side, runner, case) -> dict:
+    """One case on one side: its outputs (and the NumPy reference, where the case has one) or its error."""
+    options = {k: case[k] for k in ("num_warps", "num_stages") if k in case}
+    start = time.time()
+    try:
+        args = [runner.arg(a) for a in case["args"]]
+        if side == "ours-nvrtc":
+            return nvrtc_check(case, args, options)
+        case["kernel"][case["grid"]](*args, **case.get("constexprs", {}), **options)
+        if side.endswith("gpu"):
+            runner.torch.cuda.synchronize()
+        result = {"outputs": [np.array(runner.result(args[i])) for i in case["outputs"]]}
+    except Exception as exc:
+        result = {"error": classify_error(exc), "trace": traceback.format_exc()}
+    result["atol"], result["rtol"] = case.get("atol", 1e-5), case.get("rtol", 1e-5)
+    if "reference" in case and side.startswith("ours"):
+        try:
+            result["reference"] = [np.asarray(r) for r in case["reference"](*case["args"])]
+        except Exception as exc:
+            result.setdefault("error", "error: the case's NumPy reference fails: " + classify_error(exc))
+    result["s"] = time.time() - start
+    return result
 
 
 # ---- the driver ----------------------------------------------------------------------------------------
@@ -270,7 +297,8 @@ def compare(theirs: dict, ours: dict) -> tuple[str, str]:
         verdict, detail = compare_outputs(reference, ours)
         return verdict + " (NumPy)", "Triton fails: " + theirs["error"][:120] + "; " + detail
     if "error" in theirs:
-        return "triton fails", theirs["error"][:200]
+        also = f" (ours: {ours['error'][:200]})" if "error" in ours else ""
+        return "triton fails", theirs["error"][:200] + also
     if "error" in ours:
         verdict = ours["error"].split(":", 1)[0]
         return verdict, ours["error"].split(":", 1)[1].strip()[:300]
@@ -297,28 +325,39 @@ def compare_outputs(theirs: dict, ours: dict) -> tuple[str, str]:
 def run_sides(sides, files, jobs, parts):
     """Each (side, case file, part) in a process of its own, `jobs` at a time, the largest files first
     (compiling dominates: Triton's and NVRTC's compilers run in parallel this way); a part is every
-    `parts`-th case of the file. The results are merged per side."""
+    `parts`-th case of the file. A process that dies is started again past the case it died in (that case
+    keeps the error, with the end of the process's stderr); one that dies before finishing any case leaves
+    the rest of its cases with that error. The results are merged per side."""
     results = {side: {} for side in sides}
     by_size = sorted(files, key=lambda f: -f.stat().st_size)
-    pending = [(side, path, k) for path in by_size for side in sides for k in range(parts)]
+    pending = [(side, path, k, ()) for path in by_size for side in sides for k in range(parts)]
     running = []
     with tempfile.TemporaryDirectory() as tmp:
         while pending or running:
             while pending and len(running) < jobs:
-                side, path, k = pending.pop(0)
-                out = Path(tmp) / f"{side}-{path.stem}-{k}.pkl"
+                side, path, k, skip = pending.pop(0)
+                out = Path(tmp) / f"{side}-{path.stem}-{k}-{len(skip)}.pkl"
                 cmd = [sys.executable, __file__, "--side", side, "--out", str(out), "--cases", str(path),
-                       "--part", f"{k}/{parts}"]
-                running.append((side, path, out, subprocess.Popen(cmd, stdout=subprocess.PIPE,
-                                                                   stderr=subprocess.PIPE, text=True)))
-            side, path, out, proc = running.pop(0)
+                       "--part", f"{k}/{parts}"] + (["--skip", "|".join(skip)] if skip else [])
+                running.append(((side, path, k, skip), out, subprocess.Popen(
+                    cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+            (side, path, k, skip), out, proc = running.pop(0)
             _, err = proc.communicate()
-            if proc.returncode != 0 or not out.exists():
-                results[side][path.stem] = {"error": f"error: the {side} process crashed (rc {proc.returncode}): "
-                                                     f"{err[-1500:]}"}
+            partial = {}
+            if out.exists():
+                with open(out, "rb") as f:
+                    partial = pickle.load(f)
+            results[side].update(partial)
+            if proc.returncode == 0 and out.exists():
                 continue
-            with open(out, "rb") as f:
-                results[side].update(pickle.load(f))
+            why = f"error: the {side} process died (rc {proc.returncode}): {err.strip()[-1500:]}"
+            died_in = [key for key, r in partial.items() if r.get("error") == "error: the process died in this case"]
+            for key in died_in:
+                results[side][key] = {"error": why}
+            if partial and len(skip) < MAX_RESTARTS:   # go on past the case it died in
+                pending.append((side, path, k, tuple(skip) + tuple(partial)))
+            else:
+                results[side][f"{path.stem} (part {k})"] = {"error": why}
     return results
 
 
@@ -332,13 +371,15 @@ def main():
     parser.add_argument("--jobs", type=int, default=min(16, os.cpu_count() or 1), help="processes at a time")
     parser.add_argument("--parts", type=int, default=2, help="processes per side and case file")
     parser.add_argument("--part", default="0/1", help=argparse.SUPPRESS)
+    parser.add_argument("--skip", default="", help=argparse.SUPPRESS)
     opts = parser.parse_args()
     files = sorted(opts.cases.glob("rw_*.py")) if opts.cases.is_dir() else [opts.cases]
     if opts.only:
         files = [f for f in files if any(part in f.name for part in opts.only.split(","))]
     sys.path.insert(0, str(files[0].parent))
     if opts.side:
-        return run_side(opts.side, files, opts.out, tuple(int(x) for x in opts.part.split("/")))
+        return run_side(opts.side, files, opts.out, tuple(int(x) for x in opts.part.split("/")),
+                        skip=set(filter(None, opts.skip.split("|"))))
     start = time.time()
     mode = "interp" if opts.cpu else "gpu"
     sides = [f"triton-{mode}", f"ours-{mode}"] + (["ours-nvrtc"] if opts.cpu else [])
@@ -354,6 +395,12 @@ def main():
                 ours["error"] = problem
     counts = {}
     for key in sorted(set(theirs) | set(ours_all)):
+        if ":" not in key:                  # a whole file or process: it did not import, or its process died
+            for side, mine in ((f"triton-{mode}", theirs), (f"ours-{mode}", ours_all)):
+                if key in mine:
+                    counts["file fails"] = counts.get("file fails", 0) + 1
+                    print(f"{key:60s} {'file fails':16s} {side}: {mine[key]['error'][:1500]}", flush=True)
+            continue
         verdict, detail = compare(theirs.get(key, {"error": "error: missing on Triton's side"}),
                                   ours_all.get(key, {"error": "error: missing on our side"}))
         counts[verdict] = counts.get(verdict, 0) + 1
