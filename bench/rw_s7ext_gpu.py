@@ -322,27 +322,36 @@ def compare_outputs(theirs: dict, ours: dict) -> tuple[str, str]:
     return ("differs", worst) if worst else ("same", "")
 
 
-def run_sides(sides, files, jobs, parts):
+def run_sides(sides, files, jobs, parts, budget=None):
     """Each (side, case file, part) in a process of its own, `jobs` at a time, the largest files first
     (compiling dominates: Triton's and NVRTC's compilers run in parallel this way); a part is every
     `parts`-th case of the file. A process that dies is started again past the case it died in (that case
     keeps the error, with the end of the process's stderr); one that dies before finishing any case leaves
-    the rest of its cases with that error. The results are merged per side."""
+    the rest of its cases with that error. Past `budget` seconds the processes still running are stopped
+    (what they finished is kept) and no more start. The results are merged per side."""
+    deadline = time.time() + budget if budget else None
     results = {side: {} for side in sides}
     by_size = sorted(files, key=lambda f: -f.stat().st_size)
     pending = [(side, path, k, ()) for path in by_size for side in sides for k in range(parts)]
     running = []
     with tempfile.TemporaryDirectory() as tmp:
         while pending or running:
-            while pending and len(running) < jobs:
+            while pending and len(running) < jobs and not (deadline and time.time() > deadline):
                 side, path, k, skip = pending.pop(0)
                 out = Path(tmp) / f"{side}-{path.stem}-{k}-{len(skip)}.pkl"
                 cmd = [sys.executable, __file__, "--side", side, "--out", str(out), "--cases", str(path),
                        "--part", f"{k}/{parts}"] + (["--skip", "|".join(skip)] if skip else [])
                 running.append(((side, path, k, skip), out, subprocess.Popen(
                     cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+            if not running:                 # the budget is spent: what did not start is left out
+                break
             (side, path, k, skip), out, proc = running.pop(0)
-            _, err = proc.communicate()
+            try:
+                _, err = proc.communicate(timeout=max(1.0, deadline - time.time()) if deadline else None)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                _, err = proc.communicate()
+                err = f"stopped at the --budget of {budget} s. " + err
             partial = {}
             if out.exists():
                 with open(out, "rb") as f:
@@ -372,6 +381,8 @@ def main():
     parser.add_argument("--parts", type=int, default=2, help="processes per side and case file")
     parser.add_argument("--part", default="0/1", help=argparse.SUPPRESS)
     parser.add_argument("--skip", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--budget", type=float, help="seconds for the whole run: cases not finished by then are "
+                                                      "reported missing")
     opts = parser.parse_args()
     files = sorted(opts.cases.glob("rw_*.py")) if opts.cases.is_dir() else [opts.cases]
     if opts.only:
@@ -383,7 +394,7 @@ def main():
     start = time.time()
     mode = "interp" if opts.cpu else "gpu"
     sides = [f"triton-{mode}", f"ours-{mode}"] + (["ours-nvrtc"] if opts.cpu else [])
-    results = run_sides(sides, files, opts.jobs, opts.parts)
+    results = run_sides(sides, files, opts.jobs, opts.parts, opts.budget)
     theirs, ours_all = results[f"triton-{mode}"], results[f"ours-{mode}"]
     if opts.cpu:
         nvrtc = results["ours-nvrtc"]
