@@ -221,8 +221,9 @@ def run_side(side: str, files: list[Path], out: Path, part=(0, 1), skip=()):
     if side.endswith("interp") and side.startswith("triton"):
         os.environ["TRITON_INTERPRET"] = "1"
     if side.startswith("ours"):
-        if side.endswith("gpu"):
-            import torch  # noqa: F401  before the shim: torch must never see transpiler as `triton`
+        if side.endswith("gpu"):        # torch starts CUDA lazily and then looks for Triton (`find_spec`, which
+            import torch                # fails on the shim's modules): started before the shim is installed
+            torch.cuda.init()
         sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
         from triton_compat import shim
         shim.install()

@@ -3,7 +3,7 @@
 `scaled_shift` is attention's pattern: the product `x * scale` is read twice (a row maximum and `y - m`), so
 only an explicit contraction makes `y - m` one fma, as Triton's LLVM does. `products` covers each operand
 position (`p + c`, `c + p`, `p - c`, `c - p`, two products), a product outside the loop that reads it, and
-fp16 operands, which stay unfused.
+fp16 operands (through `products` too, fused as fp32's are, in fp16). `half_fma` is `tl.fma` of 16-bit values.
 """
 import transpiler
 import transpiler.language as tl
@@ -55,3 +55,13 @@ def exp2_of(X, Y, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     tl.store(Y + offs, tl.math.exp2(tl.load(X + offs, mask=mask, other=0.0)), mask=mask)
+
+
+@transpiler.jit
+def half_fma(A, B, C, OUT, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    a = tl.load(A + offs, mask=mask, other=1.0)
+    b = tl.load(B + offs, mask=mask, other=1.0)
+    c = tl.load(C + offs, mask=mask, other=1.0)
+    tl.store(OUT + offs, tl.fma(a, b, c), mask=mask)

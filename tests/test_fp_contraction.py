@@ -1,5 +1,5 @@
 """CPU: products read by an add or subtract in their region become one fma (analysis/fp_contraction.py), with
-LLVM's choice of operand; products in another region and 16-bit arithmetic stay as written; tl.exp2 is
+LLVM's choice of operand, fp16/bf16 ones in their own type (`__hfma`); products in another region stay as written; tl.exp2 is
 ex2.approx.ftz.f32 as in Triton and the interpreter flushes its fp32 results under 2**-126 like it; NVRTC
 compiles the kernels for sm_80 and sm_90a without warnings or spills."""
 import re
@@ -7,7 +7,9 @@ import re
 import numpy as np
 import pytest
 
-from contraction_kernels import exp2_of, half_products, products, scaled_shift
+import transpiler
+import transpiler.language as tl
+from contraction_kernels import exp2_of, half_fma, half_products, products, scaled_shift
 from transpiler.runtime.compiler import compile_offline, nvrtc_available
 
 N = 1000
@@ -48,9 +50,30 @@ def test_each_operand_position_follows_llvms_rule():
     assert re.search(r"acc_1\[r\] = acc\[r\] \+ p\[r\];", body), body
 
 
-def test_sixteen_bit_products_are_left_alone():
-    src = _products_source(np.float16, half_products)
-    assert "fmaf(" not in src[src.index("__global__"):]
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_sixteen_bit_products_follow_llvms_rule_in_their_own_type(dtype):
+    # Triton's PTX (sm_80 and sm_90) has fma.rn.f16 / fma.rn.bf16 where LLVM fuses: one rounding in the element
+    # type, never through fp32 (fmaf and a conversion would round twice)
+    a = _f32(N)
+    if dtype == "bfloat16":
+        a = transpiler.reinterpret((a.view(np.uint32) >> 16).astype(np.uint16), tl.bfloat16)
+    else:
+        a = a.astype(np.float16)
+    out = np.empty(6 * N, np.float16) if dtype == "float16" else transpiler.reinterpret(
+        np.empty(6 * N, np.uint16), tl.bfloat16)
+    body = products.cuda_source(a, a, a, out, N, 3, BLOCK=256)
+    body = body[body.index("__global__"):]
+    assert "fmaf(" not in body
+    assert re.findall(r"= (__hfma\([^;]*\));", body) == [
+        "__hfma(a[r], b[r], c[r])", "__hfma(a[r], b[r], c[r])", "__hfma(a[r], b[r], __hneg(c[r]))",
+        "__hfma(__hneg(a[r]), b[r], c[r])", "__hfma(__hneg(b[r]), c[r], p[r])"], body
+    assert re.search(r"acc_1\[r\] = acc\[r\] \+ p\[r\];", body), body
+
+
+def test_tl_fma_of_sixteen_bit_values_rounds_once_in_their_type():
+    a = _f32(N).astype(np.float16)
+    src = half_fma.cuda_source(a, a, a, np.empty(N, np.float16), N, BLOCK=256)
+    assert "__hfma(" in src and "fmaf(" not in src[src.index("__global__"):]
 
 
 def test_explain_names_the_contraction():
@@ -76,7 +99,10 @@ def test_the_kernels_compile_without_warnings(arch):
     x = _f32(4, 100)
     sources = [scaled_shift.cuda_source(x, np.empty_like(x), 100, 0.5, BLOCK=128, arch=arch if arch == "sm_90a" else None),
                _products_source(arch=arch if arch == "sm_90a" else None),
-               _products_source(np.float16, half_products, arch=arch if arch == "sm_90a" else None)]
+               _products_source(np.float16, half_products, arch=arch if arch == "sm_90a" else None),
+               _products_source(np.float16, arch=arch if arch == "sm_90a" else None)]
+    b16 = transpiler.reinterpret(np.zeros(N, np.uint16), tl.bfloat16)
+    sources.append(half_fma.cuda_source(b16, b16, b16, b16, N, BLOCK=256, arch=arch if arch == "sm_90a" else None))
     for src in sources:
         result = compile_offline(src, arch)
         assert result.spill_bytes == 0 and not result.warnings, result.log

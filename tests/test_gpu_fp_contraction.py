@@ -109,3 +109,52 @@ def test_same_bits_as_triton():
         m.scaled_shift[(rows,)](torch.from_numpy(x2).cuda(), y, cols, 0.75, BLOCK=1024)
         outs.append(y.cpu().numpy())
     np.testing.assert_array_equal(outs[0], outs[1])
+
+
+def _round_to_bf16(x):
+    """float64 values rounded once to bf16 (8 significant bits, to nearest even), as float64."""
+    m, e = np.frexp(x)
+    return np.ldexp(np.rint(m * 256.0) / 256.0, e)
+
+
+def _half_products(module, torch, dtype, a, b, c, n):
+    tdt = getattr(torch, dtype)
+    dev = [torch.from_numpy(x).cuda().to(tdt) for x in (a, b, c)]
+    out = torch.full((6 * n,), float("nan"), dtype=tdt, device="cuda")
+    module.products[(-(-n // 256),)](*dev, out, n, 2, BLOCK=256)
+    return out.float().cpu().numpy().astype(np.float64).reshape(6, n)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_sixteen_bit_products_round_once_in_their_type(dtype):
+    # p = a*b and q = b*c fused as LLVM fuses them (the product exact), each result rounded once to the type
+    torch = _torch()
+    rng = np.random.default_rng()
+    n = 3000 + int(rng.integers(1, 255))
+    rnd = (lambda x: x.astype(np.float16).astype(np.float64)) if dtype == "float16" else _round_to_bf16
+    a, b, c = (rnd(rng.standard_normal(n)).astype(np.float32) for _ in range(3))
+    got = _half_products(kernels, torch, dtype, a, b, c, n)
+    a, b, c = (x.astype(np.float64) for x in (a, b, c))
+    p = rnd(a * b)
+    expected = [rnd(a * b + c), rnd(a * b + c), rnd(a * b - c), rnd(c - a * b), rnd(p - b * c), rnd(rnd(c + p) + p)]
+    for k, (row, want) in enumerate(zip(got, expected)):
+        np.testing.assert_array_equal(row, want, err_msg=f"row {k}")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_sixteen_bit_products_same_bits_as_triton(dtype):
+    torch = _torch()
+    from triton_twin import triton_twin_of
+    twin = triton_twin_of(KERNELS)
+    rng = np.random.default_rng()
+    n = 3000 + int(rng.integers(1, 255))
+    a, b, c = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
+    ours, theirs = (_half_products(m, torch, dtype, a, b, c, n) for m in (kernels, twin))
+    np.testing.assert_array_equal(ours, theirs)
+    outs = []
+    for m in (kernels, twin):
+        tdt = getattr(torch, dtype)
+        y = torch.full((n,), float("nan"), dtype=tdt, device="cuda")
+        m.half_fma[(-(-n // 256),)](*[torch.from_numpy(x).cuda().to(tdt) for x in (a, b, c)], y, n, BLOCK=256)
+        outs.append(y.float().cpu().numpy())
+    np.testing.assert_array_equal(outs[0], outs[1])

@@ -115,3 +115,21 @@ def test_warmup_compiles_and_autotuned_kernels_run():
         print("ok")
     """)
     assert "internals: the launch's asm['ptx']" in out and out.strip().endswith("ok")
+
+
+def test_install_replaces_a_triton_imported_before():
+    # torch's CUDA start-up imports the real Triton (its sparse kernels); the shim installed after it must not
+    # leave any of Triton's modules behind for a kernel file to pick up.
+    script = textwrap.dedent("""
+        import sys, types
+        sys.path[:0] = [%r, %r]
+        sys.modules["triton"] = types.ModuleType("triton")
+        sys.modules["triton.compiler.compiler"] = types.ModuleType("triton.compiler.compiler")
+        from triton_compat import shim
+        shim.install()
+        import triton
+        assert triton.__transpiler_shim__ and "triton.compiler.compiler" not in sys.modules
+        print("ok")
+    """ % (os.path.join(ROOT, "tests"), ROOT))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

@@ -316,6 +316,8 @@ def install():
     existing = sys.modules.get("triton")
     if existing is not None and getattr(existing, "__transpiler_shim__", False):
         return existing
+    for name in [n for n in sys.modules if n == "triton" or n.startswith("triton.")]:
+        del sys.modules[name]           # a Triton imported before (torch's CUDA start-up does): none of it stays
     language = _LanguageView("triton.language", _tl, {"str_to_ty": str_to_ty, "dtype": dtype})
     runtime_jit = _module("triton.runtime.jit", TensorWrapper=TensorWrapper, reinterpret=reinterpret,
                           type_canonicalisation_dict=TYPE_CANONICALISATION, JITFunction=JITFunction)

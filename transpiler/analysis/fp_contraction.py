@@ -1,4 +1,4 @@
-"""Floating-point contraction: which fp32/fp64 `a * b + c` and `a * b - c` are computed as one fused multiply-add.
+"""Floating-point contraction: which fp32/fp64/fp16/bf16 `a * b + c` and `a * b - c` are computed as one fused multiply-add.
 
 Triton compiles with `enable_fp_fusion=True` (its default, and the only mode we offer), and LLVM's NVPTX back end
 fuses a product into the add or subtract that reads it within one basic block even when the product has other
@@ -14,7 +14,9 @@ instructions. This pass makes the choice explicit in the IR, with LLVM's rule:
   the negations are exact, so these are the fused results of the written expressions, signed zeros included;
 - the product stays for its other readers and is dropped when the fused op was its only one.
 
-fp16/bf16 arithmetic is left as it is (Triton's LLVM fuses those into `fma.rn.f16` too: not done here yet).
+fp16 and bf16 follow the same rule (Triton's PTX for sm_80 and sm_90 has `fma.rn.f16` / `fma.rn.bf16` there,
+one rounding in the element type); left to ptxas, which fuses 16-bit products itself, the product kept exact
+was sometimes the other one of `a * b - c * d` (rotary embeddings: 1-2 fp16 units off Triton on the H200).
 Runs on the compiled path only (the interpreter rounds each operation, as Triton's interpreter does); idempotent
 (the kernel keeps `fp_contracted`).
 """
@@ -25,6 +27,7 @@ from collections import Counter
 from .. import dtypes
 from ..parse.ir import Op, OpKind, Region
 
+_CONTRACTED = (dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16)
 _FUSED = {"add": ("fma", "fma"), "sub": ("fms", "fnma")}   # fn -> (product on the left, product on the right)
 _WHY = ("Triton's enable_fp_fusion: LLVM fuses a product into the add that reads it in one basic block, also when "
         "the product has other readers")
@@ -61,7 +64,7 @@ def contract(kernel, decisions) -> int:
             if op.name != OpKind.ELEMENTWISE or op.attrs.get("fn") not in _FUSED or len(op.operands) != 2:
                 continue
             dt = op.result.dtype
-            if dt not in (dtypes.float32, dtypes.float64) or any(v.dtype is not dt for v in op.operands):
+            if dt not in _CONTRACTED or any(v.dtype is not dt for v in op.operands):
                 continue
             left, right = op.operands
             candidates = [side for side, v in ((0, left), (1, right)) if _is_product(v, here, dt)]

@@ -113,6 +113,12 @@ _NARROWED = {"add", "sub", "mul", "shl", "neg", "invert"}
 # Operators the 16-bit float types support natively (cuda_fp16.hpp / cuda_bf16.hpp).
 _HALF_NATIVE = {"add", "sub", "mul", "lt", "le", "gt", "ge", "eq", "ne", "select"}
 
+# Fused multiply-adds of 16-bit floats: one rounding in the element type (fma.rn.f16 / fma.rn.bf16), as
+# Triton's `tl.fma` and its LLVM's contraction of `a * b + c` (analysis/fp_contraction.py) compute them; through
+# fp32 the sum would be rounded twice.
+_HALF_FUSED = {"fma": "__hfma({a}, {b}, {c})", "fms": "__hfma({a}, {b}, __hneg({c}))",
+               "fnma": "__hfma(__hneg({a}), {b}, {c})"}
+
 
 def called_functions() -> set:
     """Names of the unqualified C functions the elementwise spellings call: generated names must avoid them."""
@@ -133,6 +139,8 @@ def elementwise_expr(fn: str, operand_dt, result_dt, args, propagate_nan=False) 
         return _OPERATORS["select"].format(a=a, b=b, c=c)
     dt = operand_dt
     if dt.is_floating():
+        if dt in HALF_TYPES and fn in _HALF_FUSED and result_dt is dt:
+            return _HALF_FUSED[fn].format(a=a, b=b, c=c)
         if dt in HALF_TYPES and fn not in _HALF_NATIVE:
             f_args = [f"tp::cast<float>({x})" for x in args]
             inner = elementwise_expr(fn, dtypes.float32, dtypes.float32, f_args, False)
