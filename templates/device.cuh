@@ -99,6 +99,7 @@ template <typename T> __device__ __forceinline__ void combine_add(T& acc, same_t
   else acc = acc + x;
 }
 template <typename T> __device__ __forceinline__ void combine_xor(T& acc, same_t<T> x) { acc = acc ^ x; }
+template <typename T> __device__ __forceinline__ void combine_or(T& acc, same_t<T> x) { acc = acc | x; }
 template <typename T> __device__ __forceinline__ void combine_max(T& acc, same_t<T> x) {
   if constexpr (same_type<T, float>::value) acc = fmaxf(acc, x);
   else if constexpr (same_type<T, double>::value) acc = fmax(acc, x);

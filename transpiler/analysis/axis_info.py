@@ -186,7 +186,7 @@ class AxisInfoAnalysis:
 
     def _op_elementwise(self, op):
         fn = op.attrs["fn"]
-        if fn == "inline_asm":           # the assembly's values are opaque: nothing is known of them
+        if fn in ("inline_asm", "map"):  # the assembly's / mapped function's values: nothing is known of them
             return None
         if not all(o.dtype.is_int() or o.dtype.is_ptr() for o in op.operands):
             return None

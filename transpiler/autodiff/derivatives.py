@@ -227,7 +227,7 @@ def _reduce(ctx, op, g):
         spread = ctx.let(_unreduce(ctx, g[0], axis, shape), "spread")
         ctx.add(x, f"tl.where({chosen}, {spread}, 0.0)")
         return
-    if combine == "xor":
+    if combine in ("xor", "or"):      # integers: no gradient
         return
     ctx.refuse(op, f"the derivative of a reduction with combine {combine!r} is not supported yet")
 

@@ -95,7 +95,7 @@ def _reduce(op, args):
     return f"{_REDUCERS[combine]}({args[0]}, axis={axis})"
 
 
-_REDUCERS = {"add": "tl.sum", "max": "tl.max", "min": "tl.min", "xor": "tl.xor_sum", "argmax": "", "argmin": ""}
+_REDUCERS = {"add": "tl.sum", "max": "tl.max", "min": "tl.min", "xor": "tl.xor_sum", "or": "tl.reduce_or", "argmax": "", "argmin": ""}
 
 
 def _scan(op, args):

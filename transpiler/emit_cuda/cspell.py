@@ -194,7 +194,7 @@ def needs_parens(expr: str) -> bool:
 
 COMBINERS = {
     # reduce combine -> device helper updating the accumulator in place
-    "add": "tp::combine_add", "max": "tp::combine_max", "min": "tp::combine_min", "xor": "tp::combine_xor",
+    "add": "tp::combine_add", "max": "tp::combine_max", "min": "tp::combine_min", "xor": "tp::combine_xor", "or": "tp::combine_or",
     "argmax": "tp::combine_argmax", "argmin": "tp::combine_argmin",
 }
 

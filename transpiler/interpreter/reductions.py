@@ -1,4 +1,4 @@
-"""Interpreter rules for reductions: sum, max, min, argmax, argmin, xor_sum, and `tl.reduce` with a user
+"""Interpreter rules for reductions: sum, max, min, argmax, argmin, xor_sum, reduce_or, and `tl.reduce` with a user
 combine function.
 
 Result types follow Triton's standard library: `sum` widens integers narrower than 32 bits to (u)int32;
@@ -127,6 +127,15 @@ def xor_sum(input, axis=None, keep_dims=False):
     if not dtype.is_int():
         raise error(DTypeError, f"tl.xor_sum needs integers, got {dtype!r}")
     return red.shaped(np.bitwise_xor.reduce(red.data, axis=red.axis), dtype)
+
+
+@rule("reduce_or")
+def reduce_or(input, axis, keep_dims=False):
+    red = _Reduction(input, axis, keep_dims, "tl.reduce_or")
+    dtype = computable(red.tensor, "tl.reduce_or").dtype
+    if not dtype.is_int():
+        raise error(DTypeError, f"tl.reduce_or needs integers, got {dtype!r}")
+    return red.shaped(np.bitwise_or.reduce(red.data, axis=red.axis), dtype)
 
 
 # ---- tl.reduce with a user combine function ----------------------------------------------------------------

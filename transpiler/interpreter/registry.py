@@ -13,7 +13,7 @@ import importlib
 RULES: dict[str, object] = {}
 
 _RULE_MODULES = ("rules", "shared_rules", "standard_rules", "reductions", "scans", "dot", "atomics",
-                 "block_pointers", "tensor_descriptors")
+                 "block_pointers", "tensor_descriptors", "map_elementwise")
 
 
 def rule(name: str):

@@ -18,7 +18,7 @@ from .registry import rule
 
 ELEMENTWISE_BUILTINS = (
     "where", "minimum", "maximum", "clamp", "fma", "cdiv", "div_rn", "fdiv", "umulhi", "cast",
-    "inline_asm_elementwise",
+    "inline_asm_elementwise", "add", "sub", "mul", "condition",
     *(f.name for f in catalogue.FUNCTIONS),
     *(f"libdevice.{name}" for name in ARITY),
 )

@@ -18,6 +18,14 @@ from .standard import cat, flip, gather, histogram, interleave, join, ravel, sof
 
 void = _dtypes.void
 bool_ = int1
+pi32_t = pointer_type(int32)
+TRITON_MAX_TENSOR_NUMEL = 1048576     # Triton's limit on a block's elements (tl.static_assert in kernels reads it)
+
+
+class const:
+    """Triton's `tl.const`, an annotation of a kernel parameter: a pointer to data the kernel only reads. Triton
+    refuses `tl.store` through such a pointer; here the annotation is accepted and changes nothing (see
+    docs/language.md)."""
 
 # ---- program and block construction --------------------------------------------------------------------
 
@@ -277,6 +285,37 @@ def xor_sum(input, axis=None, keep_dims=False):
 
 
 @builtin
+def add(x, y, sanitize_overflow=True):
+    """`x + y` (Triton's function behind the operator)."""
+
+
+@builtin
+def sub(x, y, sanitize_overflow=True):
+    """`x - y` (Triton's function behind the operator)."""
+
+
+@builtin
+def mul(x, y, sanitize_overflow=True):
+    """`x * y` (Triton's function behind the operator)."""
+
+
+@builtin
+def map_elementwise(scalar_fn, *args, pack=1):
+    """`scalar_fn` (a @jit function of scalars, which may branch on them) applied to every element of the
+    broadcast `args`; one block per value it returns."""
+
+
+@builtin
+def condition(arg1, disable_licm=False):
+    """`while tl.condition(c, disable_licm=...)`: the loop condition `c` (the hint has no counterpart here)."""
+
+
+@builtin
+def reduce_or(input, axis, keep_dims=False):
+    """Bitwise or of the elements along `axis` (integers)."""
+
+
+@builtin
 def reduce(input, axis, combine_fn, keep_dims=False):
     """Reduce `input` (a block or a tuple of blocks) along `axis` with a @transpile `combine_fn`."""
 
@@ -404,7 +443,7 @@ _sys.modules[__name__ + ".libdevice"] = libdevice
 TENSOR_METHODS = {
     "to": "cast", "sum": "sum", "max": "max", "min": "min", "argmax": "argmax", "argmin": "argmin",
     "reshape": "reshape", "view": "view", "trans": "trans", "permute": "permute", "broadcast_to": "broadcast_to",
-    "expand_dims": "expand_dims", "reduce": "reduce", "xor_sum": "xor_sum", "advance": "advance",
+    "expand_dims": "expand_dims", "reduce": "reduce", "xor_sum": "xor_sum", "reduce_or": "reduce_or", "advance": "advance",
     "cumsum": "cumsum", "cumprod": "cumprod", "associative_scan": "associative_scan",
     "atomic_add": "atomic_add", "atomic_max": "atomic_max", "atomic_min": "atomic_min", "atomic_and": "atomic_and",
     "atomic_or": "atomic_or", "atomic_xor": "atomic_xor", "atomic_xchg": "atomic_xchg", "atomic_cas": "atomic_cas",

@@ -200,7 +200,8 @@ class CallBuilder:
         return result
 
     def inline_into_region(self, fn, region, what, cast_to):
-        """Build `fn(*region.args)` into `region` and end it with a yield of the results cast to `cast_to`."""
+        """Build `fn(*region.args)` into `region` and end it with a yield of the results cast to `cast_to` (a
+        list of dtypes; None: any number of results, each of its own type)."""
         saved = self.region
         self.region = region
         self.runtime_depth += 1
@@ -209,9 +210,14 @@ class CallBuilder:
                 raise self.error(NameResolutionError, f"{what} must be a @transpile function")
             out = self.inline_call(kernel_function(fn), list(region.args), {})
             results = list(out) if isinstance(out, (tuple, list)) else [out]
-            if len(results) != len(cast_to):
+            if cast_to is None:
+                if not results or any(r is None for r in results):
+                    raise self.error(ShapeError, f"{what} must return one or more values")
+                results = [semantic.to_value(self, r) for r in results]
+            elif len(results) != len(cast_to):
                 raise self.error(ShapeError, f"{what} returned {len(results)} values, expected {len(cast_to)}")
-            results = [semantic.cast(self, semantic.to_value(self, r, dt), dt) for r, dt in zip(results, cast_to)]
+            else:
+                results = [semantic.cast(self, semantic.to_value(self, r, dt), dt) for r, dt in zip(results, cast_to)]
             for r in results:
                 if r.shape:
                     raise self.error(ShapeError, f"{what} must return scalars")

@@ -87,6 +87,27 @@ for _function in catalogue.FUNCTIONS:
     RULES[_function.name] = _math_function(_function)
 
 
+def _named_operator(op):
+    """`tl.add(x, y, sanitize_overflow=True)` (and sub, mul): Triton's functions behind `+`, `-`, `*`.
+    `sanitize_overflow` is Triton's debug-mode overflow check, which debug mode here makes for every `+`, `-`, `*`
+    of int32 anyway (semantic.check_int32_overflow)."""
+    def apply(b, x, y, sanitize_overflow=True):
+        return binary_op(b, op, x, y)
+    apply.__name__ = f"_{op}"
+    return apply
+
+
+for _op in ("add", "sub", "mul"):
+    RULES[_op] = _named_operator(_op)
+
+
+@rule("condition")
+def _condition(b, arg1, disable_licm=False):
+    # `while tl.condition(c, disable_licm=True):` Triton's loop condition with a hint for LLVM's invariant code
+    # motion, which has no counterpart in the C we emit: the condition itself
+    return arg1
+
+
 @rule("fma")
 def _fma(b, x, y, z):
     x, y, z = (as_tensor(b, v) for v in (x, y, z))

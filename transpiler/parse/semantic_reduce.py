@@ -1,4 +1,4 @@
-"""Typing rules of the reductions: `sum`, `max`, `min`, `argmax`, `argmin`, `xor_sum` and `tl.reduce`.
+"""Typing rules of the reductions: `sum`, `max`, `min`, `argmax`, `argmin`, `xor_sum`, `reduce_or` and `tl.reduce`.
 
 Every reduction becomes one `reduce` op over one or more same-shaped operands along one axis. Built-in
 combiners are named by `combine` (`add`, `max`, `min`, `xor`, `argmax`, `argmin`) so the lowering can use
@@ -85,6 +85,14 @@ def _xor_sum(b, input, axis=None, keep_dims=False):
     if not v.dtype.is_int():
         raise b.error(DTypeError, f"xor_sum needs integers, not {v.dtype!r}")
     return _single(reduce_values(b, [v], axis, "xor", keep_dims))
+
+
+@rule("reduce_or")
+def _reduce_or(b, input, axis, keep_dims=False):
+    v = to_value(b, input)
+    if not v.dtype.is_int():
+        raise b.error(DTypeError, f"tl.reduce_or needs integers, not {v.dtype!r}")
+    return _single(reduce_values(b, [v], axis, "or", keep_dims))
 
 
 def _single(results):

@@ -42,7 +42,7 @@ def _combine_function(em, op, acc_ctypes):
 
 
 # The role a reduction's result plays, for its C name when the Python code gives it none (`x_max`, `e_sum`).
-_ROLE = {"add": "sum", "max": "max", "min": "min", "xor": "xor", "argmax": "argmax", "argmin": "argmin"}
+_ROLE = {"add": "sum", "max": "max", "min": "min", "xor": "xor", "or": "or", "argmax": "argmax", "argmin": "argmin"}
 
 
 def _subscript(expr: str) -> str:

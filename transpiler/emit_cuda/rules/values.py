@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...analysis.layouts import register_map
 from ...parse.ir import OpKind
-from .. import cspell, inline_asm
+from .. import cspell, inline_asm, map_elementwise
 from ..bits import linear_register_map
 from ..emitter import Read, lowering
 from ..libdevice import libdevice_call
@@ -184,6 +184,10 @@ def elementwise(em, op, layout):
     if fn == "inline_asm":
         inline_asm.emit(em, op, layout)
         return
+    if fn == "map":
+        mapped = map_elementwise.device_function(em, op)
+        _map(em, op, layout, lambda args: f"{mapped}({', '.join(args)})")
+        return
     if fn.startswith("libdevice."):
         operand_dtypes = [v.dtype for v in op.operands]
         _map(em, op, layout, lambda args: libdevice_call(fn, operand_dtypes, [_wrap(a) for a in args]))
@@ -197,6 +201,8 @@ def elementwise(em, op, layout):
 def cast(em, op, layout):
     target = cspell.ctype(op.result.dtype)
     if op.result.dtype.is_ptr() or op.operands[0].dtype.is_ptr():
+        # a pointer into read-only data is `const T*` (em.ctype): the cast keeps that, it cannot cast it away
+        target = em.ctype(op.result) if op.result.dtype.is_ptr() else target
         _map(em, op, layout, lambda args: f"reinterpret_cast<{target}>({args[0]})")
         return
     if op.attrs.get("rounding") == "rtz":
@@ -214,6 +220,7 @@ def cast(em, op, layout):
 def bitcast(em, op, layout):
     target = cspell.ctype(op.result.dtype)
     if op.result.dtype.is_ptr():
+        target = em.ctype(op.result)          # `const T*` into read-only data, as in cast above
         _map(em, op, layout, lambda args: f"reinterpret_cast<{target}>({args[0]})")
         return
     _map(em, op, layout, lambda args: f"tp::bitcast<{target}>({args[0]})")
