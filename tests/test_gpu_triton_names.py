@@ -1,5 +1,5 @@
-"""GPU: `tl.reduce_or`, `tl.map_elementwise`, `tl.add`/`sub`/`mul`, `tl.const`, `tl.pi32_t` and `tl.condition`
-(tests/triton_names_kernels.py) compiled: NumPy's results, and Triton's on the same source where it is
+"""GPU: `tl.reduce_or`, `tl.map_elementwise`, `tl.add`/`sub`/`mul`, `tl.const`, `tl.pi32_t`, `tl.condition` and
+`tl.bitonic_merge` (tests/triton_names_kernels.py) compiled: NumPy's results, and Triton's on the same source where it is
 installed. Fresh random inputs, sizes not multiples of the blocks, outputs poisoned before each launch."""
 from pathlib import Path
 
@@ -91,6 +91,22 @@ def test_named_operators_const_pi32_t_and_condition_match_numpy():
     np.testing.assert_array_equal(z, bits.view(np.int32))
 
 
+def _run_merged(module, torch, x, descending):
+    y = torch.full(x.shape, float("nan"), dtype=torch.float32, device="cuda")
+    module.merged_rows[(1,)](torch.from_numpy(x).cuda(), y, DESCENDING=descending, ROWS=x.shape[0], N=x.shape[1])
+    return y.cpu().numpy()
+
+
+@pytest.mark.parametrize("descending", [0, 1])
+def test_bitonic_merge_sorts_bitonic_rows(descending):
+    torch = _torch()
+    from test_triton_names import bitonic_rows
+    x = bitonic_rows(np.random.default_rng(), 8, 128)
+    expected = np.sort(x, 1)
+    np.testing.assert_array_equal(_run_merged(kernels, torch, x, descending),
+                                  expected[:, ::-1] if descending else expected)
+
+
 def test_same_results_as_triton():
     torch = _torch()
     from triton_twin import triton_twin_of
@@ -108,3 +124,8 @@ def test_same_results_as_triton():
     xi = rng.integers(-10000, 10000, n).astype(np.int32)
     for ours, theirs in zip(_run_named(kernels, torch, xi, x, 3), _run_named(twin, torch, xi, x, 3)):
         np.testing.assert_array_equal(ours, theirs)
+    from test_triton_names import bitonic_rows
+    rows = bitonic_rows(rng, 8, 128)
+    for descending in (0, 1):
+        np.testing.assert_array_equal(_run_merged(kernels, torch, rows, descending),
+                                      _run_merged(twin, torch, rows, descending))

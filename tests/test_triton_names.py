@@ -1,5 +1,5 @@
 """CPU: `tl.reduce_or`, `tl.map_elementwise`, `tl.add`/`sub`/`mul`, `tl.const`, `tl.pi32_t`,
-`tl.TRITON_MAX_TENSOR_NUMEL` and `tl.condition` (tests/triton_names_kernels.py): the interpreter matches NumPy,
+`tl.TRITON_MAX_TENSOR_NUMEL`, `tl.condition` and `tl.bitonic_merge` (tests/triton_names_kernels.py): the interpreter matches NumPy,
 NVRTC compiles the generated CUDA for sm_80 and sm_90a without warnings or spills, and what is not supported yet
 is refused with a located error."""
 import numpy as np
@@ -96,13 +96,32 @@ def test_named_operators_const_pi32_t_and_condition_match_numpy():
     assert tl.TRITON_MAX_TENSOR_NUMEL == 1048576 and tl.pi32_t == tl.pointer_type(tl.int32)
 
 
+def bitonic_rows(rng, rows, n, dtype=np.float32):
+    """Rows of one ascending run then one descending run (what a bitonic merge sorts), ties included."""
+    x = rng.integers(-40, 40, (rows, n)).astype(dtype)
+    half = n // 2
+    return np.concatenate([np.sort(x[:, :half], 1), -np.sort(-x[:, half:], 1)], 1)
+
+
+@pytest.mark.parametrize("descending", [0, 1])
+@pytest.mark.parametrize("dtype", [np.float32, np.int16])
+def test_bitonic_merge_sorts_bitonic_rows(descending, dtype):
+    x = bitonic_rows(np.random.default_rng(6), 4, 64, dtype)
+    y = np.zeros_like(x)
+    k.merged_rows.interpret[(1,)](x, y, DESCENDING=descending, ROWS=4, N=64)
+    expected = np.sort(x, 1)
+    np.testing.assert_array_equal(y, expected[:, ::-1] if descending else expected)
+
+
 @needs_nvrtc
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 def test_the_kernels_compile_without_warnings_or_spills(arch):
     rng = np.random.default_rng(4)
     target = dict(arch=arch) if arch == "sm_90a" else {}
     sources = [k.mapped.cuda_source(*_mapped_args(rng), BLOCK=128, D=4, **target),
-               k.named_operators.cuda_source(*_named_args(rng), BLOCK=128, **target)]
+               k.named_operators.cuda_source(*_named_args(rng), BLOCK=128, **target),
+               k.merged_rows.cuda_source(bitonic_rows(rng, 4, 64), np.zeros((4, 64), np.float32), DESCENDING=1,
+                                         ROWS=4, N=64, **target)]
     for dtype in INT_TYPES:
         x, rows, cols = _or_case(dtype, rng)
         sources.append(k.or_rows_and_columns.cuda_source(x, rows, cols, 13, 37, BLOCK_R=16, BLOCK_C=64, **target))

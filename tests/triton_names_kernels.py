@@ -1,7 +1,7 @@
 """Kernels using `triton.language` names real kernels use that were missing here: `tl.reduce_or`,
 `tl.map_elementwise` (a scalar function that branches, one with two results over broadcast operands),
 `tl.add` / `tl.sub` / `tl.mul` (with `sanitize_overflow`), `tl.const` parameter annotations, `tl.pi32_t`,
-`tl.TRITON_MAX_TENSOR_NUMEL` and `while tl.condition(...)`. Written as Triton users write them; the GPU tests run
+`tl.TRITON_MAX_TENSOR_NUMEL`, `while tl.condition(...)` and `tl.bitonic_merge`. Written as Triton users write them; the GPU tests run
 the same source under Triton (tests/triton_twin.py)."""
 import transpiler
 import transpiler.language as tl
@@ -58,3 +58,9 @@ def named_operators(X: tl.const, BITS: tl.const, Y, Z, n, steps, BLOCK: tl.const
         i += 1
     tl.store(Y + offs, y, mask=mask)
     tl.store(Z + offs, tl.load(BITS.to(tl.pi32_t) + offs, mask=mask, other=0), mask=mask)
+
+
+@transpiler.jit
+def merged_rows(X, Y, DESCENDING: tl.constexpr, ROWS: tl.constexpr, N: tl.constexpr):
+    offs = tl.arange(0, ROWS)[:, None] * N + tl.arange(0, N)[None, :]
+    tl.store(Y + offs, tl.bitonic_merge(tl.load(X + offs), descending=DESCENDING))

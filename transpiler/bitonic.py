@@ -1,4 +1,4 @@
-"""The bitonic network behind `tl.sort` and `tl.topk`, written once for both paths.
+"""The bitonic network behind `tl.sort`, `tl.topk` and `tl.bitonic_merge`, written once for both paths.
 
 A block whose element count is a power of two is viewed as a hypercube ([2] * log2(numel)); the last
 dimension's log2(n) innermost axes are the sort's bits. Merge stage s (1 .. log2(n)) sorts runs of 2**s
@@ -47,6 +47,24 @@ def sort_network(ops, x, k=None, dim=None, descending=False):
         h = ops.max(h, axis) if descending else ops.min(h, axis)
         h = _merge(ops, h, log_k, 2 if stage < log_n else descending)
     return ops.reshape(h, shape[:-1] + [2 ** log_k])
+
+
+def merge_network(ops, x, dim=None, descending=False):
+    """`tl.standard.bitonic_merge`: the last merge stage alone along the last dimension (a bitonic row, one
+    ascending run then one descending, comes out sorted), as Triton's `_bitonic_merge`."""
+    shape = list(ops.shape(x))
+    if not shape:
+        ops.fail("tl.bitonic_merge needs a block, not a scalar")
+    if dim not in (None, len(shape) - 1, -1):
+        ops.fail(f"tl.bitonic_merge merges along the last dimension only (Triton's restriction), not dim {dim}")
+    numel = 1
+    for s in shape:
+        numel *= s
+    log_n, n_dims = log2_exact(shape[-1]), log2_exact(numel)
+    if log_n is None or n_dims is None:
+        ops.fail(f"tl.bitonic_merge needs power-of-two dimensions, got shape {shape}")
+    h = _merge(ops, ops.reshape(x, [2] * n_dims), log_n, 1 if descending else 0)
+    return ops.reshape(h, shape)
 
 
 def _merge(ops, h, stage, order):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
-from ..bitonic import sort_network
+from ..bitonic import merge_network, sort_network
 from ..errors import DTypeError, ShapeError
 from ..language import core
 from .location import error
@@ -147,6 +147,12 @@ def sort(x, dim=None, descending=False):
 def topk(x, k, dim=None):
     return sort_network(_Ops, to_tensor(x, "the input of tl.topk"), k=unwrap(k), dim=unwrap(dim),
                         descending=True)
+
+
+@rule("bitonic_merge")
+def bitonic_merge(x, dim=None, descending=0):
+    return merge_network(_Ops, to_tensor(x, "the input of tl.bitonic_merge"), dim=unwrap(dim),
+                         descending=bool(unwrap(descending)))
 
 
 @rule("histogram")

@@ -14,7 +14,8 @@ from ..dtypes import (bfloat16, block_type, dtype, float8e4b8, float8e4b15, floa
 from . import catalogue as _catalogue
 from . import extra  # `tl.extra.cuda.libdevice`, `tl.extra.libdevice`
 from .core import builtin, constexpr, tensor, tensor_descriptor
-from .standard import cat, flip, gather, histogram, interleave, join, ravel, softmax, sort, split, swizzle2d, topk
+from .standard import (bitonic_merge, cat, flip, gather, histogram, interleave, join, ravel, softmax, sort, split,
+                       swizzle2d, topk)
 
 void = _dtypes.void
 bool_ = int1

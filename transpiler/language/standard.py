@@ -56,6 +56,11 @@ def sort(x, dim=None, descending=False):
 
 
 @builtin
+def bitonic_merge(x, dim=None, descending=0):
+    """A bitonic `x` (each row one ascending run, then one descending) sorted along its last dimension."""
+
+
+@builtin
 def topk(x, k, dim=None):
     """The `k` largest elements of each row of `x` (along the last dimension), in descending order."""
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import builtins
 
 from .. import dtypes
-from ..bitonic import sort_network
+from ..bitonic import merge_network, sort_network
 from ..errors import DTypeError, ShapeError
 from .semantic import (RULES, binary_op, broadcast_pair, broadcast_to_shape, cast, const_value, expand_dims, is_const,
                        logical, rule, to_value)
@@ -203,6 +203,12 @@ def _sort(b, x, dim=None, descending=False):
 def _topk(b, x, k, dim=None):
     return sort_network(_Ops(b), to_value(b, x), k=const_value(b, k, "tl.topk's k"),
                         dim=const_value(b, dim, "tl.topk's dim"), descending=True)
+
+
+@rule("bitonic_merge")
+def _bitonic_merge(b, x, dim=None, descending=0):
+    return merge_network(_Ops(b), to_value(b, x), dim=const_value(b, dim, "tl.bitonic_merge's dim"),
+                         descending=bool(const_value(b, descending, "tl.bitonic_merge's descending")))
 
 
 @rule("histogram")
