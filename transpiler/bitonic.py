@@ -19,22 +19,26 @@ def log2_exact(n: int):
     return n.bit_length() - 1 if n > 0 and n & (n - 1) == 0 else None
 
 
-def sort_network(ops, x, k=None, dim=None, descending=False):
-    """`x` sorted along its last dimension (ascending unless `descending`); with `k`, the k largest of each
-    row in descending order (`tl.topk`)."""
+def _hypercube_of(ops, x, dim, what):
+    """(shape, log2 of the last dimension, log2 of the element count) of a block the network may run on."""
     shape = list(ops.shape(x))
-    rank = len(shape)
-    if rank == 0:
-        ops.fail("tl.sort needs a block, not a scalar")
-    dim = rank - 1 if dim is None else dim
-    if dim not in (rank - 1, -1):
-        ops.fail(f"tl.sort / tl.topk sort along the last dimension only (Triton's restriction), not dim {dim}")
+    if not shape:
+        ops.fail(f"{what} needs a block, not a scalar")
+    if dim not in (None, len(shape) - 1, -1):
+        ops.fail(f"{what} works along the last dimension only (Triton's restriction), not dim {dim}")
     numel = 1
     for s in shape:
         numel *= s
     log_n, n_dims = log2_exact(shape[-1]), log2_exact(numel)
     if log_n is None or n_dims is None:
-        ops.fail(f"tl.sort / tl.topk need power-of-two dimensions, got shape {shape}")
+        ops.fail(f"{what} needs power-of-two dimensions, got shape {shape}")
+    return shape, log_n, n_dims
+
+
+def sort_network(ops, x, k=None, dim=None, descending=False):
+    """`x` sorted along its last dimension (ascending unless `descending`); with `k`, the k largest of each
+    row in descending order (`tl.topk`)."""
+    shape, log_n, n_dims = _hypercube_of(ops, x, dim, "tl.sort / tl.topk")
     log_k = log_n if k is None else log2_exact(k)
     if log_k is None or log_k > log_n:
         ops.fail(f"tl.topk's k must be a power of two no larger than the dimension ({shape[-1]}), got {k}")
@@ -52,17 +56,7 @@ def sort_network(ops, x, k=None, dim=None, descending=False):
 def merge_network(ops, x, dim=None, descending=False):
     """`tl.standard.bitonic_merge`: the last merge stage alone along the last dimension (a bitonic row, one
     ascending run then one descending, comes out sorted), as Triton's `_bitonic_merge`."""
-    shape = list(ops.shape(x))
-    if not shape:
-        ops.fail("tl.bitonic_merge needs a block, not a scalar")
-    if dim not in (None, len(shape) - 1, -1):
-        ops.fail(f"tl.bitonic_merge merges along the last dimension only (Triton's restriction), not dim {dim}")
-    numel = 1
-    for s in shape:
-        numel *= s
-    log_n, n_dims = log2_exact(shape[-1]), log2_exact(numel)
-    if log_n is None or n_dims is None:
-        ops.fail(f"tl.bitonic_merge needs power-of-two dimensions, got shape {shape}")
+    shape, log_n, n_dims = _hypercube_of(ops, x, dim, "tl.bitonic_merge")
     h = _merge(ops, ops.reshape(x, [2] * n_dims), log_n, 1 if descending else 0)
     return ops.reshape(h, shape)
 
