@@ -65,7 +65,7 @@ if [ -d .dev_rwcore/rw_cases ]; then
   echo "real-world core kernels: exit $? | $(tail -n 1 "$OUT/realworld_core.log")"
 fi
 if [ -d .dev_rwext ]; then
-  timeout 90 "$PY" bench/rw_s7ext_gpu.py --cases .dev_rwext >"$OUT/realworld_ext.log" 2>&1
+  timeout 90 "$PY" bench/rw_s7ext_gpu.py --cases .dev_rwext --budget 80 >"$OUT/realworld_ext.log" 2>&1
   echo "real-world ext kernels: exit $? | $(tail -n 1 "$OUT/realworld_ext.log")"
 fi
 
