@@ -68,7 +68,8 @@ TEST_FILES = ("test_gpu_attention", "test_gpu_dot_dtypes", "test_gpu_tma", "test
               "test_gpu_conditional_expressions", "test_gpu_minmax_typing", "test_gpu_assigned_numbers",
               "test_gpu_vs_interpreter", "test_gpu_torch", "test_gpu_continued_lines",
               "test_gpu_dot_scaled", "test_gpu_pointer_condition",
-              "test_gpu_fp_contraction", "test_gpu_compile_size", "test_gpu_triton_names")
+              "test_gpu_fp_contraction", "test_gpu_compile_size", "test_gpu_triton_names",
+              "test_gpu_gather")
 NOT_SWEPT = {   # GPU test files outside the sweep, and why
     "test_gpu_faults": "plants faults on purpose", "test_gpu_aot": "nvcc-built programs",
     "test_gpu_launch_args": "launch validation (host)", "test_gpu_launch_fast_path": "host launch path",

@@ -96,6 +96,7 @@ class LayoutAssignment:
         self.unsettled = []       # if results no branch gave a layout (given the default one, provisionally)
         self.mem_layout = {}      # load/store op -> its layout
         self.reduce_input = {}    # reduce op -> the layout its operands are read in
+        self.gather_source = {}   # gather op -> the layout its source is written to shared memory from
         self.scan_plan = {}       # scan op -> its ScanPlan (the layout of its operands and results)
         self.register_a = {}      # register-A dot op -> whether its A is read in place ("free"), computed
         #                           in the fragment layout ("flexible") or converted ("convert")
@@ -272,6 +273,14 @@ class LayoutAssignment:
             self._set(r, out, src in self.provisional)
         if op.regions:
             self._assign(op.regions[0])
+
+    def _op_gather(self, op):
+        """The source is written to shared memory from the layout it has (the default one when it has none yet);
+        the result is read in the index's layout, element for element."""
+        src, index = op.operands
+        self.gather_source[op] = self.layout.get(src) or default_layout(src.shape, self.num_warps)
+        layout = self.layout.get(index) or default_layout(index.shape, self.num_warps)
+        self._set(op.result, layout, index not in self.layout or index in self.provisional)
 
     def _op_scan(self, op):
         layout, provisional = self._pick(op.operands)

@@ -33,6 +33,7 @@ from .decisions import DecisionLog
 _WHOLE_BLOCK = {OpKind.ATOMIC_RMW: "atomics (programs may depend on each other)",
                 OpKind.ATOMIC_CAS: "atomics (programs may depend on each other)",
                 OpKind.DOT: "tl.dot (its warps share tiles)",
+                OpKind.GATHER: "tl.gather (its source goes through the block's shared memory)",
                 OpKind.BARRIER: "tl.debug_barrier (a barrier of the whole block)",
                 OpKind.DEVICE_PRINT: "tl.device_print (it prints the block's id)",
                 OpKind.DEVICE_ASSERT: "tl.device_assert (it reports the block's id)"}
@@ -95,6 +96,7 @@ def _cooperation_at_one_warp(kernel):
     from .shared_memory import plan_shared_memory
     layouts = LayoutAssignment(kernel, AxisInfoAnalysis(kernel), DecisionLog(), PROGRAM_WARPS)
     held = set(layouts.layout.values()) | set(layouts.mem_layout.values()) | set(layouts.reduce_input.values())
+    held |= set(layouts.gather_source.values())
     for plan in layouts.scan_plan.values():
         held.add(plan.layout)
     if len(held) > 1:

@@ -135,6 +135,7 @@ SPELLINGS = {
     OpKind.SCAN: _scan,
     OpKind.DOT: _dot,
     OpKind.HINT: lambda op, a: f"tl.{op.attrs['kind']}({a[0]}, {tuple(op.attrs['values'])!r})",
+    OpKind.GATHER: lambda op, a: f"tl.gather({a[0]}, {a[1]}, {op.attrs['axis']})",
 }
 
 

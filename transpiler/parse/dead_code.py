@@ -22,7 +22,8 @@ from .ir import KernelIR, OpKind, Region, walk
 
 PURE_OPS = frozenset({OpKind.CONSTANT, OpKind.PROGRAM_ID, OpKind.NUM_PROGRAMS, OpKind.ARANGE, OpKind.SPLAT,
                       OpKind.BROADCAST, OpKind.EXPAND_DIMS, OpKind.PERMUTE, OpKind.RESHAPE, OpKind.HINT,
-                      OpKind.ELEMENTWISE, OpKind.CAST, OpKind.BITCAST, OpKind.ADDPTR, OpKind.REDUCE, OpKind.SCAN})
+                      OpKind.ELEMENTWISE, OpKind.CAST, OpKind.BITCAST, OpKind.ADDPTR, OpKind.REDUCE, OpKind.SCAN,
+                      OpKind.GATHER})
 
 
 def _removable(op) -> bool:

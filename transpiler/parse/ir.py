@@ -85,7 +85,7 @@ class OpKind:
     SPLAT, BROADCAST, EXPAND_DIMS, PERMUTE, RESHAPE = "splat", "broadcast", "expand_dims", "permute", "reshape"
     ELEMENTWISE, CAST, BITCAST, ADDPTR, HINT = "elementwise", "cast", "bitcast", "addptr", "hint"
     LOAD, STORE, ATOMIC_RMW, ATOMIC_CAS = "load", "store", "atomic_rmw", "atomic_cas"
-    REDUCE, SCAN, DOT = "reduce", "scan", "dot"
+    REDUCE, SCAN, DOT, GATHER = "reduce", "scan", "dot", "gather"
     FOR, WHILE, IF, YIELD, CONDITION = "for", "while", "if", "yield", "condition"
     BARRIER, DEVICE_PRINT, DEVICE_ASSERT = "barrier", "device_print", "device_assert"
     LAUNCHED_PROGRAMS, ROW_COUNT = "launched_programs", "row_count"     # the row loop's (analysis/row_loop.py)

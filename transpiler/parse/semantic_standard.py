@@ -12,7 +12,8 @@ import builtins
 
 from .. import dtypes
 from ..bitonic import merge_network, sort_network
-from ..errors import DTypeError, ShapeError
+from ..errors import DTypeError, ShapeError, UnsupportedSyntaxError
+from .ir import OpKind, Type
 from .semantic import (RULES, binary_op, broadcast_pair, broadcast_to_shape, cast, const_value, expand_dims, is_const,
                        logical, rule, to_value)
 
@@ -241,12 +242,7 @@ def _gather(b, src, index, axis):
         if d != axis and s.shape[d] != i.shape[d]:
             raise b.error(ShapeError, f"tl.gather: the index's dimension {d} ({i.shape[d]}) must equal the "
                           f"source's ({s.shape[d]})")
-    extent = s.shape[axis]
-    # index (.., I_axis, 1, ..) against positions (1, .., extent, ..): one hit per index; the source's bits
-    # (.., 1, extent, ..) kept at the hit and xor-summed over the positions, so every dtype moves exactly
-    # (an index outside the source gives 0).
-    positions = RULES["reshape"](b, RULES["arange"](b, 0, extent),
-                                 *([1] * (axis + 1) + [extent] + [1] * (rank - axis - 1)))
-    hits = binary_op(b, "eq", expand_dims(b, i, axis + 1), positions)
-    picked = RULES["where"](b, hits, expand_dims(b, to_bits(b, s), axis), 0)
-    return from_bits(b, RULES["xor_sum"](b, picked, axis + 1), s.dtype)
+    if s.dtype.is_ptr():
+        raise b.error(UnsupportedSyntaxError, "tl.gather of pointers is not supported yet")
+    # one op (emit_cuda/rules/gather.py: the source through shared memory); an index outside the source gives 0
+    return b.emit(OpKind.GATHER, [s, i], Type(s.dtype, i.shape), axis=axis)
