@@ -2,6 +2,8 @@
 `tl.TRITON_MAX_TENSOR_NUMEL`, `tl.condition` and `tl.bitonic_merge` (tests/triton_names_kernels.py): the interpreter matches NumPy,
 NVRTC compiles the generated CUDA for sm_80 and sm_90a without warnings or spills, and what is not supported yet
 is refused with a located error."""
+import re
+
 import numpy as np
 import pytest
 
@@ -69,6 +71,20 @@ def test_map_elementwise_compiles_each_result_to_a_device_function_that_branches
     assert "mapped(" in src[src.index("__global__"):]
 
 
+def test_map_elementwise_of_a_function_that_prints_is_kept_when_its_result_is_unread():
+    x = np.random.default_rng(7).standard_normal(300).astype(np.float32)
+    src = k.mapped_for_effects.cuda_source(x, 300, BLOCK=128)
+    body = src[src.index("__global__"):]
+    assert re.search(r"^\s*(?:#pragma unroll\s*for \(int r = 0; r < \d+; \+\+r\) )?mapped\([^;]*\);", body, re.M), body
+    assert "= mapped(" not in body
+
+
+def test_map_elementwise_of_a_function_that_stores_is_refused_as_triton_refuses_it():
+    x = np.ones(32, np.float32)
+    with pytest.raises(TranspilerError, match="not Triton's language"):
+        k.mapped_store.cuda_source(x, x.copy(), BLOCK=32)
+
+
 def test_map_elementwise_pack_is_refused_as_not_supported_yet():
     @transpiler.jit
     def packed(X, Y, BLOCK: tl.constexpr):
@@ -120,6 +136,7 @@ def test_the_kernels_compile_without_warnings_or_spills(arch):
     target = dict(arch=arch) if arch == "sm_90a" else {}
     sources = [k.mapped.cuda_source(*_mapped_args(rng), BLOCK=128, D=4, **target),
                k.named_operators.cuda_source(*_named_args(rng), BLOCK=128, **target),
+               k.mapped_for_effects.cuda_source(np.zeros(300, np.float32), 300, BLOCK=128, **target),
                k.merged_rows.cuda_source(bitonic_rows(rng, 4, 64), np.zeros((4, 64), np.float32), DESCENDING=1,
                                          ROWS=4, N=64, **target)]
     for dtype in INT_TYPES:

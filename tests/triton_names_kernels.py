@@ -64,3 +64,28 @@ def named_operators(X: tl.const, BITS: tl.const, Y, Z, n, steps, BLOCK: tl.const
 def merged_rows(X, Y, DESCENDING: tl.constexpr, ROWS: tl.constexpr, N: tl.constexpr):
     offs = tl.arange(0, ROWS)[:, None] * N + tl.arange(0, N)[None, :]
     tl.store(Y + offs, tl.bitonic_merge(tl.load(X + offs), descending=DESCENDING))
+
+
+@transpiler.jit
+def print_if_negative(v):
+    if v < 0:
+        tl.device_print("negative", v)
+    return v
+
+
+@transpiler.jit
+def mapped_for_effects(X, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.map_elementwise(print_if_negative, tl.load(X + offs, mask=offs < n, other=0.0))   # unread: kept to print
+
+
+@transpiler.jit
+def store_doubled(p, v):
+    tl.store(p, v * 2)
+    return v
+
+
+@transpiler.jit
+def mapped_store(X, Y, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.map_elementwise(store_doubled, Y + offs, tl.load(X + offs))      # Triton refuses stores in the function

@@ -28,3 +28,13 @@ def device_function(em, op) -> str:
                                f"{', result ' + str(op.attrs['result']) if op.attrs['result'] else ''}\n"
                                f"__device__ __forceinline__ {result_ct} {fname}({', '.join(params)}) {{\n{body}\n}}")
     return fname
+
+
+def call_for_effects(em, op, layout, fname):
+    """The mapped function called on every register for what it writes, its unread result dropped."""
+    if not op.result.shape:
+        em.write(f"{fname}({', '.join(em.scalar(o) for o in op.operands)});")
+        return
+    reads = [em.operand(o, layout) for o in op.operands]
+    em.write(f"#pragma unroll\nfor (int r = 0; r < {layout.num_regs}; ++r) "
+             f"{fname}({', '.join(rd.at('r') for rd in reads)});")

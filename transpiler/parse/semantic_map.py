@@ -4,8 +4,9 @@ The arguments are broadcast to one shape (as Triton does; their types stay as th
 function is built once per result into a region of scalar arguments, where it may branch on its values (the
 point of the builtin: `if x > 0: return a` computes one side only). Each result is an elementwise op `map`
 carrying that region; the emitter makes it a device function called for every element
-(emit_cuda/map_elementwise.py). A function that writes memory or prints is refused when it has several results
-(each result's op runs it); `pack` > 1 (several elements per call) is not supported yet.
+(emit_cuda/map_elementwise.py). A function that stores or runs atomics is refused, as Triton refuses it; one
+that prints is kept when its result is unread, and refused when it has several results (each result's op runs
+it); `pack` > 1 (several elements per call) is not supported yet.
 """
 from __future__ import annotations
 
@@ -22,9 +23,9 @@ def _region_of(b, scalar_fn, args):
     return region, [r.dtype for r in results]
 
 
-def _writes(region) -> bool:
+def _writes(region, kinds=_EFFECTS) -> bool:
     for op in region.ops:
-        if op.name in _EFFECTS or any(_writes(r) for r in op.regions):
+        if op.name in kinds or any(_writes(r, kinds) for r in op.regions):
             return True
     return False
 
@@ -41,14 +42,20 @@ def _map_elementwise(b, scalar_fn, *args, pack=1):
     for i in range(1, len(values)):
         values[0], values[i] = broadcast_pair(b, values[0], values[i])
     region, dtypes_ = _region_of(b, scalar_fn, values)
+    if _writes(region, WRITES_MEMORY):
+        raise b.error(UnsupportedSyntaxError, "tl.map_elementwise's function stores to memory (not Triton's "
+                      "language: Triton refuses stores inside map_elementwise)",
+                      hint="return the value and store the mapped block")
     if len(dtypes_) > 1 and _writes(region):
         raise b.error(UnsupportedSyntaxError, "tl.map_elementwise of a function that writes memory or prints and "
                       "returns several values is not supported yet", hint="return one value from it")
     shape = values[0].shape
+    effects = {"is_pure": False} if _writes(region) else {}    # kept when nothing reads its result (dead_code.py)
     results = []
     for k, dt in enumerate(dtypes_):
         own = region if k == 0 else _region_of(b, scalar_fn, values)[0]
-        results.append(b.emit(OpKind.ELEMENTWISE, values, Type(dt, shape), regions=[own], fn="map", result=k))
+        results.append(b.emit(OpKind.ELEMENTWISE, values, Type(dt, shape), regions=[own], fn="map", result=k,
+                              **effects))
     return results[0] if len(results) == 1 else tuple(results)
 
 

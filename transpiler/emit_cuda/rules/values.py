@@ -186,6 +186,9 @@ def elementwise(em, op, layout):
         return
     if fn == "map":
         mapped = map_elementwise.device_function(em, op)
+        if not any(op.result in user.operands for user in em.kernel.walk()):   # kept for its effects only
+            map_elementwise.call_for_effects(em, op, layout, mapped)
+            return
         _map(em, op, layout, lambda args: f"{mapped}({', '.join(args)})")
         return
     if fn.startswith("libdevice."):
