@@ -12,7 +12,7 @@ import types
 
 # Names of `triton.language` (3.x) that `transpiler.language` does not have yet.
 TRITON_LANGUAGE_NOT_YET = frozenset({
-    "map_elementwise", "pi32_t", "const", "reduce_or",
+    "target_info", "tuple", "tuple_type", "slice", "constexpr_type", "tensor_descriptor_type", "str_to_ty",
     "tensor_descriptor",
     "float8e4nv", "float8e5", "float8e4b15", "float8e4b8", "float8e5b16",
 })
