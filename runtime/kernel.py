@@ -153,7 +153,11 @@ class Kernel(KernelVariants, KernelInterface):
     def _native(self):
         """The kernel's compiled-path table (`native_launch.py`), made on first use; falsy where there is none."""
         if self._native_table is None:
-            self._native_table = native_launch.table_for(self) or False
+            # Threads meeting a new kernel at once make one table: a second would take the grids made with it
+            # and learn the plans again, its launches counted where `counts()` does not look (the load test).
+            with native_launch.table_lock:
+                if self._native_table is None:
+                    self._native_table = native_launch.table_for(self) or False
         return self._native_table
 
     def _launch_on_callable_grid(self, grid, *args, num_warps=4, num_stages=3, stream=None, **kwargs):
