@@ -203,12 +203,17 @@ def main(argv=None) -> int:
     for t in threads:
         t.start()
     ready.wait(timeout=300)
-    warmup_end = time.monotonic() + min(5.0, args.duration / 4)
-    while time.monotonic() < warmup_end:
+    # The warm-up: at least min(5 s, a quarter of the run), and until every thread has run each job of the mix
+    # twice (every specialization built, so the timed window meets no first launch; at most 120 s).
+    warmup, n_jobs = min(5.0, args.duration / 4), len(_jobs(None))     # (the jobs' inputs are made per thread)
+    warmup_end, warmup_cap = time.monotonic() + warmup, time.monotonic() + 120
+    while time.monotonic() < warmup_end or (
+            min(sum(c.values()) for c in per_thread) < 2 * n_jobs and not failures
+            and time.monotonic() < warmup_cap):
         time.sleep(0.1)
     start = _sample()
     t0, n0 = time.monotonic(), sum(sum(c.values()) for c in per_thread)
-    time.sleep(max(0.0, args.duration - min(5.0, args.duration / 4)))
+    time.sleep(max(0.0, args.duration - warmup))
     end = _sample()
     elapsed, launches = time.monotonic() - t0, sum(sum(c.values()) for c in per_thread) - n0
     stats = sum(per_thread, collections.Counter())
