@@ -7,8 +7,8 @@ cases use (so racecheck finishes), with a table of errors per tool and kernel.
     OUT=folder python bench/sanitize.py [--tools memcheck,racecheck] [--groups features,dot] [--jobs 8]
     (bench/sanitize.sh is the one command for the H200)
 
-How: the cases are split in units (a group's cases, a few at a time; a test file, or a slow one's shard: every
-k-th of its tests, `FILE_SECONDS`). Each unit runs once without a sanitizer first (it fills the kernel cache, so
+How: the cases are split in units (a group's cases, a few dozen at a time; a slow test file's shard, every k-th
+of its tests, or a few fast files in one pytest session: `FILE_SECONDS`). Each unit runs once without a sanitizer first (it fills the kernel cache, so
 the sanitized runs do not time NVRTC, and says which cases give wrong results on their own), then under each
 tool in its own process with a time limit (`--timeout`), several at once (`--jobs`): a unit's four sanitized
 runs are queued the moment its plain run ends, ahead of the plain runs still waiting, and the longest units go
@@ -81,11 +81,16 @@ TEST_FILES = ("test_gpu_attention", "test_gpu_dot_dtypes", "test_gpu_tma", "test
               "test_gpu_fp_contraction", "test_gpu_compile_size")
 # Seconds a test file's plain run took on the H200 (this project's sweep of 2026-12-01, NVRTC included, sizes
 # before tests/gpu_sizes.py): a file is split in shards of about SHARD_SECONDS (shard i of k runs every k-th
-# of its tests), so that no unit is the sweep's long pole; unlisted files are one unit.
+# of its tests), so that no unit is the sweep's long pole, and files of a few seconds share a unit.
 FILE_SECONDS = {"test_gpu_row_ring": 157, "test_gpu_membound": 122, "test_gpu_autodiff": 105,
                 "test_gpu_attention": 79, "test_gpu_program_packing": 73, "test_gpu_tma": 60,
                 "test_gpu_dot_dtypes": 48, "test_gpu_random": 43, "test_gpu_torch": 41,
-                "test_gpu_vs_interpreter": 35}
+                "test_gpu_vs_interpreter": 35, "test_gpu_realworld_core": 18, "test_gpu_host_tensor_descriptors": 18,
+                "test_gpu_minmax_typing": 18, "test_gpu_bool_arithmetic": 17, "test_gpu_conditional_expressions": 17,
+                "test_gpu_assigned_numbers": 17, "test_gpu_dot_scaled": 17, "test_gpu_fp8_compute": 17,
+                "test_gpu_inline_asm": 16, "test_gpu_pointer_condition": 14, "test_gpu_fp_contraction": 13,
+                "test_gpu_conversion_chunks": 12, "test_gpu_continued_lines": 10, "test_gpu_fuzz_findings": 9,
+                "test_gpu_cache_hints": 9, "test_gpu_compile_size": 9}
 SHARD_SECONDS = 40
 # Seconds per case of a group's plain run (the same sweep): the order the units start in, longest first.
 CASE_SECONDS = {"examples": 3.0, "dot": 1.5, "dtypes": 0.8, "unseen": 0.6}
@@ -161,8 +166,6 @@ def _run_case(group, name):
         import test_gpu_dot
         from dot_kernels import CASES
         test_gpu_dot.test_dot_case(next(c for c in CASES if c.id == name))
-    elif group == "files":
-        _run_test_file(name)
     else:
         import importlib
         import _harness as H
@@ -186,17 +189,46 @@ class _Shard:
         items[:] = kept
 
 
-def _run_test_file(name):
-    """One GPU test file, or one shard of it (`file@index/count`), through pytest in this process (its kernels
-    land in the launcher's record)."""
+class _Outcomes:
+    """A pytest plugin counting, per test file, the tests that passed and those that failed (setup included; a
+    file that does not import counts as one failure)."""
+
+    def __init__(self):
+        self.passed, self.failed = collections.Counter(), collections.Counter()
+
+    def pytest_runtest_logreport(self, report):
+        name = Path(report.nodeid.split("::")[0]).stem
+        if report.failed:
+            self.failed[name] += 1
+        elif report.passed and report.when == "call":
+            self.passed[name] += 1
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self.failed[Path(report.nodeid.split("::")[0]).stem] += 1
+
+
+def _run_test_files(names):
+    """The unit's GPU test files (several small ones, or one shard of a slow one: `file@index/count`) through
+    one pytest session in this process (their kernels land in the launcher's record); {name: status}."""
     import pytest
-    name, _, shard = name.partition("@")
-    plugins = [_Shard(*map(int, shard.split("/")))] if shard else []
-    rc = pytest.main([str(ROOT / "tests" / f"{name}.py"), "-q", "-m", "gpu", "-p", "no:cacheprovider",
+    files, shard = [n.partition("@")[0] for n in names], names[0].partition("@")[2]
+    outcomes = _Outcomes()
+    plugins = [outcomes] + ([_Shard(*map(int, shard.split("/")))] if shard else [])
+    rc = pytest.main([str(ROOT / "tests" / f"{name}.py") for name in files] +
+                     ["-q", "-m", "gpu", "-p", "no:cacheprovider", "--continue-on-collection-errors",
                       "-W", "ignore::pytest.PytestUnraisableExceptionWarning"], plugins=plugins)
-    if rc == 5:                                              # nothing collected or everything deselected
-        pytest.skip(f"{name}: no GPU test ran")
-    assert rc == 0, f"pytest exit status {int(rc)} (failed tests above in the run's .out file)"
+    statuses = {}
+    for name, file in zip(names, files):
+        if outcomes.failed[file]:
+            statuses[name] = f"wrong {outcomes.failed[file]} failed (the run's .out file says which)"
+        elif outcomes.passed[file]:
+            statuses[name] = "ok"
+        elif rc not in (0, 1, 5):                               # the session broke: every file says so
+            statuses[name] = f"error pytest exit status {int(rc)}"
+        else:
+            statuses[name] = "skipped"
+    return statuses
 
 
 def _run_control(name):
@@ -217,6 +249,10 @@ def worker(group, names):
     _paths()
     from transpiler.runtime import launcher
     launcher.recent_launches = collections.deque()          # every launch, not the last 16
+    if group == "files":                                     # one pytest session for the unit's files
+        for name, status in _run_test_files(names).items():
+            print(f"CASE {name} {status}", flush=True)
+        names = []
     for name in names:
         try:
             _run_case(group, name)
@@ -242,17 +278,31 @@ def units(groups, chunk):
         if group == "controls":
             continue                          # run apart, each under its own tool (`main`)
         names = case_names(group)
-        step = 1 if group == "files" else chunk                  # a whole test file is unit enough
-        for i in range(0, len(names), step):
-            out.append((group, names[i:i + step]))
+        if group == "files":
+            out += [(group, files) for files in _file_units(names)]
+            continue
+        for i in range(0, len(names), chunk):
+            out.append((group, names[i:i + chunk]))
     return out
+
+
+def _file_units(names):
+    """The files group's units: a shard alone; files of a few seconds together, up to SHARD_SECONDS a unit (one
+    process and one pytest session fewer per tool for each file packed)."""
+    out, pack = [[name] for name in names if "@" in name], []
+    for name in (n for n in names if "@" not in n):
+        if pack and estimate("files", pack + [name]) > SHARD_SECONDS:
+            out.append(pack)
+            pack = []
+        pack.append(name)
+    return out + ([pack] if pack else [])
 
 
 def estimate(group, names):
     """Seconds a unit's plain run is expected to take (its place in the queue before it has run)."""
     if group == "files":
-        name, _, shard = names[0].partition("@")
-        return FILE_SECONDS.get(name, 15) / (int(shard.split("/")[1]) if shard else 1)
+        return sum(FILE_SECONDS.get(name.partition("@")[0], 15) /
+                   (int(name.partition("@")[2].split("/")[1]) if "@" in name else 1) for name in names)
     return len(names) * CASE_SECONDS.get(group, 0.4)
 
 
@@ -417,7 +467,7 @@ def main(argv=None) -> int:
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     parser.add_argument("--tools", default=",".join(TOOLS))
     parser.add_argument("--groups", default=",".join(GROUPS + ("controls",)))
-    parser.add_argument("--chunk", type=int, default=24, help="cases per sanitized process")
+    parser.add_argument("--chunk", type=int, default=40, help="cases per sanitized process")
     parser.add_argument("--budget", type=float, default=float("inf"),
                         help="seconds from the start after which no run starts (those left are reported 'not run')")
     parser.add_argument("--jobs", type=int, default=min(12, os.cpu_count() or 4))

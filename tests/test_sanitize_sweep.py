@@ -180,3 +180,35 @@ def test_a_units_tools_run_after_its_plain_run_and_the_longest_units_go_first():
     assert len(results) == 1 + 4 * 3                           # the control, every unit under plain and 2 tools
     assert [r["tool"] for r in results[:5]] == ["memcheck", "plain", "plain", "plain", "plain"]
     assert [(r["tool"], r["status"][:12]) for r in crashed] == [("plain", "driver error"), ("memcheck", "driver error")]
+
+
+def test_small_test_files_share_units_and_every_file_is_in_exactly_one():
+    names = sanitize.case_names("files")
+    units = sanitize._file_units(names)
+    assert sorted(n for unit in units for n in unit) == sorted(names)
+    for unit in units:
+        assert len(unit) == 1 or (all("@" not in n for n in unit)
+                                   and sanitize.estimate("files", unit) <= sanitize.SHARD_SECONDS)
+    assert any(len(unit) > 1 for unit in units)
+    assert [u for g, u in sanitize.units(["files"], 40)] == units
+
+
+def test_a_units_test_files_run_in_one_session_each_file_with_its_own_status(tmp_path, monkeypatch):
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    gpu = "import pytest\npytestmark = pytest.mark.gpu\n"
+    (tests / "test_gpu_good.py").write_text(gpu + "def test_one():\n    assert 1\n")
+    (tests / "test_gpu_bad.py").write_text(gpu + "def test_one():\n    assert 0\n\ndef test_two():\n    pass\n")
+    (tests / "test_gpu_none.py").write_text("def test_not_gpu():\n    pass\n")
+    (tests / "test_gpu_broken.py").write_text("import no_such_module_here\n")
+    (tests / "test_gpu_many.py").write_text(gpu + "".join(f"def test_{i}():\n    pass\n" for i in range(5)))
+    monkeypatch.setattr(sanitize, "ROOT", tmp_path)
+    statuses = sanitize._run_test_files(["test_gpu_good", "test_gpu_bad", "test_gpu_none"])
+    assert statuses["test_gpu_good"] == "ok" and statuses["test_gpu_none"] == "skipped"
+    assert statuses["test_gpu_bad"].startswith("wrong 1 failed")
+    statuses = sanitize._run_test_files(["test_gpu_good", "test_gpu_broken"])
+    assert statuses["test_gpu_broken"].startswith("wrong") and statuses["test_gpu_good"] == "ok"   # one broken file
+    outcomes = sanitize._Outcomes()
+    monkeypatch.setattr(sanitize, "_Outcomes", lambda: outcomes)
+    assert sanitize._run_test_files(["test_gpu_many@1/2"]) == {"test_gpu_many@1/2": "ok"}
+    assert outcomes.passed["test_gpu_many"] == 2                # tests 1 and 3 of 0..4
