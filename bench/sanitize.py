@@ -20,7 +20,7 @@ is reported as such for every kernel of its unit (never as 0 errors); a unit who
 run under the tools (reported "not run (plain timeout)"). Kernels that ran come from the launcher's record of
 launches (`runtime/launcher.recent_launches`, unbounded in the worker).
 
-For one H200 device call of at most 400 s (16 cores): `bash bench/sanitize.sh --jobs 14 --budget 330
+For one H200 device call of at most 400 s (16 cores): `bash bench/sanitize.sh --jobs 16 --budget 330
 --timeout 100` (no run starts after 330 s, none runs past 355 s).
 
 Writes `$OUT/sanitize/summary.md` (per kernel: errors per tool; per run: status, errors, time), `summary.json`
@@ -107,6 +107,9 @@ NOT_SWEPT = {   # GPU test files outside the sweep, and why
     "test_gpu_dtypes": "group dtypes", "test_gpu_dot": "group dot"}
 GROUPS = ("examples", "features", "unseen", "dot", "scans", "atomics", "block_ptr", "libdevice", "dtypes", "files")
 NO_TRITON = ROOT / "bench" / "no_triton"
+# The runs go side by side, one a core: the host references' BLAS and torch's CPU ops keep to one thread each
+# (a process each spinning up a thread per core would share the cores --jobs times over).
+ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
 ERROR_AT = re.compile(r"\bat (?:0x[0-9a-f]+ in )?([A-Za-z_]\w*)(?:\(|\+0x)")
 SUMMARY = re.compile(r"(?:ERROR SUMMARY|RACECHECK SUMMARY): (\d+) (?:errors?|hazards? displayed \((\d+) errors?)")
 
@@ -376,7 +379,7 @@ def run_unit(tool, group, names, logdir: Path, timeout, sanitizer, deadline=floa
         path = f"{NO_TRITON}:{ROOT}" if group == "files" else f"{ROOT}"
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
                               env=dict(os.environ, PYTHONPATH=f"{path}:{os.environ.get('PYTHONPATH', '')}",
-                                       TRANSPILER_TEST_SIZES="small"))
+                                       TRANSPILER_TEST_SIZES="small", **ONE_THREAD))
         stdout, rc, status = done.stdout, done.returncode, "finished"
         (logdir / f"{tag}.out").write_text(stdout + "\n--- stderr ---\n" + done.stderr)
     except subprocess.TimeoutExpired as e:
@@ -470,7 +473,7 @@ def main(argv=None) -> int:
     parser.add_argument("--chunk", type=int, default=40, help="cases per sanitized process")
     parser.add_argument("--budget", type=float, default=float("inf"),
                         help="seconds from the start after which no run starts (those left are reported 'not run')")
-    parser.add_argument("--jobs", type=int, default=min(12, os.cpu_count() or 4))
+    parser.add_argument("--jobs", type=int, default=min(16, os.cpu_count() or 4))
     parser.add_argument("--timeout", type=float, default=150.0, help="seconds per sanitized process")
     parser.add_argument("--out", default=os.environ.get("OUT", "sanitize_out"))
     parser.add_argument("--list", action="store_true", help="print the units and exit")
