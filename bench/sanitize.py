@@ -8,12 +8,12 @@ cases use (so racecheck finishes), with a table of errors per tool and kernel.
     (bench/sanitize.sh is the one command for the H200)
 
 How: the cases are split in units (a group's cases, a few dozen at a time; a slow test file's shard, every k-th
-of its tests, or a few fast files in one pytest session: `FILE_SECONDS`). Each unit runs once without a sanitizer first (it fills the kernel cache, so
-the sanitized runs do not time NVRTC, and says which cases give wrong results on their own), then under each
-tool in its own process with a time limit (`--timeout`), several at once (`--jobs`): a unit's four sanitized
-runs are queued the moment its plain run ends, ahead of the plain runs still waiting, and the longest units go
-first (no pass waits for the slowest unit of the one before; a budget cut leaves out whole units of the
-shortest, each under every tool). Every run has TRANSPILER_TEST_SIZES=small: the row tests' cases keep their
+of its tests, or a few fast files in one pytest session: `FILE_SECONDS`). Each unit runs once without a
+sanitizer first (it fills the kernel cache, so the sanitized runs do not time NVRTC, and says which cases give
+wrong results on their own), then under each tool in its own process with a time limit (`--timeout`), several
+at once (`--jobs`): a unit's four sanitized runs are queued the moment its plain run ends, ahead of the plain
+runs still waiting, and the longest units go first (no pass waits for the slowest unit of the one before; a
+budget cut leaves out whole units of the shortest, each under every tool). Every run has TRANSPILER_TEST_SIZES=small: the row tests' cases keep their
 kernels over fewer rows (tests/gpu_sizes.py). The sanitizer's log goes to a file per run, and each error
 record in it is attributed to the kernel named in its `at <kernel>+0x...` line. A run that times out or crashes
 is reported as such for every kernel of its unit (never as 0 errors); a unit whose plain run timed out is not
