@@ -95,10 +95,12 @@ def _bench_matmul(m, n, k, arch):
 
 @needs_nvrtc
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
-def test_skinny_mma_reads_its_stage_whole_and_refills_it(arch):
-    """A 16 x 128 x 128 mma.sync tile over 4 warps (the decode-shaped bench matmul): its fragments over the whole
-    K and its accumulator fit in 112 registers, so the dot loads every fragment, a barrier frees the stage, and the
-    copies of iteration i + num_stages refill it: num_stages iterations in flight, wait_group num_stages - 1."""
+def test_skinny_mma_reads_its_stage_whole_and_refills_it(arch, monkeypatch):
+    """With TRANSPILER_MMA_REFILL_READ_STAGE=1, a 16 x 128 x 128 mma.sync tile over 4 warps (the decode-shaped
+    bench matmul): its fragments over the whole K and its accumulator fit in 112 registers, so the dot loads every
+    fragment, a barrier frees the stage, and the copies of iteration i + num_stages refill it: num_stages iterations
+    in flight, wait_group num_stages - 1."""
+    monkeypatch.setenv("TRANSPILER_MMA_REFILL_READ_STAGE", "1")
     variant, analysis, config = _bench_matmul(16, 8192, 8192, arch)
     (pipe,) = analysis.pipelines.values()
     (dot,) = analysis.dots.values()
@@ -116,9 +118,17 @@ def test_skinny_mma_reads_its_stage_whole_and_refills_it(arch):
     assert variant.shared_bytes < 4 * 36 * 1024 + 8192     # the same 4 stages of 36 KiB as before
 
 
-def test_large_mma_tile_keeps_the_k_step_refill():
-    """A 128 x 128 accumulator over 4 warps is 128 registers alone: the dot reads its stage k step by k step and
-    the copies refill the stage of the previous iteration (num_stages - 1 ahead)."""
+def test_skinny_mma_refill_is_off_by_default():
+    """Without the switch the skinny tile keeps the k-step schedule: the copies run num_stages - 1 ahead."""
+    _, analysis, config = _bench_matmul(16, 8192, 8192, "sm_90a")
+    (pipe,) = analysis.pipelines.values()
+    assert pipe.refill_dot is None and pipe.distance == config["num_stages"] - 1
+
+
+def test_large_mma_tile_keeps_the_k_step_refill(monkeypatch):
+    """A 128 x 128 accumulator over 4 warps is 128 registers alone: even with the switch the dot reads its stage k
+    step by k step and the copies refill the stage of the previous iteration (num_stages - 1 ahead)."""
+    monkeypatch.setenv("TRANSPILER_MMA_REFILL_READ_STAGE", "1")
     m = n = k = 4096
     a = b = c = np.ones((1, 1), np.float16)
     _, analysis = matmul_example.matmul_kernel.analysis(a, b, c, m, n, k, k, 1, n, 1, n, 1, ACTIVATION="",

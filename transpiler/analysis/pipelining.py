@@ -33,7 +33,9 @@ i + num_stages refill that same stage while the mma.syncs run: `num_stages` iter
 `num_stages - 1`, in the same shared memory (Triton's mma.sync pipeline reads its stage into registers so too, with
 `num_stages - 1` buffers). It pays where the loop waits on memory: a small tile (few accumulators, so registers to
 spare) streaming a large operand, as a decode-shaped 16 x N x K product, whose programs, one per SM, are bound by
-the bytes each has in flight. Switch: TRANSPILER_MMA_REFILL_READ_STAGE.
+the bytes each has in flight, so it was thought. Off by default (TRANSPILER_MMA_REFILL_READ_STAGE=1 takes it): on the
+H200 it changed nothing measurable at 16 x 8192 x 8192, 16 x 4096 x 14336 and with 5 stages (bench/NOTES.md),
+so those kernels are not bound by their bytes in flight; it remains for an A/B on sm_80, where Triton does this.
 """
 from __future__ import annotations
 
