@@ -186,7 +186,9 @@ def main(argv=None) -> int:
         stats = per_thread[index]
         i = 0
         while not stop.is_set():
-            j, s = (i * 7 + index) % len(jobs), i % len(streams)
+            # every (job, stream) pair in turn: the stream advances once per pass over the jobs (i % len(streams)
+            # alone is tied to the job when both counts are even)
+            j, s = (i * 7 + index) % len(jobs), (i + i // len(jobs)) % len(streams)
             name, (run, _, expected, tol) = jobs[j]
             stream, out = streams[s], outs[(j, s)]
             with stream:
