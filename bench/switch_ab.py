@@ -44,6 +44,12 @@ class Variant:
 
 VARIANTS = {
     "default": Variant("ours as built by default"),
+    "launched_warps": Variant("every program on the launch's num_warps (analysis/program_warps.py off)",
+                              {"TRANSPILER_PROGRAM_WARPS": "0"}),
+    "warps_64": Variant("fewer warps down to 64 bytes a thread of the widest row",
+                        {"TRANSPILER_PROGRAM_WARPS": "64"}),
+    "launched_half_warps": Variant("num_warps halved at launch, program_warps.py off (for ncu: both warps)",
+                                   {"TRANSPILER_PROGRAM_WARPS": "0"}, warps=lambda w: max(1, w // 2)),
     "lane_combine": Variant("lane-parallel cross-warp combine", {"TRANSPILER_LANE_COMBINE": "1"}),
     "stream_stores": Variant("write-only row outputs stored evict-first", {"TRANSPILER_STREAM_STORES": "1"}),
     "ring": Variant("rows over 16 bytes a thread ahead in a shared-memory ring", {"TRANSPILER_ROW_RING": "1"}),
@@ -228,6 +234,7 @@ def summarize(out, variants):
             rel = f" {r['ours_gbs'] / base['ours_gbs']:.3f}" if base else ""
             cells.append(f"{r['ours/copy']:.3f}c {r['ours/triton']:.2f}t{rel}{'!' if r['errors'] else ''}".rjust(24))
         print(f"{point:28} " + " ".join(cells))
+    out.mkdir(parents=True, exist_ok=True)
     print("(per variant: ours/copy ceiling 'c', ours/Triton 't', ours against the first variant; '!' differs)")
     (out / "ab.json").write_text(json.dumps(results, indent=1))
 

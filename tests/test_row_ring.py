@@ -18,7 +18,9 @@ needs_nvrtc = pytest.mark.skipif(not nvrtc_available(), reason="NVRTC and CUDA h
 
 @pytest.fixture(autouse=True)
 def _programs_not_packed(monkeypatch):
+    """The cases are named by the warps they run on: neither packed nor launched on fewer warps."""
     monkeypatch.setenv("TRANSPILER_PACK_PROGRAMS", "0")
+    monkeypatch.setenv("TRANSPILER_PROGRAM_WARPS", "0")
 
 
 def _analysis(case):
