@@ -162,6 +162,14 @@ def copy_ceiling(torch, ms):
     return 2 * src.numel() * 4 / ms(lambda: dst.copy_(src), 100) / 1e6
 
 
+def same_bytes_copy(torch, ms, nbytes):
+    """GB/s of a copy moving `nbytes` (read plus written), timed as the points are: a per-call fixed cost weighs
+    on a 100 MB point as it does not on the 1 GiB copy (bench/run.py `same_bytes_copy_gbs`)."""
+    src = torch.empty(max(nbytes // 2 // 16 * 16, 16), dtype=torch.uint8, device="cuda").random_()
+    dst = torch.empty_like(src)
+    return 2 * src.numel() / ms(lambda: dst.copy_(src), 60) / 1e6
+
+
 def run_variant(args):
     variant = VARIANTS[args.variant]
     os.environ.update(variant.env)              # before anything is built
@@ -206,10 +214,13 @@ def run_variant(args):
             row[f"{k}_gbs"] = moved / statistics.median(t) / 1e6
             row[f"{k}/copy"] = row[f"{k}_gbs"] / ceiling
         row["ours/triton"] = row["ours_gbs"] / row["triton_gbs"]
+        row["copy_same_bytes_gbs"] = same_bytes_copy(torch, ms, moved)
+        row["ours/copy_same_bytes"] = row["ours_gbs"] / row["copy_same_bytes_gbs"]
         rows.append(row)
         print(f"[{args.variant}] {label(point):28} w{warps:<2} ours {row['ours_gbs']:5.0f} ({row['ours/copy']:.2f} "
               f"of copy, {row['ours/triton']:.2f}x Triton) triton {row['triton_gbs']:5.0f} ({row['triton/copy']:.2f})"
-              f" grid {grid} [{time.time() - t0:.1f}s] {' '.join(errors)}", flush=True)
+              f" grid {grid}; {row['ours/copy_same_bytes']:.2f} of a copy of the same bytes [{time.time() - t0:.1f}s] "
+              f"{' '.join(errors)}", flush=True)
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / f"ab_{args.variant}.json").write_text(json.dumps({"ceiling": ceiling, "rows": rows}, indent=1))
 
