@@ -14,7 +14,7 @@ measured in that process, ours/Triton, the blocks and threads ours launched. Eac
 `ab_<variant>.json` after every point; the parent then prints one table (each variant against the first one)
 and writes `ab.json`.
 
-    python bench/switch_ab.py --out DIR [--variants default,lane_combine] [--points all|NAME,...] [--rounds 2]
+    python bench/switch_ab.py --out DIR [--variants default,launched_warps] [--points all|NAME,...] [--rounds 2]
     python bench/switch_ab.py --list          (the variants and points)
     ncu ... python bench/switch_ab.py --out DIR --variant V --profile [--points ...]
         (one launch of ours per point at its own num_warps, then one at the variant's if that differs: for ncu)
@@ -50,8 +50,6 @@ VARIANTS = {
                         {"TRANSPILER_PROGRAM_WARPS": "64"}),
     "launched_half_warps": Variant("num_warps halved at launch, program_warps.py off (for ncu: both warps)",
                                    {"TRANSPILER_PROGRAM_WARPS": "0"}, warps=lambda w: max(1, w // 2)),
-    "lane_combine": Variant("lane-parallel cross-warp combine", {"TRANSPILER_LANE_COMBINE": "1"}),
-    "stream_stores": Variant("write-only row outputs stored evict-first", {"TRANSPILER_STREAM_STORES": "1"}),
     "ring": Variant("rows over 16 bytes a thread ahead in a shared-memory ring", {"TRANSPILER_ROW_RING": "1"}),
     "ring_all": Variant("every eligible row in the ring, one wave always",
                         {"TRANSPILER_ROW_RING": "2", "TRANSPILER_ROW_RING_WAVES": "0"}),
@@ -60,8 +58,6 @@ VARIANTS = {
     "loop_barriers": Variant("a barrier before every cross-warp reduction write of a loop",
                              {"TRANSPILER_LOOP_REDUCTION_BARRIER": "1"}),
     "half_warps": Variant("num_warps halved at launch (ours and Triton)", warps=lambda w: max(1, w // 2)),
-    "half_warps_lane": Variant("num_warps halved, lane-parallel combine", {"TRANSPILER_LANE_COMBINE": "1"},
-                               warps=lambda w: max(1, w // 2)),
 }
 
 POINTS = [   # (workload, dtype, rows, columns)
@@ -253,7 +249,7 @@ def summarize(out, variants):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path)
-    ap.add_argument("--variants", default="default,lane_combine", help="one process each, in this order")
+    ap.add_argument("--variants", default="default,launched_warps", help="one process each, in this order")
     ap.add_argument("--variant", help=argparse.SUPPRESS)          # the one this process times
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--rep", type=int, default=60, help="do_bench's rep (ms) per timing")

@@ -18,7 +18,6 @@ from .read_only import ReadOnlyPointers, plan_read_only
 from .row_loop import fold_row_loop
 from .row_ring import plan_row_ring
 from .shared_memory import SharedMemoryPlan, plan_shared_memory
-from .streaming_stores import plan_streaming_stores
 from .tensor_cores import plan_dots
 from .tma import plan_tma
 from .vectorize import vectorize
@@ -74,7 +73,6 @@ def analyze(kernel, options: CompileOptions) -> KernelAnalysis:
     warps = packing.program_warps if packing else options.num_warps    # a program's warps, for every layout
     # The row loop rewrites the IR first: every later pass sees the loop.
     row_loop = fold_row_loop(kernel, decisions, warps, packed=packing is not None)
-    plan_streaming_stores(kernel, decisions)
     contract(kernel, decisions)       # a product read by an add in its region: one fma, as Triton's LLVM fuses it
     axis = AxisInfoAnalysis(kernel)
     dots = plan_dots(kernel, decisions, options.arch, warps, axis)
