@@ -14,7 +14,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv > 
 T0=$SECONDS
 if [ "${AB_S:-50}" != 0 ]; then
   timeout "${AB_S:-50}" python3 bench/switch_ab.py --out "$L/ab" --rounds "${ROUNDS:-2}" --rep "${REP:-30}" \
-      --variants "${VARIANTS:-default,launched_warps,warps_64,lane_combine,stream_stores,ring}" \
+      --variants "${VARIANTS:-default,launched_warps,warps_64,ring}" \
       --points "${POINTS:-softmax_float16_8192x4096,layernorm_float16_16384x4096,softmax_bfloat16_8192x4096}" \
       --timeout "${VARIANT_S:-12}" > "$L/ab.log" 2>&1
   echo "A/B $((SECONDS - T0)) s"; tail -n 40 "$L/ab.log"
