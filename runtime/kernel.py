@@ -340,12 +340,12 @@ class Kernel(KernelVariants, KernelInterface):
             raise fault from e
         cls = DebugLauncher if var.options.debug else Launcher
         slot_names = [n for n, c in zip(self._names, self._constexpr_mask) if not c]
-        launcher = cls(module, function, context, var.slot_kinds, num_warps, name=self.__name__,
+        launcher = cls(module, function, context, var.slot_kinds, var.num_warps, name=self.__name__,
                        shared_bytes=var.shared_bytes, slot_names=slot_names + ["grid x"] * var.row_loop,
                        tensor_maps=TensorMaps(var.tensor_maps) if var.tensor_maps else None)
         if not var.row_loop:
             return launcher
-        blocks = (var.resident_programs(device, num_warps) or UNKNOWN_RESIDENT_PROGRAMS) if var.persistent else None
+        blocks = (var.resident_programs(device) or UNKNOWN_RESIDENT_PROGRAMS) if var.persistent else None
         return RowLoopLauncher(launcher, blocks, var.programs_per_block, var.row_loop_waves)
 
     # -- binding -----------------------------------------------------------------------------------------

@@ -233,6 +233,10 @@ def all_cases(rng):
         ("early_return_every_third_row", early_return_case(rng, rows(5003), 200)),
         ("store_then_load_same_row", store_then_load_case(rng, rows(4001), 333)),
         ("scalar_and_block_loads_ahead", scaled_sums_case(rng, rows(6007), 300)),
+        # 16 bytes a thread as launched: run on half the warps (analysis/program_warps.py)
+        ("softmax_fp16_4k_on_fewer_warps", softmax_case(rng, rows(1201), 4093, 4104, np.float16, num_warps=16)),
+        ("norm_fp16_2k_on_fewer_warps", norm_case(rng, rows(2049), 2000, 2008, np.float16, num_warps=8)),
+        ("argmax_fp16_4k_on_fewer_warps", argmax_case(rng, rows(1999), 4000, 4003, np.float16, num_warps=16)),
     ]
 
 
