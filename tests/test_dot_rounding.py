@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import transpiler.interpreter.dot as interpreter_dot
+import transpiler.interpreter.evaluate_blocks as interpreter_dot
 from dot_rounding import (BOUND, TF32_AS_IS, UNIT_ROUNDOFF, narrowest_dot_precision, nearest_model, normwise_error,
                           rounded_by_dot, tf32, unexplained_lines)
 from transpiler.interpreter.registry import RULES

@@ -22,8 +22,11 @@ from ..language import core
 from ..parse.ir import OpKind, Type, Value
 from . import pointers      # a module reference: pointers.py imports tensor.py, which imports this module
 from .evaluate import EVALUATE
+from .evaluate_blocks import EVALUATE_BLOCKS, EVALUATE_MULTI, Combine
 from .location import attach_location, error
 from .tensor import AssignedNumber, ConstFloat, ConstInt, Tensor
+
+_EVALUATE = {**EVALUATE, **EVALUATE_BLOCKS}
 
 
 class Evaluated(Value):
@@ -68,7 +71,7 @@ class EagerBuilder:
         return self._evaluated(kind, operands, result_type, attrs)
 
     def _evaluated(self, kind, operands, result_type, attrs):
-        evaluate = EVALUATE.get(kind)
+        evaluate = _EVALUATE.get(kind)
         if evaluate is None:
             raise AssertionError(f"no evaluation of IR op kind '{kind}' in the interpreter (interpreter/evaluate.py)")
         data, buffer = evaluate(attrs, result_type, operands)
@@ -78,8 +81,29 @@ class EagerBuilder:
         result.owner = Made(kind, operands, attrs)
         return result
 
+    def emit_multi(self, name, operands, result_types, regions=(), **attrs):
+        arrays = EVALUATE_MULTI[name](attrs, result_types, operands, regions)
+        made = Made(name, operands, attrs)
+        results = [Evaluated(t, data) for t, data in zip(result_types, arrays)]
+        for r in results:
+            r.owner = made
+        return MadeOp(results)
+
+    def inline_into_region(self, fn, region, what, cast_to):
+        """A combine function is not built but kept, to be called on slices when its op is evaluated."""
+        region.combine = Combine(fn, cast_to, what)
+
     def error(self, cls, message, hint=None):
         return error(cls, message, hint=hint)
+
+
+class MadeOp:
+    """What `emit_multi` gives the rules: the op's results."""
+
+    __slots__ = ("results",)
+
+    def __init__(self, results):
+        self.results = results
 
 
 BUILDER = EagerBuilder()

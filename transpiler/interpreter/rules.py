@@ -1,8 +1,8 @@
 """Interpreter rules for memory access, iteration, `tl.assume` and debugging (prints, asserts).
 
 One function per builtin, registered by builtin name, with the builtin's exact signature (a test checks
-this). Elementwise math, casts, program ids, block creation, shapes and hints are the compiler's rules
-(`shared_rules.py`), reductions in `reductions.py`, `tl.dot` in `dot.py`.
+this). Elementwise math, casts, program ids, block creation, shapes, hints, reductions, scans, `tl.dot` and the
+standard library are the compiler's rules (`shared_rules.py`).
 """
 from __future__ import annotations
 

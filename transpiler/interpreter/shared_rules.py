@@ -43,5 +43,12 @@ CREATION_AND_SHAPE_BUILTINS = (
     "multiple_of", "max_contiguous", "max_constancy",
 )
 
-for _name in ELEMENTWISE_BUILTINS + CREATION_AND_SHAPE_BUILTINS:
+BLOCK_BUILTINS = (
+    "sum", "max", "min", "argmax", "argmin", "xor_sum", "reduce", "cumsum", "cumprod", "associative_scan",
+    "dot", "dot_scaled",
+    "softmax", "ravel", "swizzle2d", "flip", "join", "split", "interleave", "cat", "sort", "topk", "histogram",
+    "gather",
+)
+
+for _name in ELEMENTWISE_BUILTINS + CREATION_AND_SHAPE_BUILTINS + BLOCK_BUILTINS:
     _shared_rule(_name)

@@ -13,6 +13,7 @@ from ..language.core import builtin_name, constexpr, is_constexpr_function
 from . import semantic
 from .ir import Op, OpKind, Value
 from .records import Record
+from .semantic_reduce import combine_result
 from .scope import BoundMethod, Returned, Scope
 from .source import parsed_function
 from .syntax_refusals import short
@@ -200,7 +201,7 @@ class CallBuilder:
         return result
 
     def inline_into_region(self, fn, region, what, cast_to):
-        """Build `fn(*region.args)` into `region` and end it with a yield of the results cast to `cast_to`."""
+        """Build `fn(*region.args)` into `region` and end it with a yield of the results, of the types `cast_to`."""
         saved = self.region
         self.region = region
         self.runtime_depth += 1
@@ -211,7 +212,7 @@ class CallBuilder:
             results = list(out) if isinstance(out, (tuple, list)) else [out]
             if len(results) != len(cast_to):
                 raise self.error(ShapeError, f"{what} returned {len(results)} values, expected {len(cast_to)}")
-            results = [semantic.cast(self, semantic.to_value(self, r, dt), dt) for r, dt in zip(results, cast_to)]
+            results = [combine_result(self, r, dt, what) for r, dt in zip(results, cast_to)]
             for r in results:
                 if r.shape:
                     raise self.error(ShapeError, f"{what} must return scalars")
