@@ -20,13 +20,17 @@ from ..options import DEFAULT as DEFAULT_OPTIONS
 from ..parse import semantic, typing_rules  # noqa: F401  (every typing rule registered)
 from ..language import core
 from ..parse.ir import OpKind, Type, Value
+from ..parse.records import Record, record_rule
+from ..parse.semantic_tensor_desc import TensorDescriptor
 from . import pointers      # a module reference: pointers.py imports tensor.py, which imports this module
 from .evaluate import EVALUATE
+from .evaluate_atomics import EVALUATE_ATOMICS
 from .evaluate_blocks import EVALUATE_BLOCKS, EVALUATE_MULTI, Combine
 from .location import attach_location, error
+from .records import DescriptorValue, RecordValue
 from .tensor import AssignedNumber, ConstFloat, ConstInt, Tensor
 
-_EVALUATE = {**EVALUATE, **EVALUATE_BLOCKS}
+_EVALUATE = {**EVALUATE, **EVALUATE_BLOCKS, **EVALUATE_ATOMICS}
 
 
 class Evaluated(Value):
@@ -138,6 +142,8 @@ def to_ir(x):
         return x._number()
     if cls is list or cls is tuple:
         return cls(to_ir(item) for item in x)
+    if cls is RecordValue or cls is DescriptorValue:
+        return x.record.with_leaves([to_ir(leaf) for leaf in x.record.leaves()])
     if isinstance(x, Tensor):
         raise AssertionError(f"no IR value for the interpreter's {cls.__name__}")
     return x
@@ -152,6 +158,9 @@ def from_ir(x):
         return pointers.Pointer(data, x.buffer) if x.buffer is not None else Tensor(data, x.type.dtype)
     if isinstance(x, (list, tuple)):
         return type(x)(from_ir(item) for item in x)
+    if isinstance(x, Record):
+        held = DescriptorValue if isinstance(x, TensorDescriptor) else RecordValue
+        return held(x.with_leaves([from_ir(leaf) for leaf in x.leaves()]))
     return x
 
 
@@ -160,9 +169,14 @@ def _located(err: TranspilerError) -> TranspilerError:
 
 
 def apply_rule(name, *args, **kwargs):
-    """Builtin `name` on interpreter values through its typing rule, evaluated."""
+    """Builtin `name` on interpreter values through its typing rule (a record's own, for a block pointer or a
+    tensor descriptor as the first argument), evaluated."""
     try:
-        return from_ir(semantic.RULES[name](BUILDER, *to_ir(args), **{k: to_ir(v) for k, v in kwargs.items()}))
+        args = [to_ir(a) for a in args]
+        rule = semantic.RULES[name]
+        if args and isinstance(args[0], Record):
+            rule = record_rule(BUILDER, name, args[0])
+        return from_ir(rule(BUILDER, *args, **{k: to_ir(v) for k, v in kwargs.items()}))
     except TranspilerError as err:
         raise _located(err)
 

@@ -2,8 +2,8 @@
 
 A rule has the same signature as the builtin it implements (see `transpiler/language/__init__.py`), so the
 interpreter can hand it the user's arguments unchanged. `shared_rules.py` registers the builtins run through the
-compiler's typing rules (`eager.py`); the interpreter's own rules live in `rules.py`, `atomics.py`,
-`block_pointers.py` (whose `load`/`store` helpers `rules.py` calls for block pointers) and `tensor_descriptors.py`; each registers itself with `@rule("name")` when its module is imported.
+compiler's typing rules (`eager.py`); the interpreter's own rules (iteration, prints, asserts) live in
+`rules.py`; each registers itself with `@rule("name")` when its module is imported.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import importlib
 
 RULES: dict[str, object] = {}
 
-_RULE_MODULES = ("rules", "shared_rules", "atomics", "block_pointers", "tensor_descriptors")
+_RULE_MODULES = ("rules", "shared_rules")
 
 
 def rule(name: str):

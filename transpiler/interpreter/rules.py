@@ -12,32 +12,13 @@ import numpy as np
 
 from ..errors import CompileTimeError, DTypeError, InterpreterError
 from ..language import core
-from . import block_pointers, eager, numeric
+from . import numeric
 from .location import error, program_text
 from .registry import rule
 from .tensor import Tensor, unwrap
 
 def _interpreter():
     return core.current_interpreter()
-
-
-# ---- memory -----------------------------------------------------------------------------------------------
-
-
-@rule("load")
-def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="",
-         eviction_policy="", volatile=False):
-    if isinstance(unwrap(pointer), block_pointers.BlockPointer):
-        return block_pointers.load(unwrap(pointer), mask, other, boundary_check, padding_option)
-    return eager.apply_rule("load", pointer, mask, other, boundary_check, padding_option, cache_modifier,
-                            eviction_policy, volatile)
-
-
-@rule("store")
-def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
-    if isinstance(unwrap(pointer), block_pointers.BlockPointer):
-        return block_pointers.store(unwrap(pointer), value, mask, boundary_check)
-    return eager.apply_rule("store", pointer, value, mask, boundary_check, cache_modifier, eviction_policy)
 
 
 # ---- iteration --------------------------------------------------------------------------------------------

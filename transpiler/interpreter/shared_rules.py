@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import inspect
 
+from .. import atomics
 from ..language import catalogue, core
 from ..parse.typing_rules import RULES as TYPING_RULES
 from ..language.extra.libdevice import ARITY
@@ -45,9 +46,11 @@ CREATION_AND_SHAPE_BUILTINS = (
 
 BLOCK_BUILTINS = (
     "sum", "max", "min", "argmax", "argmin", "xor_sum", "reduce", "cumsum", "cumprod", "associative_scan",
-    "dot", "dot_scaled",
+    "dot", "dot_scaled", "atomic_cas", *(f"atomic_{op}" for op in atomics.RMW_OPS),
     "softmax", "ravel", "swizzle2d", "flip", "join", "split", "interleave", "cat", "sort", "topk", "histogram",
     "gather",
+    "load", "store", "make_block_ptr", "advance", "make_tensor_descriptor", "load_tensor_descriptor",
+    "store_tensor_descriptor",
 )
 
 for _name in ELEMENTWISE_BUILTINS + CREATION_AND_SHAPE_BUILTINS + BLOCK_BUILTINS:

@@ -7,12 +7,12 @@ import builtins
 import inspect
 
 from .. import dtypes
-from ..errors import (CompileTimeError, DTypeError, NameResolutionError, ShapeError, TranspilerError,
+from ..errors import (CompileTimeError, NameResolutionError, ShapeError, TranspilerError,
                       UnsupportedSyntaxError)
 from ..language.core import builtin_name, constexpr, is_constexpr_function
 from . import semantic
 from .ir import Op, OpKind, Value
-from .records import Record
+from .records import Record, record_rule
 from .semantic_reduce import combine_result
 from .scope import BoundMethod, Returned, Scope
 from .source import parsed_function
@@ -145,9 +145,7 @@ class CallBuilder:
         first = bound.args[0] if bound.args else None
         if isinstance(first, Record):
             # A builtin applied to a record (tl.load of a block pointer) has the record's own rule.
-            rule = first.RULES.get(name)
-            if rule is None:
-                raise self.error(DTypeError, f"tl.{name} does not take a {first.KIND}", hint=first.HINT)
+            rule = record_rule(self, name, first)
         if rule is None:
             raise self.error(UnsupportedSyntaxError, f"tl.{name} is not supported yet")
         return rule(self, *bound.args, **bound.kwargs)

@@ -15,7 +15,7 @@ from ..language import TENSOR_METHODS, TENSOR_PROPERTIES
 from ..language.core import BUILTINS, constexpr
 from . import semantic
 from .ir import Op, OpKind, Value, walk
-from .records import Record
+from .records import Record, record_attribute
 from .scope import BoundMethod, Unbound
 from .suggestions import missing_attribute
 from .syntax_refusals import SYNTAX_HINT, describe, short, unsupported_construct
@@ -254,14 +254,7 @@ class ExpressionBuilder:
             # Triton types it (`tl.core.to_tensor`), then the block method.
             return BoundMethod(BUILTINS[TENSOR_METHODS[attr]], semantic.to_value(self, base))
         if isinstance(base, Record):
-            if attr in base.ATTRIBUTES:   # `p.dtype`, `p.type` of a block pointer, as Triton types it
-                return getattr(base, attr)
-            if attr in base.METHODS:      # a tuple of builtin names, or {attribute: builtin name}
-                return BoundMethod(BUILTINS[base.METHODS[attr] if isinstance(base.METHODS, dict) else attr], base)
-            if attr in base.NOT_YET:
-                raise self.error(UnsupportedSyntaxError, f"{base.KIND} method '{attr}' is not supported yet",
-                                 hint=base.HINT)
-            raise self.error(NameResolutionError, f"a {base.KIND} has no attribute '{attr}'", hint=base.HINT)
+            return record_attribute(base, attr, self.error, lambda builtin: BoundMethod(BUILTINS[builtin], base))
         try:
             return getattr(base, attr)
         except AttributeError:
