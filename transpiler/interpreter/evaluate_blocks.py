@@ -19,7 +19,6 @@ from ..parse.semantic_reduce import combine_result
 from ..parse.ir import OpKind
 from . import numeric
 from .location import error
-from .shapes import fit_to_shape
 
 
 def _materialized(v):
@@ -41,8 +40,10 @@ class Combine:
             raise error(ShapeError, f"{self.what} returned {len(outputs)} values, expected {len(self.dtypes)}")
         converted = []
         for out, dtype in zip(outputs, self.dtypes):
-            value = combine_result(BUILDER, to_ir(out), dtype, self.what)
-            converted.append(fit_to_shape(from_ir(value), shape, f"a result of {self.what}").data)
+            data = from_ir(combine_result(BUILDER, to_ir(out), dtype, self.what)).data
+            if data.shape not in ((), shape):     # the compiled combine region's values are scalars
+                raise error(ShapeError, f"{self.what} must return scalars")
+            converted.append(np.broadcast_to(data, shape))
         return converted
 
     def __call__(self, left, right):

@@ -1,8 +1,11 @@
-"""The compiler's typing rules and the CPU interpreter agree, on the points where they used to differ.
+"""Typing probes: Triton 3.x's answer on the points where the compiler and the interpreter once differed.
 
-Each probe kernel prints the dtype and shape of one result with `tl.static_print`, which the compiler runs
-while building the IR and the interpreter runs in program 0; both printouts must equal Triton 3.x's answer.
-Errors must be the same class on both sides. Values the interpreter computes are checked against NumPy.
+There is one typing rule per builtin now (the interpreter runs the compiler's, `interpreter/eager.py`), so the
+two printouts no longer test agreement of two implementations: they check that both entry points (building the
+IR, and the eager builder with its conversions of interpreter values) reach Triton's answer. Each probe kernel
+prints the dtype and shape of one result with `tl.static_print` (the compiler while building the IR, the
+interpreter in program 0). Values the interpreter computes are checked against NumPy; on a GPU the compiled
+kernels against the interpreter's values (the evaluations are still two: the CUDA lowering and NumPy).
 """
 import numpy as np
 import pytest
