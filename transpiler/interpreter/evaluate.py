@@ -293,4 +293,5 @@ EVALUATE = {
     OpKind.BITCAST: _bitcast,
     OpKind.ADDPTR: _addptr,
     OpKind.ELEMENTWISE: _elementwise,
+    OpKind.BARRIER: lambda attrs, t, ops: (None, None),     # programs run one at a time: always satisfied
 }

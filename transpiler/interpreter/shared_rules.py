@@ -50,7 +50,7 @@ BLOCK_BUILTINS = (
     "softmax", "ravel", "swizzle2d", "flip", "join", "split", "interleave", "cat", "sort", "topk", "histogram",
     "gather",
     "load", "store", "make_block_ptr", "advance", "make_tensor_descriptor", "load_tensor_descriptor",
-    "store_tensor_descriptor",
+    "store_tensor_descriptor", "assume", "static_assert", "debug_barrier",
 )
 
 for _name in ELEMENTWISE_BUILTINS + CREATION_AND_SHAPE_BUILTINS + BLOCK_BUILTINS:
