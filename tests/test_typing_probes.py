@@ -374,3 +374,18 @@ def test_shapes_compare_equal_to_lists_and_a_launch_without_arrays_interprets(mo
     shape_list_kernel[(2,)](XBLOCK=16)                   # no array to tell the device: still the interpreter
     with pytest.raises(transpiler.CompileTimeError):
         shape_list_kernel[(1,)](XBLOCK=1)                # [1, 1] == [1, 1]: the != assertion fails
+
+
+@transpiler.jit
+def ellipsis_index_kernel(X, BLOCK: tl.constexpr):
+    row = tl.arange(0, BLOCK)
+    tl.store(X + row[..., None], 1.0)
+
+
+def test_an_ellipsis_index_is_refused_as_triton_refuses_it_on_both_entry_points():
+    """Triton's tensor.__getitem__ takes None and ':' only ("unsupported tensor index: Ellipsis"); the compiler
+    accepted `...` until both entry points ran one indexing rule (parse/semantic_shapes.index)."""
+    compiled, interpreted = both_raise(transpiler.UnsupportedSyntaxError, ellipsis_index_kernel,
+                                       np.zeros(8, np.float32), BLOCK=8)
+    assert "unsupported tensor index Ellipsis" in compiled and "not Triton's language" in compiled
+    assert compiled.splitlines()[0] == interpreted.splitlines()[0]

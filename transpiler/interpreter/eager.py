@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import TranspilerError
 from ..options import DEFAULT as DEFAULT_OPTIONS
-from ..parse import semantic, typing_rules  # noqa: F401  (every typing rule registered)
+from ..parse import semantic, semantic_shapes, typing_rules  # noqa: F401  (every typing rule registered)
 from ..language import core
 from ..parse.ir import OpKind, Type, Value
 from ..parse.records import Record, record_rule
@@ -177,6 +177,14 @@ def apply_rule(name, *args, **kwargs):
         if args and isinstance(args[0], Record):
             rule = record_rule(BUILDER, name, args[0])
         return from_ir(rule(BUILDER, *args, **{k: to_ir(v) for k, v in kwargs.items()}))
+    except TranspilerError as err:
+        raise _located(err)
+
+
+def index(x, items):
+    """`x[items]` (Python's subscript of a block or a pointer block)."""
+    try:
+        return from_ir(semantic_shapes.index(BUILDER, to_ir(x), [to_ir(item) for item in items]))
     except TranspilerError as err:
         raise _located(err)
 

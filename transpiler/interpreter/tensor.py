@@ -82,28 +82,9 @@ class Tensor:
     def __pos__(self):
         return self
 
-    # ---- indexing: only `None` (new axis) and `:` (keep axis), as in Triton ------------------------------
+    # ---- indexing: the compiler's rule (only None and ':', as in Triton) ----------------------------------
     def __getitem__(self, index):
-        index = index if isinstance(index, tuple) else (index,)
-        for item in index:
-            if item is not None and item != slice(None):
-                raise error(UnsupportedSyntaxError, f"unsupported tensor index {item!r}: only None (new axis) "
-                            "and ':' (keep axis) are allowed, as in x[:, None] (other indices are not Triton's language)")
-        # As Triton indexes, left to right: None inserts an axis at the current position, ':' steps over one; a
-        # ':' past the rank changes nothing (`Z[None, None, :]` on a scalar is [1, 1]), a None past it is refused.
-        kept, rank, position = [], len(self.shape), 0
-        for item in index:
-            if item is None:
-                if position > rank:
-                    raise error(ShapeError, f"index {index!r} inserts an axis past the rank of a block of shape "
-                                f"{self.shape}")
-                rank += 1
-            elif position >= rank:
-                position += 1
-                continue
-            kept.append(item)
-            position += 1
-        return self._with_data(self.data[tuple(kept)])
+        return eager.index(self, index if isinstance(index, tuple) else (index,))
 
     def __iter__(self):
         raise error(UnsupportedSyntaxError, "cannot iterate over a block; use tl.range and indexing arithmetic")

@@ -13,7 +13,7 @@ from .. import dtypes
 from ..errors import CompileTimeError, NameResolutionError, ShapeError, UnsupportedSyntaxError
 from ..language import TENSOR_METHODS, TENSOR_PROPERTIES
 from ..language.core import BUILTINS, constexpr
-from . import semantic
+from . import semantic, semantic_shapes
 from .ir import Op, OpKind, Value, walk
 from .records import Record, record_attribute
 from .scope import BoundMethod, Unbound
@@ -288,24 +288,7 @@ class ExpressionBuilder:
                 return base[key]
             except Exception as e:
                 raise self.error(CompileTimeError, f"indexing failed: {e}") from None
-        return self._index_block(base, items)
-
-    def _index_block(self, value, items):
-        dim = 0
-        for item in items:
-            if item is None:
-                value = semantic.expand_dims(self, value, dim)
-                dim += 1
-            elif isinstance(item, slice) and item == slice(None):
-                dim += 1
-            elif item is Ellipsis:
-                dim = len(value.shape) - (len(items) - items.index(Ellipsis) - 1 - items.count(None))
-            else:
-                raise self.error(UnsupportedSyntaxError, f"unsupported tensor index {item!r}: blocks can be indexed "
-                                 "only with None, ':' and '...' (other indices are not Triton's language)")
-        # A ':' past the block's rank keeps nothing and changes nothing, as in Triton (`Z[None, None, :]` on a
-        # scalar pointer is a [1, 1] block); a None past the rank is refused by expand_dims.
-        return value
+        return semantic_shapes.index(self, base, items)
 
 
 def _fstring_text(text, start):
