@@ -4,7 +4,7 @@ every run: compiled kernels check it only in debug mode, whose int32 overflow ch
 make).
 
 One function per builtin, registered by builtin name, with the builtin's exact signature (a test checks
-this). Every other builtin is the compiler's typing rule, evaluated (`shared_rules.py`).
+this). Every other builtin is the compiler's typing rule, evaluated (`registry.py`).
 """
 from __future__ import annotations
 

@@ -4,8 +4,8 @@ A builtin's Python body never runs in compiled kernels: the parser resolves a ca
 identity and hands the bound arguments to the typing rule of the same name (`parse/semantic*.py`). When the
 CPU interpreter runs a kernel it installs itself as the current implementation, and a call then goes to the
 interpreter's rule of the same name, which for nearly every builtin is the typing rule run against the eager
-builder (`interpreter/shared_rules.py`). Adding a builtin is therefore: declare it here, add a typing rule, list
-it in `interpreter/shared_rules.py`, and give a new op kind its lowering and its NumPy evaluation.
+builder (`interpreter/registry.py`). Adding a builtin is therefore: declare it here, add a typing rule, and give
+a new op kind its lowering and its NumPy evaluation.
 """
 from __future__ import annotations
 
