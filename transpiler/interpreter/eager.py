@@ -125,11 +125,16 @@ def _type_of(dtype, shape) -> Type:
     return t
 
 
+_AS_IS = frozenset({str, bool, int, float, type(None)})     # the usual keyword arguments: nothing to convert
+
+
 def to_ir(x):
     """An interpreter value as the typing rules see it (an `Evaluated`, a plain number, or as it is)."""
     cls = type(x)
     if cls is Tensor:
         return Evaluated(_type_of(x.dtype, x.data.shape), x.data)
+    if cls in _AS_IS:
+        return x
     if cls is pointers.Pointer:
         return Evaluated(_type_of(x.dtype, x.data.shape), x.data, x.buffer)
     if cls is AssignedNumber:
@@ -141,7 +146,7 @@ def to_ir(x):
     if cls is ConstInt or cls is ConstFloat:
         return x._number()
     if cls is list or cls is tuple:
-        return cls(to_ir(item) for item in x)
+        return cls(to_ir(item) for item in x) if x else x
     if cls is RecordValue or cls is DescriptorValue:
         return x.record.with_leaves([to_ir(leaf) for leaf in x.record.leaves()])
     if isinstance(x, Tensor):
