@@ -13,12 +13,15 @@ from __future__ import annotations
 import re
 from contextlib import contextmanager
 
-from libcst._nodes.internal import CodegenState
+try:     # libcst's code-generation state is not public API: where it moves, the provider itself is used
+    from libcst._nodes.internal import CodegenState
+except ImportError:      # pragma: no cover
+    CodegenState = None
 
 _NEWLINE = re.compile(r"\r\n?|\n")       # the provider's newline rule
 
 
-class _StartPositions(CodegenState):
+class _StartPositions(CodegenState or object):
     def __init__(self, default_indent: str, default_newline: str):
         super().__init__(default_indent=default_indent, default_newline=default_newline)
         self.line = 1              # one-based
@@ -62,6 +65,14 @@ class _StartPositions(CodegenState):
 
 def start_positions(module) -> dict:
     """{node: (line, column)} for every node of `module` (a libcst Module), line one-based, column zero-based."""
+    if CodegenState is None:
+        return _from_provider(module)
     state = _StartPositions(module.default_indent, module.default_newline)
     module._codegen(state)
     return state.starts
+
+
+def _from_provider(module) -> dict:
+    from libcst.metadata import MetadataWrapper, PositionProvider
+    ranges = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    return {node: (r.start.line, r.start.column) for node, r in ranges.items()}
