@@ -88,7 +88,7 @@ def _compile_program(nvrtc, prog, arch: str, extra: tuple):
     try:
         nvrtc.compileProgram(prog, list(options))
     except Exception:
-        if "cannot open source file" not in nvrtc.getProgramLog(prog):
+        if "open source file" not in nvrtc.getProgramLog(prog):      # "could not open source file \"cuda_fp16.h\""
             raise
         cupy_options = nvrtc_setup.cupy_assembled(_own_options(arch, extra))
         if cupy_options == options:

@@ -102,3 +102,15 @@ def test_a_cold_compile_in_a_fresh_process_never_imports_cupy(tmp_path):
 @needs_nvrtc
 def test_include_options_read_without_cupy_are_cupys_on_the_gpu_host():
     _check_include_options_are_cupys()
+
+
+@needs_nvrtc
+def test_a_missing_header_is_retried_with_cupys_include_options(monkeypatch):
+    pytest.importorskip("cupy")
+    compiler.nvrtc_options.cache_clear()
+    monkeypatch.setattr(nvrtc_setup, "include_options", lambda options: tuple(options))   # no include folders
+    try:
+        cubin = compiler.compile_cubin(SOURCE, "scale", "sm_90a")
+    finally:
+        compiler.nvrtc_options.cache_clear()
+    assert cubin[:4] == b"\x7fELF"
