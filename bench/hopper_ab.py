@@ -8,6 +8,7 @@ kernel module loaded under a name of its own and built while the environment hol
 keep that variant (the switches are read when a variant is built and are part of its cache key).
 
     python bench/hopper_ab.py [--shapes float16:1024x1024x1024,...] [--variants ...] [--rounds 3] [--out x.json]
+    python bench/hopper_ab.py --shapes float16:16x8192x8192@5   # `@S`: num_stages S for every implementation
     python bench/hopper_ab.py --profile float16:2048x2048x2048   # one launch of each, for ncu
 """
 import argparse
@@ -64,22 +65,32 @@ def load_copy(name):
 
 
 def parse_shape(text):
+    """`dtype:MxNxK`, optionally `@S` (num_stages S instead of the configuration's): (dtype, (m, n, k), S or None)."""
+    text, _, stages = text.partition("@")
     dtype, dims = text.split(":")
-    return dtype, tuple(int(x) for x in dims.split("x"))
+    return dtype, tuple(int(x) for x in dims.split("x")), int(stages) if stages else None
 
 
-def build(variants, a, b, ref):
+def config_of(module, m, n, k, stages):
+    config = module.matmul_config(m, n, k)
+    return dict(config, num_stages=stages) if stages else config
+
+
+def build(variants, a, b, ref, stages=None):
     """name -> zero-argument callable, each variant built (and checked) under its own setting."""
     impls = {}
+    m, k = a.shape
+    n = b.shape[1]
     for name, settings in variants.items():
         module = load_copy(name)
+        config = config_of(module, m, n, k, stages)
         c = torch.full_like(ref, float("nan"))
         with environment(settings):
-            module.matmul(a, b, out=c)
+            module.matmul(a, b, out=c, config=config)
         torch.cuda.synchronize()
         err = ((c.float() - ref.float()).norm() / ref.float().norm()).item()
         assert err < 2e-2, f"{name}: relative error {err:.2e}"
-        impls[name] = (lambda m, c: lambda: m.matmul(a, b, out=c))(module, c)
+        impls[name] = (lambda m, c, cfg: lambda: m.matmul(a, b, out=c, config=cfg))(module, c, config)
     return impls
 
 
@@ -111,20 +122,21 @@ def main():
     theirs = load(KERNELS, "triton")
     rows = []
     for text in (args.profile or args.shapes).split(","):
-        dtype, (m, n, k) = parse_shape(text)
+        dtype, (m, n, k), stages = parse_shape(text)
         dt = getattr(torch, dtype)
         a = torch.randn((m, k), device="cuda", dtype=dt)
         b = torch.randn((k, n), device="cuda", dtype=dt) / k ** 0.5
         ref = torch.matmul(a, b)
-        impls = build(variants, a, b, ref)
+        impls = build(variants, a, b, ref, stages)
+        their_config = config_of(theirs, m, n, k, stages)
         if args.warm and variants:
             print(f"built {text}: {', '.join(impls)}", flush=True)
             continue
         c_t = torch.full_like(ref, float("nan"))
-        theirs.matmul(a, b, out=c_t)
+        theirs.matmul(a, b, out=c_t, config=their_config)
         err = ((c_t.float() - ref.float()).norm() / ref.float().norm()).item()
         assert err < 2e-2, f"triton: relative error {err:.2e}"
-        impls["triton"] = lambda: theirs.matmul(a, b, out=c_t)
+        impls["triton"] = lambda: theirs.matmul(a, b, out=c_t, config=their_config)
         if args.warm:
             print(f"built {text}: triton", flush=True)
             continue
@@ -145,7 +157,7 @@ def main():
                 host_us[name] = round(host_time_us(fn), 1)
         tflops = {name: flop / (statistics.median(v) * 1e-3) / 1e12 for name, v in times.items()}
         spread = {name: round((max(v) - min(v)) / statistics.median(v), 3) for name, v in times.items()}
-        row = dict(dtype=dtype, shape=f"{m}x{n}x{k}", config=theirs.matmul_config(m, n, k),
+        row = dict(dtype=dtype, shape=f"{m}x{n}x{k}" + (f"@{stages}" if stages else ""), config=their_config,
                    tflops={name: round(v, 1) for name, v in tflops.items()},
                    vs_triton={name: round(v / tflops["triton"], 3) for name, v in tflops.items()},
                    spread=spread, host_us_per_launch=host_us)

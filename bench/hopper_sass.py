@@ -43,7 +43,7 @@ def main():
     args = ap.parse_args()
     out = Path(args.dir)
     out.mkdir(parents=True, exist_ok=True)
-    dtype, (m, n, k) = parse_shape(args.shape)
+    dtype, (m, n, k), _ = parse_shape(args.shape)
     el = {"float16": tl.float16, "bfloat16": tl.bfloat16}[dtype]
     a = transpiler.StandIn(el)
     cubins = {}

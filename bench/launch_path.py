@@ -232,18 +232,19 @@ def python_path(kernel):
     return kernel
 
 
-def compiled_rows(x, y, n, sync, label=""):
+def compiled_rows(x, y, n, sync, label="", stream=None):
     """`_compiled_rows`, its failure reported rather than fatal."""
     try:
-        return _compiled_rows(x, y, n, sync, label)
+        return _compiled_rows(x, y, n, sync, label, stream)
     except Exception as e:
         print(f"compiled rows{label} failed: {type(e).__name__}: {e}")
         return {}
 
 
-def _compiled_rows(x, y, n, sync, label):
+def _compiled_rows(x, y, n, sync, label, stream):
     """The compiled launch path against the Python path, the same kernel source and arguments, interleaved in
-    this run; the table's counts prove which path launched."""
+    this run, also with an explicit `stream=` (a CuPy or torch stream object, as bench/load_test.py launches);
+    the table's counts prove which path launched."""
     rows = {}
     fast, slow = transpiler.jit(tiny.fn), python_path(transpiler.jit(tiny.fn))
     fast_block, slow_block = transpiler.jit(tiny_block.fn), python_path(transpiler.jit(tiny_block.fn))
@@ -265,6 +266,9 @@ def _compiled_rows(x, y, n, sync, label):
         "Python path, BLOCK= by kw": lambda: slow_block[(1,)](x, y, 100, 2.0, BLOCK=128),
         "compiled, kernel[lambda meta: ...]": lambda: fast_block[lambda meta: (1,)](x, y, 100, 2.0, BLOCK=128),
         "Python path, kernel[lambda meta: ...]": lambda: slow_block[lambda meta: (1,)](x, y, 100, 2.0, BLOCK=128)}
+    if stream is not None:
+        candidates["compiled, stream= object"] = lambda: fast[(1,)](x, y, 100, 2.0, stream=stream)
+        candidates["Python path, stream= object"] = lambda: slow[(1,)](x, y, 100, 2.0, stream=stream)
     for name, (median, best) in interleaved_us(candidates, n, sync).items():
         rows[f"ours{label}: {name}"] = median
         rows[f"ours{label}: {name} (min)"] = best
@@ -362,7 +366,7 @@ def main(argv=None) -> int:
         rows.update(driver_calls(launcher, n, sync))
         rows.update(full_path_per_plan(x, y, n, sync))
     if on_gpu:
-        rows.update(compiled_rows(x, y, n, sync))
+        rows.update(compiled_rows(x, y, n, sync, stream=cupy.cuda.Stream(non_blocking=True)))
     rows["ours"] = per_call_us(lambda: tiny[(1,)](x, y, 100, 2.0), n, sync)
     rows["ours, general path"] = per_call_us(lambda: tiny._launch((1,), (x, y, 100, 2.0), 4, 3, None, {}), n, sync)
     rows["ours via run(grid=...)"] = per_call_us(lambda: tiny.run(x, y, 100, 2.0, grid=(1,)), n, sync)
@@ -376,7 +380,7 @@ def main(argv=None) -> int:
             tiny[(1,)](xt, yt, 100, 2.0)
             rows["key (torch tensors)"] = per_call_us(lambda: tiny._binder((xt, yt, 100, 2.0), 4, 3), n, sync)
             rows["ours (torch tensors)"] = per_call_us(lambda: tiny[(1,)](xt, yt, 100, 2.0), n, sync)
-            rows.update(compiled_rows(xt, yt, n, sync, label=" (torch tensors)"))
+            rows.update(compiled_rows(xt, yt, n, sync, label=" (torch tensors)", stream=torch.cuda.Stream()))
             torch.cuda.synchronize()
             assert torch.equal(yt[:100], 2 * xt[:100]), "wrong result (torch)"
         except ImportError:

@@ -18,7 +18,11 @@ for the life of the process (a module is not unloaded when a Kernel object is dr
 a launch still queued on a stream may use its function, and cuModuleUnload gives no way to wait for those);
 what is loaded is bounded by the kernels and specializations a program has.
 
-Exit status 0 when there were 0 wrong results, every count is 1 and memory grew by less than the limits.
+Which path launched: the compiled launcher's counts per kernel (`compiled_path_launches`, `handed_to_python` in
+the timed window); where the compiled path is loaded, none of the window's launches may go to the Python path.
+
+Exit status 0 when there were 0 wrong results, every count is 1, memory grew by less than the limits and the
+compiled path (where loaded) took every launch of the timed window.
 Writes `load_test.json` into --out (default $OUT) when given.
 """
 from __future__ import annotations
@@ -182,7 +186,9 @@ def main(argv=None) -> int:
         stats = per_thread[index]
         i = 0
         while not stop.is_set():
-            j, s = (i * 7 + index) % len(jobs), i % len(streams)
+            # every (job, stream) pair in turn: the stream advances once per pass over the jobs (i % len(streams)
+            # alone is tied to the job when both counts are even)
+            j, s = (i * 7 + index) % len(jobs), (i + i // len(jobs)) % len(streams)
             name, (run, _, expected, tol) = jobs[j]
             stream, out = streams[s], outs[(j, s)]
             with stream:
@@ -199,12 +205,17 @@ def main(argv=None) -> int:
     for t in threads:
         t.start()
     ready.wait(timeout=300)
-    warmup_end = time.monotonic() + min(5.0, args.duration / 4)
-    while time.monotonic() < warmup_end:
+    # The warm-up: at least min(5 s, a quarter of the run), and until every thread has run each job of the mix
+    # twice (every specialization built, so the timed window meets no first launch; at most 120 s).
+    warmup, n_jobs = min(5.0, args.duration / 4), len(_jobs(None))     # (the jobs' inputs are made per thread)
+    warmup_end, warmup_cap = time.monotonic() + warmup, time.monotonic() + 120
+    while time.monotonic() < warmup_end or (
+            min(sum(c.values()) for c in per_thread) < 2 * n_jobs and not failures
+            and time.monotonic() < warmup_cap):
         time.sleep(0.1)
     start = _sample()
     t0, n0 = time.monotonic(), sum(sum(c.values()) for c in per_thread)
-    time.sleep(max(0.0, args.duration - min(5.0, args.duration / 4)))
+    time.sleep(max(0.0, args.duration - warmup))
     end = _sample()
     elapsed, launches = time.monotonic() - t0, sum(sum(c.values()) for c in per_thread) - n0
     stats = sum(per_thread, collections.Counter())
@@ -220,11 +231,15 @@ def main(argv=None) -> int:
                   variant_builds=len(counts.builds), nvrtc_runs=len(counts.nvrtc), built_or_compiled_twice=twice,
                   caches_grew=grew, start=start, end=end, rss_growth_mb=round(rss_growth, 1),
                   gpu_growth_mb=round(gpu_growth, 1))
-    through_c = {name: c["compiled"] - (start["compiled_path"][name] or {}).get("compiled", 0)
-                 for name, c in end["compiled_path"].items() if c}
-    report["compiled_path_launches"] = through_c   # in the timed window; absent kernels: Python path only
+    window = {which: {name: c[which] - (start["compiled_path"][name] or {}).get(which, 0)
+                      for name, c in end["compiled_path"].items() if c} for which in ("compiled", "handed_over")}
+    report["compiled_path_launches"] = window["compiled"]   # in the timed window; absent kernels: Python path only
+    report["handed_to_python"] = window["handed_over"]
+    # After the warm-up every specialization has its launcher, so the compiled path, where it is loaded, takes
+    # every launch of the mix (CuPy arrays, Python scalars, constexprs, an explicit CuPy stream).
+    through_c = all(n == 0 for n in window["handed_over"].values())
     ok = (not failures and not twice and not grew and rss_growth < RSS_LIMIT_MB and gpu_growth < GPU_LIMIT_MB
-          and end["recent_launches"] <= launcher.recent_launches.maxlen and launches > 0)
+          and end["recent_launches"] <= launcher.recent_launches.maxlen and launches > 0 and through_c)
     report["ok"] = ok
     text = json.dumps(report, indent=1)
     print(text)

@@ -415,6 +415,23 @@ def copy_ceiling_gbs(timer) -> float:
     return 2 * src.numel() * src.element_size() / ms / 1e6
 
 
+_SAME_BYTES_COPY = {}     # bytes copied -> GB/s
+
+
+def same_bytes_copy_gbs(timer, nbytes: int) -> float:
+    """GB/s of a device-to-device copy moving `nbytes` (read plus written), timed as the points are: the ceiling a
+    kernel of that size can reach here. A call pays a fixed cost besides its bytes (measured: do_bench's time of a
+    full-grid row kernel was ~6 us over ncu's duration of it), which weighs on a 64-270 MB point as it does not on
+    the 1 GiB copy of `copy_ceiling_gbs` (bench/NOTES.md, issue 18 session 8). Measured once per size."""
+    half = max(nbytes // 2 // 16 * 16, 16)
+    if half not in _SAME_BYTES_COPY:
+        src = torch.empty(half, dtype=torch.uint8, device=DEVICE).random_()
+        dst = torch.empty_like(src)
+        _SAME_BYTES_COPY[half] = 2 * half / timer(lambda: dst.copy_(src)) / 1e6
+        del src, dst
+    return _SAME_BYTES_COPY[half]
+
+
 # ---- running points -------------------------------------------------------------------------------------------
 
 
@@ -476,9 +493,12 @@ def run_point(wl: Workload, twins: Twins, point: Point, timer, ceiling: float, r
     ours = row.get("ours")
     for other in ("triton", "torch"):
         row[f"ours/{other}"] = ours / row[other] if ours and row.get(other) else None
+    same = same_bytes_copy_gbs(timer, case.bytes) if wl.unit == "GB/s" and case.bytes and timed else None
+    row["copy_same_bytes"] = same
     for impl in ("ours", "triton"):     # each one's fraction of the copy ceiling, beside the ratio
         value = row.get(impl)
         row[f"{impl}/copy"] = value / ceiling if value and wl.unit == "GB/s" else None
+        row[f"{impl}/copy_same_bytes"] = value / same if value and same else None
     return row
 
 
@@ -497,7 +517,8 @@ def row_key(row) -> tuple:
 # ---- results --------------------------------------------------------------------------------------------------
 
 CSV_COLUMNS = ["workload", "dtype", "shape", "variant", "unit", "bytes", "flops", "ours", "triton", "torch",
-               "ours/triton", "ours/torch", "ours/copy", "triton/copy", "ours_ms", "triton_ms", "torch_ms", "errors"]
+               "ours/triton", "ours/torch", "ours/copy", "triton/copy", "copy_same_bytes", "ours/copy_same_bytes",
+               "triton/copy_same_bytes", "ours_ms", "triton_ms", "torch_ms", "errors"]
 
 
 def write_results(out: Path, meta: dict, rows: list[dict]):
@@ -528,7 +549,7 @@ LARGE_BYTES = 64 << 20   # issue 18's targets: points moving this much should ru
 def format_table(meta: dict, rows: list[dict]) -> str:
     """The compact table printed at the end of stdout (the part of the output that comes back)."""
     head = f"{'workload':10} {'dt':4} {'shape':24} {'MB':>6} {'ours':>7} {'triton':>7} {'torch':>7} " \
-           f"{'o/tri':>5} {'o/trc':>5} {'o/cpy':>5} {'t/cpy':>5}"
+           f"{'o/tri':>5} {'o/trc':>5} {'o/cpy':>5} {'t/cpy':>5} {'o/cpB':>5}"
     lines = [head, "-" * len(head)]
     for r in rows:
         size = r["bytes"] / 1e6 if r["bytes"] else None
@@ -537,12 +558,13 @@ def format_table(meta: dict, rows: list[dict]) -> str:
                      f"{_fmt(r.get('triton'), 1 if r['unit'] == 'TFLOP/s' else 0):>7} "
                      f"{_fmt(r.get('torch'), 1 if r['unit'] == 'TFLOP/s' else 0):>7} "
                      f"{_fmt(r.get('ours/triton'), 2):>5} {_fmt(r.get('ours/torch'), 2):>5} "
-                     f"{_fmt(r.get('ours/copy'), 2):>5} {_fmt(r.get('triton/copy'), 2):>5}")
+                     f"{_fmt(r.get('ours/copy'), 2):>5} {_fmt(r.get('triton/copy'), 2):>5} "
+                     f"{_fmt(r.get('ours/copy_same_bytes'), 2):>5}")
         for impl, error in r["errors"].items():
             lines.append(f"    ! {impl}: {error[:110]}")
     ceilings = ", ".join(f"{c:.0f}" for c in meta.get("copy_ceiling_gbs", []))
     lines.append(f"units: GB/s (matmul: TFLOP/s); copy ceiling measured in this run: {ceilings} GB/s; "
-                 f"GPU: {meta.get('gpu', '?')}")
+                 f"GPU: {meta.get('gpu', '?')}; o/cpB: ours against a copy of the point's own bytes")
     for wl in dict.fromkeys(r["workload"] for r in rows):
         ratios = [r["ours/triton"] for r in rows if r["workload"] == wl and r.get("ours/triton")]
         n = sum(1 for r in rows if r["workload"] == wl)
@@ -551,6 +573,10 @@ def format_table(meta: dict, rows: list[dict]) -> str:
                  and r["bytes"] >= LARGE_BYTES]
         at_ceiling = (f"; of the copy ceiling at >= 64 MiB: lowest {min(large):.2f}, "
                       f"{sum(f >= 0.90 for f in large)} of {len(large)} at >= 0.90") if large else ""
+        same = [r["ours/copy_same_bytes"] for r in rows if r["workload"] == wl and r.get("ours/copy_same_bytes")
+                and r["bytes"] >= LARGE_BYTES]
+        if same:
+            at_ceiling += f"; of a copy of the same bytes: lowest {min(same):.2f}"
         lines.append(f"  {wl:10} ours/triton geomean {_fmt(gm, 2)} over {len(ratios)} of {n} points{at_ceiling}")
     if meta.get("variants"):
         lines.append(f"compiled variants of ours in this run: {meta['variants']}")

@@ -7,13 +7,21 @@ cases use (so racecheck finishes), with a table of errors per tool and kernel.
     OUT=folder python bench/sanitize.py [--tools memcheck,racecheck] [--groups features,dot] [--jobs 8]
     (bench/sanitize.sh is the one command for the H200)
 
-How: the cases are split in units (a group's cases, a few at a time). A first pass runs every unit once without
-a sanitizer (it fills the kernel cache, so the sanitized runs do not time NVRTC, and says which cases give
-wrong results on their own). Then each (tool, unit) runs in its own process under compute-sanitizer with a
-time limit (`--timeout`), several at once (`--jobs`); the sanitizer's log goes to a file per run, and each error
+How: the cases are split in units (a group's cases, a few dozen at a time; a slow test file's shard, every k-th
+of its tests, or a few fast files in one pytest session: `FILE_SECONDS`). Each unit runs once without a
+sanitizer first (it fills the kernel cache, so the sanitized runs do not time NVRTC, and says which cases give
+wrong results on their own), then under each tool in its own process with a time limit (`--timeout`), several
+at once (`--jobs`): a unit's four sanitized runs are queued the moment its plain run ends, ahead of the plain
+runs still waiting, and the longest units go first (no pass waits for the slowest unit of the one before; a
+budget cut leaves out whole units of the shortest, each under every tool). Every run has TRANSPILER_TEST_SIZES=small: the row tests' cases keep their
+kernels over fewer rows (tests/gpu_sizes.py). The sanitizer's log goes to a file per run, and each error
 record in it is attributed to the kernel named in its `at <kernel>+0x...` line. A run that times out or crashes
-is reported as such for every kernel of its unit (never as 0 errors). Kernels that ran come from the
-launcher's record of launches (`runtime/launcher.recent_launches`, unbounded in the worker).
+is reported as such for every kernel of its unit (never as 0 errors); a unit whose plain run timed out is not
+run under the tools (reported "not run (plain timeout)"). Kernels that ran come from the launcher's record of
+launches (`runtime/launcher.recent_launches`, unbounded in the worker).
+
+For one H200 device call of at most 400 s (16 cores): `bash bench/sanitize.sh --jobs 16 --budget 330
+--timeout 100` (no run starts after 330 s, none runs past 355 s).
 
 Writes `$OUT/sanitize/summary.md` (per kernel: errors per tool; per run: status, errors, time), `summary.json`
 and the logs. Exit status 0 only when every run finished with 0 errors and every result was right.
@@ -23,13 +31,15 @@ from __future__ import annotations
 
 import argparse
 import collections
-import concurrent.futures
+import heapq
+import itertools
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -69,6 +79,21 @@ TEST_FILES = ("test_gpu_attention", "test_gpu_dot_dtypes", "test_gpu_tma", "test
               "test_gpu_vs_interpreter", "test_gpu_torch", "test_gpu_continued_lines",
               "test_gpu_dot_scaled", "test_gpu_pointer_condition",
               "test_gpu_fp_contraction", "test_gpu_compile_size")
+# Seconds a test file's plain run took on the H200 (this project's sweep of 2026-12-01, NVRTC included, sizes
+# before tests/gpu_sizes.py): a file is split in shards of about SHARD_SECONDS (shard i of k runs every k-th
+# of its tests), so that no unit is the sweep's long pole, and files of a few seconds share a unit.
+FILE_SECONDS = {"test_gpu_row_ring": 157, "test_gpu_membound": 122, "test_gpu_autodiff": 105,
+                "test_gpu_attention": 79, "test_gpu_program_packing": 73, "test_gpu_tma": 60,
+                "test_gpu_dot_dtypes": 48, "test_gpu_random": 43, "test_gpu_torch": 41,
+                "test_gpu_vs_interpreter": 35, "test_gpu_realworld_core": 18, "test_gpu_host_tensor_descriptors": 18,
+                "test_gpu_minmax_typing": 18, "test_gpu_bool_arithmetic": 17, "test_gpu_conditional_expressions": 17,
+                "test_gpu_assigned_numbers": 17, "test_gpu_dot_scaled": 17, "test_gpu_fp8_compute": 17,
+                "test_gpu_inline_asm": 16, "test_gpu_pointer_condition": 14, "test_gpu_fp_contraction": 13,
+                "test_gpu_conversion_chunks": 12, "test_gpu_continued_lines": 10, "test_gpu_fuzz_findings": 9,
+                "test_gpu_cache_hints": 9, "test_gpu_compile_size": 9}
+SHARD_SECONDS = 40
+# Seconds per case of a group's plain run (the same sweep): the order the units start in, longest first.
+CASE_SECONDS = {"examples": 3.0, "dot": 1.5, "dtypes": 0.8, "unseen": 0.6}
 NOT_SWEPT = {   # GPU test files outside the sweep, and why
     "test_gpu_faults": "plants faults on purpose", "test_gpu_aot": "nvcc-built programs",
     "test_gpu_launch_args": "launch validation (host)", "test_gpu_launch_fast_path": "host launch path",
@@ -82,6 +107,9 @@ NOT_SWEPT = {   # GPU test files outside the sweep, and why
     "test_gpu_dtypes": "group dtypes", "test_gpu_dot": "group dot"}
 GROUPS = ("examples", "features", "unseen", "dot", "scans", "atomics", "block_ptr", "libdevice", "dtypes", "files")
 NO_TRITON = ROOT / "bench" / "no_triton"
+# The runs go side by side, one a core: the host references' BLAS and torch's CPU ops keep to one thread each
+# (a process each spinning up a thread per core would share the cores --jobs times over).
+ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
 ERROR_AT = re.compile(r"\bat (?:0x[0-9a-f]+ in )?([A-Za-z_]\w*)(?:\(|\+0x)")
 SUMMARY = re.compile(r"(?:ERROR SUMMARY|RACECHECK SUMMARY): (\d+) (?:errors?|hazards? displayed \((\d+) errors?)")
 
@@ -105,7 +133,11 @@ def case_names(group):
         from dot_kernels import CASES
         return [c.id for c in CASES]
     if group == "files":
-        return [name for name in TEST_FILES if (ROOT / "tests" / f"{name}.py").exists()]
+        names = []
+        for name in (n for n in TEST_FILES if (ROOT / "tests" / f"{n}.py").exists()):
+            shards = -(-FILE_SECONDS.get(name, 0) // SHARD_SECONDS)
+            names += [f"{name}@{i}/{shards}" for i in range(shards)] if shards > 1 else [name]
+        return names
     return [f"{ex}:{i}" for ex, cases in _example_cases().items() for i in range(len(cases))]
 
 
@@ -137,8 +169,6 @@ def _run_case(group, name):
         import test_gpu_dot
         from dot_kernels import CASES
         test_gpu_dot.test_dot_case(next(c for c in CASES if c.id == name))
-    elif group == "files":
-        _run_test_file(name)
     else:
         import importlib
         import _harness as H
@@ -150,14 +180,58 @@ def _run_case(group, name):
         importlib.import_module(example).run_case(lib, **case)
 
 
-def _run_test_file(name):
-    """One GPU test file through pytest in this process (its kernels land in the launcher's record)."""
+class _Shard:
+    """A pytest plugin keeping every `count`-th collected test from `index` on (a shard of one file)."""
+
+    def __init__(self, index, count):
+        self.index, self.count = index, count
+
+    def pytest_collection_modifyitems(self, config, items):
+        kept = items[self.index::self.count]
+        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+        items[:] = kept
+
+
+class _Outcomes:
+    """A pytest plugin counting, per test file, the tests that passed and those that failed (setup included; a
+    file that does not import counts as one failure)."""
+
+    def __init__(self):
+        self.passed, self.failed = collections.Counter(), collections.Counter()
+
+    def pytest_runtest_logreport(self, report):
+        name = Path(report.nodeid.split("::")[0]).stem
+        if report.failed:
+            self.failed[name] += 1
+        elif report.passed and report.when == "call":
+            self.passed[name] += 1
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self.failed[Path(report.nodeid.split("::")[0]).stem] += 1
+
+
+def _run_test_files(names):
+    """The unit's GPU test files (several small ones, or one shard of a slow one: `file@index/count`) through
+    one pytest session in this process (their kernels land in the launcher's record); {name: status}."""
     import pytest
-    rc = pytest.main([str(ROOT / "tests" / f"{name}.py"), "-q", "-m", "gpu", "-p", "no:cacheprovider",
-                      "-W", "ignore::pytest.PytestUnraisableExceptionWarning"])
-    if rc == 5:                                              # nothing collected or everything deselected
-        pytest.skip(f"{name}: no GPU test ran")
-    assert rc == 0, f"pytest exit status {int(rc)} (failed tests above in the run's .out file)"
+    files, shard = [n.partition("@")[0] for n in names], names[0].partition("@")[2]
+    outcomes = _Outcomes()
+    plugins = [outcomes] + ([_Shard(*map(int, shard.split("/")))] if shard else [])
+    rc = pytest.main([str(ROOT / "tests" / f"{name}.py") for name in files] +
+                     ["-q", "-m", "gpu", "-p", "no:cacheprovider", "--continue-on-collection-errors",
+                      "-W", "ignore::pytest.PytestUnraisableExceptionWarning"], plugins=plugins)
+    statuses = {}
+    for name, file in zip(names, files):
+        if outcomes.failed[file]:
+            statuses[name] = f"wrong {outcomes.failed[file]} failed (the run's .out file says which)"
+        elif outcomes.passed[file]:
+            statuses[name] = "ok"
+        elif rc not in (0, 1, 5):                               # the session broke: every file says so
+            statuses[name] = f"error pytest exit status {int(rc)}"
+        else:
+            statuses[name] = "skipped"
+    return statuses
 
 
 def _run_control(name):
@@ -178,6 +252,10 @@ def worker(group, names):
     _paths()
     from transpiler.runtime import launcher
     launcher.recent_launches = collections.deque()          # every launch, not the last 16
+    if group == "files":                                     # one pytest session for the unit's files
+        for name, status in _run_test_files(names).items():
+            print(f"CASE {name} {status}", flush=True)
+        names = []
     for name in names:
         try:
             _run_case(group, name)
@@ -203,10 +281,86 @@ def units(groups, chunk):
         if group == "controls":
             continue                          # run apart, each under its own tool (`main`)
         names = case_names(group)
-        step = 1 if group == "files" else chunk                  # a whole test file is unit enough
-        for i in range(0, len(names), step):
-            out.append((group, names[i:i + step]))
+        if group == "files":
+            out += [(group, files) for files in _file_units(names)]
+            continue
+        for i in range(0, len(names), chunk):
+            out.append((group, names[i:i + chunk]))
     return out
+
+
+def _file_units(names):
+    """The files group's units: a shard alone; files of a few seconds together, up to SHARD_SECONDS a unit (one
+    process and one pytest session fewer per tool for each file packed)."""
+    out, pack = [[name] for name in names if "@" in name], []
+    for name in (n for n in names if "@" not in n):
+        if pack and estimate("files", pack + [name]) > SHARD_SECONDS:
+            out.append(pack)
+            pack = []
+        pack.append(name)
+    return out + ([pack] if pack else [])
+
+
+def estimate(group, names):
+    """Seconds a unit's plain run is expected to take (its place in the queue before it has run)."""
+    if group == "files":
+        return sum(FILE_SECONDS.get(name.partition("@")[0], 15) /
+                   (int(name.partition("@")[2].split("/")[1]) if "@" in name else 1) for name in names)
+    return len(names) * CASE_SECONDS.get(group, 0.4)
+
+
+def schedule(todo, tools, controls, jobs, run):
+    """Runs every unit of `todo` plain, then under each tool, on `jobs` threads; `run(tool or None, group,
+    names)` returns a result. Queue order: the controls, then sanitized runs before plain ones (a unit's four
+    are queued when its plain run ends), each kind longest first (by the plain run's seconds, else `estimate`),
+    so that the sweep's end is not one long unit started last. Results: plain runs, then sanitized, in `todo`
+    order, each unit's tools in `tools` order."""
+    queue, done, tiebreak = [], [], itertools.count()
+    order = {tuple(u[1]): i for i, u in enumerate(todo)}
+    state = threading.Condition()
+    left = [len(controls) + len(todo)]        # runs queued or running
+
+    def push(priority, seconds, item):
+        heapq.heappush(queue, (priority, -seconds, next(tiebreak), item))
+
+    for tool, group, names in controls:
+        push(0, 0, (tool, group, names))
+    for group, names in todo:
+        push(2, estimate(group, names), (None, group, names))
+
+    def worker():
+        while True:
+            with state:
+                while not queue and left[0]:
+                    state.wait()
+                if not queue:
+                    return
+                _, _, _, (tool, group, names) = heapq.heappop(queue)
+            try:
+                result = run(tool, group, names)
+            except Exception as e:            # noqa: BLE001 (a driver error: said as the run's status)
+                result = dict(tool=tool or "plain", group=group, names=names, status=f"driver error {e!r}",
+                              seconds=0, cases={}, kernels=[], errors={}, total_errors=0, log="")
+            with state:
+                done.append(result)
+                if tool is None:
+                    for t in tools:
+                        if result["status"] == "timeout":       # the tools would time out too: said, not run
+                            done.append(dict(result, tool=t, status="not run (plain timeout)", seconds=0,
+                                             errors={}, total_errors=0, log=""))
+                        else:
+                            push(1, result["seconds"], (t, group, names))
+                            left[0] += 1
+                left[0] -= 1
+                state.notify_all()
+    threads = [threading.Thread(target=worker) for _ in range(max(1, jobs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    rank = {None: -1, "plain": -1, **{t: i for i, t in enumerate(tools)}}
+    return sorted(done, key=lambda r: (r["group"] != "controls", r["tool"] != "plain",
+                                       order.get(tuple(r["names"]), -1), rank.get(r["tool"], 0)))
 
 
 def run_unit(tool, group, names, logdir: Path, timeout, sanitizer, deadline=float("inf")):
@@ -214,7 +368,7 @@ def run_unit(tool, group, names, logdir: Path, timeout, sanitizer, deadline=floa
         return dict(tool=tool or "plain", group=group, names=names, status="not run (budget)", seconds=0,
                     cases={}, kernels=[], errors={}, total_errors=0, log="")
     timeout = max(10.0, min(timeout, deadline + timeout / 4 - time.monotonic()))
-    tag = f"{tool or 'plain'}-{group}-{names[0].replace(':', '_').replace('/', '_')}"
+    tag = f"{tool or 'plain'}-{group}-{re.sub(r'[^A-Za-z0-9_.-]', '_', names[0])}"
     log = logdir / f"{tag}.log"
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", group, *names]
     if tool:
@@ -224,7 +378,8 @@ def run_unit(tool, group, names, logdir: Path, timeout, sanitizer, deadline=floa
     try:
         path = f"{NO_TRITON}:{ROOT}" if group == "files" else f"{ROOT}"
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
-                              env=dict(os.environ, PYTHONPATH=f"{path}:{os.environ.get('PYTHONPATH', '')}"))
+                              env=dict(os.environ, PYTHONPATH=f"{path}:{os.environ.get('PYTHONPATH', '')}",
+                                       TRANSPILER_TEST_SIZES="small", **ONE_THREAD))
         stdout, rc, status = done.stdout, done.returncode, "finished"
         (logdir / f"{tag}.out").write_text(stdout + "\n--- stderr ---\n" + done.stderr)
     except subprocess.TimeoutExpired as e:
@@ -315,10 +470,10 @@ def main(argv=None) -> int:
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     parser.add_argument("--tools", default=",".join(TOOLS))
     parser.add_argument("--groups", default=",".join(GROUPS + ("controls",)))
-    parser.add_argument("--chunk", type=int, default=24, help="cases per sanitized process")
+    parser.add_argument("--chunk", type=int, default=40, help="cases per sanitized process")
     parser.add_argument("--budget", type=float, default=float("inf"),
                         help="seconds from the start after which no run starts (those left are reported 'not run')")
-    parser.add_argument("--jobs", type=int, default=min(12, os.cpu_count() or 4))
+    parser.add_argument("--jobs", type=int, default=min(16, os.cpu_count() or 4))
     parser.add_argument("--timeout", type=float, default=150.0, help="seconds per sanitized process")
     parser.add_argument("--out", default=os.environ.get("OUT", "sanitize_out"))
     parser.add_argument("--list", action="store_true", help="print the units and exit")
@@ -341,13 +496,12 @@ def main(argv=None) -> int:
     out = Path(args.out) / "sanitize"
     (out / "logs").mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + args.budget
-    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        results = list(pool.map(lambda u: run_unit(None, u[0], u[1], out / "logs", args.timeout * 2, None,
-                                                   deadline), todo))
-        runs = [(t, "controls", [n]) for n, t in CONTROLS.items() if t in tools and "controls" in args.groups]
-        runs += [(t, g, n) for g, n in todo for t in tools]         # unit by unit: whole rows first
-        results += list(pool.map(lambda r: run_unit(r[0], r[1], r[2], out / "logs", args.timeout, sanitizer,
-                                                     deadline), runs))
+    controls = [(t, "controls", [n]) for n, t in CONTROLS.items() if t in tools and "controls" in args.groups]
+
+    def run(tool, group, names):
+        return run_unit(tool, group, names, out / "logs", args.timeout * (1 if tool else 2),
+                        sanitizer if tool else None, deadline)
+    results = schedule(todo, tools, controls, args.jobs, run)
     clean, table = summarize(results, tools, out)
     print(table)
     return 0 if clean else 1

@@ -1,20 +1,23 @@
 #!/usr/bin/env python
-"""A/B of one code-generation switch per point on the row kernels: ours as built by default ("on"), ours with the
-point's switch set (the same source loaded as a second module, built while the switch is set, so both live in
-one process) and Triton on the same source. Each point: results checked against Triton's, then `--rounds`
-interleaved do_bench medians (L2 flushed), GB/s and the fraction of the copy ceiling measured in the same
-process. Writes `switch_ab.json` after every point.
+"""A/B of code-generation switches and launch options on the row kernels (softmax, layernorm, row argmax): the one
+A/B tool of the memory-bound kernels (it replaces `ring_ab.py` and `row_loop_ab.py`).
 
-    python bench/switch_ab.py --out DIR [--rounds 3] [--sets packing,barriers]
+Each variant runs in a process of its own, its switches set before anything is imported: the launch key holds the
+code-changing environment (transpiler/options.py), so a switch set around one call of a process either launches
+the default build at every later call (the variant is never timed) or sends every call down the slow host path
+(a launch slower than do_bench's L2 flush shows in the GPU time): both happened in sessions 6 and 7. A variant may
+also change a launch option (`warps`: the num_warps of ours and of Triton's twin both, as a user could write it).
 
-Sets: `packing`, `packing_large` (analysis/program_packing.py off: TRANSPILER_PACK_PROGRAMS=0), `prefetch` (packed
-programs folded into a persistent row loop with 64 bytes a thread ahead), `barriers` (a barrier before
-every cross-warp reduction write of a loop: TRANSPILER_LOOP_REDUCTION_BARRIER=1), `row_loop` (the fold off:
-TRANSPILER_ROW_LOOP=0).
+Per point, in each variant's process: ours and Triton launched on the same source, ours checked against Triton,
+a warm-up, then `--rounds` interleaved do_bench medians (L2 flushed), GB/s, the fraction of the copy ceiling
+measured in that process, ours/Triton, the blocks and threads ours launched. Each process writes
+`ab_<variant>.json` after every point; the parent then prints one table (each variant against the first one)
+and writes `ab.json`.
 
-Broken since the launch key holds the code-changing environment (transpiler/options.py): the "off" variant is
-built under its switch, then timed without it, which launches the default build (found in session 7). Compare
-variants one process each, as `bench/ring_ab.py` does.
+    python bench/switch_ab.py --out DIR [--variants default,launched_warps] [--points all|NAME,...] [--rounds 2]
+    python bench/switch_ab.py --list          (the variants and points)
+    ncu ... python bench/switch_ab.py --out DIR --variant V --profile [--points ...]
+        (one launch of ours per point at its own num_warps, then one at the variant's if that differs: for ncu)
 """
 from __future__ import annotations
 
@@ -23,30 +26,65 @@ import importlib.util
 import json
 import os
 import statistics
+import subprocess
 import sys
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from twins import BENCH, EXAMPLES, load  # noqa: E402
 
-SETS = {   # name -> (switch, its value in the variant compared, [(workload, dtype, shape)])
-    "packing": ("TRANSPILER_PACK_PROGRAMS", "0", [
-        ("softmax", "float16", (4096, 512)), ("softmax", "float32", (4096, 512)),
-        ("softmax", "float16", (4096, 1024))]),
-    "packing_large": ("TRANSPILER_PACK_PROGRAMS", "0", [
-        ("softmax", "float16", (32768, 1024)), ("argmax", "float16", (32768, 1024))]),
-    "prefetch": ("TRANSPILER_ROW_LOOP_BYTES", "64", [
-        ("softmax", "float16", (32768, 1024)), ("argmax", "float16", (32768, 1024))]),
-    "barriers": ("TRANSPILER_LOOP_REDUCTION_BARRIER", "1", [("softmax", "float16", (8192, 4096))]),
-    "row_loop": ("TRANSPILER_ROW_LOOP", "0", [
-        ("softmax", "float16", (8192, 4096)), ("softmax", "float16", (4096, 16384)),
-        ("layernorm", "float16", (16384, 4096)), ("argmax", "float16", (32768, 1024))]),
+
+@dataclass(frozen=True)
+class Variant:
+    doc: str
+    env: dict = field(default_factory=dict)
+    warps: object = None        # None: each point's own num_warps; else a function of it (ours and Triton's)
+
+
+VARIANTS = {
+    "default": Variant("ours as built by default"),
+    "launched_warps": Variant("every program on the launch's num_warps (analysis/program_warps.py off)",
+                              {"TRANSPILER_PROGRAM_WARPS": "0"}),
+    "warps_64": Variant("fewer warps down to 64 bytes a thread of the widest row",
+                        {"TRANSPILER_PROGRAM_WARPS": "64"}),
+    "launched_half_warps": Variant("num_warps halved at launch, program_warps.py off (for ncu: both warps)",
+                                   {"TRANSPILER_PROGRAM_WARPS": "0"}, warps=lambda w: max(1, w // 2)),
+    "ring": Variant("rows over 16 bytes a thread ahead in a shared-memory ring", {"TRANSPILER_ROW_RING": "1"}),
+    "ring_all": Variant("every eligible row in the ring, one wave always",
+                        {"TRANSPILER_ROW_RING": "2", "TRANSPILER_ROW_RING_WAVES": "0"}),
+    "no_row_loop": Variant("one row per program, no persistent row loop", {"TRANSPILER_ROW_LOOP": "0"}),
+    "unpacked": Variant("one program per block, never one warp each", {"TRANSPILER_PACK_PROGRAMS": "0"}),
+    "loop_barriers": Variant("a barrier before every cross-warp reduction write of a loop",
+                             {"TRANSPILER_LOOP_REDUCTION_BARRIER": "1"}),
+    "half_warps": Variant("num_warps halved at launch (ours and Triton)", warps=lambda w: max(1, w // 2)),
 }
-SOURCES = {"softmax": (EXAMPLES / "softmax.py", "softmax"), "layernorm": (EXAMPLES / "layernorm.py", "layer_norm"),
-           "argmax": (BENCH / "kernels.py", "row_argmax")}
+
+POINTS = [   # (workload, dtype, rows, columns)
+    ("softmax", "float16", 8192, 4096), ("softmax", "bfloat16", 8192, 4096), ("layernorm", "float16", 16384, 4096),
+    ("layernorm", "bfloat16", 8192, 8192), ("softmax", "float32", 8192, 4096), ("softmax", "float32", 4096, 1024),
+    ("softmax", "float16", 4096, 4096), ("softmax", "float16", 4096, 8192), ("softmax", "float16", 32768, 1024),
+    ("argmax", "float16", 32768, 1024), ("argmax", "float32", 32768, 1024), ("layernorm", "float16", 4096, 12288),
+]
 
 
-def load_again(path, name):
+def label(point):
+    wl, dt, rows, cols = point
+    return f"{wl}_{dt}_{rows}x{cols}"
+
+
+def _next_pow2(n):
+    return 1 << (n - 1).bit_length()
+
+
+def default_warps(wl, block):
+    """The examples' own rules (examples/softmax.py, examples/layernorm.py, bench/kernels.py)."""
+    if wl in ("layernorm", "argmax"):
+        return min(max(block // 256, 1), 8)
+    return 16 if block >= 4096 else 8 if block >= 2048 else 4
+
+
+def _module(path, name):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
@@ -54,74 +92,195 @@ def load_again(path, name):
     return module
 
 
-def _calls(wl, fns, torch, dtype, shape):
-    """(calls per flavor, bytes moved) of one point."""
-    x = torch.randn(shape, device="cuda", dtype=dtype)
-    if wl == "layernorm":
-        w = 1 + 0.5 * torch.randn(shape[1], device="cuda", dtype=dtype)
-        b = 0.5 * torch.randn(shape[1], device="cuda", dtype=dtype)
-        moved = 2 * x.numel() * x.element_size() + 2 * shape[1] * x.element_size() + 8 * shape[0]
-        return {k: (lambda f=f: f(x, w, b)) for k, f in fns.items()}, moved
-    moved = x.numel() * x.element_size() * (2 if wl == "softmax" else 1) + (4 * shape[0] if wl == "argmax" else 0)
-    return {k: (lambda f=f: f(x)) for k, f in fns.items()}, moved
+def _launches(point, modules, torch, warps_rule):
+    """(name -> a call launching that flavour's kernel directly with the variant's num_warps, bytes moved, warps,
+    name -> the call's output to compare)."""
+    wl, dt, rows, cols = point
+    dtype = getattr(torch, dt)
+    x = torch.randn((rows, cols), device="cuda", dtype=dtype)
+    block = _next_pow2(cols)
+    warps = default_warps(wl, block)
+    warps = warps_rule(warps) if warps_rule else warps
+    calls, outs = {}, {}
+    for name, mod in modules.items():
+        if wl == "softmax":
+            y = torch.empty_like(x)
+            calls[name] = (lambda k=mod.softmax_kernel, y=y: k[(rows,)](y, x, cols, cols, cols, BLOCK=block,
+                                                                         num_warps=warps))
+            outs[name] = y
+        elif wl == "layernorm":
+            if "w" not in outs:
+                outs["w"] = 1 + 0.5 * torch.randn(cols, device="cuda", dtype=dtype)
+                outs["b"] = 0.5 * torch.randn(cols, device="cuda", dtype=dtype)
+            w, b = outs["w"], outs["b"]
+            y = torch.empty_like(x)
+            mean, rstd = (torch.empty(rows, device="cuda", dtype=torch.float32) for _ in range(2))
+            calls[name] = (lambda k=mod.layernorm_kernel, y=y, mean=mean, rstd=rstd: k[(rows,)](
+                x, y, w, b, mean, rstd, cols, cols, cols, 1e-5, BLOCK=block, num_warps=warps))
+            outs[name] = y
+        else:
+            y = torch.empty(rows, device="cuda", dtype=torch.int32)
+            calls[name] = (lambda k=mod.argmax_kernel, y=y: k[(rows,)](x, y, cols, cols, BLOCK=block,
+                                                                        num_warps=warps))  # (x, out, n, stride)
+            outs[name] = y
+    element = x.element_size()
+    moved = {"softmax": 2 * rows * cols * element, "layernorm": 2 * rows * cols * element + 2 * cols * element
+             + 8 * rows, "argmax": rows * cols * element + 4 * rows}[wl]
+    return calls, moved, warps, outs
+
+
+def profile_variant(args, variant):
+    """One launch of ours per point at the point's own num_warps, then one at the variant's (for ncu); prints
+    what each launched."""
+    import torch
+
+    from transpiler.runtime import launcher
+    from twins import BENCH, EXAMPLES
+    paths = {"softmax": EXAMPLES / "softmax.py", "layernorm": EXAMPLES / "layernorm.py", "argmax": BENCH / "kernels.py"}
+    wanted = None if args.points == "all" else set(args.points.split(","))
+    for n, point in enumerate(POINTS):
+        if wanted and label(point) not in wanted:
+            continue
+        rules = [None] + ([variant.warps] if variant.warps else [])
+        for i, rule in enumerate(rules):
+            module = _module(paths[point[0]], f"_ab_profile_{n}_{i}")
+            calls, _, warps, _ = _launches(point, {"ours": module}, torch, rule)
+            calls["ours"]()
+            torch.cuda.synchronize()
+            print(f"[{args.variant} profile] launch {label(point)} w{warps} grid {launcher.recent_launches[-1][1]}",
+                  flush=True)
+
+
+def copy_ceiling(torch, ms):
+    """GB/s of a 1 GiB device-to-device copy (read + write), in this process."""
+    src = torch.randn(2**28, device="cuda")
+    dst = torch.empty_like(src)
+    return 2 * src.numel() * 4 / ms(lambda: dst.copy_(src), 100) / 1e6
+
+
+def same_bytes_copy(torch, ms, nbytes):
+    """GB/s of a copy moving `nbytes` (read plus written), timed as the points are: a per-call fixed cost weighs
+    on a 100 MB point as it does not on the 1 GiB copy (bench/run.py `same_bytes_copy_gbs`)."""
+    src = torch.empty(max(nbytes // 2 // 16 * 16, 16), dtype=torch.uint8, device="cuda").random_()
+    dst = torch.empty_like(src)
+    return 2 * src.numel() / ms(lambda: dst.copy_(src), 60) / 1e6
+
+
+def run_variant(args):
+    variant = VARIANTS[args.variant]
+    os.environ.update(variant.env)              # before anything is built
+    if args.profile:
+        return profile_variant(args, variant)
+    import torch
+    from triton.testing import do_bench
+
+    from transpiler.runtime import launcher
+    from twins import BENCH, EXAMPLES, load
+
+    def ms(fn, rep):
+        return do_bench(fn, warmup=10, rep=rep, return_mode="median")
+    ceiling = copy_ceiling(torch, ms)
+    print(f"[{args.variant}] copy ceiling {ceiling:.0f} GB/s ({variant.doc})", flush=True)
+    paths = {"softmax": EXAMPLES / "softmax.py", "layernorm": EXAMPLES / "layernorm.py", "argmax": BENCH / "kernels.py"}
+    wanted = None if args.points == "all" else set(args.points.split(","))
+    rows = []
+    for n, point in enumerate(POINTS):
+        if wanted and label(point) not in wanted:
+            continue
+        t0 = time.time()
+        wl = point[0]
+        modules = {"ours": _module(paths[wl], f"_ab_ours_{n}"), "triton": load(paths[wl], "triton")}
+        calls, moved, warps, outs = _launches(point, modules, torch, variant.warps)
+        calls["ours"]()
+        torch.cuda.synchronize()
+        grid = launcher.recent_launches[-1][1]      # the blocks ours launched
+        calls["triton"]()
+        a, e = outs["ours"].float(), outs["triton"].float()
+        ok = torch.equal(a, e) if wl == "argmax" else torch.allclose(a, e, rtol=2e-2, atol=2e-2)
+        errors = [] if ok else ["differs from Triton"]
+        for fn in calls.values():
+            ms(fn, 20)                              # warm: the first timings after a compile run slow
+        times = {k: [] for k in calls}
+        for _ in range(args.rounds):
+            for k, fn in calls.items():
+                times[k].append(ms(fn, args.rep))
+        row = {"variant": args.variant, "point": label(point), "warps": warps, "bytes": moved, "errors": errors,
+               "times_ms": times, "ceiling": ceiling, "grid_x": grid}
+        for k, t in times.items():
+            row[f"{k}_gbs"] = moved / statistics.median(t) / 1e6
+            row[f"{k}/copy"] = row[f"{k}_gbs"] / ceiling
+        row["ours/triton"] = row["ours_gbs"] / row["triton_gbs"]
+        row["copy_same_bytes_gbs"] = same_bytes_copy(torch, ms, moved)
+        row["ours/copy_same_bytes"] = row["ours_gbs"] / row["copy_same_bytes_gbs"]
+        rows.append(row)
+        print(f"[{args.variant}] {label(point):28} w{warps:<2} ours {row['ours_gbs']:5.0f} ({row['ours/copy']:.2f} "
+              f"of copy, {row['ours/triton']:.2f}x Triton) triton {row['triton_gbs']:5.0f} ({row['triton/copy']:.2f})"
+              f" grid {grid}; {row['ours/copy_same_bytes']:.2f} of a copy of the same bytes [{time.time() - t0:.1f}s] "
+              f"{' '.join(errors)}", flush=True)
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / f"ab_{args.variant}.json").write_text(json.dumps({"ceiling": ceiling, "rows": rows}, indent=1))
+
+
+def summarize(out, variants):
+    """One table: per point, each variant's ours/copy and ours/Triton, and its time against the first variant."""
+    results = {}
+    for v in variants:
+        path = out / f"ab_{v}.json"
+        if path.exists():
+            for row in json.loads(path.read_text())["rows"]:
+                results.setdefault(row["point"], {})[v] = row
+    print(f"\n{'point':28} " + " ".join(f"{v[:16]:>24}" for v in variants))
+    for point, by in results.items():
+        base = by.get(variants[0])
+        cells = []
+        for v in variants:
+            r = by.get(v)
+            if r is None:
+                cells.append(f"{'-':>24}")
+                continue
+            rel = f" {r['ours_gbs'] / base['ours_gbs']:.3f}" if base else ""
+            cells.append(f"{r['ours/copy']:.3f}c {r['ours/triton']:.2f}t{rel}{'!' if r['errors'] else ''}".rjust(24))
+        print(f"{point:28} " + " ".join(cells))
+    out.mkdir(parents=True, exist_ok=True)
+    print("(per variant: ours/copy ceiling 'c', ours/Triton 't', ours against the first variant; '!' differs)")
+    (out / "ab.json").write_text(json.dumps(results, indent=1))
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--sets", default="packing,barriers")
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--variants", default="default,launched_warps", help="one process each, in this order")
+    ap.add_argument("--variant", help=argparse.SUPPRESS)          # the one this process times
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rep", type=int, default=60, help="do_bench's rep (ms) per timing")
+    ap.add_argument("--points", default="all")
+    ap.add_argument("--timeout", type=float, default=120, help="seconds per variant process (the first: twice)")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--profile", action="store_true", help="with --variant: one launch of ours per point, for ncu")
     args = ap.parse_args()
-    import torch
-    from triton.testing import do_bench
-
-    def ms(fn):
-        return do_bench(fn, warmup=25, rep=100, return_mode="median")
-    src = torch.randn(2**28, device="cuda")
-    dst = torch.empty_like(src)
-    ceiling = 2 * src.numel() * 4 / ms(lambda: dst.copy_(src)) / 1e6
-    del src, dst
-    print(f"copy ceiling {ceiling:.0f} GB/s", flush=True)
-    rows = []
-    for set_name in args.sets.split(","):
-        switch, value, points = SETS[set_name]
-        for wl, dt, shape in points:
-            path, fn_name = SOURCES[wl]
-            fns = {"on": getattr(load(path, "ours"), fn_name),
-                   "off": getattr(load_again(path, f"_ours_{set_name}_{path.stem}"), fn_name),
-                   "triton": getattr(load(path, "triton"), fn_name)}
-            calls, moved = _calls(wl, fns, torch, getattr(torch, dt), shape)
-            os.environ[switch] = value
-            try:
-                ref = calls["off"]()                     # the compared variant is built while the switch is set
-            finally:
-                os.environ.pop(switch)
-            got, expect = calls["on"](), calls["triton"]()
-            errors = []
-            for name, out in (("on", got), ("off", ref)):
-                a, e = (out[0], expect[0]) if isinstance(out, tuple) else (out, expect)
-                if not torch.allclose(a.float(), e.float(), rtol=2e-2, atol=2e-2):
-                    errors.append(f"{name} differs from Triton")
-            times = {k: [] for k in calls}
-            for fn in calls.values():     # a round not kept: the first timings after a compile ran 10-70% slow
-                ms(fn)
-            for _ in range(args.rounds):
-                for k, fn in calls.items():
-                    times[k].append(ms(fn))
-            row = {"set": set_name, "switch": f"{switch}={value}", "workload": wl, "dtype": dt,
-                   "shape": "x".join(map(str, shape)), "bytes": moved, "errors": errors,
-                   "times_ms": times}
-            for k, t in times.items():
-                row[f"{k}_gbs"] = moved / statistics.median(t) / 1e6
-            row["on/off"] = row["on_gbs"] / row["off_gbs"]
-            row["on/triton"], row["off/triton"] = row["on_gbs"] / row["triton_gbs"], row["off_gbs"] / row["triton_gbs"]
-            row["on/copy"], row["off/copy"] = row["on_gbs"] / ceiling, row["off_gbs"] / ceiling
-            rows.append(row)
-            print(f"{set_name:8} {wl:9} {dt:8} {row['shape']:11} on {row['on_gbs']:6.0f} off {row['off_gbs']:6.0f} "
-                  f"triton {row['triton_gbs']:6.0f}  on/off {row['on/off']:.3f} on/tri {row['on/triton']:.2f} "
-                  f"off/tri {row['off/triton']:.2f} on/copy {row['on/copy']:.2f} {' '.join(errors)}", flush=True)
-            args.out.mkdir(parents=True, exist_ok=True)
-            (args.out / "switch_ab.json").write_text(json.dumps({"ceiling": ceiling, "rows": rows}, indent=1))
+    if args.list:
+        for name, v in VARIANTS.items():
+            print(f"{name:16} {v.doc} {v.env or ''}")
+        print("points:", ", ".join(map(label, POINTS)))
+        return
+    if args.out is None:
+        ap.error("--out is required")
+    if args.variant is not None:
+        return run_variant(args)
+    variants = args.variants.split(",")
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        ap.error(f"unknown variants {unknown} (--list)")
+    for i, v in enumerate(variants):
+        # the first process compiles Triton's kernels too (a cold cache): measured 9 s were not enough for one point
+        limit = args.timeout * (2 if i == 0 else 1)
+        try:
+            subprocess.run([sys.executable, __file__, "--out", str(args.out), "--variant", v, "--rounds",
+                            str(args.rounds), "--rep", str(args.rep), "--points", args.points], check=False,
+                           timeout=limit)
+        except subprocess.TimeoutExpired:
+            print(f"[{v}] stopped after {limit:.0f} s", flush=True)
+    summarize(args.out, variants)
 
 
 if __name__ == "__main__":

@@ -153,7 +153,11 @@ class Kernel(KernelVariants, KernelInterface):
     def _native(self):
         """The kernel's compiled-path table (`native_launch.py`), made on first use; falsy where there is none."""
         if self._native_table is None:
-            self._native_table = native_launch.table_for(self) or False
+            # Threads meeting a new kernel at once make one table: a second would take the grids made with it
+            # and learn the plans again, its launches counted where `counts()` does not look (the load test).
+            with native_launch.table_lock:
+                if self._native_table is None:
+                    self._native_table = native_launch.table_for(self) or False
         return self._native_table
 
     def _launch_on_callable_grid(self, grid, *args, num_warps=4, num_stages=3, stream=None, **kwargs):
@@ -336,12 +340,12 @@ class Kernel(KernelVariants, KernelInterface):
             raise fault from e
         cls = DebugLauncher if var.options.debug else Launcher
         slot_names = [n for n, c in zip(self._names, self._constexpr_mask) if not c]
-        launcher = cls(module, function, context, var.slot_kinds, num_warps, name=self.__name__,
+        launcher = cls(module, function, context, var.slot_kinds, var.num_warps, name=self.__name__,
                        shared_bytes=var.shared_bytes, slot_names=slot_names + ["grid x"] * var.row_loop,
                        tensor_maps=TensorMaps(var.tensor_maps) if var.tensor_maps else None)
         if not var.row_loop:
             return launcher
-        blocks = (var.resident_programs(device, num_warps) or UNKNOWN_RESIDENT_PROGRAMS) if var.persistent else None
+        blocks = (var.resident_programs(device) or UNKNOWN_RESIDENT_PROGRAMS) if var.persistent else None
         return RowLoopLauncher(launcher, blocks, var.programs_per_block, var.row_loop_waves)
 
     # -- binding -----------------------------------------------------------------------------------------

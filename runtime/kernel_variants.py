@@ -72,7 +72,7 @@ class KernelVariants:
             entry = {"name": self.fn.__name__, "source": emitted.source, "param_kinds": param_kinds,
                      "shared_bytes": emitted.shared_bytes, "row_loop": emitted.row_loop,
                      "persistent": emitted.persistent, "programs_per_block": emitted.programs_per_block,
-                     "row_loop_waves": emitted.row_loop_waves,
+                     "row_loop_waves": emitted.row_loop_waves, "num_warps": emitted.num_warps,
                      "required_arch": requirement_to_json(emitted.required_arch, self.fn),
                      "tensor_maps": list(emitted.tensor_maps)}
             cache.store(disk_key, entry)
@@ -85,7 +85,7 @@ class KernelVariants:
                                disk_key, opts, requirement_from_json(entry.get("required_arch"), self.fn),
                                opts.maxnreg, entry.get("tensor_maps", ()), entry.get("row_loop", False),
                                entry.get("persistent"), entry.get("programs_per_block", 1),
-                               entry.get("row_loop_waves", 0))
+                               entry.get("row_loop_waves", 0), entry.get("num_warps") or opts.num_warps)
 
     def _arg_specs(self, key, values):
         from ..analysis.specialization import arg_spec

@@ -46,6 +46,7 @@ enabled = True          # False: every kernel[grid] made from now on is the Pyth
 _module = None
 _reason = None          # why the module is not loaded, once that was decided
 _lock = threading.Lock()
+table_lock = threading.Lock()   # held while a kernel's table is made (`Kernel._native`): one table per kernel
 
 
 def unavailable_reason():

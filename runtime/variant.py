@@ -18,7 +18,7 @@ class CompiledVariant:
 
     def __init__(self, name, source, param_kinds, shared_bytes=0, disk_key=None, options=options_mod.DEFAULT,
                  required_arch=None, maxnreg=None, tensor_maps=(), row_loop=False, persistent=None,
-                 programs_per_block=1, row_loop_waves=0):
+                 programs_per_block=1, row_loop_waves=0, num_warps=None):
         self.name = name
         self.source = source
         self.param_kinds = param_kinds       # per kernel parameter: "ptr", a dtype name, or None (constexpr)
@@ -26,6 +26,8 @@ class CompiledVariant:
         self.persistent = row_loop if persistent is None else persistent   # ... one wave of blocks launched
         self.programs_per_block = programs_per_block   # programs of the grid's x per block (program_packing.py)
         self.row_loop_waves = row_loop_waves   # one wave only for grids of at most this many waves (0: any grid)
+        # warps of a block: the launch's num_warps, or fewer where the compiler chose so (analysis/program_warps.py)
+        self.num_warps = options.num_warps if num_warps is None else num_warps
         self.slot_kinds = [k for k in param_kinds if k is not None] + (["int32"] if row_loop else [])
         self.shared_bytes = shared_bytes     # dynamic shared memory per program
         self.disk_key = disk_key
@@ -78,9 +80,10 @@ class CompiledVariant:
             cache.store_cubin(self.disk_key, arch, toolchain.cubin_fingerprint(arch), cubin)
         return cubin
 
-    def resident_programs(self, device, num_warps):
-        """Programs of this variant all SMs of `device` hold at once (one wave), from the cubin's registers;
-        None when the architecture's limits or the register count are unknown."""
+    def resident_programs(self, device):
+        """Programs of this variant all SMs of `device` hold at once (one wave), from the cubin's registers and
+        its blocks' warps; None when the architecture's limits or the register count are unknown."""
+        num_warps = self.num_warps
         from .occupancy import blocks_per_sm, cubin_resources, limits_for
         arch = compiler.device_arch(device)
         limits, report = limits_for(arch), cubin_resources(self.cubin(arch))

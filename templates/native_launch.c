@@ -16,7 +16,10 @@
  * `kernel[grid]`, the grid asked at each launch as `Kernel._grid` asks it) takes a call: it binds the
  * arguments (by position, then parameters and launch options by keyword), computes the facts, finds the plan,
  * packs the parameters into a buffer on the stack and calls cuLaunchKernel (the GIL released during the call, as
- * CuPy's binding does; the caller's context put back when the arrays' device is another one). Anything else --
+ * CuPy's binding does; the caller's context put back when the arrays' device is another one) on the explicit
+ * `stream=` (an int, a CuPy stream, a torch stream: read as `launcher.stream_handle` reads it) or else the current
+ * stream the plan's provider answers (CuPy's per thread, torch's). Tables are shared by threads: the GIL guards
+ * them, and no Python code runs between finding a plan and copying what the launch needs out of it. Anything else --
  * an argument of another type, an unknown keyword, a value that does not fit its C type, no plan yet, a launcher
  * the compiled path does not take (debug mode, TMA tensor maps, by-value parameters), a driver error -- calls the
  * Python launch function (`fallback`) with the call's own arguments, which launches or raises the located error.
@@ -107,7 +110,7 @@ typedef struct {
 } GridLaunch;
 
 static PyObject *s_num_warps, *s_num_stages, *s_stream, *s_data, *s_ptr, *s_device_id, *s_dtype, *s_data_ptr,
-                *s_get_device;
+                *s_get_device, *s_cuda_stream;
 
 static inline long long low_pow2(unsigned long long bits) {
     unsigned b = (unsigned)(bits & 15);
@@ -398,15 +401,33 @@ fail:
     return NULL;
 }
 
-static void add_plan(Table *t, Plan *p) {
-    if (t->n_plans == MAX_ENTRIES) {
-        plan_free(t->plans[MAX_ENTRIES - 1], t->n_params);
-        t->n_plans--;
-    }
+/* Puts `p` first; returns the plan it displaced past MAX_ENTRIES (or NULL), for the caller to free once it has
+ * copied what it launches with: freeing drops references, which may run Python code, during which another
+ * thread may change the table. */
+static Plan *add_plan(Table *t, Plan *p) {
+    Plan *dropped = NULL;
+    if (t->n_plans == MAX_ENTRIES) dropped = t->plans[--t->n_plans];
     memmove(&t->plans[1], &t->plans[0], sizeof(Plan *) * t->n_plans);
     t->plans[0] = p;
     t->n_plans++;
     t->learned++;
+    return dropped;
+}
+
+/* Whether a plan for these facts exists; it is then first (most recently used first). No Python code runs. */
+static int find_plan(Table *t, const Fact *facts, long nw, long ns, long long environment, long long device) {
+    for (int k = 0; k < t->n_plans; k++) {
+        Plan *p = t->plans[k];
+        if (p->num_warps == nw && p->num_stages == ns && p->environment == environment && p->device == device &&
+            same_facts(p->facts, facts, t->n_params)) {
+            if (k) {
+                memmove(&t->plans[1], &t->plans[0], sizeof(Plan *) * k);
+                t->plans[0] = p;
+            }
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /* ---- the call ------------------------------------------------------------------------------------------- */
@@ -433,6 +454,42 @@ static int name_index(Table *t, PyObject *name) {
 
 static int equal_names(PyObject *a, PyObject *b) {
     return a == b || (PyUnicode_Check(a) && PyUnicode_Compare(a, b) == 0);
+}
+
+/* `obj.name` when it is there, else NULL with no error set (no AttributeError made and dropped: a torch stream
+ * has no `.ptr`, and making the exception would cost more than the rest of the lookup). */
+static PyObject *optional_attr(PyObject *obj, PyObject *name) {
+    PyObject *value = NULL;
+#if PY_VERSION_HEX >= 0x030D0000
+    if (PyObject_GetOptionalAttr(obj, name, &value) < 0) PyErr_Clear();
+#else
+    if (_PyObject_LookupAttr(obj, name, &value) < 0) PyErr_Clear();
+#endif
+    return value;
+}
+
+/* An explicit `stream=` as runtime/launcher.py's `stream_handle` reads it: an int, else the int `.ptr` of a CuPy
+ * stream (`Stream`, `ExternalStream`), else the int `.cuda_stream` of a torch stream. 0, or -1 for anything
+ * else (an int subclass, a negative or too large int, an object with neither): the Python path converts it or
+ * refuses it with its located error. */
+static int explicit_stream_handle(PyObject *stream, unsigned long long *handle) {
+    PyObject *h = NULL;
+    if (PyLong_CheckExact(stream)) {
+        Py_INCREF(stream);
+        h = stream;
+    } else if (!PyLong_Check(stream)) {
+        PyObject *names[2] = {s_ptr, s_cuda_stream};
+        for (int k = 0; k < 2 && !h; k++) {
+            h = optional_attr(stream, names[k]);
+            if (h && PyLong_Check(h) && !PyLong_CheckExact(h)) { Py_DECREF(h); return -1; }  /* Python's to take */
+            if (h && !PyLong_Check(h)) Py_CLEAR(h);        /* not a handle: the next name, as the Python path */
+        }
+    }
+    if (!h) return -1;
+    *handle = PyLong_AsUnsignedLongLong(h);
+    Py_DECREF(h);
+    if (PyErr_Occurred()) { PyErr_Clear(); return -1; }
+    return 0;
 }
 
 static const unsigned long long MAX_GRID[3] = {2147483647ull, 65535ull, 65535ull};   /* every device since sm_30 */
@@ -519,9 +576,7 @@ static PyObject *grid_launch_call(PyObject *self, PyObject *const *args, size_t 
     unsigned long long stream_handle = 0;
     int explicit_stream = 0;
     if (stream && stream != Py_None) {
-        if (Py_TYPE(stream) != &PyLong_Type) return hand_over(g, args, nargsf, kwnames);
-        stream_handle = PyLong_AsUnsignedLongLong(stream);
-        if (PyErr_Occurred()) { PyErr_Clear(); return hand_over(g, args, nargsf, kwnames); }
+        if (explicit_stream_handle(stream, &stream_handle) < 0) return hand_over(g, args, nargsf, kwnames);
         explicit_stream = 1;
     }
     PyObject *token = PyList_GET_ITEM(t->environment, 0);
@@ -536,21 +591,10 @@ static PyObject *grid_launch_call(PyObject *self, PyObject *const *args, size_t 
     long long device;
     PyObject *result = NULL;
     How plan = {0};
+    Plan *dropped = NULL;     /* a plan to free once `plan` is copied */
     int found = facts_of(t, ordered, facts, values, floats, &device, &torch, refs, &n_refs) == 0;
     if (found) {
-        found = 0;
-        for (int k = 0; k < t->n_plans; k++) {
-            Plan *p = t->plans[k];
-            if (p->num_warps == nw && p->num_stages == ns && p->environment == environment &&
-                p->device == device && same_facts(p->facts, facts, n)) {
-                if (k) {                                          /* most recently used first */
-                    memmove(&t->plans[1], &t->plans[0], sizeof(Plan *) * k);
-                    t->plans[0] = p;
-                }
-                found = 1;
-                break;
-            }
-        }
+        found = find_plan(t, facts, nw, ns, environment, device);
         if (!found) {
             PyObject *nw_obj = num_warps ? (Py_INCREF(num_warps), num_warps) : PyLong_FromLong(nw);
             PyObject *ns_obj = num_stages ? (Py_INCREF(num_stages), num_stages) : PyLong_FromLong(ns);
@@ -559,7 +603,9 @@ static PyObject *grid_launch_call(PyObject *self, PyObject *const *args, size_t 
             Py_XDECREF(nw_obj);
             Py_XDECREF(ns_obj);
             PyErr_Clear();
-            if (p) { add_plan(t, p); found = 1; }
+            /* `learn` ran Python code, during which another thread may have learned the same plan: one kept. */
+            if (p) dropped = find_plan(t, facts, nw, ns, environment, device) ? p : add_plan(t, p);
+            found = p != NULL;
         }
     }
     if (found) {
@@ -568,6 +614,7 @@ static PyObject *grid_launch_call(PyObject *self, PyObject *const *args, size_t 
         Py_INCREF(plan.name);
         Py_INCREF(plan.stream_fn);
     }
+    if (dropped) plan_free(dropped, n);
     for (int k = 0; k < n_refs; k++) Py_DECREF(refs[k]);
     if (!found || plan.python_only) {
         if (found) { Py_DECREF(plan.name); Py_DECREF(plan.stream_fn); }
@@ -893,7 +940,7 @@ PyMODINIT_FUNC PyInit__transpiler_launch(void) {
     struct { PyObject **slot; const char *text; } names[] = {
         {&s_num_warps, "num_warps"}, {&s_num_stages, "num_stages"}, {&s_stream, "stream"}, {&s_data, "data"},
         {&s_ptr, "ptr"}, {&s_device_id, "device_id"}, {&s_dtype, "dtype"}, {&s_data_ptr, "data_ptr"},
-        {&s_get_device, "get_device"}};
+        {&s_get_device, "get_device"}, {&s_cuda_stream, "cuda_stream"}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!(*names[i].slot = PyUnicode_InternFromString(names[i].text))) return NULL;
     PyObject *m = PyModule_Create(&module);

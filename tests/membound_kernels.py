@@ -9,6 +9,7 @@ import numpy as np
 import transpiler
 import transpiler.language as tl
 from example_specs import example_module
+from gpu_sizes import rows
 
 row_softmax = example_module("softmax").softmax_kernel      # examples/softmax.py: one row per program
 
@@ -216,21 +217,26 @@ def store_then_load_case(rng, n_rows, n_cols):
 
 
 def all_cases(rng):
-    """(name, case) of every GPU check: ragged columns, odd and 4k strides, row counts over several waves."""
+    """(name, case) of every GPU check: ragged columns, odd and 4k strides, row counts over several waves (fewer
+    under TRANSPILER_TEST_SIZES=small: `gpu_sizes.rows`)."""
     return [
-        ("softmax_fp32_ragged_odd_stride", softmax_case(rng, 3001, 1000, 1003)),
-        ("softmax_fp32_stride_4k", softmax_case(rng, 5000, 4090, 4092, num_warps=8)),
-        ("softmax_fp16_many_rows", softmax_case(rng, 40000, 509, 516, np.float16)),
-        ("softmax_fp16_long_rows", softmax_case(rng, 1500, 8190, 8192, np.float16, num_warps=16)),
+        ("softmax_fp32_ragged_odd_stride", softmax_case(rng, rows(3001), 1000, 1003)),
+        ("softmax_fp32_stride_4k", softmax_case(rng, rows(5000), 4090, 4092, num_warps=8)),
+        ("softmax_fp16_many_rows", softmax_case(rng, rows(40000), 509, 516, np.float16)),
+        ("softmax_fp16_long_rows", softmax_case(rng, rows(1500), 8190, 8192, np.float16, num_warps=16)),
         ("softmax_one_row", softmax_case(rng, 1, 300, 301)),
-        ("norm_fp32_ragged", norm_case(rng, 4099, 777, 781)),
-        ("norm_fp16_stride_8k", norm_case(rng, 9000, 1000, 1000, np.float16)),
-        ("argmax_fp32_many_rows", argmax_case(rng, 33333, 257, 260)),
-        ("argmax_fp16_odd_stride", argmax_case(rng, 7001, 1023, 1029, np.float16)),
-        ("grid_facts_2d_grid", grid_facts_case(rng, 3000, 300)),
-        ("early_return_every_third_row", early_return_case(rng, 5003, 200)),
-        ("store_then_load_same_row", store_then_load_case(rng, 4001, 333)),
-        ("scalar_and_block_loads_ahead", scaled_sums_case(rng, 6007, 300)),
+        ("norm_fp32_ragged", norm_case(rng, rows(4099), 777, 781)),
+        ("norm_fp16_stride_8k", norm_case(rng, rows(9000), 1000, 1000, np.float16)),
+        ("argmax_fp32_many_rows", argmax_case(rng, rows(33333), 257, 260)),
+        ("argmax_fp16_odd_stride", argmax_case(rng, rows(7001), 1023, 1029, np.float16)),
+        ("grid_facts_2d_grid", grid_facts_case(rng, rows(3000), 300)),
+        ("early_return_every_third_row", early_return_case(rng, rows(5003), 200)),
+        ("store_then_load_same_row", store_then_load_case(rng, rows(4001), 333)),
+        ("scalar_and_block_loads_ahead", scaled_sums_case(rng, rows(6007), 300)),
+        # 16 bytes a thread as launched: run on half the warps (analysis/program_warps.py)
+        ("softmax_fp16_4k_on_fewer_warps", softmax_case(rng, rows(1201), 4093, 4104, np.float16, num_warps=16)),
+        ("norm_fp16_2k_on_fewer_warps", norm_case(rng, rows(2049), 2000, 2008, np.float16, num_warps=8)),
+        ("argmax_fp16_4k_on_fewer_warps", argmax_case(rng, rows(1999), 4000, 4003, np.float16, num_warps=16)),
     ]
 
 

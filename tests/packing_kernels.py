@@ -9,6 +9,7 @@ import numpy as np
 
 import transpiler
 import transpiler.language as tl
+from gpu_sizes import rows
 
 
 @transpiler.jit
@@ -193,18 +194,19 @@ def rows_until_case(rng, n_rows, n_cols, n_valid, num_warps=4):
 
 
 def packed_cases(rng):
-    """(name, case) of every GPU check: ragged rows, odd and 4k strides, row counts not a multiple of 4."""
+    """(name, case) of every GPU check: ragged rows, odd and 4k strides, row counts not a multiple of 4 (fewer
+    under TRANSPILER_TEST_SIZES=small: `gpu_sizes.rows`)."""
     return [
-        ("softmax_fp32_ragged_odd_stride", softmax_case(rng, 4097, 500, 503)),
-        ("softmax_fp16_many_rows", softmax_case(rng, 50001, 1000, 1024, np.float16)),
-        ("softmax_fp16_short_8_warps", softmax_case(rng, 3003, 130, 136, np.float16, num_warps=8)),
+        ("softmax_fp32_ragged_odd_stride", softmax_case(rng, rows(4097), 500, 503)),
+        ("softmax_fp16_many_rows", softmax_case(rng, rows(50001), 1000, 1024, np.float16)),
+        ("softmax_fp16_short_8_warps", softmax_case(rng, rows(3003), 130, 136, np.float16, num_warps=8)),
         ("softmax_fp32_one_row", softmax_case(rng, 1, 77, 77)),
-        ("softmax_fp32_stride_4k", softmax_case(rng, 1029, 509, 4092)),
-        ("layernorm_fp16_ragged", layernorm_case(rng, 4099, 250, 256)),
-        ("layernorm_fp32_stride_104", layernorm_case(rng, 3001, 100, 104, np.float32)),
-        ("cumsum_fp32_ragged", cumsum_case(rng, 2005, 250, 257)),
-        ("blocks_of_rows_2d_grid", blocks_of_rows_case(rng, 1001, 300)),
-        ("rows_until_some", rows_until_case(rng, 1003, 200, 701)),
+        ("softmax_fp32_stride_4k", softmax_case(rng, rows(1029), 509, 4092)),
+        ("layernorm_fp16_ragged", layernorm_case(rng, rows(4099), 250, 256)),
+        ("layernorm_fp32_stride_104", layernorm_case(rng, rows(3001), 100, 104, np.float32)),
+        ("cumsum_fp32_ragged", cumsum_case(rng, rows(2005), 250, 257)),
+        ("blocks_of_rows_2d_grid", blocks_of_rows_case(rng, rows(1001), 300)),
+        ("rows_until_some", rows_until_case(rng, rows(1003), 200, 701)),
     ]
 
 

@@ -49,6 +49,22 @@ def test_wider_rows_folded_under_a_larger_budget(name, monkeypatch):
                                                          **case["constexprs"])
 
 
+FEWER_WARPS = [n for n in NAMES if n.endswith("_on_fewer_warps")]
+
+
+@pytest.mark.parametrize("name", FEWER_WARPS)
+@pytest.mark.parametrize("target", ["32", "0"])
+def test_programs_on_fewer_warps_than_launched(name, target, monkeypatch):
+    """By default these run on half the launch's warps (analysis/program_warps.py); with the switch off, on the
+    launch's, folded into the row loop: both match NumPy, and the variant launched has the warps decided."""
+    monkeypatch.setenv("TRANSPILER_PROGRAM_WARPS", target)
+    case = _fresh(dict(K.all_cases(np.random.default_rng()))[name])
+    K.check(case, _run(case))
+    (variant,) = case["kernel"].variants.values()
+    assert variant.num_warps == (case["num_warps"] // 2 if target == "32" else case["num_warps"])
+    assert f"__launch_bounds__({32 * variant.num_warps})" in variant.source
+
+
 def test_row_loop_launches_one_wave(monkeypatch):
     from transpiler.runtime import launcher
     monkeypatch.setenv("TRANSPILER_PACK_PROGRAMS", "0")

@@ -11,6 +11,7 @@ from transpiler.errors import LaunchError
 from transpiler.runtime import native_launch
 
 from launch_kernels import axpy
+from thread_runner import run_together
 
 axpy_source = axpy.fn
 
@@ -130,3 +131,52 @@ def test_what_the_compiled_path_does_not_take_still_launches_or_refuses_at_the_u
     assert info.value.call_chain and info.value.call_chain[0].file == __file__
     with pytest.raises(LaunchError, match="does not fit"):
         k[(3,)](x, y, out, n, 1e300, BLOCK=128)
+
+
+def test_explicit_streams_of_cupy_and_torch_from_several_threads_launch_through_the_compiled_path():
+    """bench/load_test.py's pattern: threads, each with two non-blocking streams given as `stream=` (CuPy's and,
+    where torch is here, torch's), outputs poisoned on that stream first; every result right, and all but the
+    launches that met no launcher yet went through the compiled path."""
+    cupy = pytest.importorskip("cupy")
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    k = transpiler.jit(axpy_source)
+    threads, rounds, block = 8, 40, 128
+    wrong = []
+
+    def work(index):
+        cupy.cuda.Device(0).use()
+        rng = np.random.default_rng(index)
+        n = 1000 + 37 * index
+        x = rng.standard_normal(n).astype(np.float32)
+        y = rng.standard_normal(n).astype(np.float32)
+        streams = [("cupy", cupy.cuda.Stream(non_blocking=True))]
+        if torch is not None:
+            streams.append(("torch", torch.cuda.Stream()))
+        arrays = {name: ((cupy.asarray(x), cupy.asarray(y), cupy.empty(n, cupy.float32)) if name == "cupy" else
+                         (torch.from_numpy(x).cuda(), torch.from_numpy(y).cuda(),
+                          torch.empty(n, device="cuda")))
+                  for name, _ in streams}
+        cupy.cuda.Device().synchronize()     # the copies ran on the default stream: done before the others
+        for i in range(rounds):
+            name, stream = streams[i % len(streams)]
+            xd, yd, out = arrays[name]
+            alpha = float(rng.uniform(-3, 3))
+            if name == "cupy":
+                with stream:
+                    out.fill(POISON)
+            else:
+                with torch.cuda.stream(stream):
+                    out.fill_(float("nan"))
+            k[(transpiler.cdiv(n, block),)](xd, yd, out, n, alpha, BLOCK=block, stream=stream)
+            stream.synchronize()
+            got = cupy.asnumpy(out) if name == "cupy" else out.cpu().numpy()
+            if not np.allclose(got, alpha * x.astype(np.float64) + y, rtol=1e-6, atol=1e-6):
+                wrong.append((index, i, name))
+    assert run_together(threads, work) == [] and wrong == []
+    counts = _compiled(k)
+    assert counts["compiled"] + counts["handed_over"] == threads * rounds
+    # sizes 1000 + 37 i take 1, 2, 4, 8 or 16 as n's divisibility, on CuPy arrays and torch tensors
+    assert counts["handed_over"] <= threads * 2 and counts["compiled"] >= threads * (rounds - 2)

@@ -8,25 +8,27 @@ import numpy as np
 import pytest
 
 import membound_kernels as K
+from gpu_sizes import rows
 
 pytestmark = pytest.mark.gpu
 
 
 def _cases(rng):
-    """(name, case, whether the ring takes it)."""
+    """(name, case, whether the ring takes it); fewer rows under TRANSPILER_TEST_SIZES=small (`gpu_sizes.rows`)."""
     return [
-        ("softmax_fp16_4096_w16_three_ahead", K.softmax_case(rng, 3001, 4000, 4096, np.float16, num_warps=16), True),
-        ("softmax_fp32_ragged_4093_w16", K.softmax_case(rng, 2049, 4093, 4096, num_warps=16), True),
-        ("softmax_fp32_1024_w4_two_passes", K.softmax_case(rng, 4103, 1000, 1024, num_warps=4), True),
+        ("softmax_fp16_4096_w16_three_ahead", K.softmax_case(rng, rows(3001), 4000, 4096, np.float16, num_warps=16),
+         True),
+        ("softmax_fp32_ragged_4093_w16", K.softmax_case(rng, rows(2049), 4093, 4096, num_warps=16), True),
+        ("softmax_fp32_1024_w4_two_passes", K.softmax_case(rng, rows(4103), 1000, 1024, num_warps=4), True),
         ("softmax_fp16_fewer_rows_than_programs", K.softmax_case(rng, 37, 4096, 4096, np.float16, num_warps=16),
          True),
         ("softmax_fp16_one_row", K.softmax_case(rng, 1, 3000, 4096, np.float16, num_warps=16), True),
         ("softmax_fp16_8192_w16", K.softmax_case(rng, 777, 8190, 8192, np.float16, num_warps=16), True),
         # a weight row read by every program: loop-invariant once folded, so the ring leaves it (registers)
-        ("norm_fp16_2048_w8", K.norm_case(rng, 5003, 2048, 2048, np.float16, num_warps=8), False),
-        ("norm_fp32_ragged", K.norm_case(rng, 4099, 777, 784), False),
-        ("argmax_fp16_1024_w4", K.argmax_case(rng, 20011, 1024, 1024, np.float16), True),
-        ("softmax_fp16_odd_stride_two_byte_runs", K.softmax_case(rng, 2001, 1000, 1003, np.float16), False),
+        ("norm_fp16_2048_w8", K.norm_case(rng, rows(5003), 2048, 2048, np.float16, num_warps=8), False),
+        ("norm_fp32_ragged", K.norm_case(rng, rows(4099), 777, 784), False),
+        ("argmax_fp16_1024_w4", K.argmax_case(rng, rows(20011), 1024, 1024, np.float16), True),
+        ("softmax_fp16_odd_stride_two_byte_runs", K.softmax_case(rng, rows(2001), 1000, 1003, np.float16), False),
     ]
 
 

@@ -4,6 +4,8 @@ apply the row-loop rule, switch contexts, and hand to the Python function everyt
 `kernel[grid]` (the `gpu` fixture's `native` path) it launches what the Python path launches, bit for bit."""
 import struct
 import sys
+import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ from transpiler.runtime import launch_key, launcher as launcher_mod, native_laun
 
 from test_runtime_launch import (CONTEXT, CUPY_STREAM, TORCH_STREAM, FakeCupy, FakeNativeDriver, FakeTensor, _scale,
                                  gpu, unpack)  # noqa: F401  (gpu: the fixture)
+from thread_runner import run_together
 
 native = native_launch.module()
 pytestmark = pytest.mark.skipif(native is None, reason=f"no compiled launcher: {native_launch.unavailable_reason()}")
@@ -195,6 +198,91 @@ def test_keywords_bind_in_any_order_and_an_explicit_stream_is_used():
     assert h.handed == [] and len(h.learned) == 1
 
 
+class TorchLikeStream:
+    """A torch stream's shape: the handle is a property named `cuda_stream`, and there is no `ptr`."""
+
+    def __init__(self, handle):
+        self._handle = handle
+
+    @property
+    def cuda_stream(self):
+        return self._handle
+
+
+class SubInt(int):
+    pass
+
+
+@pytest.mark.parametrize("stream, handle", [
+    (SimpleNamespace(ptr=55), 55),                           # a CuPy stream (Stream, ExternalStream)
+    (TorchLikeStream(66), 66),                               # a torch stream
+    (SimpleNamespace(ptr=None, cuda_stream=77), 77),         # a `ptr` that is no handle: the next name
+    (SimpleNamespace(ptr="s", cuda_stream=78), 78),
+    (SimpleNamespace(ptr=0), 0),                             # the legacy default stream of CuPy
+    (2**64 - 1, 2**64 - 1),
+], ids=["cupy", "torch", "ptr-none", "ptr-str", "null", "widest"])
+def test_an_explicit_stream_object_launches_on_its_handle_as_the_python_path_reads_it(stream, handle):
+    h = Harness(["x", "n", "BLOCK"], [False, False, True], "Qi")
+    launch = h.grid()
+    x = FakeCupy(4096)
+    for _ in range(3):
+        launch(x, 5, 128, stream=stream)
+    assert h.handed == [] and len(h.learned) == 1
+    assert [r.stream for r in h.driver.launches] == [handle] * 3
+    assert launcher_mod.stream_handle(stream) == handle                 # the Python path's reading, the same
+
+
+@pytest.mark.parametrize("stream", [
+    object(), "default", -1, 2**64, SubInt(5), True, SimpleNamespace(ptr=SubInt(5)), SimpleNamespace(ptr=True),
+    SimpleNamespace(ptr=-3), SimpleNamespace(cuda_stream=1.5), SimpleNamespace(ptr=2**70),
+], ids=["object", "str", "negative", "too-wide", "int-subclass", "bool", "ptr-int-subclass", "ptr-bool",
+        "ptr-negative", "float", "ptr-too-wide"])
+def test_a_stream_the_compiled_path_cannot_read_is_handed_over_as_it_was_given(stream):
+    h = Harness(["x", "n", "BLOCK"], [False, False, True], "Qi")
+    launch = h.grid()
+    x = FakeCupy(4096)
+    launch(x, 5, 128, stream=stream)
+    assert h.driver.launches == [] and h.learned == []
+    assert len(h.handed) == 1 and h.handed[0][1]["stream"] is stream
+
+
+def test_threads_share_a_table_each_launching_on_its_own_streams_and_one_plan_is_kept(monkeypatch):
+    """16 threads x 2 streams, as bench/load_test.py launches: every launch through the compiled path, on the
+    stream it was given, with its own arguments; a plan learned by several threads at once is kept once (the
+    harness's `learn` sleeps, so that the threads pile up inside it)."""
+    h = Harness(["x", "n", "BLOCK"], [False, False, True], "Qi")
+    real_learn = h.learn
+
+    def slow_learn(*args):
+        time.sleep(0.02)
+        return real_learn(*args)
+    h.learn = slow_learn                      # the table calls the bound method it was given: rebuild it
+    h.table = native.Table(names=("x", "n", "BLOCK"), constexpr_mask=(False, False, True), learn=slow_learn,
+                           environment=h.environment, record=h.recorded.append, immutable_types=(),
+                           types_from={"_cupy_ndarray": FakeCupy, "_torch_tensor": FakeTensor})
+    launch = h.grid(4)
+    threads, per_thread = 16, 200
+
+    def work(index):
+        streams = [SimpleNamespace(ptr=10000 + 2 * index), TorchLikeStream(10001 + 2 * index)]
+        x = FakeCupy(4096 * (index + 1))
+        for i in range(per_thread):
+            launch(x, 16 * (i + 1), 128, stream=streams[i % 2])
+    assert run_together(threads, work) == [] and h.handed == []
+    counts = h.table.counts()
+    assert counts["compiled"] == threads * per_thread and counts["handed_over"] == 0
+    assert counts["plans"] == 1 and counts["learned"] == 1 and len(h.learned) >= 1
+    seen = {}
+    for r in h.driver.launches:
+        x_ptr, n = unpack(r.raw, "Qi")
+        index = x_ptr // 4096 - 1
+        seen.setdefault(index, []).append((r.stream, n))
+    assert sorted(seen) == list(range(threads))
+    for index, launches in seen.items():     # each thread's launches in its own order, each on its stream
+        assert sorted(launches, key=lambda sn: sn[1]) == [(10000 + 2 * index + i % 2, 16 * (i + 1))
+                                                          for i in range(per_thread)]
+
+
 def test_arrays_on_two_devices_go_to_python_and_another_devices_context_is_made_current_then_put_back():
     h = Harness(["x", "y"], [False, False], "QQ")
     launch = h.grid()
@@ -370,6 +458,61 @@ def test_a_callable_grid_through_the_compiled_path_launches_what_the_python_path
     assert recorded["native"] == recorded["python"] and len(recorded["native"]) == 2 * len(sizes)
     assert recorded["native"][0][0] == (-(-sizes[0] // 256), 2, 1)
     assert k._native_table.counts()["compiled"] >= len(sizes)
+
+
+def test_kernel_grid_from_threads_on_explicit_streams_launches_through_the_compiled_path(gpu, monkeypatch):
+    """bench/load_test.py's pattern on the fakes: threads, each with a CuPy-like and a torch-like stream object
+    given as `stream=`, several specializations; the compiled path takes every launch once a launcher exists
+    and launches exactly what the Python path launches."""
+    if not gpu.native:
+        pytest.skip("the compiled path only")
+    threads, rounds = 8, 30
+    recorded, counts = {}, {}
+    for path in ("python", "native"):
+        monkeypatch.setattr(native_launch, "enabled", path == "native")
+        k = transpiler.jit(_scale)
+        del gpu.driver.launches[:]
+
+        def work(index):
+            streams = [SimpleNamespace(ptr=20000 + 2 * index), TorchLikeStream(20001 + 2 * index)]
+            x, y = FakeCupy(4096 * (index + 1)), FakeCupy(4096 * (index + 100))
+            for i in range(rounds):
+                k[(index + 1, 2)](x, y, 100 + (i % 3), 0.5 * i, BLOCK=128 * (1 + i % 2), stream=streams[i % 2])
+        assert run_together(threads, work) == []
+        recorded[path] = sorted((r.func, r.grid, r.block, r.stream, tuple(r.raw)) for r in gpu.driver.launches)
+        counts[path] = k._native_table.counts() if k._native_table else None
+    assert len(recorded["python"]) == threads * rounds and recorded["native"] == recorded["python"]
+    assert counts["python"] is None
+    # the Python path takes a call only while its launcher is being built (one per specialization and thread)
+    assert counts["native"]["handed_over"] <= threads * 6
+    assert counts["native"]["compiled"] + counts["native"]["handed_over"] == threads * rounds
+    assert counts["native"]["plans"] == 6 and counts["native"]["learned"] == 6
+
+
+def test_threads_meeting_a_new_kernel_at_once_make_one_table(gpu, monkeypatch):
+    """Every grid object of a kernel launches through the one table `counts()` reads, however many threads ask
+    for the kernel's first grids at once (`table_for` slowed down here, so that they all meet inside it)."""
+    if not gpu.native:
+        pytest.skip("the compiled path only")
+    real = native_launch.table_for
+    made = []
+
+    def slow_table_for(kernel):
+        time.sleep(0.05)
+        made.append(kernel)
+        return real(kernel)
+    monkeypatch.setattr(native_launch, "table_for", slow_table_for)
+    k = transpiler.jit(_scale)
+    threads, grids = 8, [None] * 8
+
+    def work(index):
+        grids[index] = k[(index + 1,)]
+        for _ in range(5):
+            grids[index](FakeCupy(4096), FakeCupy(8192), 100, 1.0, BLOCK=128)
+    assert run_together(threads, work) == []
+    assert len(made) == 1 and all(g.table is k._native_table for g in grids)
+    counts = k._native_table.counts()
+    assert counts["compiled"] + counts["handed_over"] == 5 * threads and counts["plans"] == 1
 
 
 def test_kernel_grid_is_the_python_function_when_nothing_can_be_built(gpu, monkeypatch):

@@ -128,8 +128,6 @@ def test_a_cubin_without_records_reads_as_unknown():
 
 @needs_nvrtc
 def test_fp16_softmax_over_8192_columns_gets_four_programs_per_sm_without_spills(monkeypatch):
-    # each thread reading all 16 warps' partials (the lane-parallel combine alone gets ptxas to 32 registers)
-    monkeypatch.setenv("TRANSPILER_LANE_COMBINE", "0")
     var = _softmax(8192)
     plain = compile_offline(var.source, "sm_90a")
     assert plain.registers > 32      # ptxas' own choice: three programs per SM
@@ -141,7 +139,6 @@ def test_fp16_softmax_over_8192_columns_gets_four_programs_per_sm_without_spills
 
 @needs_nvrtc
 def test_one_program_of_32_warps_becomes_two(monkeypatch):
-    monkeypatch.setenv("TRANSPILER_LANE_COMBINE", "0")      # a kernel that needs the second compile
     x = np.zeros((4, 16384), np.float16)
     var = softmax.softmax_kernel.compiled_variant(x, x, 16384, 16384, 16384, BLOCK=16384, num_warps=32)
     _, result = compile_tuned(var.source, var.name, "sm_90a", var.shared_bytes)

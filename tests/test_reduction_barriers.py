@@ -16,6 +16,7 @@ from example_specs import source_for
 @pytest.fixture(autouse=True)
 def _programs_not_packed(monkeypatch):
     monkeypatch.setenv("TRANSPILER_PACK_PROGRAMS", "0")     # programs of several warps: reductions cross warps
+    monkeypatch.setenv("TRANSPILER_PROGRAM_WARPS", "0")     # on the launch's warps: the 16-byte rows stay folded
 
 
 @transpiler.jit

@@ -18,9 +18,12 @@ needs_nvrtc = pytest.mark.skipif(not nvrtc_available(), reason="NVRTC and CUDA h
 @pytest.fixture(autouse=True)
 def _programs_not_packed(monkeypatch):
     """The row loop of programs of `num_warps` warps, its rows ahead in registers; packed programs of one warp:
-    tests/test_program_packing.py; rows ahead in a shared-memory ring (the default): tests/test_row_ring.py."""
+    tests/test_program_packing.py; rows ahead in a shared-memory ring: tests/test_row_ring.py; programs on fewer
+    warps than launched (analysis/program_warps.py, which takes the 16-byte rows here by default):
+    tests/test_program_warps.py."""
     monkeypatch.setenv("TRANSPILER_PACK_PROGRAMS", "0")
     monkeypatch.setenv("TRANSPILER_ROW_RING", "0")
+    monkeypatch.setenv("TRANSPILER_PROGRAM_WARPS", "0")
 
 
 def _small(name):
@@ -145,7 +148,10 @@ def test_row_loops_compile_without_spills_or_warnings(name, budget, arch, monkey
 
 FOLDED_GPU_CASES = {"softmax_fp16_many_rows", "softmax_one_row", "norm_fp16_stride_8k", "argmax_fp32_many_rows",
                     "argmax_fp16_odd_stride", "grid_facts_2d_grid", "early_return_every_third_row",
-                    "store_then_load_same_row", "scalar_and_block_loads_ahead"}
+                    "store_then_load_same_row", "scalar_and_block_loads_ahead",
+                    # folded on the launch's warps (TRANSPILER_PROGRAM_WARPS=0 here); by default on half of them,
+                    # 32 bytes a thread, one row per program
+                    "softmax_fp16_4k_on_fewer_warps", "norm_fp16_2k_on_fewer_warps", "argmax_fp16_4k_on_fewer_warps"}
 
 
 def test_which_gpu_cases_are_folded():

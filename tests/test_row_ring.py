@@ -1,7 +1,7 @@
 """The row ring (analysis/row_loop.py's ring plan, analysis/row_ring.py, emit_cuda/rules/row_ring.py): which row
 loops keep their rows ahead in shared memory and how deep, the order of copies, commits, waits and reads in the
 source (NVRTC on sm_80 and sm_90a: no spills, no warnings, cp.async in the PTX), the shared memory it plans, the
-launcher's choice between one wave and every program, and the lane-parallel cross-warp combine of reductions.
+launcher's choice between one wave and every program, and the cross-warp combine of reductions.
 Results on a GPU: tests/test_gpu_row_ring.py."""
 import re
 
@@ -18,7 +18,9 @@ needs_nvrtc = pytest.mark.skipif(not nvrtc_available(), reason="NVRTC and CUDA h
 
 @pytest.fixture(autouse=True)
 def _programs_not_packed(monkeypatch):
+    """The cases are named by the warps they run on: neither packed nor launched on fewer warps."""
     monkeypatch.setenv("TRANSPILER_PACK_PROGRAMS", "0")
+    monkeypatch.setenv("TRANSPILER_PROGRAM_WARPS", "0")
 
 
 def _analysis(case):
@@ -156,16 +158,6 @@ def test_the_ring_plan_asks_for_the_short_grid_launch(monkeypatch):
     monkeypatch.setenv("TRANSPILER_ROW_RING", "1")
     analysis = _analysis(CASES["softmax_fp32_1024_w4"][0]())
     assert analysis.row_loop.max_waves == 2 and "at most 2 waves" in analysis.row_loop.why
-
-
-def test_cross_warp_combines_are_lane_parallel_where_lanes_share_the_result(monkeypatch):
-    monkeypatch.setenv("TRANSPILER_LANE_COMBINE", "1")
-    src = _source(CASES["softmax_fp16_4096_w16"][0]())
-    assert src.count("[(lane & 15)];") == 2 and "for (int m = 8; m >= 1; m >>= 1)" in src
-    assert "for (int w = 1; w < 16; ++w)" not in src
-    monkeypatch.setenv("TRANSPILER_LANE_COMBINE", "0")
-    src = _source(CASES["softmax_fp16_4096_w16"][0]())
-    assert "(lane & 15)" not in src and src.count("for (int w = 1; w < 16; ++w)") == 2
 
 
 def test_a_reduction_whose_lanes_hold_different_results_reads_every_partial():

@@ -117,3 +117,98 @@ def test_test_file_units_run_without_triton(tmp_path):
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          env={"PYTHONPATH": str(sanitize.NO_TRITON), "PATH": "/usr/bin:/bin"})
     assert out.stdout.strip() == "Skipped", out.stderr
+
+
+def test_slow_test_files_are_split_in_shards_that_together_hold_every_test():
+    names = sanitize.case_names("files")
+    shards = [n for n in names if n.startswith("test_gpu_row_ring@")]
+    assert len(shards) == -(-sanitize.FILE_SECONDS["test_gpu_row_ring"] // sanitize.SHARD_SECONDS) > 1
+    assert "test_gpu_inline_asm" in names                     # a fast file stays whole
+
+    class Config:
+        def __init__(self):
+            self.hook = self
+            self.deselected = []
+
+        def pytest_deselected(self, items):
+            self.deselected += items
+    items = [f"test_{i}" for i in range(23)]
+    kept = []
+    for index in range(5):
+        config, mine = Config(), list(items)
+        sanitize._Shard(index, 5).pytest_collection_modifyitems(config, mine)
+        assert sorted(mine + config.deselected) == sorted(items)
+        kept += mine
+    assert sorted(kept) == sorted(items)                       # each test in exactly one shard
+
+
+def test_a_units_tools_run_after_its_plain_run_and_the_longest_units_go_first():
+    import threading
+    import time
+    log, lock = [], threading.Lock()
+    seconds = {"long": 0.06, "mid": 0.03, "short": 0.0, "hangs": 0.0, "planted_oob_store": 0.0}
+
+    def run(tool, group, names):
+        with lock:
+            log.append(("start", tool, names[0]))
+        time.sleep(seconds[names[0]] if tool is None else 0.01)
+        status = "timeout" if names[0] == "hangs" and tool is None else "finished"
+        with lock:
+            log.append(("end", tool, names[0]))
+        return _result(tool or "plain", status, [], cases={}) | dict(group=group, names=names,
+                                                                seconds=seconds[names[0]])
+    todo = [("files", ["short"]), ("files", ["hangs"]), ("files", ["mid"]), ("files", ["long"])]
+    controls = [("memcheck", "controls", ["planted_oob_store"])]
+    saved = dict(sanitize.FILE_SECONDS)
+    sanitize.FILE_SECONDS.update(long=60, mid=30, short=1, hangs=2)
+    try:
+        results = sanitize.schedule(todo, ["memcheck", "racecheck"], controls, 1, run)
+        crashed = sanitize.schedule(todo[:1], ["memcheck"], [], 3, lambda *a: 1 / 0)   # no thread left waiting
+    finally:
+        sanitize.FILE_SECONDS.clear()
+        sanitize.FILE_SECONDS.update(saved)
+    starts = [(tool, name) for kind, tool, name in log if kind == "start"]
+    assert starts[0] == ("memcheck", "planted_oob_store")
+    assert starts[1] == (None, "long")                         # longest first, by the estimate
+    for _, (name,) in todo:                                    # each unit: plain, then its tools
+        plain = starts.index((None, name))
+        assert all(starts.index((t, name)) > plain for t in ("memcheck", "racecheck") if (t, name) in starts)
+    assert starts.index(("memcheck", "long")) < starts.index((None, "short"))  # a finished unit's tools go first
+    assert ("memcheck", "hangs") not in starts                 # its plain run timed out: not run, and said
+    statuses = {(r["tool"], r["names"][0]): r["status"] for r in results}
+    assert statuses[("racecheck", "hangs")] == "not run (plain timeout)"
+    assert len(results) == 1 + 4 * 3                           # the control, every unit under plain and 2 tools
+    assert [r["tool"] for r in results[:5]] == ["memcheck", "plain", "plain", "plain", "plain"]
+    assert [(r["tool"], r["status"][:12]) for r in crashed] == [("plain", "driver error"), ("memcheck", "driver error")]
+
+
+def test_small_test_files_share_units_and_every_file_is_in_exactly_one():
+    names = sanitize.case_names("files")
+    units = sanitize._file_units(names)
+    assert sorted(n for unit in units for n in unit) == sorted(names)
+    for unit in units:
+        assert len(unit) == 1 or (all("@" not in n for n in unit)
+                                   and sanitize.estimate("files", unit) <= sanitize.SHARD_SECONDS)
+    assert any(len(unit) > 1 for unit in units)
+    assert [u for g, u in sanitize.units(["files"], 40)] == units
+
+
+def test_a_units_test_files_run_in_one_session_each_file_with_its_own_status(tmp_path, monkeypatch):
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    gpu = "import pytest\npytestmark = pytest.mark.gpu\n"
+    (tests / "test_gpu_good.py").write_text(gpu + "def test_one():\n    assert 1\n")
+    (tests / "test_gpu_bad.py").write_text(gpu + "def test_one():\n    assert 0\n\ndef test_two():\n    pass\n")
+    (tests / "test_gpu_none.py").write_text("def test_not_gpu():\n    pass\n")
+    (tests / "test_gpu_broken.py").write_text("import no_such_module_here\n")
+    (tests / "test_gpu_many.py").write_text(gpu + "".join(f"def test_{i}():\n    pass\n" for i in range(5)))
+    monkeypatch.setattr(sanitize, "ROOT", tmp_path)
+    statuses = sanitize._run_test_files(["test_gpu_good", "test_gpu_bad", "test_gpu_none"])
+    assert statuses["test_gpu_good"] == "ok" and statuses["test_gpu_none"] == "skipped"
+    assert statuses["test_gpu_bad"].startswith("wrong 1 failed")
+    statuses = sanitize._run_test_files(["test_gpu_good", "test_gpu_broken"])
+    assert statuses["test_gpu_broken"].startswith("wrong") and statuses["test_gpu_good"] == "ok"   # one broken file
+    outcomes = sanitize._Outcomes()
+    monkeypatch.setattr(sanitize, "_Outcomes", lambda: outcomes)
+    assert sanitize._run_test_files(["test_gpu_many@1/2"]) == {"test_gpu_many@1/2": "ok"}
+    assert outcomes.passed["test_gpu_many"] == 2                # tests 1 and 3 of 0..4

@@ -37,10 +37,7 @@ SWITCHES = {
     "TRANSPILER_ROW_RING_BYTES": "131072",  # shared memory per SM the row ring's slots may take, all programs
     "TRANSPILER_PACK_PROGRAMS": "1",     # 0: one program per block, never one warp each (analysis/program_packing.py)
     "TRANSPILER_PACK_ROW_BYTES": "2048",  # the largest load of a program that packing takes
-    "TRANSPILER_STREAM_STORES": "0",     # 1: a row kernel's write-only outputs stored evict-first (not measured)
-    # 1: cross-warp partials combined by lane-parallel xor shuffles (rules/reduce.py); off: no gain measured on the
-    # H200 (within noise, bench/NOTES.md) and not yet through the GPU suite, while it touches every such reduction
-    "TRANSPILER_LANE_COMBINE": "0",
+    "TRANSPILER_PROGRAM_WARPS": "32",    # bytes a thread of a row kernel's widest load (fewer warps); 0: num_warps always
     "TRANSPILER_LOOP_REDUCTION_BARRIER": "0",  # 1: every cross-warp reduction of a loop has a barrier before its write
 }
 

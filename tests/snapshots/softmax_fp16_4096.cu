@@ -2,9 +2,9 @@
 //
 // specialization: OUT ptr<fp16> (16-byte aligned), IN ptr<fp16> (16-byte aligned), in_stride int32 (multiple of 16),
 //   out_stride int32 (multiple of 16), n_cols int32, BLOCK = 4096
-// num_warps = 16 (512 threads per program), 128 bytes of dynamic shared memory
-// layout L0, shape [4096]: 8 registers x 32 lanes x 16 warps; register r of (warp, lane) holds element
-//   r + (lane << 3) + (warp << 8)
+// num_warps = 8 (256 threads per program), 128 bytes of dynamic shared memory
+// layout L0, shape [4096]: 16 registers x 32 lanes x 8 warps; register r of (warp, lane) holds element
+//   ((r & 7) | ((r >> 3) << 11)) + (lane << 3) + (warp << 8)
 //
 // Compile alone: nvcc -arch=sm_90a -c softmax_kernel.cu
 // ---- device helpers (templates/device.cuh: the ones this kernel uses, inlined) ----------------------------
@@ -118,157 +118,101 @@ template <int N, typename T> __device__ __forceinline__ void store(T* dst, const
 #if defined(TP_MAXNREG)
 extern "C" __global__ void __maxnreg__(TP_MAXNREG) softmax_kernel(
 #elif defined(TP_MIN_BLOCKS_PER_SM)
-extern "C" __global__ void __launch_bounds__(512, TP_MIN_BLOCKS_PER_SM) softmax_kernel(
+extern "C" __global__ void __launch_bounds__(256, TP_MIN_BLOCKS_PER_SM) softmax_kernel(
 #else
-extern "C" __global__ void __launch_bounds__(512) softmax_kernel(
+extern "C" __global__ void __launch_bounds__(256) softmax_kernel(
 #endif
-    __half* __restrict__ OUT, const __half* __restrict__ IN, int in_stride, int out_stride, int n_cols,
-    const int n_rows) {
+    __half* __restrict__ OUT, const __half* __restrict__ IN, int in_stride, int out_stride, int n_cols) {
   extern __shared__ __align__(128) unsigned char tp_smem[];
   float* x_max_smem = reinterpret_cast<float*>(tp_smem + 0);
-  float* e_sum_smem = reinterpret_cast<float*>(tp_smem + 64);
+  float* e_sum_smem = reinterpret_cast<float*>(tp_smem + 32);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int L0_dim0 = (lane << 3) | (warp << 8);
 
-  // x = tl.load(IN + row * in_stride + cols, mask=valid, other=-float("inf")).to(tl.float32)
-  const int row_start = static_cast<int>(blockIdx.x);
-  const int row_step = static_cast<int>(gridDim.x);
-  const bool row_start_in_grid = row_start < n_rows;
+  // row = tl.program_id(0)
+  const int row = static_cast<int>(blockIdx.x);
 
   // cols = tl.arange(0, BLOCK)
-  int cols[8];
+  int cols[16];
   #pragma unroll
-  for (int r = 0; r < 8; ++r) cols[r] = L0_dim0 + r;
+  for (int r = 0; r < 16; ++r) cols[r] = L0_dim0 + ((r & 7) | ((r >> 3) << 11));
 
   // valid = cols < n_cols
-  bool valid[8];
+  bool valid[16];
   #pragma unroll
-  for (int r = 0; r < 8; ++r) valid[r] = cols[r] < n_cols;
+  for (int r = 0; r < 16; ++r) valid[r] = cols[r] < n_cols;
 
   // x = tl.load(IN + row * in_stride + cols, mask=valid, other=-float("inf")).to(tl.float32)
-  const int in_offset = tp::wrap_mul<int>(row_start, in_stride);
+  const int in_offset = tp::wrap_mul<int>(row, in_stride);
   const __half* in_ptr = IN + in_offset;
-  bool and_[8];
+  __half ld[16];
   #pragma unroll
-  for (int r = 0; r < 8; ++r) and_[r] = valid[r] && row_start_in_grid;
-  __half row_data[8];
-  {
-    const int r = 0;
-    if (and_[r] && and_[r + 1] && and_[r + 2] && and_[r + 3] && and_[r + 4] && and_[r + 5] && and_[r + 6] && and_[r + 7]) {
-      tp::load<8>(&row_data[r], in_ptr + cols[r]);
+  for (int v = 0; v < 2; ++v) {
+    const int r = v * 8;
+    if (valid[r] && valid[r + 1] && valid[r + 2] && valid[r + 3] && valid[r + 4] && valid[r + 5] && valid[r + 6] && valid[r + 7]) {
+      tp::load<8>(&ld[r], in_ptr + cols[r]);
     } else {
       // the ragged run: element by element from the run's first address (a contiguous run)
       #pragma unroll
       for (int j = 0; j < 8; ++j) {
-        row_data[r + j] = (and_[(r + j)]) ? *(in_ptr + cols[r] + j) : tp::cast<__half>(-tp::inf<float>());
+        ld[r + j] = (valid[(r + j)]) ? *(in_ptr + cols[r] + j) : tp::cast<__half>(-tp::inf<float>());
       }
     }
   }
-  __half this_row[8];
+  float x[16];
   #pragma unroll
-  for (int r = 0; r < 8; ++r) this_row[r] = row_data[r];
-  #pragma unroll 1
-  for (int row = row_start; row < n_rows; row += row_step) {
-    const int row_ahead = tp::wrap_add<int>(row, row_step);
-    const bool lt = row_ahead < n_rows;
-    const int in_offset_1 = tp::wrap_mul<int>(row_ahead, in_stride);
-    const __half* in_ptr_1 = IN + in_offset_1;
+  for (int r = 0; r < 16; ++r) x[r] = tp::cast<float>(ld[r]);
 
-    // cols = tl.arange(0, BLOCK)
-    int cols_1[8];
-    #pragma unroll
-    for (int r = 0; r < 8; ++r) cols_1[r] = L0_dim0 + r;
+  // x = x - tl.max(x, axis=0)
+  float x_max = x[0];
+  #pragma unroll
+  for (int k = 1; k < 16; ++k) tp::combine_max(x_max, x[k]);
+  #pragma unroll
+  for (int m = 1; m <= 16; m <<= 1) tp::combine_max(x_max, tp::shfl_xor(x_max, m));
+  if ((lane & 31) == 0) x_max_smem[warp] = x_max;
+  __syncthreads();
+  x_max = x_max_smem[0];
+  #pragma unroll
+  for (int w = 1; w < 8; ++w) tp::combine_max(x_max, x_max_smem[w]);
+  float x_1[16];
+  #pragma unroll
+  for (int r = 0; r < 16; ++r) x_1[r] = x[r] - x_max;
 
-    // valid = cols < n_cols
-    bool valid_1[8];
-    #pragma unroll
-    for (int r = 0; r < 8; ++r) valid_1[r] = cols_1[r] < n_cols;
+  // e = tl.exp(x)
+  float e[16];
+  #pragma unroll
+  for (int r = 0; r < 16; ++r) e[r] = __expf(x_1[r]);
 
-    // x = tl.load(IN + row * in_stride + cols, mask=valid, other=-float("inf")).to(tl.float32)
-    bool and__1[8];
-    #pragma unroll
-    for (int r = 0; r < 8; ++r) and__1[r] = valid_1[r] && lt;
-    __half row_next[8];
-    {
-      const int r = 0;
-      if (and__1[r] && and__1[r + 1] && and__1[r + 2] && and__1[r + 3] && and__1[r + 4] && and__1[r + 5] && and__1[r + 6] && and__1[r + 7]) {
-        tp::load<8>(&row_next[r], in_ptr_1 + cols_1[r]);
-      } else {
-        // the ragged run: element by element from the run's first address (a contiguous run)
-        #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          row_next[r + j] = (and__1[(r + j)]) ? *(in_ptr_1 + cols_1[r] + j) : tp::cast<__half>(-tp::inf<float>());
-        }
+  // tl.store(OUT + row * out_stride + cols, e / tl.sum(e, axis=0), mask=valid)
+  float e_sum = e[0];
+  #pragma unroll
+  for (int k = 1; k < 16; ++k) tp::combine_add(e_sum, e[k]);
+  #pragma unroll
+  for (int m = 1; m <= 16; m <<= 1) tp::combine_add(e_sum, tp::shfl_xor(e_sum, m));
+  if ((lane & 31) == 0) e_sum_smem[warp] = e_sum;
+  __syncthreads();
+  e_sum = e_sum_smem[0];
+  #pragma unroll
+  for (int w = 1; w < 8; ++w) tp::combine_add(e_sum, e_sum_smem[w]);
+  float truediv[16];
+  #pragma unroll
+  for (int r = 0; r < 16; ++r) truediv[r] = tp::div_full(e[r], e_sum);
+  __half out_values[16];
+  #pragma unroll
+  for (int r = 0; r < 16; ++r) out_values[r] = tp::cast<__half>(truediv[r]);
+  const int out_offset = tp::wrap_mul<int>(row, out_stride);
+  __half* out_ptr = OUT + out_offset;
+  #pragma unroll
+  for (int v = 0; v < 2; ++v) {
+    const int r = v * 8;
+    const __half* src = &out_values[r];
+    if (valid[r] && valid[r + 1] && valid[r + 2] && valid[r + 3] && valid[r + 4] && valid[r + 5] && valid[r + 6] && valid[r + 7]) {
+      tp::store<8>(out_ptr + cols[r], src);
+    } else {
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        if (valid[(r + j)]) *(out_ptr + cols[r] + j) = src[j];
       }
     }
-    float x[8];
-    #pragma unroll
-    for (int r = 0; r < 8; ++r) x[r] = tp::cast<float>(this_row[r]);
-
-    // x = x - tl.max(x, axis=0)
-    float x_max = x[0];
-    #pragma unroll
-    for (int k = 1; k < 8; ++k) tp::combine_max(x_max, x[k]);
-    #pragma unroll
-    for (int m = 1; m <= 16; m <<= 1) tp::combine_max(x_max, tp::shfl_xor(x_max, m));
-    if ((lane & 31) == 0) x_max_smem[warp] = x_max;
-    __syncthreads();
-    x_max = x_max_smem[0];
-    #pragma unroll
-    for (int w = 1; w < 16; ++w) tp::combine_max(x_max, x_max_smem[w]);
-    float x_1[8];
-    #pragma unroll
-    for (int r = 0; r < 8; ++r) x_1[r] = x[r] - x_max;
-
-    // e = tl.exp(x)
-    float e[8];
-    #pragma unroll
-    for (int r = 0; r < 8; ++r) e[r] = __expf(x_1[r]);
-
-    // tl.store(OUT + row * out_stride + cols, e / tl.sum(e, axis=0), mask=valid)
-    float e_sum = e[0];
-    #pragma unroll
-    for (int k = 1; k < 8; ++k) tp::combine_add(e_sum, e[k]);
-    #pragma unroll
-    for (int m = 1; m <= 16; m <<= 1) tp::combine_add(e_sum, tp::shfl_xor(e_sum, m));
-    if ((lane & 31) == 0) e_sum_smem[warp] = e_sum;
-    __syncthreads();
-    e_sum = e_sum_smem[0];
-    #pragma unroll
-    for (int w = 1; w < 16; ++w) tp::combine_add(e_sum, e_sum_smem[w]);
-    float truediv[8];
-    #pragma unroll
-    for (int r = 0; r < 8; ++r) truediv[r] = tp::div_full(e[r], e_sum);
-    __half out_values[8];
-    #pragma unroll
-    for (int r = 0; r < 8; ++r) out_values[r] = tp::cast<__half>(truediv[r]);
-
-    // cols = tl.arange(0, BLOCK)
-    int cols_2[8];
-    #pragma unroll
-    for (int r = 0; r < 8; ++r) cols_2[r] = L0_dim0 + r;
-
-    // valid = cols < n_cols
-    bool valid_2[8];
-    #pragma unroll
-    for (int r = 0; r < 8; ++r) valid_2[r] = cols_2[r] < n_cols;
-
-    // tl.store(OUT + row * out_stride + cols, e / tl.sum(e, axis=0), mask=valid)
-    const int out_offset = tp::wrap_mul<int>(row, out_stride);
-    __half* out_ptr = OUT + out_offset;
-    {
-      const int r = 0;
-      const __half* src = &out_values[r];
-      if (valid_2[r] && valid_2[r + 1] && valid_2[r + 2] && valid_2[r + 3] && valid_2[r + 4] && valid_2[r + 5] && valid_2[r + 6] && valid_2[r + 7]) {
-        tp::store<8>(out_ptr + cols_2[r], src);
-      } else {
-        #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          if (valid_2[(r + j)]) *(out_ptr + cols_2[r] + j) = src[j];
-        }
-      }
-    }
-    #pragma unroll
-    for (int r = 0; r < 8; ++r) this_row[r] = row_next[r];
   }
 }

@@ -1,7 +1,7 @@
 """Analysis passes, one decision per file; `analyze` runs them in order and collects their decisions."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..options import CompileOptions
 from .arch_requirements import ArchRequirement, required_arch
@@ -13,11 +13,11 @@ from .layout_assignment import LayoutAssignment, coalesced_order
 from .load_combining import combine_loads
 from .pipelining import plan_pipelines
 from .program_packing import plan_packing
+from .program_warps import plan_program_warps
 from .read_only import ReadOnlyPointers, plan_read_only
 from .row_loop import fold_row_loop
 from .row_ring import plan_row_ring
 from .shared_memory import SharedMemoryPlan, plan_shared_memory
-from .streaming_stores import plan_streaming_stores
 from .tensor_cores import plan_dots
 from .tma import plan_tma
 from .vectorize import vectorize
@@ -67,10 +67,12 @@ def analyze(kernel, options: CompileOptions) -> KernelAnalysis:
     the architecture the source is for when it matters)."""
     decisions = DecisionLog()
     packing = plan_packing(kernel, decisions, options.num_warps)
+    # Fewer warps a program than launched (program_warps.py): every later pass, the emitter and the launch see
+    # them as the options' num_warps (the variant records them for the runtime's block size).
+    options = replace(options, num_warps=plan_program_warps(kernel, decisions, options.num_warps, packing is not None))
     warps = packing.program_warps if packing else options.num_warps    # a program's warps, for every layout
     # The row loop rewrites the IR first: every later pass sees the loop.
     row_loop = fold_row_loop(kernel, decisions, warps, packed=packing is not None)
-    plan_streaming_stores(kernel, decisions)
     contract(kernel, decisions)       # a product read by an add in its region: one fma, as Triton's LLVM fuses it
     axis = AxisInfoAnalysis(kernel)
     dots = plan_dots(kernel, decisions, options.arch, warps, axis)

@@ -213,7 +213,7 @@ class BackwardKernel:
             probe_values = tuple(values) + tuple(grads[n] for n in names) + tuple(hidden) + (size[0],)
             variant = d.kernel.compiled_variant(*probe_values, num_warps=key[1], num_stages=key[2],
                                                 arch=compiler.device_arch(device), maxnreg=options.get("maxnreg"))
-            resident = variant.resident_programs(device, key[1]) or UNKNOWN_WAVE
+            resident = variant.resident_programs(device) or UNKNOWN_WAVE
             found = d.waves[key] = max(16, resident // 16 * 16)
         return found
 

@@ -82,7 +82,7 @@ def compile_ahead_of_time(spec, arch: str, out_dir: str) -> list:
     cubin = compile_offline(variant.source, arch, name=f"{variant.name}.cu").cubin
     specialization = _specialization_of(variant.source)
     context = dict(name=variant.name, source_file=os.path.basename(kernel.fn.__code__.co_filename), arch=arch,
-                   specialization=specialization, num_warps=spec.num_warps, threads=32 * spec.num_warps,
+                   specialization=specialization, num_warps=variant.num_warps, threads=32 * variant.num_warps,
                    shared_bytes=variant.shared_bytes, params=params, checks=checks, cubin_bytes=len(cubin),
                    cubin_rows=_byte_rows(cubin), indent=len(f"CUresult {variant.name}_launch("),
                    row_loop=variant.row_loop, programs_per_block=variant.programs_per_block,

@@ -75,6 +75,7 @@ class EmittedKernel:
     programs_per_block: int = 1  # programs of the grid's x in one block, one warp each (program_packing.py)
     row_loop_waves: int = 0      # persistent only for grids of at most this many waves, else every block (0: any)
     residency: object = None     # analysis.residency.ResidencyPlan: shared_bytes includes a reservation
+    num_warps: int = 0           # warps of a block, when not the launch's num_warps (analysis/program_warps.py)
 
 
 def _reads(text, name) -> bool:
@@ -142,7 +143,8 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
     return EmittedKernel(source, residency.launch_shared_bytes if residency else shared_bytes, em.smem.report(),
                          analysis.required_arch, tuple(spec for _, spec in em.tma_params), row_loop,
                          bool(analysis.row_loop and analysis.row_loop.persistent), analysis.programs_per_block,
-                         analysis.row_loop.max_waves if analysis.row_loop else 0, residency)
+                         analysis.row_loop.max_waves if analysis.row_loop else 0, residency,
+                         analysis.options.num_warps)
 
 
 __all__ = ["emit_kernel", "EmittedKernel", "OCCUPANCY_MACRO", "MAXNREG_MACRO"]

@@ -11,7 +11,6 @@ from .. import cexpr, cspell
 from ..bits import bit_moves
 from ..emitter import Read, lowering
 from ...parse.ir import OpKind
-from ...targets import switch
 
 
 def _combine_function(em, op, acc_ctypes):
@@ -118,9 +117,7 @@ def reduce(em, op, layout_unused):
         slot = em.linear_index(out_layout, "o")
         group = bit_moves("warp", [(b, j) for j, b in enumerate(warp_bits)], len(src_layout.warp))
         lane_axis_mask = sum(lane_masks)
-        lane_combine = _lane_combine(out_layout, n_groups)
-        ctx.update(acc_bufs=list(zip(accs, bufs)), n_warp_groups=n_groups, lane_combine=lane_combine,
-                   smem_slot_lane=cexpr.add(cexpr.mul(f"(lane & {n_groups - 1})", n_slots), slot),
+        ctx.update(acc_bufs=list(zip(accs, bufs)), n_warp_groups=n_groups,
                    smem_slot_w=cexpr.add(cexpr.mul(group, n_slots), slot),
                    smem_slot_r0=slot,
                    smem_vals_w=", ".join(f"{b}[{cexpr.add(cexpr.mul('w', n_slots), slot)}]" for b in bufs),
@@ -145,19 +142,6 @@ def reduce(em, op, layout_unused):
         else:
             em.names[res] = acc["name"]
             em.bind(res, Read(array=acc["name"], ctype=acc["ctype"]), out_layout)
-
-
-def _lane_combine(out_layout, n_groups) -> bool:
-    """Whether the warps' partials are combined lane-parallel: lane l reads warp group l % n_groups's partial and
-    log2(n_groups) xor shuffles combine them (1 shared read and 4 shuffle steps a thread for 16 warps, instead of
-    16 reads and 15 steps; the row kernels' cross-warp combines were a large part of their instructions, which
-    ncu found issue-bound: bench/NOTES.md). Taken when the lanes that exchange partials (those differing in the
-    low log2(n_groups) lane bits) hold the same result element, i.e. none of those lane bits indexes the result;
-    TRANSPILER_LANE_COMBINE=0 keeps every thread reading every partial in warp order."""
-    if not switch("TRANSPILER_LANE_COMBINE") or not 2 <= n_groups <= 32:
-        return False
-    low_bits = n_groups.bit_length() - 1
-    return all(not any(b) for b in out_layout.lane[:low_bits]) and len(out_layout.lane) >= low_bits
 
 
 def _numel(shape):
