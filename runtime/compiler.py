@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import InternalCompilerError, OutOfResources
-from . import build_events, nvrtc_setup
+from . import build_events
 
 
 def arch_for_capability(major: int, minor: int) -> str:
@@ -69,40 +69,22 @@ def nvrtc_options(arch: str, extra: tuple = ()) -> tuple:
     # true), and the warning would blame the generated code for the kernel's own comparison.
     # -ftz=false: Triton's fp32 arithmetic keeps subnormals (LLVM's fadd/fmul carry no flush; only libdevice is
     # linked flushing), so `x * 2**-130` is a subnormal there, where CuPy's usual -ftz=true gave 0.
-    opts = _own_options(arch, extra)
+    opts = (f"-arch={arch}", "--std=c++17", "-ftz=false", "--device-as-default-execution-space",
+            "--diag-suppress=186") + tuple(extra)
     try:
-        return nvrtc_setup.include_options(opts)
+        from cupy._core.core import assemble_cupy_compiler_options
+        return tuple(assemble_cupy_compiler_options(opts))
     except Exception:
         return opts + tuple(f"-I{d}" for d in cuda_include_dirs()[:1])
 
 
-def _own_options(arch: str, extra: tuple) -> tuple:
-    return (f"-arch={arch}", "--std=c++17", "-ftz=false", "--device-as-default-execution-space",
-            "--diag-suppress=186") + tuple(extra)
-
-
-def _compile_program(nvrtc, prog, arch: str, extra: tuple):
-    """compileProgram with `nvrtc_options`; where a header was not found and those options were not CuPy's own
-    (`nvrtc_setup.py`), once more with CuPy's."""
-    options = nvrtc_options(arch, extra)
-    try:
-        nvrtc.compileProgram(prog, list(options))
-    except Exception:
-        if "open source file" not in nvrtc.getProgramLog(prog):      # "could not open source file \"cuda_fp16.h\""
-            raise
-        cupy_options = nvrtc_setup.cupy_assembled(_own_options(arch, extra))
-        if cupy_options == options:
-            raise
-        nvrtc.compileProgram(prog, list(cupy_options))
-
-
 def compile_cubin(source: str, kernel_name: str, arch: str, extra_options: tuple = ()) -> bytes:
     """NVRTC: `.cu` text to a cubin for `arch` (InternalCompilerError with the log when it does not compile)."""
-    nvrtc = nvrtc_setup.binding()
+    from cupy.cuda import nvrtc
     prog = nvrtc.createProgram(source, f"{kernel_name}.cu", [], [])
     try:
         try:
-            _compile_program(nvrtc, prog, arch, tuple(extra_options))
+            nvrtc.compileProgram(prog, list(nvrtc_options(arch, tuple(extra_options))))
         except Exception:
             raise _internal_error(kernel_name, source, nvrtc.getProgramLog(prog)) from None
         cubin = nvrtc.getCUBIN(prog)
@@ -225,7 +207,8 @@ def cuda_include_dirs():
 
 def nvrtc_available() -> bool:
     try:
-        nvrtc_setup.binding().getVersion()
+        from cupy.cuda import nvrtc
+        nvrtc.getVersion()
     except Exception:
         return False
     return bool(cuda_include_dirs())
@@ -234,13 +217,12 @@ def nvrtc_available() -> bool:
 def compile_offline(source: str, arch: str = "sm_90a", name: str = "kernel.cu", extra_options: tuple = ()
                     ) -> OfflineResult:
     """NVRTC to cubin with ptxas' report, with the options the runtime compiles with (`nvrtc_options`)."""
-    nvrtc = nvrtc_setup.binding()
-    extra = tuple(extra_options) + ("--ptxas-options=-v",)
-    opts = list(nvrtc_options(arch, extra))
+    from cupy.cuda import nvrtc
+    opts = list(nvrtc_options(arch, tuple(extra_options) + ("--ptxas-options=-v",)))
     prog = nvrtc.createProgram(source, name, [], [])
     try:
         try:
-            _compile_program(nvrtc, prog, arch, extra)
+            nvrtc.compileProgram(prog, opts)
         except Exception:
             raise _internal_error(name.rsplit(".", 1)[0], source, nvrtc.getProgramLog(prog)) from None
         log = nvrtc.getProgramLog(prog)
@@ -251,7 +233,7 @@ def compile_offline(source: str, arch: str = "sm_90a", name: str = "kernel.cu", 
 
 
 def _ptx_of(source, arch, opts):
-    nvrtc = nvrtc_setup.binding()
+    from cupy.cuda import nvrtc
     prog = nvrtc.createProgram(source, "kernel.cu", [], [])
     try:
         nvrtc.compileProgram(prog, [o for o in opts if not o.startswith(("-arch", "--ptxas"))]

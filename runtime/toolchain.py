@@ -64,8 +64,8 @@ def _loaded_library():
 
 def _asked_version() -> str:
     """NVRTC's own answer (loads the library)."""
-    from .nvrtc_setup import binding
-    return "%d.%d" % tuple(binding().getVersion())
+    from cupy.cuda import nvrtc
+    return "%d.%d" % tuple(nvrtc.getVersion())
 
 
 def _remember(version: str):
@@ -100,7 +100,7 @@ def _remembered_version():
 @functools.lru_cache(maxsize=1)
 def nvrtc_version() -> str:
     """"major.minor" of the NVRTC this process compiles with ("none" when there is none)."""
-    if _loaded_library() is None:
+    if "cupy.cuda.nvrtc" not in sys.modules or _loaded_library() is None:
         remembered = _remembered_version()
         if remembered is not None:
             return remembered

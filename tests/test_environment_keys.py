@@ -28,7 +28,6 @@ ELSEWHERE = {
     "TRANSPILER_PRINT_AUTOTUNING": "whether the autotuner prints its choice",
     "CUDA_PATH": "where NVRTC finds CUDA's headers (the cubin, not the generated source)",
     "CUDA_HOME": "where NVRTC finds CUDA's headers (the cubin, not the generated source)",
-    "CONDA_PREFIX": "a conda CUDA: NVRTC's include options left to CuPy (the cubin, not the generated source)",
     "TRANSPILER_NATIVE_LAUNCH": "whether kernel[grid] launches through the compiled launch path (the same launches)",
     "CC": "which C compiler builds the compiled launch path (its file name is in the built module's name)",
     "TRANSPILER_AUTODIFF_WRITES": "which gradient writes a derived backward makes: it changes the derived kernel's "
