@@ -99,8 +99,8 @@ class KernelVariants:
         from ..emit_cuda import emit_kernel
         from ..emit_cuda.emitter import jinja_env
         from ..parse import build_kernel_ir
-        from .template_cache import install
-        install(jinja_env())
+        from .template_cache import install, installation_folder
+        install(jinja_env(), installation_folder())
         try:
             ir = build_kernel_ir(self.fn, self._arg_specs(key, values), opts)
             try:

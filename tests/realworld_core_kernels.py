@@ -374,6 +374,6 @@ def compiled_only_cases(rng):
     return [("inline_asm", case_inline_asm(rng))]
 
 
-def interpreted_only_cases(rng):
-    """Cases compiled kernels refuse as not supported yet (a batched 3-D tl.dot), run by the interpreter."""
+def refused_cases(rng):
+    """Cases refused as not supported yet, compiled and interpreted alike (a batched 3-D tl.dot)."""
     return [("batched_matmul", case_batched_matmul(rng))]

@@ -144,3 +144,46 @@ def test_bench_attention_forward_compiles_small():
     result = compile_offline(source, "sm_90a")
     assert "warning" not in result.log
     assert result.ptx.count("shfl.sync") <= 64                 # 4 rows' max and sum per loop, not 64 columns'
+
+
+@transpiler.jit
+def two_branch_loops_kernel(Q, K, OUT, n_full, n_masked, BM: tl.constexpr, BN: tl.constexpr, D: tl.constexpr):
+    """Two key loops, each under an `if` (attention's full and masked blocks), multiplying the same query block."""
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rd = tl.arange(0, D)
+    q = tl.load(Q + rm[:, None] * D + rd[None, :])
+    acc = tl.zeros([BM, BN], dtype=tl.float32)
+    if n_full > 0:
+        for j in range(0, n_full):
+            acc += tl.dot(q, tl.load(K + j * D * BN + rd[:, None] * BN + rn[None, :]))
+    if n_masked > 0:
+        for j in range(n_full, n_full + n_masked):
+            k = tl.load(K + j * D * BN + rd[:, None] * BN + rn[None, :])
+            acc += tl.where(rn[None, :] < 7, tl.dot(q, k), 0.0)
+    tl.store(OUT + rm[:, None] * BN + rn[None, :], acc)
+
+
+def _two_branch_loops_source(arch):
+    q = np.zeros((64, 64), np.float16)
+    return two_branch_loops_kernel.cuda_source(q, np.zeros((4, 64, 64), np.float16), np.zeros((64, 64), np.float32),
+                                               2, 2, BM=64, BN=64, D=64, arch=arch)
+
+
+@pytest.mark.parametrize("arch", [None, "sm_90a"])
+def test_an_operand_shared_by_loops_under_two_ifs_is_written_once_before_them(arch):
+    source = _two_branch_loops_source(arch).split("__global__", 1)[1]
+    body = source[source.index("{"):]
+    writes = [i for i in range(len(body)) if body.startswith("tp::store<", i) and "q_tile[" in body[i:i + 60]]
+    assert len(writes) == 1                                     # one write of Q's tile ...
+    first_if = body.index("if (", body.index("// if n_full > 0:"))
+    assert writes[0] < first_if                                 # ... before the first if, read by both loops
+    assert body.count("q_tile[") >= 3
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_an_operand_shared_by_loops_under_two_ifs_compiles_without_a_stack_frame(arch):
+    result = compile_offline(_two_branch_loops_source(arch), arch)
+    assert "warning" not in result.log and result.spill_bytes == 0
+    assert "0 bytes stack frame" in result.log

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import transpiler.interpreter.dot as interpreter_dot
+import transpiler.interpreter.evaluate_blocks as interpreter_dot
 from dot_rounding import (BOUND, TF32_AS_IS, UNIT_ROUNDOFF, narrowest_dot_precision, nearest_model, normwise_error,
                           rounded_by_dot, tf32, unexplained_lines)
-from transpiler.interpreter.registry import RULES
+from transpiler.interpreter.registry import all_rules
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 import fused_mlp  # noqa: E402
@@ -169,7 +169,7 @@ def test_tf32_operands_read_as_is_shrink_products_beyond_flips_within_the_bound(
     BOUND[TF32_AS_IS]; the product models tell the two apart (the GPU test's check)."""
     _, _, want = _interpreted_backward("float32", 3)
     with monkeypatch.context() as patch:
-        patch.setitem(RULES, "dot", _dx_dot_read_as_is(RULES["dot"]))
+        patch.setitem(all_rules(), "dot", _dx_dot_read_as_is(all_rules()["dot"]))
         _, _, got = _interpreted_backward("float32", 3)
     error = normwise_error(got["X"], want["X"])
     assert UNIT_ROUNDOFF["tf32"] < error < BOUND[TF32_AS_IS], error

@@ -1,7 +1,8 @@
 """The math catalogue (`transpiler/language/catalogue.py`) is complete: every row is a `tl` builtin with a typing
 rule, a C spelling, an interpreter rule and a tensor method; what it says is true (the interpreter's value matches
 NumPy in float64, the emitted CUDA spells the row and compiles, the derivative matches finite differences); and
-every `tl` builtin has a typing rule and an interpreter rule, every IR op kind a lowering rule.
+every `tl` builtin has a typing rule and an interpreter rule, every IR op kind a lowering rule and an evaluation
+by the interpreter (which runs the typing rules of every builtin but iteration, prints and device asserts).
 """
 import math
 
@@ -15,7 +16,8 @@ from transpiler.emit_cuda import cspell
 from transpiler.emit_cuda.emitter import LOWERINGS
 from transpiler.interpreter.registry import all_rules
 from transpiler.language import TENSOR_METHODS, catalogue, core
-from transpiler.parse.ir import OP_KINDS, Op
+from transpiler.interpreter import eager
+from transpiler.parse.ir import OP_KINDS, Op, OpKind
 from transpiler.parse.semantic import RULES
 from transpiler.runtime.compiler import compile_offline, nvrtc_available
 
@@ -61,6 +63,20 @@ def test_every_builtin_has_a_typing_and_an_interpreter_rule_and_every_op_kind_a_
     assert not untyped, f"builtins with no typing rule: {sorted(untyped)}"
     assert set(core.BUILTINS) <= set(all_rules()), set(core.BUILTINS) - set(all_rules())
     assert set(LOWERINGS) == OP_KINDS
+
+
+# Op kinds the interpreter never meets as ops: control flow is the kernel's own Python, prints and device asserts
+# are its own rules (rules.py), the row loop's kinds are made by a compiler pass after typing.
+NOT_EVALUATED = {OpKind.FOR, OpKind.WHILE, OpKind.IF, OpKind.YIELD, OpKind.CONDITION, OpKind.DEVICE_PRINT,
+                 OpKind.DEVICE_ASSERT, OpKind.LAUNCHED_PROGRAMS, OpKind.ROW_COUNT}
+
+
+def test_the_interpreter_evaluates_every_op_kind_the_typing_rules_make_and_runs_their_rules():
+    evaluated = set(eager._EVALUATE) | set(eager.EVALUATE_MULTI)
+    assert evaluated | NOT_EVALUATED == OP_KINDS, OP_KINDS - evaluated - NOT_EVALUATED
+    assert not evaluated & NOT_EVALUATED
+    own = {name for name, fn in all_rules().items() if getattr(fn, "func", None) is not eager.apply_rule}
+    assert own == {"range", "static_range", "static_print", "device_print", "device_assert"}, own
 
 
 def test_an_op_of_an_unknown_kind_cannot_be_made():

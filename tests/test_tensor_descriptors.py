@@ -1,6 +1,6 @@
 """Tensor descriptors made in the kernel (`tl.make_tensor_descriptor`, `desc.load`, `desc.store`,
-`tl.load_tensor_descriptor`, `tl.store_tensor_descriptor`; parse/semantic_tensor_desc.py,
-interpreter/tensor_descriptors.py): the interpreter against NumPy on ragged shapes (reads outside the tensor give
+`tl.load_tensor_descriptor`, `tl.store_tensor_descriptor`; parse/semantic_tensor_desc.py, which the
+interpreter runs too): the interpreter against NumPy on ragged shapes (reads outside the tensor give
 the padding, writes outside it do nothing: the columns past the tensor hold NaN and must stay NaN), the compiled
 source on sm_90a staged by TMA and on sm_80 by cp.async (NVRTC, no spills), and Triton's rules refused with
 located errors. GPU runs are in tests/test_gpu_tma.py."""

@@ -1,7 +1,7 @@
 """What Triton's atomics accept: the element types of each operation, the memory orders and the scopes.
 
-Shared by the typing rules (`parse/semantic_atomic.py`) and the CPU interpreter (`interpreter/atomics.py`), so
-both reject the same kernels with the same words. Each check returns an error message, or None when the
+Read by the typing rules (`parse/semantic_atomic.py`), which the CPU interpreter runs too, so both reject the
+same kernels with the same words. Each check returns an error message, or None when the
 argument is fine; the caller raises its own error class at the kernel line.
 
 The rules follow Triton 3.6: fp16 and bf16 only with `add`; no 8-bit, 16-bit integer or boolean elements;

@@ -8,8 +8,8 @@ across one axis (the pair's xor-sum xored with itself, on the bit pattern, so an
 keeps the smaller or larger one. `topk` sorts runs of k, then repeatedly keeps the larger of each pair of
 runs (a max over the axis above the run) and merges again. The operations are the same as Triton's
 `standard.sort_impl` (including its comparison `(x > y) != (flip ^ is_right)`), so ties and NaNs end up in
-the order Triton gives them. `ops` supplies the block operations: the compiler's typing rules
-(`parse/semantic_standard.py`) or the interpreter's builtins (`interpreter/standard_rules.py`).
+the order Triton gives them. `ops` supplies the block operations: the typing rules
+(`parse/semantic_standard.py`), which the interpreter runs as well (`interpreter/eager.py`).
 """
 from __future__ import annotations
 

@@ -13,9 +13,9 @@ the op into ordinary block operations and a `tl.dot`, and this module builds exa
 3. value * scale in the compute type, and NaN where the scale code is 0xFF (unless `fast_math`);
 4. `tl.dot(a, b, acc)` with an fp32 result.
 
-`ops` supplies the block operations: the compiler's typing rules (`parse/semantic_dot.py`) or the interpreter's
-builtins (`interpreter/dot.py`), so the IR is what a user writing the composition would get and the interpreter
-rounds as compiled code does.
+`ops` supplies the block operations: the typing rules (`parse/semantic_dot.py`), so the IR is what a user writing
+the composition would get; the interpreter runs the same rules (`interpreter/eager.py`), so it rounds as compiled
+code does.
 """
 from __future__ import annotations
 

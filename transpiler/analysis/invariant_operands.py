@@ -8,6 +8,11 @@ spills: Triton keeps such operands in shared memory too) and the loop does less 
 Decided from the IR: per loop, each block operand of a dot anywhere in its body (nested loops and branches
 included) whose value is not computed inside the loop, with the role it plays (A, K along columns; B, K along
 rows). An operand used as A by one dot and as B by another is left alone.
+
+For an `if` holding such loops, the operands they share that are defined before the `if` are written before it
+(`operands_of_inner_loops`): otherwise each loop wrote its own copy, and the value stayed in registers from its
+definition through the first loop to the second one's write (attention's Q: 64 registers through the full-block
+loop, a 384-byte stack frame).
 """
 from __future__ import annotations
 
@@ -30,3 +35,15 @@ def invariant_dot_operands(loop) -> list:
                 if value.shape and value not in inside:
                     roles.setdefault(value, set()).add(k_dim)
     return [(value, next(iter(dims))) for value, dims in roles.items() if len(dims) == 1]
+
+
+def operands_of_inner_loops(op) -> list:
+    """[(value, k_dim)] of the loop-invariant dot operands of the loops nested in `op` (an `if`) that are defined
+    before `op`, in the same role in every such loop, in program order."""
+    nested = {}
+    for region in op.regions:
+        for inner in walk(region):
+            if inner.name in (OpKind.FOR, OpKind.WHILE):
+                for value, k_dim in invariant_dot_operands(inner):
+                    nested.setdefault(value, set()).add(k_dim)
+    return [(value, k_dim) for value, k_dim in invariant_dot_operands(op) if nested.get(value) == {k_dim}]

@@ -3,14 +3,14 @@
     from transpiler.interpreter import interpret
     interpret(kernel_fn, grid, args, kwargs, num_warps=4)
 
-Operators and the elementwise builtins and casts are the compiler's typing rules run against an eager builder
-(`eager`: Triton's interpreter design), whose ops `evaluate` computes on NumPy; `shared_rules` lists those
-builtins. Modules: `runner` (the launch loop and the object that answers `tl.*` calls), `arguments` (binding,
-host copies of arrays, writing results back), `tensor` (the block value and its operators), `numeric` (dtype
-storage, rounding, casts), `shapes` (broadcasting, block-shape and axis checks), `pointers` (pointer values,
-masked loads/stores, bounds checks), `block_pointers` (`tl.make_block_ptr`, `tl.advance`, loads and stores
-through them), `location` (the kernel line an error points at), `registry` (rule table by builtin name) and
-the interpreter's own rule modules `rules`, `reductions`, `scans`, `dot` and `atomics`.
+Every builtin but iteration and debugging is the compiler's typing rule run against an eager builder (`eager`:
+Triton's interpreter design), whose ops `evaluate`, `evaluate_blocks` (reduce, scan, dot) and `evaluate_atomics`
+compute on NumPy as they are made (`registry`: the rule table). Modules: `runner` (the launch loop and the object
+that answers `tl.*` calls), `arguments` (binding, host copies of arrays, writing results back), `tensor` (the
+block value and its operators), `records` (block pointers and tensor descriptors as the kernel holds them),
+`numeric` (dtype storage, rounding, casts), `pointers` (pointer values, buffers, bounds-checked gathers and
+scatters), `loops` (the kernel's source made runnable as Python), `location` (the kernel line an error points
+at) and the interpreter's own rules, `rules` (ranges, prints, asserts).
 """
 from .pointers import Buffer, Pointer
 from .runner import Interpreter, interpret

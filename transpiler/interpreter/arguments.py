@@ -215,10 +215,10 @@ class Launch:
             return tuple(self._convert(f"{name}[{i}]", v) for i, v in enumerate(value))
         if isinstance(value, HostTensorDescriptor):
             # what the kernel would have made with tl.make_tensor_descriptor from the same parts
-            from .tensor_descriptors import make_tensor_descriptor
-            return make_tensor_descriptor(self._convert(f"{name}.base", value.base), [int(n) for n in value.shape],
-                                          [int(s) for s in value.strides], [int(b) for b in value.block_shape],
-                                          value.padding)
+            from .eager import apply_rule
+            return apply_rule("make_tensor_descriptor", self._convert(f"{name}.base", value.base),
+                              [int(n) for n in value.shape], [int(s) for s in value.strides],
+                              [int(b) for b in value.block_shape], value.padding)
         if isinstance(value, TensorWrapper):
             return Pointer.to_start_of(self._reinterpreted(name, value).buffer)
         if isinstance(value, np.ndarray) or _is_torch_tensor(value) or hasattr(value, "__cuda_array_interface__"):

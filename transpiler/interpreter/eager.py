@@ -17,13 +17,20 @@ import numpy as np
 
 from ..errors import TranspilerError
 from ..options import DEFAULT as DEFAULT_OPTIONS
-from ..parse import semantic, typing_rules  # noqa: F401  (every typing rule registered)
+from ..parse import semantic, semantic_shapes, typing_rules  # noqa: F401  (every typing rule registered)
 from ..language import core
 from ..parse.ir import OpKind, Type, Value
+from ..parse.records import Record, record_rule
+from ..parse.semantic_tensor_desc import TensorDescriptor
 from . import pointers      # a module reference: pointers.py imports tensor.py, which imports this module
 from .evaluate import EVALUATE
+from .evaluate_atomics import EVALUATE_ATOMICS
+from .evaluate_blocks import EVALUATE_BLOCKS, EVALUATE_MULTI, Combine
 from .location import attach_location, error
+from .records import DescriptorValue, RecordValue
 from .tensor import AssignedNumber, ConstFloat, ConstInt, Tensor
+
+_EVALUATE = {**EVALUATE, **EVALUATE_BLOCKS, **EVALUATE_ATOMICS}
 
 
 class Evaluated(Value):
@@ -68,7 +75,7 @@ class EagerBuilder:
         return self._evaluated(kind, operands, result_type, attrs)
 
     def _evaluated(self, kind, operands, result_type, attrs):
-        evaluate = EVALUATE.get(kind)
+        evaluate = _EVALUATE.get(kind)
         if evaluate is None:
             raise AssertionError(f"no evaluation of IR op kind '{kind}' in the interpreter (interpreter/evaluate.py)")
         data, buffer = evaluate(attrs, result_type, operands)
@@ -78,8 +85,29 @@ class EagerBuilder:
         result.owner = Made(kind, operands, attrs)
         return result
 
+    def emit_multi(self, name, operands, result_types, regions=(), **attrs):
+        arrays = EVALUATE_MULTI[name](attrs, result_types, operands, regions)
+        made = Made(name, operands, attrs)
+        results = [Evaluated(t, data) for t, data in zip(result_types, arrays)]
+        for r in results:
+            r.owner = made
+        return MadeOp(results)
+
+    def inline_into_region(self, fn, region, what, cast_to):
+        """A combine function is not built but kept, to be called on slices when its op is evaluated."""
+        region.combine = Combine(fn, cast_to, what)
+
     def error(self, cls, message, hint=None):
         return error(cls, message, hint=hint)
+
+
+class MadeOp:
+    """What `emit_multi` gives the rules: the op's results."""
+
+    __slots__ = ("results",)
+
+    def __init__(self, results):
+        self.results = results
 
 
 BUILDER = EagerBuilder()
@@ -97,11 +125,16 @@ def _type_of(dtype, shape) -> Type:
     return t
 
 
+_AS_IS = frozenset({str, bool, int, float, type(None)})     # the usual keyword arguments: nothing to convert
+
+
 def to_ir(x):
     """An interpreter value as the typing rules see it (an `Evaluated`, a plain number, or as it is)."""
     cls = type(x)
     if cls is Tensor:
         return Evaluated(_type_of(x.dtype, x.data.shape), x.data)
+    if cls in _AS_IS:
+        return x
     if cls is pointers.Pointer:
         return Evaluated(_type_of(x.dtype, x.data.shape), x.data, x.buffer)
     if cls is AssignedNumber:
@@ -113,7 +146,9 @@ def to_ir(x):
     if cls is ConstInt or cls is ConstFloat:
         return x._number()
     if cls is list or cls is tuple:
-        return cls(to_ir(item) for item in x)
+        return cls(to_ir(item) for item in x) if x else x
+    if cls is RecordValue or cls is DescriptorValue:
+        return x.record.with_leaves([to_ir(leaf) for leaf in x.record.leaves()])
     if isinstance(x, Tensor):
         raise AssertionError(f"no IR value for the interpreter's {cls.__name__}")
     return x
@@ -128,6 +163,9 @@ def from_ir(x):
         return pointers.Pointer(data, x.buffer) if x.buffer is not None else Tensor(data, x.type.dtype)
     if isinstance(x, (list, tuple)):
         return type(x)(from_ir(item) for item in x)
+    if isinstance(x, Record):
+        held = DescriptorValue if isinstance(x, TensorDescriptor) else RecordValue
+        return held(x.with_leaves([from_ir(leaf) for leaf in x.leaves()]))
     return x
 
 
@@ -136,9 +174,22 @@ def _located(err: TranspilerError) -> TranspilerError:
 
 
 def apply_rule(name, *args, **kwargs):
-    """Builtin `name` on interpreter values through its typing rule, evaluated."""
+    """Builtin `name` on interpreter values through its typing rule (a record's own, for a block pointer or a
+    tensor descriptor as the first argument), evaluated."""
     try:
-        return from_ir(semantic.RULES[name](BUILDER, *to_ir(args), **{k: to_ir(v) for k, v in kwargs.items()}))
+        args = [to_ir(a) for a in args]
+        rule = semantic.RULES[name]
+        if args and isinstance(args[0], Record):
+            rule = record_rule(BUILDER, name, args[0])
+        return from_ir(rule(BUILDER, *args, **{k: to_ir(v) for k, v in kwargs.items()}))
+    except TranspilerError as err:
+        raise _located(err)
+
+
+def index(x, items):
+    """`x[items]` (Python's subscript of a block or a pointer block)."""
+    try:
+        return from_ir(semantic_shapes.index(BUILDER, to_ir(x), [to_ir(item) for item in items]))
     except TranspilerError as err:
         raise _located(err)
 

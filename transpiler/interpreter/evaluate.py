@@ -178,17 +178,17 @@ def _same_buffer(a, b, what):
 
 def _elementwise(attrs, result_type, operands):
     fn = attrs["fn"]
+    rule = ELEMENTWISE.get(fn)
+    if rule is not None:
+        return rule(result_type.dtype, operands[-1].dtype, attrs, *(v.data for v in operands)), None
     if fn == "select":
         cond, a, b = operands
         chosen = np.where(cond.data, a.data, b.data)
         return chosen, (_same_buffer(a, b, "tl.where") if a.buffer is not None else None)
     if fn.startswith("libdevice."):
         return _libdevice(fn[len("libdevice."):], result_type.dtype, [v.data for v in operands]), None
-    rule = ELEMENTWISE.get(fn)
-    if rule is None:
-        raise error(UnsupportedSyntaxError, f"the interpreter cannot evaluate the elementwise '{fn}' yet "
-                    "(not supported yet)")
-    return rule(result_type.dtype, operands[-1].dtype, attrs, *(v.data for v in operands)), None
+    raise error(UnsupportedSyntaxError, f"the interpreter cannot evaluate the elementwise '{fn}' yet "
+                "(not supported yet)")
 
 
 # ---- values, shapes, casts, pointers ----------------------------------------------------------------------
@@ -293,4 +293,5 @@ EVALUATE = {
     OpKind.BITCAST: _bitcast,
     OpKind.ADDPTR: _addptr,
     OpKind.ELEMENTWISE: _elementwise,
+    OpKind.BARRIER: lambda attrs, t, ops: (None, None),     # programs run one at a time: always satisfied
 }

@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import DTypeError, InterpreterError, ShapeError
+from ..errors import InterpreterError
 from .location import error, program_text
-from .tensor import Tensor, to_tensor, unwrap
+from .tensor import Tensor
 
 _SHOWN_OFFSETS = 5  # how many offending offsets an out-of-bounds message lists
 
@@ -71,43 +71,11 @@ class Pointer(Tensor):
         self._scalar("using a block as a condition")
         return True
 
-    def offset_by(self, offsets: Tensor, negate: bool = False) -> "Pointer":
-        """`self + offsets` (or `- offsets`); `offsets` is an integer Tensor already broadcast to our shape."""
-        if not offsets.dtype.is_int():
-            raise error(DTypeError, f"pointer arithmetic needs integer offsets, got {offsets.dtype!r}")
-        delta = offsets.data.astype(np.int64)
-        return Pointer(self.data - delta if negate else self.data + delta, self.buffer)
-
     def __str__(self):
         return f"<pointers into '{self.buffer.name}' at offsets {self.data}>"
 
     def __repr__(self):
         return f"pointer(buffer='{self.buffer.name}', offsets={self.data!r}, dtype={self.dtype!r})"
-
-
-def require_pointer(pointer, what: str) -> Pointer:
-    pointer = unwrap(pointer)
-    if not isinstance(pointer, Pointer):
-        got = repr(pointer.dtype) if isinstance(pointer, Tensor) else type(pointer).__name__
-        raise error(DTypeError, f"{what} needs a pointer (an array argument plus offsets), got {got}")
-    return pointer
-
-
-def _mask_tensor(mask, what: str) -> Tensor | None:
-    """The mask as an int1 Tensor, or None when every lane is active."""
-    mask = unwrap(mask)
-    if mask is None:
-        return None
-    mask = to_tensor(mask, f"the mask of {what}")
-    if mask.dtype is not dt.int1:
-        raise error(DTypeError, f"the mask of {what} must be a boolean block (int1), got {mask.dtype!r}",
-                    hint="compare to build it, e.g. mask=offs < n")
-    return mask
-
-
-def _no_blocks_with_scalar_pointer(ptr: Pointer, value, what: str):
-    if ptr.shape == () and value is not None and value.shape != ():
-        raise error(ShapeError, f"{what} of shape {value.shape} cannot go with a scalar pointer")
 
 
 def check_bounds(buffer: Buffer, offsets, active, what: str):

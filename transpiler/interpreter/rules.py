@@ -1,8 +1,10 @@
-"""Interpreter rules for memory access, iteration, `tl.assume` and debugging (prints, asserts).
+"""The interpreter's own rules: iteration (`tl.range`, `tl.static_range` as Python ranges), `tl.static_print`
+(once, in the first program, as the compiler prints once), `tl.device_print` and `tl.device_assert` (checked in
+every run: compiled kernels check it only in debug mode, whose int32 overflow checks the interpreter does not
+make).
 
 One function per builtin, registered by builtin name, with the builtin's exact signature (a test checks
-this). Elementwise math, casts, program ids, block creation, shapes and hints are the compiler's rules
-(`shared_rules.py`), reductions in `reductions.py`, `tl.dot` in `dot.py`.
+this). Every other builtin is the compiler's typing rule, evaluated (`registry.py`).
 """
 from __future__ import annotations
 
@@ -12,32 +14,13 @@ import numpy as np
 
 from ..errors import CompileTimeError, DTypeError, InterpreterError
 from ..language import core
-from . import block_pointers, eager, numeric
+from . import numeric
 from .location import error, program_text
 from .registry import rule
 from .tensor import Tensor, unwrap
 
 def _interpreter():
     return core.current_interpreter()
-
-
-# ---- memory -----------------------------------------------------------------------------------------------
-
-
-@rule("load")
-def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="",
-         eviction_policy="", volatile=False):
-    if isinstance(unwrap(pointer), block_pointers.BlockPointer):
-        return block_pointers.load(unwrap(pointer), mask, other, boundary_check, padding_option)
-    return eager.apply_rule("load", pointer, mask, other, boundary_check, padding_option, cache_modifier,
-                            eviction_policy, volatile)
-
-
-@rule("store")
-def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
-    if isinstance(unwrap(pointer), block_pointers.BlockPointer):
-        return block_pointers.store(unwrap(pointer), value, mask, boundary_check)
-    return eager.apply_rule("store", pointer, value, mask, boundary_check, cache_modifier, eviction_policy)
 
 
 # ---- iteration --------------------------------------------------------------------------------------------
@@ -75,26 +58,7 @@ def static_range(arg1, arg2=None, step=None):
     return _python_range("tl.static_range", arg1, arg2, step, runtime_ok=False)
 
 
-# ---- compiler hints: no effect on values -------------------------------------------------------------------
-
-
-@rule("assume")
-def assume(cond):
-    return None
-
-
 # ---- debugging --------------------------------------------------------------------------------------------
-
-
-@rule("static_assert")
-def static_assert(cond, msg=""):
-    cond = unwrap(cond)
-    if isinstance(cond, Tensor):
-        raise error(CompileTimeError, "tl.static_assert needs a constexpr condition, got a runtime block value",
-                    hint="use tl.device_assert for runtime checks")
-    if not cond:
-        message = unwrap(msg)
-        raise error(CompileTimeError, f"static_assert failed: {message}" if message else "static_assert failed")
 
 
 @rule("static_print")
@@ -135,9 +99,3 @@ def device_assert(cond, msg="", mask=None):
     lanes = [tuple(int(i) for i in lane) for lane in np.argwhere(~ok)[:5]] if ok.shape else []
     where = f" at lanes {lanes}" if lanes else ""
     raise error(InterpreterError, f"device_assert failed{program_text()}{where}: {unwrap(msg)}")
-
-
-@rule("debug_barrier")
-def debug_barrier():
-    return None  # programs run one at a time, so every barrier is already satisfied
-

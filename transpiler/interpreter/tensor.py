@@ -76,130 +76,15 @@ class Tensor:
             raise AttributeError(f"'tensor' object has no attribute '{name}'")
         return functools.partial(core.BUILTINS[builtin_name], self)
 
-    # ---- operators: the compiler's operator rules, evaluated (eager.py) ---------------------------------
-    def __add__(self, other):
-        return eager.binary("add", self, other)
-
-    def __radd__(self, other):
-        return eager.binary("add", other, self)
-
-    def __sub__(self, other):
-        return eager.binary("sub", self, other)
-
-    def __rsub__(self, other):
-        return eager.binary("sub", other, self)
-
-    def __mul__(self, other):
-        return eager.binary("mul", self, other)
-
-    def __rmul__(self, other):
-        return eager.binary("mul", other, self)
-
-    def __truediv__(self, other):
-        return eager.binary("truediv", self, other)
-
-    def __rtruediv__(self, other):
-        return eager.binary("truediv", other, self)
-
-    def __floordiv__(self, other):
-        return eager.binary("floordiv", self, other)
-
-    def __rfloordiv__(self, other):
-        return eager.binary("floordiv", other, self)
-
-    def __mod__(self, other):
-        return eager.binary("mod", self, other)
-
-    def __rmod__(self, other):
-        return eager.binary("mod", other, self)
-
-    def __pow__(self, other):
-        return eager.binary("pow", self, other)
-
-    def __rpow__(self, other):
-        return eager.binary("pow", other, self)
-
-    def __and__(self, other):
-        return eager.binary("and_", self, other)
-
-    def __rand__(self, other):
-        return eager.binary("and_", other, self)
-
-    def __or__(self, other):
-        return eager.binary("or_", self, other)
-
-    def __ror__(self, other):
-        return eager.binary("or_", other, self)
-
-    def __xor__(self, other):
-        return eager.binary("xor", self, other)
-
-    def __rxor__(self, other):
-        return eager.binary("xor", other, self)
-
-    def __lshift__(self, other):
-        return eager.binary("lshift", self, other)
-
-    def __rlshift__(self, other):
-        return eager.binary("lshift", other, self)
-
-    def __rshift__(self, other):
-        return eager.binary("rshift", self, other)
-
-    def __rrshift__(self, other):
-        return eager.binary("rshift", other, self)
-
-    def __eq__(self, other):
-        return eager.binary("eq", self, other)
-
-    def __ne__(self, other):
-        return eager.binary("ne", self, other)
-
-    def __lt__(self, other):
-        return eager.binary("lt", self, other)
-
-    def __le__(self, other):
-        return eager.binary("le", self, other)
-
-    def __gt__(self, other):
-        return eager.binary("gt", self, other)
-
-    def __ge__(self, other):
-        return eager.binary("ge", self, other)
-
+    # ---- operators: the compiler's operator rules, evaluated (eager.py); the table is below the class ------
     __hash__ = object.__hash__
-
-    def __neg__(self):
-        return eager.unary("neg", self)
 
     def __pos__(self):
         return self
 
-    def __invert__(self):
-        return eager.unary("invert", self)
-
-    # ---- indexing: only `None` (new axis) and `:` (keep axis), as in Triton ------------------------------
+    # ---- indexing: the compiler's rule (only None and ':', as in Triton) ----------------------------------
     def __getitem__(self, index):
-        index = index if isinstance(index, tuple) else (index,)
-        for item in index:
-            if item is not None and item != slice(None):
-                raise error(UnsupportedSyntaxError, f"unsupported tensor index {item!r}: only None (new axis) "
-                            "and ':' (keep axis) are allowed, as in x[:, None] (other indices are not Triton's language)")
-        # As Triton indexes, left to right: None inserts an axis at the current position, ':' steps over one; a
-        # ':' past the rank changes nothing (`Z[None, None, :]` on a scalar is [1, 1]), a None past it is refused.
-        kept, rank, position = [], len(self.shape), 0
-        for item in index:
-            if item is None:
-                if position > rank:
-                    raise error(ShapeError, f"index {index!r} inserts an axis past the rank of a block of shape "
-                                f"{self.shape}")
-                rank += 1
-            elif position >= rank:
-                position += 1
-                continue
-            kept.append(item)
-            position += 1
-        return self._with_data(self.data[tuple(kept)])
+        return eager.index(self, index if isinstance(index, tuple) else (index,))
 
     def __iter__(self):
         raise error(UnsupportedSyntaxError, "cannot iterate over a block; use tl.range and indexing arithmetic")
@@ -276,16 +161,6 @@ def scalar_tensor(value, dtype: dt.dtype | None = None) -> Tensor:
     return Tensor(numeric.scalar_constant(value, dtype), dtype)
 
 
-def to_tensor(value, what: str = "operand") -> Tensor:
-    """A Tensor for a block or a Python number; DTypeError for anything else."""
-    value = unwrap(value)
-    if isinstance(value, Tensor):
-        return value
-    if is_python_number(value):
-        return scalar_tensor(value)
-    raise error(DTypeError, f"expected a block or a number as {what}, got {type(value).__name__} {value!r}")
-
-
 class _NumberMethods:
     """Block methods on a compile-time number (`SCALE.to(tl.float32)` of a constexpr), as the compiler
     offers them: the number is first the scalar Triton types it as (`tl.core.to_tensor`)."""
@@ -310,23 +185,6 @@ class ConstFloat(_NumberMethods, float):
         return float(self)
 
 
-def cast_tensor(t: Tensor, target: dt.dtype) -> Tensor:
-    """Value conversion of a non-pointer Tensor to `target` (for the interpreter's own rules)."""
-    if t.dtype is target:
-        return t
-    return Tensor(numeric.cast(t.data, t.dtype, target), target)
-
-
-def computable(t: Tensor, what: str, fn: str = "") -> Tensor:
-    """`t`, unless it holds fp8 values that `fn` cannot take (`dtypes.fp8_computable`: Triton's compiler
-    lowers only selections, abs and min/max on fp8)."""
-    try:
-        dt.fp8_computable(fn, t.dtype, what)
-    except TypeError as exc:
-        raise error(DTypeError, str(exc)) from None
-    return t
-
-
 def constexpr_number(value):
     """`value` with block methods when it is a Python int or float (bools and other objects as they are)."""
     if type(value) is int:
@@ -335,6 +193,24 @@ def constexpr_number(value):
         return ConstFloat(value)
     return value
 
+
+def _binary(op, reflected):
+    if reflected:
+        return lambda self, other: eager.binary(op, other, self)
+    return lambda self, other: eager.binary(op, self, other)
+
+
+# Python's operator names -> the operator rules' (`semantic.BINARY_RULES`); each has a reflected form but the
+# comparisons, which Python reflects by swapping them.
+_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "truediv": "truediv", "floordiv": "floordiv", "mod": "mod",
+           "pow": "pow", "and": "and_", "or": "or_", "xor": "xor", "lshift": "lshift", "rshift": "rshift"}
+for _python, _op in _BINARY.items():
+    setattr(Tensor, f"__{_python}__", _binary(_op, False))
+    setattr(Tensor, f"__r{_python}__", _binary(_op, True))
+for _op in ("eq", "ne", "lt", "le", "gt", "ge"):
+    setattr(Tensor, f"__{_op}__", _binary(_op, False))
+Tensor.__neg__ = lambda self: eager.unary("neg", self)
+Tensor.__invert__ = lambda self: eager.unary("invert", self)
 
 core.TENSOR_CLASSES.append(Tensor)   # `isinstance(x, tl.tensor)` while interpreting
 

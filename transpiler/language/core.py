@@ -3,8 +3,9 @@
 A builtin's Python body never runs in compiled kernels: the parser resolves a call to a builtin by object
 identity and hands the bound arguments to the typing rule of the same name (`parse/semantic*.py`). When the
 CPU interpreter runs a kernel it installs itself as the current implementation, and a call then goes to the
-interpreter's rule of the same name. Adding a builtin is therefore: declare it here, add a typing rule, a
-lowering rule and an interpreter rule.
+interpreter's rule of the same name, which for nearly every builtin is the typing rule run against the eager
+builder (`interpreter/registry.py`). Adding a builtin is therefore: declare it here, add a typing rule, and give
+a new op kind its lowering and its NumPy evaluation.
 """
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Triton's `standard` library functions: `tl.softmax`, `tl.ravel`, `tl.swizzle2d`, `tl.flip`, and the
 two-block shape functions `tl.join`, `tl.split`, `tl.interleave`, `tl.cat`.
 
-The compiler builds each from other builtins (`parse/semantic_standard.py`); the interpreter computes
-them with NumPy or the same builtins (`interpreter/standard_rules.py`).
+The typing rules build each from other builtins (`parse/semantic_standard.py`); the interpreter runs the same
+rules, their ops evaluated on NumPy (`interpreter/eager.py`).
 """
 from __future__ import annotations
 

@@ -29,6 +29,7 @@ from .ir import Argument, KernelIR, Op, Region, Type, Value
 from .records import Record
 from .scope import Returned, Scope
 from .source import parsed_function
+from .statement_walk import statements
 from .syntax_refusals import SYNTAX_HINT, unsupported_construct
 
 core.TENSOR_CLASSES += [Value, Record]   # `isinstance(x, tl.tensor)` while compiling
@@ -36,23 +37,8 @@ core.TENSOR_CLASSES += [Value, Record]   # `isinstance(x, tl.tensor)` while comp
 
 def _contains_return(node) -> bool:
     """Whether an if statement holds a `return` in one of its branches (loops and nested functions aside)."""
-    found = []
-
-    class Finder(cst.CSTVisitor):
-        def visit_Return(self, node):
-            found.append(node)
-
-        def visit_For(self, node):
-            return False
-
-        def visit_While(self, node):
-            return False
-
-        def visit_FunctionDef(self, node):
-            return False
-
-    node.visit(Finder())
-    return bool(found)
+    return any(isinstance(stmt, cst.Return)
+               for stmt in statements(node, stop=(cst.For, cst.While, cst.FunctionDef)))
 
 
 class Builder(StatementBuilder, LoopBuilder, ExpressionBuilder, CallBuilder):

@@ -7,12 +7,13 @@ import builtins
 import inspect
 
 from .. import dtypes
-from ..errors import (CompileTimeError, DTypeError, NameResolutionError, ShapeError, TranspilerError,
+from ..errors import (CompileTimeError, NameResolutionError, ShapeError, TranspilerError,
                       UnsupportedSyntaxError)
 from ..language.core import builtin_name, constexpr, is_constexpr_function
 from . import semantic
 from .ir import Op, OpKind, Value
-from .records import Record
+from .records import Record, record_rule
+from .semantic_reduce import combine_result
 from .scope import BoundMethod, Returned, Scope
 from .source import parsed_function
 from .syntax_refusals import short
@@ -144,9 +145,7 @@ class CallBuilder:
         first = bound.args[0] if bound.args else None
         if isinstance(first, Record):
             # A builtin applied to a record (tl.load of a block pointer) has the record's own rule.
-            rule = first.RULES.get(name)
-            if rule is None:
-                raise self.error(DTypeError, f"tl.{name} does not take a {first.KIND}", hint=first.HINT)
+            rule = record_rule(self, name, first)
         if rule is None:
             raise self.error(UnsupportedSyntaxError, f"tl.{name} is not supported yet")
         return rule(self, *bound.args, **bound.kwargs)
@@ -200,8 +199,8 @@ class CallBuilder:
         return result
 
     def inline_into_region(self, fn, region, what, cast_to):
-        """Build `fn(*region.args)` into `region` and end it with a yield of the results cast to `cast_to` (a
-        list of dtypes; None: any number of results, each of its own type)."""
+        """Build `fn(*region.args)` into `region` and end it with a yield of the results, of the types `cast_to`
+        (None: any number of results, each of its own type)."""
         saved = self.region
         self.region = region
         self.runtime_depth += 1
@@ -217,7 +216,7 @@ class CallBuilder:
             elif len(results) != len(cast_to):
                 raise self.error(ShapeError, f"{what} returned {len(results)} values, expected {len(cast_to)}")
             else:
-                results = [semantic.cast(self, semantic.to_value(self, r, dt), dt) for r, dt in zip(results, cast_to)]
+                results = [combine_result(self, r, dt, what) for r, dt in zip(results, cast_to)]
             for r in results:
                 if r.shape:
                     raise self.error(ShapeError, f"{what} must return scalars")

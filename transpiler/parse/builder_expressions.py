@@ -13,9 +13,9 @@ from .. import dtypes
 from ..errors import CompileTimeError, NameResolutionError, ShapeError, UnsupportedSyntaxError
 from ..language import TENSOR_METHODS, TENSOR_PROPERTIES
 from ..language.core import BUILTINS, constexpr
-from . import semantic
+from . import semantic, semantic_shapes
 from .ir import Op, OpKind, Value, walk
-from .records import Record
+from .records import Record, record_attribute
 from .scope import BoundMethod, Unbound
 from .suggestions import missing_attribute
 from .syntax_refusals import SYNTAX_HINT, describe, short, unsupported_construct
@@ -254,14 +254,7 @@ class ExpressionBuilder:
             # Triton types it (`tl.core.to_tensor`), then the block method.
             return BoundMethod(BUILTINS[TENSOR_METHODS[attr]], semantic.to_value(self, base))
         if isinstance(base, Record):
-            if attr in base.ATTRIBUTES:   # `p.dtype`, `p.type` of a block pointer, as Triton types it
-                return getattr(base, attr)
-            if attr in base.METHODS:      # a tuple of builtin names, or {attribute: builtin name}
-                return BoundMethod(BUILTINS[base.METHODS[attr] if isinstance(base.METHODS, dict) else attr], base)
-            if attr in base.NOT_YET:
-                raise self.error(UnsupportedSyntaxError, f"{base.KIND} method '{attr}' is not supported yet",
-                                 hint=base.HINT)
-            raise self.error(NameResolutionError, f"a {base.KIND} has no attribute '{attr}'", hint=base.HINT)
+            return record_attribute(base, attr, self.error, lambda builtin: BoundMethod(BUILTINS[builtin], base))
         try:
             return getattr(base, attr)
         except AttributeError:
@@ -295,24 +288,7 @@ class ExpressionBuilder:
                 return base[key]
             except Exception as e:
                 raise self.error(CompileTimeError, f"indexing failed: {e}") from None
-        return self._index_block(base, items)
-
-    def _index_block(self, value, items):
-        dim = 0
-        for item in items:
-            if item is None:
-                value = semantic.expand_dims(self, value, dim)
-                dim += 1
-            elif isinstance(item, slice) and item == slice(None):
-                dim += 1
-            elif item is Ellipsis:
-                dim = len(value.shape) - (len(items) - items.index(Ellipsis) - 1 - items.count(None))
-            else:
-                raise self.error(UnsupportedSyntaxError, f"unsupported tensor index {item!r}: blocks can be indexed "
-                                 "only with None, ':' and '...' (other indices are not Triton's language)")
-        # A ':' past the block's rank keeps nothing and changes nothing, as in Triton (`Z[None, None, :]` on a
-        # scalar pointer is a [1, 1] block); a None past the rank is refused by expand_dims.
-        return value
+        return semantic_shapes.index(self, base, items)
 
 
 def _fstring_text(text, start):

@@ -17,6 +17,7 @@ from . import semantic
 from .ir import Op, OpKind, Region, Type, Value
 from .records import Record, Slots
 from .scope import Unbound
+from .statement_walk import statements
 from .syntax_refusals import short
 
 _NOT_BOUND = object()      # no binding: never the object a name is bound to
@@ -272,20 +273,14 @@ class LoopBuilder:
 
 
 def _collect_assigned(node, out):
-    class Visitor(cst.CSTVisitor):
-        def visit_AssignTarget(self, n):
-            _names_in_target(n.target, out)
-
-        def visit_AnnAssign(self, n):
-            _names_in_target(n.target, out)
-
-        def visit_AugAssign(self, n):
-            _names_in_target(n.target, out)
-
-        def visit_For(self, n):
-            _names_in_target(n.target, out)
-
-    node.visit(Visitor())
+    """Append to `out` the names `node`'s statements assign (targets of =, annotated and augmented assignments,
+    `for` targets), in source order."""
+    for stmt in statements(node):
+        if isinstance(stmt, cst.Assign):
+            for target in stmt.targets:
+                _names_in_target(target.target, out)
+        elif isinstance(stmt, (cst.AnnAssign, cst.AugAssign, cst.For)):
+            _names_in_target(stmt.target, out)
 
 
 def _names_in_target(target, out):

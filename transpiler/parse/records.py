@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from ..errors import DTypeError, NameResolutionError, UnsupportedSyntaxError
 from .ir import Type, Value
 
 
@@ -52,6 +53,26 @@ class Record:
         for leaf, suffix in zip(self.leaves(), self.leaf_names()):
             if isinstance(leaf, Value) and leaf.name is None:
                 leaf.name = f"{name}_{suffix}"
+
+
+def record_rule(b, name, record: Record):
+    """The typing rule of builtin `name` applied to `record` (tl.load of a block pointer): the record's own."""
+    rule = record.RULES.get(name)
+    if rule is None:
+        raise b.error(DTypeError, f"tl.{name} does not take a {record.KIND}", hint=record.HINT)
+    return rule
+
+
+def record_attribute(record: Record, attr: str, error, method):
+    """`record.attr` in a kernel: a compile-time property (`p.dtype`), a method (`method(builtin name)` bound to the
+    record: `p.advance`), or a located error (`error(cls, message, hint=...)`) saying which kind it is."""
+    if attr in record.ATTRIBUTES:
+        return getattr(record, attr)
+    if attr in record.METHODS:      # a tuple of builtin names, or {attribute: builtin name}
+        return method(record.METHODS[attr] if isinstance(record.METHODS, dict) else attr)
+    if attr in record.NOT_YET:
+        raise error(UnsupportedSyntaxError, f"{record.KIND} method '{attr}' is not supported yet", hint=record.HINT)
+    raise error(NameResolutionError, f"a {record.KIND} has no attribute '{attr}'", hint=record.HINT)
 
 
 def same_leaf(a, b) -> bool:

@@ -275,9 +275,10 @@ def _folded(fn, operands, out_dtype, attrs):
     values = []
     for v in operands:
         owner = v.owner
+        if v.shape or getattr(owner, "name", None) != OpKind.CONSTANT:      # the common case, checked first
+            return None
         np_type = _numpy_scalar_type(v.dtype)
-        if v.shape or getattr(owner, "name", None) != OpKind.CONSTANT or np_type is None or \
-                (v.dtype.kind is Kind.FLOAT and fn in ("and", "or", "xor")):
+        if np_type is None or (v.dtype.kind is Kind.FLOAT and fn in ("and", "or", "xor")):
             return None
         values.append(np.array([owner.attrs["value"]]).astype(np_type))
     with np.errstate(all="ignore"):

@@ -6,7 +6,7 @@ int8 accumulates in int32; fp64 stays fp64; fp8 (`tl.float8e4nv`, `tl.float8e5`,
 accumulates in fp32. `acc` must already be [M, N] of the result dtype. The op is
 `dot(a, b, acc)` with the precision as an attribute; which hardware instruction computes it is decided by
 the tensor-core pass (`analysis/tensor_cores.py`), not here. A batched dot ([B, M, K] @ [B, K, N]) is refused
-as not supported yet in compiled kernels. `tl.dot_scaled` is Triton's decomposition into block operations and
+as not supported yet (the interpreter runs this rule too). `tl.dot_scaled` is Triton's decomposition into block operations and
 a `tl.dot` (`transpiler/scaled_dot.py`).
 """
 from __future__ import annotations
@@ -60,9 +60,9 @@ def _dot(b, input, other, acc=None, input_precision=None, allow_tf32=None, max_n
     a, w = to_value(b, input), to_value(b, other)
     if len(a.shape) == 3 and len(w.shape) == 3:
         # Unrolled into 2-D dots it compiled, but its first H200 run wrote NaN for every element: refused until
-        # that is understood (the interpreter computes it).
-        raise b.error(ShapeError, "a batched (3-D) tl.dot is not supported yet in compiled kernels",
-                      hint="loop over the batch dimension with 2-D dots (the interpreter runs the 3-D form)")
+        # that is understood, by the interpreter as well (one semantics: what compiles is what interprets).
+        raise b.error(ShapeError, "a batched (3-D) tl.dot is not supported yet",
+                      hint="loop over the batch dimension with 2-D dots")
     if len(a.shape) != 2 or len(w.shape) != 2:
         raise b.error(ShapeError, f"tl.dot needs two 2-D blocks (or two 3-D ones, batched), not shapes "
                       f"{list(a.shape)} and {list(w.shape)}")

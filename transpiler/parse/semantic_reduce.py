@@ -26,6 +26,16 @@ def normalize_axis(b, axis, rank):
     return axis % rank
 
 
+def combine_result(b, result, dtype, what):
+    """One result of a combine function (`tl.reduce`, `tl.associative_scan`): of the operand's type, as
+    Triton's compiler requires (it refuses a combine of int32 values that returns fp32); a number takes it."""
+    v = to_value(b, result, dtype)
+    if v.dtype is not dtype:
+        raise b.error(DTypeError, f"{what} returned {v.dtype!r} for an operand of {dtype!r}: it must return its "
+                      "operands' types (not Triton's language otherwise)", hint=f"convert the result: .to({dtype!r})")
+    return v
+
+
 def reduce_values(b, values, axis, combine, keep_dims=False, region=None, result_dtypes=None):
     """Emit one `reduce` over `values` (a list of same-shaped blocks); returns the list of results."""
     values = [to_value(b, v) for v in values]

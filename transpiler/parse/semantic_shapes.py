@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import builtins
 
-from ..errors import ShapeError
+from ..errors import ShapeError, UnsupportedSyntaxError
 from .ir import OpKind, Type
 from .semantic import (broadcast_pair, broadcast_to_shape, check_block_shape, const_value, expand_dims, rule,
                        to_value)
@@ -93,3 +93,17 @@ def _trans(b, input, *dims):
             raise b.error(ShapeError, f"tl.trans without dims needs a 2-D block, not shape {list(v.shape)}")
         dims = (1, 0)
     return _permute(b, v, *dims)
+
+
+def index(b, value, items):
+    """`x[items]` of a block, as Triton's `tensor.__getitem__`: item d is None (a size-1 axis inserted at d) or
+    ':' (nothing: also past the block's rank, so `Z[None, None, :]` of a scalar is [1, 1]); a None past the rank
+    is refused by expand_dims, any other index (a number, a bounded slice, `...`) as not Triton's language."""
+    for dim, item in enumerate(items):
+        if item is None:
+            value = expand_dims(b, value, dim)
+        elif not (isinstance(item, builtins.slice) and item == builtins.slice(None)):
+            raise b.error(UnsupportedSyntaxError, f"unsupported tensor index {item!r}: blocks can be indexed only "
+                          "with None (new axis) and ':' (keep axis), as in x[:, None] (other indices are not "
+                          "Triton's language)")
+    return value

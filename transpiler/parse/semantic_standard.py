@@ -80,8 +80,9 @@ def _index_along_last(b, shape):
 
 
 @rule("join")
-def _join(b, a, b_):
-    x, y = broadcast_pair(b, to_value(b, a), to_value(b, b_))
+def _join(builder, a, b):          # the builtin's parameters are `a` and `b`: the builder is `builder` here
+    x, y = broadcast_pair(builder, to_value(builder, a), to_value(builder, b))
+    b = builder
     if x.dtype is not y.dtype:
         raise b.error(DTypeError, f"tl.join needs two blocks of one dtype, got {x.dtype!r} and {y.dtype!r}")
     shape = tuple(x.shape) + (2,)
@@ -106,11 +107,11 @@ def _split(b, a):
 
 
 @rule("interleave")
-def _interleave(b, a, b_):
-    joined = _join(b, a, b_)
+def _interleave(builder, a, b):
+    joined = _join(builder, a, b)
     if len(joined.shape) == 1:
         return joined
-    return RULES["reshape"](b, joined, *joined.shape[:-2], 2 * joined.shape[-2])
+    return RULES["reshape"](builder, joined, *joined.shape[:-2], 2 * joined.shape[-2])
 
 
 @rule("cat")

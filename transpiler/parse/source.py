@@ -11,9 +11,9 @@ import textwrap
 from dataclasses import dataclass
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ..errors import SourceLocation, UnsupportedSyntaxError
+from .positions import start_positions
 
 
 @dataclass
@@ -23,15 +23,15 @@ class ParsedFunction:
     name: str
     first_line: int
     indent: int
-    positions: dict
+    positions: dict      # node -> (line, column) where it starts in the dedented source (parse/positions.py)
     lines: dict          # absolute line number -> source text
 
     def loc(self, node) -> SourceLocation:
         pos = self.positions.get(node)
         if pos is None:
             return SourceLocation(self.file, self.first_line, 0, self.name)
-        return SourceLocation(self.file, pos.start.line + self.first_line - 1, pos.start.column + self.indent,
-                              self.name)
+        line, column = pos
+        return SourceLocation(self.file, line + self.first_line - 1, column + self.indent, self.name)
 
 
 _cache: dict = {}
@@ -50,9 +50,8 @@ def parsed_function(fn) -> ParsedFunction:
     source = textwrap.dedent(raw)
     indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
     module = cst.parse_module(source)
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    positions = wrapper.resolve(PositionProvider)
-    func = next(n for n in wrapper.module.body if isinstance(n, cst.FunctionDef))
+    positions = start_positions(module)
+    func = next(n for n in module.body if isinstance(n, cst.FunctionDef))
     file = inspect.getsourcefile(fn) or "<unknown>"
     parsed = ParsedFunction(func, file, fn.__name__, first_line, indent, positions,
                             {first_line + i: text.rstrip("\n") for i, text in enumerate(lines)})

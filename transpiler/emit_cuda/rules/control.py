@@ -10,6 +10,7 @@ from .. import cspell
 from ...parse.ir import OpKind, walk
 from ..emitter import Read, lowering
 from .dot import forget_hoisted, hoist_invariant_operands
+from ...analysis.invariant_operands import operands_of_inner_loops
 
 
 def declare_carried(em, values, inits, suffix=""):
@@ -165,6 +166,12 @@ def _while(em, op):
 
 @lowering(OpKind.IF)
 def if_op(em, op, layout):
+    hoisted = hoist_invariant_operands(em, op, operands_of_inner_loops(op))
+    _if(em, op)
+    forget_hoisted(em, hoisted)
+
+
+def _if(em, op):
     cond = em.scalar(op.operands[0])
     targets = []
     for v in op.results:

@@ -52,12 +52,13 @@ def _operand_views(em, op):
     return views[a], views[b]
 
 
-def hoist_invariant_operands(em, loop) -> list:
-    """Write the loop-invariant dot operands of `loop` (analysis/invariant_operands.py) to shared-memory tiles of
-    their own before it; the dots inside read them there. A tile written earlier on every path to this loop (in
-    a scope still open) is read as it is: nothing else writes it. Returns the values to forget after the loop."""
+def hoist_invariant_operands(em, loop, operands=None) -> list:
+    """Write the loop-invariant dot operands of `loop` (analysis/invariant_operands.py; `operands` where given:
+    those of the loops inside an `if`) to shared-memory tiles of their own before it; the dots inside read them
+    there. A tile written earlier on every path to this loop (in a scope still open) is read as it is: nothing
+    else writes it. Returns the values to forget after the loop."""
     hoisted, written = [], []
-    for value, k_dim in invariant_dot_operands(loop):
+    for value, k_dim in (invariant_dot_operands(loop) if operands is None else operands):
         if value in em.tiles or staged_view(em, value) is not None:
             continue
         buffer, tile, scope = em.invariant_buffers.get(value, (None, None, None))

@@ -1,8 +1,11 @@
-"""The compiler's typing rules and the CPU interpreter agree, on the points where they used to differ.
+"""Typing probes: Triton 3.x's answer on the points where the compiler and the interpreter once differed.
 
-Each probe kernel prints the dtype and shape of one result with `tl.static_print`, which the compiler runs
-while building the IR and the interpreter runs in program 0; both printouts must equal Triton 3.x's answer.
-Errors must be the same class on both sides. Values the interpreter computes are checked against NumPy.
+There is one typing rule per builtin now (the interpreter runs the compiler's, `interpreter/eager.py`), so the
+two printouts no longer test agreement of two implementations: they check that both entry points (building the
+IR, and the eager builder with its conversions of interpreter values) reach Triton's answer. Each probe kernel
+prints the dtype and shape of one result with `tl.static_print` (the compiler while building the IR, the
+interpreter in program 0). Values the interpreter computes are checked against NumPy; on a GPU the compiled
+kernels against the interpreter's values (the evaluations are still two: the CUDA lowering and NumPy).
 """
 import numpy as np
 import pytest
@@ -371,3 +374,18 @@ def test_shapes_compare_equal_to_lists_and_a_launch_without_arrays_interprets(mo
     shape_list_kernel[(2,)](XBLOCK=16)                   # no array to tell the device: still the interpreter
     with pytest.raises(transpiler.CompileTimeError):
         shape_list_kernel[(1,)](XBLOCK=1)                # [1, 1] == [1, 1]: the != assertion fails
+
+
+@transpiler.jit
+def ellipsis_index_kernel(X, BLOCK: tl.constexpr):
+    row = tl.arange(0, BLOCK)
+    tl.store(X + row[..., None], 1.0)
+
+
+def test_an_ellipsis_index_is_refused_as_triton_refuses_it_on_both_entry_points():
+    """Triton's tensor.__getitem__ takes None and ':' only ("unsupported tensor index: Ellipsis"); the compiler
+    accepted `...` until both entry points ran one indexing rule (parse/semantic_shapes.index)."""
+    compiled, interpreted = both_raise(transpiler.UnsupportedSyntaxError, ellipsis_index_kernel,
+                                       np.zeros(8, np.float32), BLOCK=8)
+    assert "unsupported tensor index Ellipsis" in compiled and "not Triton's language" in compiled
+    assert compiled.splitlines()[0] == interpreted.splitlines()[0]
