@@ -2,7 +2,7 @@
 
 Every builtin with a typing rule runs that rule against the eager builder (`eager.apply_rule`: the compiler's
 semantics, its ops evaluated on NumPy), except the interpreter's own rules (`rules.py`: iteration, prints and
-`device_assert`, registered with `@rule("name")`). Each entry has its builtin's signature (a test checks it), so
+`device_assert`; `map_elementwise.py`: the mapped function called per element; registered with `@rule("name")`). Each entry has its builtin's signature (a test checks it), so
 the interpreter hands it the user's arguments unchanged; adding a builtin needs nothing here.
 """
 from __future__ import annotations
