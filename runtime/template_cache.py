@@ -52,11 +52,17 @@ def _write_quietly(path: Path, data: bytes):
     try:
         path.parent.mkdir(exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    except OSError:
+        return
+    try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
     except OSError:
-        pass
+        try:
+            os.unlink(tmp)      # a full disk: no half-written temporary left in the installation
+        except OSError:
+            pass
 
 
 def install(environment, installation: Path | None = None):

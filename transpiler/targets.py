@@ -42,7 +42,6 @@ SWITCHES = {
 }
 
 
-
 def switch(name) -> bool:
     return os.environ.get(name, SWITCHES[name]) != "0"
 
