@@ -51,7 +51,9 @@ def test_warps_a_program_runs_on(name, target, monkeypatch):
     variant = _variant(case)
     assert variant.num_warps == expected
     assert f"__launch_bounds__({32 * expected})" in variant.source
-    assert f"// num_warps = {expected} ({32 * expected} threads per program)" in variant.source
+    launched = (f"; launched with num_warps = {case['num_warps']}: analysis/program_warps.py"
+                if expected != case["num_warps"] else "")
+    assert f"// num_warps = {expected} ({32 * expected} threads per program{launched})" in variant.source
     if case["num_warps"] > 4:
         (d,) = analysis.decisions.for_pass("program_warps")
         assert (f"launched as {expected}" in d.what) == (expected != case["num_warps"])

@@ -42,6 +42,7 @@ class KernelAnalysis:
     row_loop: object = None     # RowLoopPlan when programs are folded into a row loop (row_loop.py)
     packing: object = None      # PackingPlan when a block holds several programs, one warp each (program_packing.py)
     row_ring: object = None     # RowRing when the row loop's rows ahead live in shared memory (row_ring.py)
+    launched_warps: int = 0     # the launch's num_warps where a program runs on fewer (program_warps.py), else 0
 
     @property
     def program_warps(self) -> int:
@@ -69,7 +70,9 @@ def analyze(kernel, options: CompileOptions) -> KernelAnalysis:
     packing = plan_packing(kernel, decisions, options.num_warps)
     # Fewer warps a program than launched (program_warps.py): every later pass, the emitter and the launch see
     # them as the options' num_warps (the variant records them for the runtime's block size).
+    launched_warps = options.num_warps
     options = replace(options, num_warps=plan_program_warps(kernel, decisions, options.num_warps, packing is not None))
+    launched_warps = launched_warps if launched_warps != options.num_warps else 0
     warps = packing.program_warps if packing else options.num_warps    # a program's warps, for every layout
     # The row loop rewrites the IR first: every later pass sees the loop.
     row_loop = fold_row_loop(kernel, decisions, warps, packed=packing is not None)
@@ -90,4 +93,5 @@ def analyze(kernel, options: CompileOptions) -> KernelAnalysis:
     smem = plan_shared_memory(kernel, layouts, pipelines, any(p.kind == "wgmma" for p in dots.values()), tma,
                               row_ring)
     return KernelAnalysis(axis, layouts, widths, uniform, decisions, dots, pipelines, combined, atomics, smem,
-                          plan_read_only(kernel), options, required_arch(kernel), tma, row_loop, packing, row_ring)
+                          plan_read_only(kernel), options, required_arch(kernel), tma, row_loop, packing, row_ring,
+                          launched_warps)

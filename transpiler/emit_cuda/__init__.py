@@ -126,7 +126,8 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
     context = dict(
         source_file=os.path.basename(kernel.source_file),  # no absolute path: stable snapshots
         name=kernel.name, specialization=_specialization_text(kernel),
-        num_warps=analysis.options.num_warps, threads=32 * analysis.options.num_warps, layout_notes=notes,
+        num_warps=analysis.options.num_warps, threads=32 * analysis.options.num_warps,
+        launched_warps=analysis.launched_warps, layout_notes=notes,
         programs_per_block=analysis.programs_per_block,
         # Tensor-core kernels plan their registers (fragments, stages); the others let the runtime tune occupancy.
         occupancy_macro=None if em.uses_tiles else OCCUPANCY_MACRO, maxnreg_macro=MAXNREG_MACRO,
