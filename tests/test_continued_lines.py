@@ -33,5 +33,9 @@ def test_continued_lines_interpreted_match_numpy():
     x, y, out, n = _args(rng, 300)
     continued_store_kernel.interpret[(3,)](x, y, out, n, BLOCK=128)
     first, second = reference(x, y)
-    np.testing.assert_allclose(out[:n], first, rtol=1e-6)
+    # `t * 2.0 + x` may cancel: against the float64 reference only an error bound relative to its operands holds;
+    # the interpreter rounds each fp32 operation, so NumPy's fp32 steps give its every bit.
+    t = np.minimum(x, y) - np.maximum(x, y)
+    np.testing.assert_array_equal(out[:n], t * np.float32(2.0) + x)
+    np.testing.assert_allclose(out[:n], first, rtol=0, atol=2 * np.finfo(np.float32).eps * (2 * abs(t) + abs(x)).max())
     np.testing.assert_array_equal(out[n:], second)
