@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..dtypes import from_array_dtype
-from ..errors import AutotuneError, LaunchError, TranspilerError
+from ..errors import NOT_YET, AutotuneError, LaunchError, TranspilerError
 from ..language.core import constexpr
 from ..tracebacks import at_api_boundary
 from . import autotune_cache, bench
@@ -52,8 +52,8 @@ class Config:
 
     def __init__(self, kwargs, num_warps=4, num_stages=3, num_ctas=1, maxnreg=None, pre_hook=None, ir_override=None):
         if ir_override is not None:
-            raise AutotuneError("Config(ir_override=...) is not supported yet: there is no Triton IR here to "
-                                "replace", hint="drop ir_override; the generated CUDA is kernel.cuda_source(...)")
+            raise AutotuneError("Config(ir_override=...): there is no Triton IR here to replace",
+                                hint="drop ir_override; the generated CUDA is kernel.cuda_source(...)", refusal=NOT_YET)
         self.kwargs = dict(kwargs)
         self.num_warps = num_warps
         self.num_stages = num_stages

@@ -114,8 +114,8 @@ class Kernel(KernelVariants, KernelInterface):
                                       self.__name__)
         return None
 
-    def _launch_error(self, message, hint=None):
-        return LaunchError(message, self.definition(), kernel=self.__name__, hint=hint)
+    def _launch_error(self, message, hint=None, refusal=None):
+        return LaunchError(message, self.definition(), kernel=self.__name__, hint=hint, refusal=refusal)
 
     # -- Triton-compatible entry points ----------------------------------------------------------------------
     def __getitem__(self, grid):

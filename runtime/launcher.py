@@ -32,7 +32,7 @@ import collections
 import ctypes
 import struct
 
-from ..errors import LaunchError
+from ..errors import NOT_YET, LaunchError
 from ..targets import MAX_ROWS_AHEAD
 
 SLOT = 8  # bytes per parameter slot: every parameter type we pass fits, and 8 keeps each one aligned
@@ -436,8 +436,8 @@ class RowLoopLauncher:
         blocks = self.blocks_for(gx)
         ahead = blocks * self.per_block * self.ROWS_AHEAD    # the row `depth` ahead of the last (row_loop.py)
         if gx + ahead > self.MAX_GRID_X:
-            raise LaunchError(f"grid x of {gx} programs is not supported yet by a kernel folded into a row loop "
-                              f"(at most {self.MAX_GRID_X - ahead})", kernel=self.inner.name,
+            raise LaunchError(f"grid x of {gx} programs for a kernel folded into a row loop "
+                              f"(at most {self.MAX_GRID_X - ahead})", kernel=self.inner.name, refusal=NOT_YET,
                               hint="set TRANSPILER_ROW_LOOP=0 and TRANSPILER_PACK_PROGRAMS=0, or put part of the "
                                    "count on grid axis 1")
         self.inner.launch(blocks, gy, gz, (*values, gx), stream)

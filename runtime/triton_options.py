@@ -18,7 +18,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 
-from ..errors import IgnoredOptionWarning, LaunchError
+from ..errors import NOT_YET, IgnoredOptionWarning, LaunchError
 
 # Options of Triton's @jit that change nothing we could honour.
 _JIT_WARNED = {
@@ -69,8 +69,8 @@ def check_launch_options(kernel, kwargs):
     kwargs.pop("maxnreg", None)   # registers do not change the IR, nor what the interpreter computes
     num_ctas = kwargs.pop("num_ctas", 1)
     if num_ctas != 1:
-        raise kernel._launch_error(f"num_ctas={num_ctas!r}: thread-block clusters are not supported yet",
-                                   hint="launch with num_ctas=1 (the default)")
+        raise kernel._launch_error(f"num_ctas={num_ctas!r}: thread-block clusters",
+                                   hint="launch with num_ctas=1 (the default)", refusal=NOT_YET)
     for name, (default, why) in LAUNCH_WARNED.items():
         if name in kwargs:
             value = kwargs.pop(name)

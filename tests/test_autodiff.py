@@ -8,7 +8,7 @@ import transpiler
 import transpiler.language as tl
 from autodiff_kernels import cases
 from transpiler.autodiff.checking import gradient_check
-from transpiler.errors import UnsupportedSyntaxError
+from transpiler.errors import NOT_YET, DTypeError, UnsupportedSyntaxError
 from transpiler.runtime.compiler import compile_offline, nvrtc_available
 
 CASES = cases(np.random.default_rng(7))
@@ -190,10 +190,11 @@ def _int_dot(A, B, C, OUT):
     tl.store(OUT + r[:, None] * 16 + r[None, :], tl.dot(a, b).to(tl.float32) * c)
 
 
-def _refusal(kernel, args, grads, match, line_text, **constexprs):
-    with pytest.raises(UnsupportedSyntaxError, match=match) as info:
+def _refusal(kernel, args, grads, match, line_text, cls=UnsupportedSyntaxError, kind=NOT_YET, **constexprs):
+    with pytest.raises(cls, match=match) as info:
         kernel.backward.python_source(*args, grads=grads, **constexprs)
     assert line_text in info.value.loc.source_line()
+    assert info.value.refusal is kind
 
 
 def test_refusals_point_at_the_python_line():
@@ -205,7 +206,7 @@ def test_refusals_point_at_the_python_line():
     a = np.ones((16, 16), np.int8)
     _refusal(_int_dot, [a, a, np.ones((16, 16), np.float32), np.zeros((16, 16), np.float32)],
              {"C": np.ones((16, 16), np.float32), "OUT": np.zeros((16, 16), np.float32)}, "integer types",
-             "tl.dot(a, b)")
+             "tl.dot(a, b)", cls=DTypeError, kind=None)      # integers have no derivative: not a refusal
 
 
 # ---- explain, torch, the example ------------------------------------------------------------------------

@@ -80,7 +80,7 @@ def test_unknown_jit_option_is_an_error_and_unhonoured_ones_warn():
 
 def test_num_ctas_other_than_one_is_refused_before_anything_runs():
     x = np.ones(64, np.float32)
-    with pytest.raises(transpiler.LaunchError, match=r"num_ctas=2: thread-block clusters are not supported yet"):
+    with pytest.raises(transpiler.LaunchError, match=r"not supported yet: num_ctas=2: thread-block clusters"):
         copy_specialized[(1,)](x, x, 64, BLOCK=64, num_ctas=2)
     with pytest.raises(transpiler.LaunchError, match="num_ctas=4"):
         copy_specialized.cuda_source(x, x, 64, BLOCK=64, num_ctas=4)

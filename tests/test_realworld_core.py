@@ -139,7 +139,7 @@ def _packed_asm(X, BLOCK: tl.constexpr, PACK: tl.constexpr, LETTER: tl.constexpr
     (np.int64, 2, "l", "name 2 registers, but 1 result.* with pack=2 use 4"),
     (np.int64, 1, "r", "a 32-bit register '=r' cannot hold 1 x tl.int64"),
     (np.float16, 2, "f", "a 32-bit register '=f' cannot hold 2 x tl.float16"),
-    (np.float32, 1, "q", "constraint '=q' is not supported yet")])
+    (np.float32, 1, "q", "not supported yet: tl.inline_asm_elementwise: constraint '=q'")])
 def test_inline_asm_refuses_what_it_cannot_spell(dtype, pack, letter, words):
     with pytest.raises(transpiler.TranspilerError, match=words):
         _packed_asm.cuda_source(np.zeros(32, dtype), BLOCK=32, PACK=pack, LETTER=letter)
@@ -152,7 +152,7 @@ def test_a_batched_dot_is_refused_at_its_line_compiled_and_interpreted(name, cas
     lines = []
     for run in (lambda: case["kernel"].cuda_source(*case["args"], **case["constexprs"]),
                 lambda: case["kernel"].interpret[case["grid"]](*case["args"], **case["constexprs"])):
-        with pytest.raises(transpiler.TranspilerError, match="batched .3-D. tl.dot is not supported yet") as info:
+        with pytest.raises(transpiler.TranspilerError, match="not supported yet: a batched .3-D. tl.dot") as info:
             run()
         lines.append(info.value.loc.line)
     source, first = inspect.getsourcelines(case["kernel"].fn)

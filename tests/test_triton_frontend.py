@@ -404,5 +404,6 @@ def test_reductions_scans_and_arithmetic_on_fp8_are_refused(op):
     q = transpiler.reinterpret(np.arange(16).astype(np.uint8), tl.float8e4nv)
     y = np.zeros(16, np.float32)
     for run in (lambda: _fp8_op.cuda_source(q, y, BLOCK=16, OP=op), lambda: _fp8_op.interpret[(1,)](q, y, BLOCK=16, OP=op)):
-        with pytest.raises(DTypeError, match="not supported"):
+        # reductions and scans: not supported yet; arithmetic and comparisons: Triton cannot lower them either
+        with pytest.raises(DTypeError, match="not supported yet: |Triton's compiler cannot lower"):
             run()

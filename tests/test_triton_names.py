@@ -92,9 +92,9 @@ def test_map_elementwise_pack_is_refused_as_not_supported_yet():
         tl.store(Y + offs, tl.map_elementwise(k.selu_scalar, tl.load(X + offs), 1.0, pack=2))
 
     x = np.ones(32, np.float32)
-    with pytest.raises(TranspilerError, match="pack > 1 is not supported yet"):
+    with pytest.raises(TranspilerError, match="not supported yet: tl.map_elementwise with pack > 1"):
         packed.cuda_source(x, x.copy(), BLOCK=32)
-    with pytest.raises(TranspilerError, match="pack > 1 is not supported yet"):
+    with pytest.raises(TranspilerError, match="not supported yet: tl.map_elementwise with pack > 1"):
         packed.interpret[(1,)](x, x.copy(), BLOCK=32)
 
 

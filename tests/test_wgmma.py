@@ -118,7 +118,7 @@ def test_shapes_wgmma_cannot_take_fall_back_with_a_reason(m, n, k, warps, why):
 
 def test_fp16_accumulation_and_other_dtypes_stay_on_mma_sync():
     assert plan_wgmma(64, 64, 32, dtypes.float16, dtypes.float16, 4)[0] is None
-    assert "not supported yet" in plan_wgmma(64, 64, 32, dtypes.int8, dtypes.float32, 4)[1]
+    assert "not built yet" in plan_wgmma(64, 64, 32, dtypes.int8, dtypes.float32, 4)[1]
     assert "no instruction" in plan_wgmma(64, 64, 32, dtypes.float32, dtypes.float32, 4, precision="ieee")[1]
     assert "no instruction" in plan_wgmma(64, 64, 32, dtypes.float64, dtypes.float64, 4)[1]
     # tf32, int8 and fp8 take wgmma with K-major tiles (tests/test_wgmma_dtypes.py)

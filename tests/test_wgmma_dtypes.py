@@ -144,5 +144,5 @@ def test_fp8_dot_refusals_are_located():
     c = np.zeros(256, np.float16)
     for run in (lambda: fp8_dot_fp16_out_kernel.cuda_source(q, c, BM=16),
                 lambda: fp8_dot_fp16_out_kernel.interpret[(1,)](q, c, BM=16)):
-        with pytest.raises(DTypeError, match="fp8 inputs is not supported yet"):
+        with pytest.raises(DTypeError, match="not supported yet: tl.dot: out_dtype=tl.float16 for fp8 inputs"):
             run()

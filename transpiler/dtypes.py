@@ -11,7 +11,6 @@ import enum
 
 import numpy as np
 
-
 class Kind(enum.IntEnum):
     """Ordering used when a Python scalar meets a block: a scalar of a lower or equal kind does not promote."""
 
@@ -273,7 +272,7 @@ def from_array_dtype(dt) -> dtype:
     try:
         return _FROM_NUMPY[np.dtype(dt)]
     except (TypeError, KeyError):
-        raise TypeError(f"arrays of element type {dt} are not supported") from None
+        raise TypeError(f"arrays of element type {dt} have no Triton dtype") from None
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -365,8 +364,8 @@ def computation_type(a: dtype, a_is_python_scalar: bool, b: dtype, b_is_python_s
     if a.is_fp8() and b.is_fp8():
         return a if a is b else float16
     if a.is_fp8() or b.is_fp8():
-        raise TypeError(f"invalid operands of type {a!r} and {b!r}: an fp8 value meets an integer block "
-                        "(not Triton's language); convert one of them first")
+        raise TypeError(f"invalid operands of type {a!r} and {b!r}: an fp8 value meets an integer block (Triton's "
+                        "rule); convert one of them first")
     # int1 counts as unsigned here, as in Triton (its UINT_TYPES): `bools // 2` and `bools / int32s` are refused.
     if div_or_mod and a.signed != b.signed and a.is_int() and b.is_int():
         raise TypeError(f"Cannot use /, // or % with {a!r} and {b!r} because they have different signedness; "
@@ -383,7 +382,7 @@ FP8_COMPUTATIONS = frozenset({"select", "abs", "max", "min"})
 def fp8_computable(fn: str, dt: dtype, what: str | None = None) -> None:
     """Refuse computing `fn` in the fp8 type `dt` where Triton's compiler cannot either (a TypeError)."""
     if dt.is_fp8() and fn not in FP8_COMPUTATIONS:
-        raise TypeError(f"{what or fn} on {dt!r} values is not supported: Triton's compiler cannot lower fp8 "
+        raise TypeError(f"{what or fn} on {dt!r} values: Triton's compiler cannot lower fp8 "
                         "arithmetic, comparisons or math either (its front end types them, its LLVM lowering "
                         "fails); convert first, e.g. x.to(tl.float32), or combine with a float32 block, which "
                         "converts the fp8 side")

@@ -7,8 +7,35 @@ it names the dumped `.cu` and the first compiler message and asks for a report.
 """
 from __future__ import annotations
 
+import enum
 import linecache
 from dataclasses import dataclass
+
+
+class Refusal(enum.Enum):
+    """Why a kernel is refused although the user may have written it right: the two kinds a refusal can be.
+
+    NOT_YET: Triton accepts this; we do not yet (our gap, worth an issue). NOT_TRITON: this is not Triton's
+    language (Triton's compiler rejects it too, or it has no meaning in Triton), so no kernel that runs under
+    Triton uses it. The kind is part of the error, and the error composes the words, so no refusal can leave
+    them out; errors that are not refusals (a wrong shape, a dtype Triton rejects too) have no kind and are
+    worded like Triton's.
+    """
+
+    NOT_YET = "not supported yet"
+    NOT_TRITON = "not Triton's language"
+
+    def __str__(self):
+        return self.value
+
+
+NOT_YET = Refusal.NOT_YET
+NOT_TRITON = Refusal.NOT_TRITON
+
+
+def refusal_text(message: str, refusal: Refusal | None) -> str:
+    """A message as a refusal of that kind reads ("not supported yet: ..."), or unchanged for a plain error."""
+    return f"{refusal.value}: {message}" if refusal is not None else message
 
 
 @dataclass(frozen=True)
@@ -27,6 +54,22 @@ class SourceLocation:
         return f"{self.file}:{self.line}:{self.col}"
 
 
+class TypeRefusal(TypeError):
+    """A refusal raised as a TypeError by code that also serves plain Python callers (dtypes' promotion, the
+    fp8 tables); its text has the kind's words, and the located DTypeError made from it keeps the kind
+    (`type_error_parts`)."""
+
+    def __init__(self, message: str, refusal: Refusal):
+        self.message, self.refusal = message, refusal
+        super().__init__(refusal_text(message, refusal))
+
+
+def type_error_parts(exc: TypeError) -> dict:
+    """The message and kind of a TypeError (a `TypeRefusal` or a plain one) for the located error made from it:
+    `b.error(DTypeError, **type_error_parts(e))`."""
+    return {"message": getattr(exc, "message", str(exc)), "refusal": getattr(exc, "refusal", None)}
+
+
 def render_location(loc: SourceLocation) -> str:
     text = loc.source_line()
     if not text:
@@ -35,11 +78,20 @@ def render_location(loc: SourceLocation) -> str:
 
 
 class TranspilerError(Exception):
-    """Base of every error this package raises for a user mistake."""
+    """Base of every error this package raises for a user mistake, or for a refusal (`refusal` given: its
+    message then starts with "not supported yet: " or "not Triton's language: ")."""
+
+    REFUSAL_REQUIRED = False    # a class whose every error is a refusal says so: a missing kind is our bug
 
     def __init__(self, message: str, loc: SourceLocation | None = None, kernel: str | None = None,
-                 hint: str | None = None, call_chain: tuple = ()):
-        self.message = message
+                 hint: str | None = None, call_chain: tuple = (), refusal: Refusal | None = None):
+        if refusal is None and self.REFUSAL_REQUIRED:
+            raise TypeError(f"{type(self).__name__} is a refusal: say whether it is NOT_YET or NOT_TRITON "
+                            f"({message!r})")
+        if refusal is not None and not isinstance(refusal, Refusal):
+            raise TypeError(f"refusal must be NOT_YET or NOT_TRITON, not {refusal!r}")
+        self.refusal = refusal
+        self.message = refusal_text(message, refusal)
         self.loc = loc
         self.kernel = kernel
         self.hint = hint
@@ -82,7 +134,9 @@ class TranspilerError(Exception):
 
 
 class UnsupportedSyntaxError(TranspilerError):
-    """A Python construct kernels cannot use."""
+    """A construct kernels cannot use here: always a refusal, so it needs its kind."""
+
+    REFUSAL_REQUIRED = True
 
 
 class NameResolutionError(TranspilerError):

@@ -20,6 +20,7 @@ code does.
 from __future__ import annotations
 
 from . import dtypes
+from .errors import NOT_YET
 
 FORMATS = {"e2m1": None, "e4m3": dtypes.float8e4nv, "e5m2": dtypes.float8e5, "bf16": dtypes.bfloat16,
            "fp16": dtypes.float16}
@@ -38,7 +39,7 @@ def dot_scaled(ops, lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=
             ops.fail("shape", "tl.dot_scaled: only e2m1 inputs can be packed along a dimension other than K")
     ranks = (len(ops.shape(lhs)), len(ops.shape(rhs)))
     if ranks == (3, 3):
-        ops.fail("unsupported", "a batched (3-D) tl.dot_scaled is not supported yet")
+        ops.fail("shape", "a batched (3-D) tl.dot_scaled", refusal=NOT_YET)
     if ranks != (2, 2):
         ops.fail("shape", f"tl.dot_scaled needs two 2-D (or two 3-D) blocks, got ranks {ranks[0]} and {ranks[1]}")
     compute = dtypes.float16 if "fp16" in (lhs_format, rhs_format) else dtypes.bfloat16

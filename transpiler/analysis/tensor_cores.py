@@ -202,9 +202,9 @@ def plan_wgmma(m, n, k, a_dtype, acc_dtype, num_warps, a_in_registers=False, pre
         what = "exact fp32 products (input_precision 'ieee')" if a_dtype is dtypes.float32 else f"{a_dtype} operands"
         return None, f"warpgroup MMA has no instruction for {what}"
     if acc_dtype is not (dtypes.int32 if kind.acc == "s32" else dtypes.float32):
-        return None, "wgmma is wired for an fp32 (int32 for int8) product only (not supported yet)"
+        return None, "wgmma is wired for an fp32 (int32 for int8) product only (not built yet)"
     if a_in_registers and not kind.transposable:
-        return None, f"the register-A form is wired for fp16/bf16 only, not {a_dtype} (not supported yet)"
+        return None, f"the register-A form is wired for fp16/bf16 only, not {a_dtype} (not built yet)"
     if not kind.transposable and not all(k_major):
         which = " and ".join(name for name, ok in zip(("A", "B"), k_major) if not ok)
         return None, (f"{a_dtype} wgmma reads only K-major tiles, and {which} is loaded with its M/N dimension "
@@ -224,7 +224,7 @@ def plan_wgmma(m, n, k, a_dtype, acc_dtype, num_warps, a_in_registers=False, pre
     if gm * gn != groups or inst_n % 8 or (gn > 1 and (inst_n * es) % 128):
         return None, f"{groups} warpgroups do not split a {m}x{n} block into m64 x N tiles"
     if inst_n > 256:
-        return None, f"each warpgroup would need N={inst_n} columns; wgmma takes at most 256 (not supported yet)"
+        return None, f"each warpgroup would need N={inst_n} columns; wgmma takes at most 256 (splitting it is not built yet)"
     # wgmma's accumulators live in registers for the whole loop (no spilling inside its asm): they must fit the
     # thread's share of the register file, less room for addresses, descriptors and the epilogue.
     acc_registers = (m // (64 * gm)) * inst_n // 2

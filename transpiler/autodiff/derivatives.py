@@ -145,7 +145,7 @@ def _elementwise(ctx, op, g):
         return
     rule = ELEMENTWISE.get(fn)
     if rule is None:
-        ctx.refuse(op, f"the derivative of {fn} is not supported yet")
+        ctx.refuse(op, f"the derivative of {fn}")
     rule(ctx, op, g)
 
 
@@ -229,12 +229,12 @@ def _reduce(ctx, op, g):
         return
     if combine in ("xor", "or"):      # integers: no gradient
         return
-    ctx.refuse(op, f"the derivative of a reduction with combine {combine!r} is not supported yet")
+    ctx.refuse(op, f"the derivative of a reduction with combine {combine!r}")
 
 
 def _scan(ctx, op, g):
     if op.attrs["combine"] != "add" or op.regions:
-        ctx.refuse(op, "the derivative of a scan other than cumsum is not supported yet")
+        ctx.refuse(op, "the derivative of a scan other than cumsum")
     reverse = not op.attrs.get("reverse")
     ctx.add(op.operands[0], f"tl.cumsum({g[0]}, axis={op.attrs['axis']}, reverse={reverse})")
 

@@ -1,20 +1,22 @@
 """What the transform refuses, located at the forward's Python line: in-place updates (a pointer both loaded
 and stored), atomics other than add (and atomic adds whose old values are used), data-dependent `while`
-loops, random numbers, `tl.dot` in integer types. Each is an UnsupportedSyntaxError saying whether it is "not
-supported yet" or "not differentiable".
+loops, random numbers. Each is an UnsupportedSyntaxError "not supported yet" (Triton has no autodiff, so none of
+these is "not Triton's language"); `tl.dot` in integer types is a DTypeError: integers have no derivative.
 """
 from __future__ import annotations
 
 import os
 
-from ..errors import UnsupportedSyntaxError
+from ..errors import NOT_YET, DTypeError, UnsupportedSyntaxError
 from ..parse.ir import OpKind, walk
 
 _RANDOM_MODULE = os.path.join("language", "random.py")
 
 
 def refuse(op, message, hint=None):
-    raise UnsupportedSyntaxError(f"autodiff: {message}", op.loc if op is not None else None, hint=hint)
+    """Refuse `op` as a derivative this transform does not derive yet."""
+    raise UnsupportedSyntaxError(f"autodiff: {message}", op.loc if op is not None else None, hint=hint,
+                                 refusal=NOT_YET)
 
 
 def check(ir, roots_of_loads, roots_of_writes):
@@ -24,21 +26,22 @@ def check(ir, roots_of_loads, roots_of_writes):
     for op in walk(ir.body):
         loc_file = op.loc.file if op.loc else ""
         if loc_file.endswith(_RANDOM_MODULE):
-            refuse(op, "random numbers (tl.rand, tl.randn, tl.randint) in a differentiated kernel are not "
-                       "supported yet", hint="generate the random block in a separate kernel and pass it in")
+            refuse(op, "random numbers (tl.rand, tl.randn, tl.randint) in a differentiated kernel",
+                   hint="generate the random block in a separate kernel and pass it in")
         if op.name == OpKind.WHILE:
-            refuse(op, "a data-dependent while loop cannot be differentiated yet (not supported yet)",
+            refuse(op, "a data-dependent while loop cannot be differentiated yet",
                    hint="write it as a for loop over a bounded range")
         if op.name == OpKind.ATOMIC_CAS or (op.name == OpKind.ATOMIC_RMW and op.attrs.get("op") != "add"):
-            refuse(op, f"tl.atomic_{op.attrs.get('op', 'cas')} has no derivative here (not supported yet); only "
-                       "tl.atomic_add is differentiated")
+            refuse(op, f"tl.atomic_{op.attrs.get('op', 'cas')} has no derivative here; only tl.atomic_add "
+                       "is differentiated")
         if op.name == OpKind.ATOMIC_RMW and _used(ir, op.result):
-            refuse(op, "the old values of an atomic add cannot be differentiated (not supported yet)")
+            refuse(op, "the old values of an atomic add cannot be differentiated")
         if op.name == OpKind.DOT and not op.operands[0].dtype.is_floating():
-            refuse(op, f"tl.dot in {op.operands[0].dtype!r} is not differentiable (integer types)")
+            raise DTypeError(f"autodiff: tl.dot in {op.operands[0].dtype!r} is not differentiable (integer types)",
+                             op.loc)
         if op in roots_of_writes and roots_of_writes[op] in loaded:
             refuse(op, f"an in-place update (loading and storing through {roots_of_writes[op]}) cannot be "
-                       "differentiated yet (not supported yet)",
+                       "differentiated yet",
                    hint="write the result to a separate output array")
 
 

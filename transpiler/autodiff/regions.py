@@ -186,7 +186,7 @@ def _sweep_for(d, op):
     lo, hi, step = _loop_bounds(d, op)
     step_op = op.operands[2].owner
     if not (getattr(step_op, "name", None) == OpKind.CONSTANT and step_op.attrs["value"] > 0):
-        d.refuse(op, "a runtime loop is differentiated only with a positive constant step (not supported yet)")
+        d.refuse(op, "a runtime loop is differentiated only with a positive constant step")
     _zero_adjoints(d, _outer_varied_operands(d, op))
     d.w.comment(op.loc, "reverse of ")
     # The carried adjoints, starting from the adjoints of the loop's results.

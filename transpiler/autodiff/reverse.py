@@ -144,7 +144,7 @@ class Derivation:
             writes = [op for op, r in self.write_root.items() if r == n]
             if len(writes) > 1 and any(op.name == OpKind.STORE for op in writes):
                 refusals.refuse(writes[1], f"{n} is stored more than once; the gradient of an overwritten "
-                                           "store is not supported yet")
+                                           "store")
         self.varied = self._activity()
         self.reads = None               # what the reverse sweep reads: known after the dry pass (source())
         self.needed = self._needed()
@@ -309,7 +309,7 @@ class Derivation:
         expr = spell(op, args)
         if expr is None:
             refusals.refuse(op, f"the op {op.name}{'/' + op.attrs['fn'] if 'fn' in op.attrs else ''} cannot be "
-                                "replayed in a backward kernel (not supported yet)")
+                                "replayed in a backward kernel")
         self.w.comment(op.loc)
         lhs = ", ".join(self.name_results(op))
         self.w.line(f"{lhs} = {expr}")
@@ -323,8 +323,8 @@ class Derivation:
             out = grad_name
         elif v in self.carried:
             op = self.carried[v][0]
-            refusals.refuse(op, f"the gradient of {root_name} through a pointer this loop advances (ptrs += ...) "
-                                "is not supported yet", hint="index inside the loop instead: "
+            refusals.refuse(op, f"the gradient of {root_name} through a pointer this loop advances (ptrs += ...)",
+                                hint="index inside the loop instead: "
                                                              "X + offsets + k * BLOCK")
         else:
             op = v.owner
@@ -372,7 +372,7 @@ class Derivation:
         if rule is None:
             if op.name in derivatives.NO_GRADIENT:
                 return
-            refusals.refuse(op, f"the derivative of {op.name} is not supported yet")
+            refusals.refuse(op, f"the derivative of {op.name}")
         self.w.comment(op.loc, "reverse of ")
         rule(self, op, grads)
 

@@ -74,9 +74,9 @@ def compile_ahead_of_time(spec, arch: str, out_dir: str) -> list:
     variant = spec.compiled_variant()
     variant.check_arch(arch)
     if variant.tensor_maps:    # not reached today (no target-specific source here); the C launcher has no maps
-        from ..errors import CompileTimeError
-        raise CompileTimeError("ahead-of-time launchers of kernels that load by TMA are not supported yet",
-                               kernel.definition(), kernel=variant.name)
+        from ..errors import NOT_YET, CompileTimeError
+        raise CompileTimeError("ahead-of-time launchers of kernels that load by TMA", kernel.definition(),
+                               kernel=variant.name, refusal=NOT_YET)
     values = kernel._bind_for_compile(spec.args, dict(spec.constexprs), spec.num_warps)
     params, checks = host_interface(kernel.arg_names, kernel.spec_key(values), variant.param_kinds)
     cubin = compile_offline(variant.source, arch, name=f"{variant.name}.cu").cubin

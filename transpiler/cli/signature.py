@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import dtypes
+from ..errors import NOT_YET, Refusal, refusal_text
 
 # Triton's spelling of each element type -> ours.
 TRITON_TYPE_NAMES = {
@@ -27,7 +28,12 @@ _INT_VALUE_FOR_HINT = {None: 3, 16: 16, 1: 1}
 
 
 class SignatureError(ValueError):
-    """A signature or -D definition the command line cannot read (a usage error, not a kernel error)."""
+    """A signature or -D definition the command line cannot read (a usage error, not a kernel error), or one it
+    refuses (`refusal` given)."""
+
+    def __init__(self, message: str, refusal: Refusal | None = None):
+        self.refusal = refusal
+        super().__init__(refusal_text(message, refusal))
 
 
 @dataclass(frozen=True)
@@ -50,8 +56,8 @@ class SignatureEntry:
         if self.dtype.is_bool():
             return np.bool_(True)
         if self.dtype.numpy is None:
-            raise SignatureError(f"'{self.text}': a {self.dtype.name} scalar argument is not supported yet by the "
-                                 "command line (NumPy has no such scalar)")
+            raise SignatureError(f"'{self.text}': a {self.dtype.name} scalar argument on the command line (NumPy has "
+                                 "no such scalar)", refusal=NOT_YET)
         if self.dtype.is_int():
             return self.dtype.numpy.type(_INT_VALUE_FOR_HINT[self.hint])
         if self.dtype.name == "fp64":

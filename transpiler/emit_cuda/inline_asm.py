@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from ..errors import UnsupportedSyntaxError
+from ..errors import NOT_YET, UnsupportedSyntaxError
 from ..parse.semantic_inline_asm import elements_per_register
 from . import cspell
 from .emitter import Read
@@ -99,8 +99,8 @@ def emit(em, op, layout):
     v, pack = op.result, op.attrs["pack"]
     if not v.shape:
         if pack != 1:
-            raise UnsupportedSyntaxError(f"tl.inline_asm_elementwise on scalars needs pack=1, not {pack}",
-                                         loc=op.loc, kernel=em.kernel.name)
+            raise UnsupportedSyntaxError(f"tl.inline_asm_elementwise on scalars with pack={pack} (pack=1 works)",
+                                         loc=op.loc, kernel=em.kernel.name, refusal=NOT_YET)
         name = em.name_of(v, "asm")
         args = [em.scalar(o) for o in op.operands]
         body = asm_statements(op, lambda n, j: args[n], lambda j, expr: f"{name} = {expr};")
@@ -112,8 +112,8 @@ def emit(em, op, layout):
     if regs % pack:
         raise UnsupportedSyntaxError(
             f"tl.inline_asm_elementwise with pack={pack}: each thread holds {regs} element(s) of this block here, "
-            f"not a multiple of {pack} (not supported yet)", loc=op.loc, kernel=em.kernel.name,
-            hint="use a block with more elements per thread, or fewer warps")
+            f"not a multiple of {pack}", loc=op.loc, kernel=em.kernel.name,
+            hint="use a block with more elements per thread, or fewer warps", refusal=NOT_YET)
     reads = [em.operand(o, layout) for o in op.operands]
     name = em.array_name(v, layout)
     body = asm_statements(op, lambda n, j: reads[n].at(f"r + {j}" if j else "r"),

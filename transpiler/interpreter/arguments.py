@@ -15,7 +15,7 @@ import inspect
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import LaunchError
+from ..errors import NOT_YET, LaunchError
 from ..language import core
 from . import numeric
 from ..runtime.args import TensorWrapper
@@ -36,8 +36,8 @@ def _span(shape, strides_in_elements) -> int:
 
 def _element_strides(name: str, strides, itemsize: int) -> list[int]:
     if any(s < 0 or s % itemsize for s in strides):
-        raise LaunchError(f"argument '{name}': arrays with negative or unaligned strides {tuple(strides)} are not "
-                          "supported by the interpreter")
+        raise LaunchError(f"argument '{name}': arrays with negative or unaligned strides {tuple(strides)} in the "
+                          "interpreter", refusal=NOT_YET)
     return [s // itemsize for s in strides]
 
 

@@ -97,8 +97,8 @@ class EagerBuilder:
         """A combine function is not built but kept, to be called on slices when its op is evaluated."""
         region.combine = Combine(fn, cast_to, what)
 
-    def error(self, cls, message, hint=None):
-        return error(cls, message, hint=hint)
+    def error(self, cls, message, hint=None, refusal=None):
+        return error(cls, message, hint=hint, refusal=refusal)
 
 
 class MadeOp:

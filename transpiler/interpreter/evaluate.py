@@ -16,7 +16,7 @@ import operator
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import DTypeError, InterpreterError, UnsupportedSyntaxError
+from ..errors import NOT_YET, DTypeError, InterpreterError, UnsupportedSyntaxError
 from ..language import catalogue, core
 from ..parse.ir import OpKind
 from . import numeric
@@ -139,7 +139,8 @@ def _math_function(function):
 
 def _inline_asm(out, dtype, attrs, *operands):
     raise error(UnsupportedSyntaxError, "tl.inline_asm_elementwise runs PTX, which the interpreter cannot (Triton's "
-                "interpreter cannot either)", hint="compile the kernel (launch it on a GPU, or kernel.cuda_source)")
+                "interpreter cannot either)", hint="compile the kernel (launch it on a GPU, or kernel.cuda_source)",
+                refusal=NOT_YET)
 
 
 ELEMENTWISE = {
@@ -172,7 +173,7 @@ def _libdevice(name, result: dt.dtype, arrays):
 def _same_buffer(a, b, what):
     if a.buffer is not b.buffer:
         raise error(InterpreterError, f"{what}: the interpreter cannot combine pointers into two different arrays "
-                    f"('{a.buffer.name}' and '{b.buffer.name}') in one block")
+                    f"('{a.buffer.name}' and '{b.buffer.name}') in one block", refusal=NOT_YET)
     return a.buffer
 
 
@@ -187,8 +188,8 @@ def _elementwise(attrs, result_type, operands):
         return chosen, (_same_buffer(a, b, "tl.where") if a.buffer is not None else None)
     if fn.startswith("libdevice."):
         return _libdevice(fn[len("libdevice."):], result_type.dtype, [v.data for v in operands]), None
-    raise error(UnsupportedSyntaxError, f"the interpreter cannot evaluate the elementwise '{fn}' yet "
-                "(not supported yet)")
+    raise error(UnsupportedSyntaxError, f"the interpreter cannot evaluate the elementwise '{fn}' yet",
+                refusal=NOT_YET)
 
 
 # ---- values, shapes, casts, pointers ----------------------------------------------------------------------
@@ -199,7 +200,7 @@ def _cast(attrs, result_type, operands):
     if src.is_ptr() or dst.is_ptr():
         if src.is_ptr() and dst.is_ptr() and v.buffer is not None:
             return _reinterpret(v, dst.element_ty)
-        raise error(DTypeError, f"the interpreter cannot convert {src!r} to {dst!r} (not supported yet)")
+        raise error(DTypeError, f"the interpreter cannot convert {src!r} to {dst!r}", refusal=NOT_YET)
     return numeric.cast(v.data, src, dst, attrs.get("rounding")), None
 
 
@@ -218,13 +219,13 @@ def _reinterpret(v, element_ty):
         return v.data, buffer
     for t in (buffer.element_ty, element_ty):
         if t.numpy is None or buffer.values.dtype != buffer.element_ty.numpy:
-            raise error(DTypeError, f"a pointer cast from {v.dtype!r} to pointer<{element_ty!r}> is not "
-                        "supported yet by the interpreter (bf16 and fp8 elements are held as float32 copies)")
+            raise error(DTypeError, f"a pointer cast from {v.dtype!r} to pointer<{element_ty!r}> in the interpreter "
+                        "(bf16 and fp8 elements are held as float32 copies)", refusal=NOT_YET)
     old, new = buffer.element_ty.numpy.itemsize, element_ty.numpy.itemsize
     byte_offsets = v.data * old
     if np.any(byte_offsets % new):
         raise error(InterpreterError, f"a pointer cast to pointer<{element_ty!r}> of addresses that are not "
-                    f"multiples of its {new}-byte elements is not supported yet by the interpreter")
+                    f"multiples of its {new}-byte elements, in the interpreter", refusal=NOT_YET)
     return byte_offsets // new, buffer.viewed_as(element_ty)
 
 

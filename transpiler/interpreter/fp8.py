@@ -12,6 +12,7 @@ import functools
 import numpy as np
 
 from .. import dtypes as dt
+from ..errors import NOT_YET, TypeRefusal
 
 _FORMATS = {"fp8e4nv": (4, 3, 7, False), "fp8e5": (5, 2, 15, True)}   # exponent bits, mantissa bits, bias, has inf
 
@@ -64,6 +65,6 @@ def round_to(values, dtype: dt.dtype) -> np.ndarray:
 
 def _checked(dtype):
     if dtype.name not in _FORMATS:
-        raise TypeError(f"converting {dtype!r} values is not supported yet (CUDA has no such type); only its "
-                        "bits can be loaded, stored and bitcast")
+        raise TypeRefusal(f"converting {dtype!r} values (CUDA has no such type); only its bits can be loaded, "
+                          "stored and bitcast", NOT_YET)
     return dtype.name

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 
-from ..errors import SourceLocation, TranspilerError
+from ..errors import Refusal, SourceLocation, TranspilerError
 
 # Frames from these packages are machinery between the kernel and the fault; skip them (the typing rules of
 # `transpiler.parse` run inside builtin calls too, `eager.py`).
@@ -52,9 +52,11 @@ def program_text() -> str:
     return f" in program {pid}" if pid is not None else ""
 
 
-def error(cls: type[TranspilerError], message: str, hint: str | None = None) -> TranspilerError:
-    """Build (not raise) an error of class `cls` located at the current kernel line."""
-    return cls(message, loc=kernel_location(), hint=hint)
+def error(cls: type[TranspilerError], message: str, hint: str | None = None,
+          refusal: Refusal | None = None) -> TranspilerError:
+    """Build (not raise) an error of class `cls` located at the current kernel line (`refusal`: its kind, for
+    a refusal)."""
+    return cls(message, loc=kernel_location(), hint=hint, refusal=refusal)
 
 
 def attach_location(err: TranspilerError) -> TranspilerError:

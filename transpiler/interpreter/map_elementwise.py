@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ShapeError, UnsupportedSyntaxError
+from ..errors import NOT_YET, CompileTimeError, ShapeError, UnsupportedSyntaxError
 from ..parse.semantic import to_value
 from .location import error
 from .registry import rule
@@ -21,9 +21,9 @@ def _value(a):
 @rule("map_elementwise")
 def map_elementwise(scalar_fn, *args, pack=1):
     if unwrap(pack) != 1:
-        raise error(UnsupportedSyntaxError, "tl.map_elementwise with pack > 1 is not supported yet")
+        raise error(UnsupportedSyntaxError, "tl.map_elementwise with pack > 1", refusal=NOT_YET)
     if not args:
-        raise error(UnsupportedSyntaxError, "tl.map_elementwise needs at least one tensor argument")
+        raise error(CompileTimeError, "tl.map_elementwise needs at least one tensor argument")
     values = [_value(a) for a in args]
     try:
         shape = np.broadcast_shapes(*(v.data.shape for v in values))

@@ -62,11 +62,11 @@ def finish(values, dtype: dt.dtype) -> np.ndarray:
 
 def _fp8_round(values, dtype):
     from .location import error   # noqa: PLC0415  (location imports this module's users)
-    from ..errors import DTypeError
+    from ..errors import DTypeError, type_error_parts
     try:
         return fp8.round_to(values, dtype)
     except TypeError as exc:
-        raise error(DTypeError, str(exc)) from None
+        raise error(DTypeError, **type_error_parts(exc)) from None
 
 
 def int_range(dtype: dt.dtype) -> tuple[int, int]:

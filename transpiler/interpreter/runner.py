@@ -12,7 +12,7 @@ import itertools
 
 import numpy as np
 
-from ..errors import CompileTimeError, InterpreterError, LaunchError, TranspilerError
+from ..errors import NOT_YET, CompileTimeError, InterpreterError, LaunchError, TranspilerError
 from ..language import core
 from .arguments import Launch
 from .location import attach_location, error
@@ -36,7 +36,7 @@ class Interpreter:
     def call_builtin(self, name, builtin_fn, args, kwargs):
         rule = self.rules.get(name)
         if rule is None:
-            raise error(InterpreterError, f"tl.{name} is not supported by the interpreter")
+            raise error(InterpreterError, f"tl.{name} in the interpreter", refusal=NOT_YET)
         args = _unwrap_constexprs(args)
         kwargs = dict(zip(kwargs, _unwrap_constexprs(kwargs.values())))
         try:

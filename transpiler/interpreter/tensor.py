@@ -13,7 +13,7 @@ import functools
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import DTypeError, ShapeError, UnsupportedSyntaxError
+from ..errors import NOT_TRITON, DTypeError, ShapeError, UnsupportedSyntaxError, type_error_parts
 from ..language import TENSOR_METHODS, TENSOR_PROPERTIES
 from ..language import core
 from . import numeric
@@ -87,7 +87,8 @@ class Tensor:
         return eager.index(self, index if isinstance(index, tuple) else (index,))
 
     def __iter__(self):
-        raise error(UnsupportedSyntaxError, "cannot iterate over a block; use tl.range and indexing arithmetic")
+        raise error(UnsupportedSyntaxError, "iterating over a block", hint="use tl.range and indexing arithmetic",
+                    refusal=NOT_TRITON)
 
     # ---- conversion of 0-d values to Python (control flow: `if x < y:`, `while`, `range(n)`) -------------
     def _scalar(self, what: str):
@@ -152,7 +153,7 @@ def scalar_dtype(value) -> dt.dtype:
     try:
         return dt.python_scalar_dtype(value)
     except (OverflowError, TypeError) as exc:
-        raise error(DTypeError, str(exc)) from None
+        raise error(DTypeError, **type_error_parts(exc)) from None
 
 
 def scalar_tensor(value, dtype: dt.dtype | None = None) -> Tensor:

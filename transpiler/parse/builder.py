@@ -69,8 +69,8 @@ class Builder(StatementBuilder, LoopBuilder, ExpressionBuilder, CallBuilder):
         self.region.ops.append(op)
         return op
 
-    def error(self, cls, message, hint=None):
-        return cls(message, self.loc, hint=hint)
+    def error(self, cls, message, hint=None, refusal=None):
+        return cls(message, self.loc, hint=hint, refusal=refusal)
 
     # -- entry ---------------------------------------------------------------------------------------------
     def build(self) -> KernelIR:
@@ -145,8 +145,8 @@ class Builder(StatementBuilder, LoopBuilder, ExpressionBuilder, CallBuilder):
     def _dispatch_stmt(self, stmt):
         method = getattr(self, f"_stmt_{type(stmt).__name__}", None)
         if method is None:
-            raise self.error(UnsupportedSyntaxError, unsupported_construct(stmt),
-                             hint=SYNTAX_HINT)
+            what, kind = unsupported_construct(stmt)
+            raise self.error(UnsupportedSyntaxError, what, hint=SYNTAX_HINT, refusal=kind)
         method(stmt)
 
 

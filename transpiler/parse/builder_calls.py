@@ -7,7 +7,7 @@ import builtins
 import inspect
 
 from .. import dtypes
-from ..errors import (CompileTimeError, NameResolutionError, ShapeError, TranspilerError,
+from ..errors import (NOT_TRITON, NOT_YET, CompileTimeError, NameResolutionError, ShapeError, TranspilerError,
                       UnsupportedSyntaxError)
 from ..language.core import builtin_name, constexpr, is_constexpr_function
 from . import semantic
@@ -82,8 +82,8 @@ class CallBuilder:
             if fn is builtins.abs:
                 return rule(self, *args)
             if len(args) < 2:
-                raise self.error(UnsupportedSyntaxError, f"{fn.__name__}() of runtime values needs two or more "
-                                 "arguments", hint="use tl.min / tl.max to reduce a block")
+                raise self.error(UnsupportedSyntaxError, f"{fn.__name__}() of one runtime value (it needs two or "
+                                 "more arguments)", hint="use tl.min / tl.max to reduce a block", refusal=NOT_TRITON)
             result = args[0]
             for other in args[1:]:
                 result = rule(self, result, other)
@@ -96,13 +96,15 @@ class CallBuilder:
             return isinstance(*args)
         if fn in _PY_CONST_BUILTINS:
             if any(isinstance(a, Value) for a in args):
-                raise self.error(UnsupportedSyntaxError, f"{fn.__name__}() works on constexprs only here",
-                                 hint="use tl.minimum/tl.maximum/tl.abs on blocks")
+                raise self.error(UnsupportedSyntaxError, f"{fn.__name__}() of runtime values (Python's builtins run "
+                                 "while compiling, on constexprs)", hint="use tl.minimum/tl.maximum/tl.abs on blocks",
+                                 refusal=NOT_TRITON)
             return _PY_CONST_BUILTINS[fn](*args, **kwargs)
         if fn is builtins.range:
-            raise self.error(UnsupportedSyntaxError, "range() can only be used as a for-loop iterable")
+            raise self.error(UnsupportedSyntaxError, "range() outside a for loop's iterable", refusal=NOT_TRITON)
         if isinstance(fn, dtypes.dtype):
-            raise self.error(UnsupportedSyntaxError, f"call x.to({fn!r}) to convert a value")
+            raise self.error(UnsupportedSyntaxError, f"calling the dtype {fn!r}", hint=f"call x.to({fn!r}) to convert "
+                             "a value", refusal=NOT_TRITON)
         if callable(fn) and not self._has_runtime_values(args, kwargs):
             # Triton's code generator calls any other Python function there and then, on compile-time
             # arguments (FlagGems' `@tl.constexpr def get_int_t(num_bits, signed)`, `math.log2(BLOCK)`).
@@ -147,7 +149,7 @@ class CallBuilder:
             # A builtin applied to a record (tl.load of a block pointer) has the record's own rule.
             rule = record_rule(self, name, first)
         if rule is None:
-            raise self.error(UnsupportedSyntaxError, f"tl.{name} is not supported yet")
+            raise self.error(UnsupportedSyntaxError, f"tl.{name}", refusal=NOT_YET)
         return rule(self, *bound.args, **bound.kwargs)
 
     def inline_call(self, fn, args, kwargs):

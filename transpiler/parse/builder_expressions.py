@@ -10,7 +10,7 @@ import math
 import libcst as cst
 
 from .. import dtypes
-from ..errors import CompileTimeError, NameResolutionError, ShapeError, UnsupportedSyntaxError
+from ..errors import NOT_TRITON, NOT_YET, CompileTimeError, NameResolutionError, ShapeError, UnsupportedSyntaxError
 from ..language import TENSOR_METHODS, TENSOR_PROPERTIES
 from ..language.core import BUILTINS, constexpr
 from . import semantic, semantic_shapes
@@ -47,8 +47,8 @@ class ExpressionBuilder:
         method = getattr(self, f"_expr_{type(node).__name__}", None)
         if method is None:
             self.loc = self.scope.parsed.loc(node)
-            raise self.error(UnsupportedSyntaxError, unsupported_construct(node),
-                             hint=SYNTAX_HINT)
+            what, kind = unsupported_construct(node)
+            raise self.error(UnsupportedSyntaxError, what, hint=SYNTAX_HINT, refusal=kind)
         return method(node)
 
     def _lookup(self, name):
@@ -101,8 +101,8 @@ class ExpressionBuilder:
             if isinstance(value, (Value, Record)):
                 self.loc = self.scope.parsed.loc(part.expression)
                 raise self.error(UnsupportedSyntaxError, "an f-string can hold only compile-time values, not a "
-                                 "runtime value (not Triton's language: Triton formats f-strings while compiling)",
-                                 hint="print runtime values with tl.device_print(prefix, value)")
+                                 "runtime value (Triton formats f-strings while compiling)",
+                                 hint="print runtime values with tl.device_print(prefix, value)", refusal=NOT_TRITON)
             spec = "".join(self._formatted_parts(part.format_spec, start)) if part.format_spec else ""
             label = ""
             if part.equal is not None:   # f"{BLOCK=}"
@@ -172,12 +172,15 @@ class ExpressionBuilder:
                 # `B is not None` on a runtime value is known (True) while compiling, as in Triton.
                 identity_with_none = op in (cst.Is, cst.IsNot) and (left is None or right is None)
                 if not (semantic.is_const(left) and semantic.is_const(right)) and not identity_with_none:
-                    raise self.error(UnsupportedSyntaxError, f"'{_cmp_text(op)}' works on constexprs only "
-                                     "(on runtime values it is not Triton's language)")
+                    # Triton's compiler answers `is` between any two values (Python's identity, while it
+                    # compiles), and rejects `in` on runtime values.
+                    kind = NOT_YET if op in (cst.Is, cst.IsNot) else NOT_TRITON
+                    raise self.error(UnsupportedSyntaxError, f"'{_cmp_text(op)}' of runtime values ('{_cmp_text(op)}' "
+                                     "works on constexprs only here)", refusal=kind)
                 r = {cst.Is: lambda a, b: a is b, cst.IsNot: lambda a, b: a is not b,
                      cst.In: lambda a, b: a in b, cst.NotIn: lambda a, b: a not in b}[op](left, right)
             else:
-                raise self.error(UnsupportedSyntaxError, f"comparison {describe(target.operator)}")
+                raise self.error(UnsupportedSyntaxError, f"comparison {describe(target.operator)}", refusal=NOT_YET)
             result = r if result is None else semantic.logical(self, "and", result, r) \
                 if not (semantic.is_const(result) and semantic.is_const(r)) else (result and r)
             left = right
@@ -193,8 +196,8 @@ class ExpressionBuilder:
         if cond.shape:
             # Triton lowers a runtime conditional expression to an scf.if, which takes a scalar condition only.
             raise self.error(ShapeError, f"the condition of a conditional expression must be a scalar, not a block "
-                             f"of shape {list(cond.shape)} (not Triton's language)",
-                             hint="use tl.where(cond, a, b) for elementwise choices")
+                             f"of shape {list(cond.shape)}", hint="use tl.where(cond, a, b) for elementwise choices",
+                             refusal=NOT_TRITON)
         cond = semantic.to_bool(self, cond)
         before = dict(self.scope.locals)
         results = []
@@ -222,7 +225,7 @@ class ExpressionBuilder:
         for v in (then_value, else_value):
             if not isinstance(v, (Value, bool, int, float)):
                 raise self.error(UnsupportedSyntaxError, f"a conditional expression on a runtime condition giving "
-                                 f"{short(v)} is not supported yet", hint="write it as an if statement")
+                                 f"{short(v)}", hint="write it as an if statement", refusal=NOT_YET)
         t, e = self._unify_branch_values("the conditional expression", then_value, else_value,
                                          then_region, else_region)
         then_region.ops.append(Op(OpKind.YIELD, [t], [], {}, self.loc))
@@ -262,8 +265,8 @@ class ExpressionBuilder:
                 # Triton hands a helper its compile-time arguments wrapped in tl.constexpr, and library code
                 # unwraps them (`dtype_ = dtype.value`); ours arrive unwrapped, so `.value` is the value.
                 return base
-            message, hint = missing_attribute(base, attr, short(base))
-            raise self.error(NameResolutionError, message, hint=hint) from None
+            message, hint, kind = missing_attribute(base, attr, short(base))
+            raise self.error(NameResolutionError, message, hint=hint, refusal=kind) from None
 
     def _expr_Subscript(self, node):
         base = self.eval(node.value)
@@ -279,8 +282,7 @@ class ExpressionBuilder:
                 else:
                     if isinstance(base, Value):
                         raise self.error(UnsupportedSyntaxError, "unsupported tensor index (a slice with bounds): "
-                                           "blocks can be indexed only with None and ':' (other indices are not "
-                                           "Triton's language)")
+                                           "blocks can be indexed only with None and ':'", refusal=NOT_TRITON)
                     items.append(slice(*(self.eval(p) if p is not None else None for p in (s.lower, s.upper, s.step))))
         if not isinstance(base, Value):
             key = items[0] if len(items) == 1 else tuple(items)

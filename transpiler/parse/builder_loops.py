@@ -11,7 +11,7 @@ import inspect
 import libcst as cst
 
 from .. import dtypes
-from ..errors import CompileTimeError, ShapeError, UnsupportedSyntaxError
+from ..errors import NOT_TRITON, CompileTimeError, ShapeError, UnsupportedSyntaxError
 from ..language.core import builtin_name, constexpr
 from . import semantic
 from .ir import Op, OpKind, Region, Type, Value
@@ -39,10 +39,10 @@ class LoopBuilder:
 
     def _for(self, stmt):
         if stmt.orelse is not None:
-            raise self.error(UnsupportedSyntaxError, "for ... else is not Triton's language")
+            raise self.error(UnsupportedSyntaxError, "for ... else", refusal=NOT_TRITON)
         if not isinstance(stmt.target, cst.Name):
-            raise self.error(UnsupportedSyntaxError, "the loop variable must be a single name (unpacking is "
-                             "not Triton's language)")
+            raise self.error(UnsupportedSyntaxError, "unpacking in a for loop's target (the loop variable must be "
+                             "a single name)", refusal=NOT_TRITON)
         var = stmt.target.value
         it = stmt.iter
         fn = self.eval(it.func) if isinstance(it, cst.Call) else None
@@ -64,7 +64,7 @@ class LoopBuilder:
         if isinstance(iterable, (tuple, list)):
             return self._static_for(stmt, var, iterable)
         raise self.error(UnsupportedSyntaxError, "a for loop must iterate over range(...), tl.range(...), "
-                         "tl.static_range(...) or a constexpr tuple")
+                         "tl.static_range(...) or a constexpr tuple", refusal=NOT_TRITON)
 
     def _range_arguments(self, fn, name, args, kwargs):
         """`tl.range` / `tl.static_range` arguments bound to their signature, so bounds given by keyword
@@ -79,7 +79,7 @@ class LoopBuilder:
 
     def _range_bounds(self, args, const):
         if not 1 <= len(args) <= 3:
-            raise self.error(UnsupportedSyntaxError, "range takes 1 to 3 arguments")
+            raise self.error(CompileTimeError, "range takes 1 to 3 arguments")
         lo, hi, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
         if const:
             lo, hi, step = (semantic.const_value(self, x, "tl.static_range's bounds") for x in (lo, hi, step))
@@ -127,7 +127,7 @@ class LoopBuilder:
 
     def _while(self, stmt):
         if stmt.orelse is not None:
-            raise self.error(UnsupportedSyntaxError, "while ... else is not Triton's language")
+            raise self.error(UnsupportedSyntaxError, "while ... else", refusal=NOT_TRITON)
         loc = self.loc
         carried = self._carried_names(stmt.body)
 
@@ -148,8 +148,9 @@ class LoopBuilder:
             self.loc = loc
             cond = self.eval(stmt.test)
             if semantic.is_const(cond):
-                raise self.error(UnsupportedSyntaxError, "a while loop needs a runtime condition",
-                                 hint="constant conditions would never end or never run")
+                raise self.error(UnsupportedSyntaxError, "a while loop on a compile-time condition (it needs a "
+                                 "runtime one)", hint="constant conditions would never end or never run",
+                                 refusal=NOT_TRITON)
             if cond.shape:
                 raise self.error(ShapeError, "a while condition must be a scalar")
             cond = semantic.to_bool(self, cond)

@@ -10,13 +10,14 @@ from __future__ import annotations
 import libcst as cst
 
 from .. import dtypes
-from ..errors import CompileTimeError, ShapeError, TranspilerError, UnsupportedSyntaxError
+from ..errors import NOT_TRITON, NOT_YET, CompileTimeError, ShapeError, TranspilerError, UnsupportedSyntaxError
 from ..language.core import constexpr
 from . import semantic
 from .ir import Op, OpKind, Region, Type, Value
 from .records import Record, Slots
 from .returned_values import ReturnedValues
 from .scope import Returned, Unbound
+from .statement_walk import statements
 from .syntax_refusals import describe
 
 _AUGOPS = {
@@ -62,8 +63,8 @@ class StatementBuilder:
 
     def _stmt_AugAssign(self, stmt):
         if not isinstance(stmt.target, cst.Name):
-            raise self.error(UnsupportedSyntaxError, "augmented assignment works on plain names only (not Triton's "
-                             "language)")
+            raise self.error(UnsupportedSyntaxError, f"augmented assignment to {describe(stmt.target)} (it works on "
+                             "plain names only)", refusal=NOT_TRITON)
         current = self._lookup(stmt.target.value)
         value = semantic.binary_op(self, _AUGOPS[type(stmt.operator)], current, self.eval(stmt.value))
         self._assign(stmt.target, value, typed_numbers=True)
@@ -86,23 +87,23 @@ class StatementBuilder:
             return
         if isinstance(target, (cst.Tuple, cst.List)):
             if not isinstance(value, (tuple, list)):
-                raise self.error(UnsupportedSyntaxError, "cannot unpack a single value into several names")
+                raise self.error(ShapeError, "cannot unpack a single value into several names")
             if len(value) != len(target.elements):
                 raise self.error(ShapeError, f"cannot unpack {len(value)} values into {len(target.elements)} names")
             for element, v in zip(target.elements, value):
                 self._assign(element.value, v, typed_numbers)
             return
-        raise self.error(UnsupportedSyntaxError, f"assigning to {describe(target)} is not Triton's language",
-                         hint="kernels assign to names; write memory with tl.store")
+        raise self.error(UnsupportedSyntaxError, f"assigning to {describe(target)}",
+                         hint="kernels assign to names; write memory with tl.store", refusal=NOT_TRITON)
 
     def _stmt_Return(self, stmt):
         if self.runtime_depth and self.runtime_depth != self.return_depth:
             # Triton rejects returns inside loops; in an if, `_returning_if` set return_depth for its branches.
-            where, status = (("a runtime for/while loop", "is not Triton's language") if self.loop_depth else
-                             ("this runtime region", "is not supported yet"))
-            raise self.error(UnsupportedSyntaxError, f"return inside {where} {status}",
+            where, kind = (("a runtime for/while loop", NOT_TRITON) if self.loop_depth else
+                           ("this runtime region", NOT_YET))
+            raise self.error(UnsupportedSyntaxError, f"return inside {where}",
                              hint="`return` may end an if branch outside loops; otherwise return once, "
-                                  "at the end of the function")
+                                  "at the end of the function", refusal=kind)
         self.return_value = self.eval(stmt.value) if stmt.value is not None else None
         raise Returned()
 
@@ -114,12 +115,12 @@ class StatementBuilder:
                 raise self.error(CompileTimeError, f"assertion failed: {msg}")
 
     def _stmt_Break(self, stmt):
-        raise self.error(UnsupportedSyntaxError, "break is not Triton's language (Triton rejects it too)",
-                         hint="use a while loop whose condition carries the exit")
+        raise self.error(UnsupportedSyntaxError, "break (Triton rejects it too)",
+                         hint="use a while loop whose condition carries the exit", refusal=NOT_TRITON)
 
     def _stmt_Continue(self, stmt):
-        raise self.error(UnsupportedSyntaxError, "continue is not Triton's language (Triton rejects it too)",
-                         hint="guard the rest of the body with an if")
+        raise self.error(UnsupportedSyntaxError, "continue (Triton rejects it too)",
+                         hint="guard the rest of the body with an if", refusal=NOT_TRITON)
 
     # -- if ------------------------------------------------------------------------------------------------
     def _stmt_If(self, stmt, rest=None):
@@ -179,8 +180,12 @@ class StatementBuilder:
         path (a helper's `if a <= b: return a` / `return b`) is yielded by the if and becomes the function's
         return value, as Triton returns from either branch."""
         if self.loop_depth:
-            raise self.error(UnsupportedSyntaxError, "return inside a loop is not Triton's language",
-                             hint="Triton allows `return` only outside for/while loops")
+            # Point at the return itself, not at the if holding it.
+            self.loc = self.scope.parsed.loc(next(
+                node for node in statements(stmt, stop=(cst.For, cst.While, cst.FunctionDef))
+                if isinstance(node, cst.Return)))
+            raise self.error(UnsupportedSyntaxError, "return inside a loop",
+                             hint="Triton allows `return` only outside for/while loops", refusal=NOT_TRITON)
         loc = self.loc
         before = dict(self.scope.locals)
         returned = []
@@ -232,8 +237,8 @@ class StatementBuilder:
                              f"({then_values.structure} and {else_values.structure})")
         for t, e in zip(then_values.leaves, else_values.leaves):
             if isinstance(t, Record) or isinstance(e, Record):
-                raise self.error(UnsupportedSyntaxError, "returning a block pointer from a runtime if is not "
-                                 "supported yet", hint="return it once, after the if")
+                raise self.error(UnsupportedSyntaxError, "returning a block pointer from a runtime if",
+                                 hint="return it once, after the if", refusal=NOT_YET)
         return then_values, else_values
 
     def _chosen_branch_then(self, stmt, taken, rest):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..errors import DTypeError, NameResolutionError, UnsupportedSyntaxError
+from ..errors import NOT_YET, DTypeError, NameResolutionError, UnsupportedSyntaxError
 from .ir import Type, Value
 
 
@@ -71,7 +71,7 @@ def record_attribute(record: Record, attr: str, error, method):
     if attr in record.METHODS:      # a tuple of builtin names, or {attribute: builtin name}
         return method(record.METHODS[attr] if isinstance(record.METHODS, dict) else attr)
     if attr in record.NOT_YET:
-        raise error(UnsupportedSyntaxError, f"{record.KIND} method '{attr}' is not supported yet", hint=record.HINT)
+        raise error(UnsupportedSyntaxError, f"{record.KIND} method '{attr}'", hint=record.HINT, refusal=NOT_YET)
     raise error(NameResolutionError, f"a {record.KIND} has no attribute '{attr}'", hint=record.HINT)
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import dtypes
 from ..dtypes import Kind
-from ..errors import CompileTimeError, DTypeError, ShapeError
+from ..errors import NOT_TRITON, NOT_YET, CompileTimeError, DTypeError, ShapeError, type_error_parts
 from .ir import OpKind, Type, Value
 from .records import Record
 
@@ -113,9 +113,9 @@ def cast(b, v, dt, bitcast=False) -> Value:
         raise b.error(DTypeError, f"only 64-bit integers can be cast to a pointer, not {v.dtype!r}")
     for side in (v.dtype, dt):
         if side.is_fp8() and side not in dtypes.FP8_CONVERTIBLE:
-            raise b.error(DTypeError, f"converting {side!r} values is not supported yet (CUDA has no such type)",
+            raise b.error(DTypeError, f"converting {side!r} values (CUDA has no such type)",
                           hint="load, store or bitcast its bits (x.to(tl.uint8, bitcast=True)); tl.float8e4nv and "
-                               "tl.float8e5 convert")
+                               "tl.float8e5 convert", refusal=NOT_YET)
     owner = v.owner
     if (getattr(owner, "name", None) == OpKind.CONSTANT and not v.shape and v.dtype.kind is Kind.INT
             and dt.kind in (Kind.INT, Kind.FLOAT)):
@@ -180,7 +180,7 @@ def scalar_dtype(b, value):
     except OverflowError:
         raise b.error(DTypeError, f"the integer {value} does not fit in 64 bits") from None
     except TypeError as e:
-        raise b.error(DTypeError, str(e)) from None
+        raise b.error(DTypeError, **type_error_parts(e)) from None
 
 
 def _dtype_of(b, x):
@@ -212,7 +212,7 @@ def binary_operands(b, x, y, div_or_mod=False, allow_ptr=False, arithmetic=True)
     try:
         dt = dtypes.computation_type(xd, x_scalar, yd, y_scalar, div_or_mod)
     except TypeError as e:
-        raise b.error(DTypeError, str(e)) from None
+        raise b.error(DTypeError, **type_error_parts(e)) from None
     for value, is_scalar in ((x, x_scalar), (y, y_scalar)):
         if is_scalar:
             _check_scalar_fits(b, value, dt)
@@ -240,7 +240,7 @@ def fp8_elementwise(b, fn, operands, out_dtype, fp8, **attrs) -> Value:
     try:
         dtypes.fp8_computable(fn, fp8)
     except TypeError as e:
-        raise b.error(DTypeError, str(e)) from None
+        raise b.error(DTypeError, **type_error_parts(e)) from None
     if fn == "abs":
         bits = cast(b, operands[0], dtypes.uint8, bitcast=True)
         magnitude = splat(b, constant(b, 0x7F, dtypes.uint8), bits.shape)
@@ -360,7 +360,8 @@ def _sub(b, x, y):
     xd, yd = _dtype_of(b, x), _dtype_of(b, y)
     if xd.is_ptr():
         if yd.is_ptr():
-            raise b.error(DTypeError, "subtracting two pointers is not supported")
+            raise b.error(DTypeError, f"invalid operands of type {xd!r} and {yd!r}: two pointers cannot be "
+                          "subtracted")
         return pointer_offset(b, x, y, negate=True)
     if yd.is_ptr():
         raise b.error(DTypeError, "cannot subtract a pointer from a number")
@@ -469,7 +470,8 @@ def _compare(fn):
 
 
 def _pow(b, x, y):
-    raise b.error(DTypeError, "** is only supported between constexprs", hint="use tl.exp2 / tl.exp and tl.log")
+    raise b.error(DTypeError, "** of runtime values (it works between constexprs only)",
+                  hint="use tl.exp2 / tl.exp and tl.log", refusal=NOT_TRITON)
 
 
 def _matmul(b, x, y):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import dtypes
-from ..errors import CompileTimeError, DTypeError, ShapeError
+from ..errors import NOT_YET, CompileTimeError, DTypeError, ShapeError
 from .ir import OpKind, Type
 from .semantic import cast, check_block_shape, const_value, constant, is_const, rule, splat, to_value
 
@@ -97,7 +97,7 @@ def _cast(b, input, dtype, fp_downcast_rounding=None, bitcast=False):
     if rounding not in (None, "rtne", "rtz"):
         raise b.error(CompileTimeError, f"fp_downcast_rounding must be 'rtne' or 'rtz', got {rounding!r}")
     if rounding == "rtz" and dt.is_fp8():
-        raise b.error(CompileTimeError, "fp_downcast_rounding='rtz' to fp8 is not supported yet")
+        raise b.error(CompileTimeError, "fp_downcast_rounding='rtz' to fp8", refusal=NOT_YET)
     if rounding == "rtz":
         if not (v.dtype.is_floating() and dt.is_floating() and dt.bits < v.dtype.bits):
             raise b.error(CompileTimeError, "fp_downcast_rounding applies only to narrowing float conversions, "

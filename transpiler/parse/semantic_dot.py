@@ -12,7 +12,7 @@ a `tl.dot` (`transpiler/scaled_dot.py`).
 from __future__ import annotations
 
 from .. import dtypes
-from ..errors import CompileTimeError, DTypeError, ShapeError
+from ..errors import NOT_YET, CompileTimeError, DTypeError, ShapeError
 from .ir import OpKind, Type
 from ..scaled_dot import dot_scaled
 from .semantic import (RULES, binary_op, broadcast_to_shape, cast, const_value, constant, expand_dims, is_const, rule,
@@ -47,8 +47,8 @@ def _result_dtype(b, a_dtype, out_dtype):
     if out not in (dtypes.float32, dtypes.float16):
         raise b.error(DTypeError, f"tl.dot: out_dtype must be tl.float32 (or tl.float16 for fp16 inputs), not {out!r}")
     if out is dtypes.float16 and a_dtype.is_fp8():
-        raise b.error(DTypeError, f"tl.dot: out_dtype=tl.float16 for fp8 inputs is not supported yet (the product "
-                      "is fp32)")
+        raise b.error(DTypeError, "tl.dot: out_dtype=tl.float16 for fp8 inputs (the product is fp32)",
+                      refusal=NOT_YET)
     if out is dtypes.float16 and a_dtype is not dtypes.float16:
         raise b.error(DTypeError, f"tl.dot: out_dtype=tl.float16 needs fp16 inputs, not {a_dtype!r}")
     return out
@@ -61,8 +61,8 @@ def _dot(b, input, other, acc=None, input_precision=None, allow_tf32=None, max_n
     if len(a.shape) == 3 and len(w.shape) == 3:
         # Unrolled into 2-D dots it compiled, but its first H200 run wrote NaN for every element: refused until
         # that is understood, by the interpreter as well (one semantics: what compiles is what interprets).
-        raise b.error(ShapeError, "a batched (3-D) tl.dot is not supported yet",
-                      hint="loop over the batch dimension with 2-D dots")
+        raise b.error(ShapeError, "a batched (3-D) tl.dot", hint="loop over the batch dimension with 2-D dots",
+                      refusal=NOT_YET)
     if len(a.shape) != 2 or len(w.shape) != 2:
         raise b.error(ShapeError, f"tl.dot needs two 2-D blocks (or two 3-D ones, batched), not shapes "
                       f"{list(a.shape)} and {list(w.shape)}")
@@ -77,8 +77,8 @@ def _dot(b, input, other, acc=None, input_precision=None, allow_tf32=None, max_n
         raise b.error(DTypeError, f"tl.dot inputs must have one dtype, not {a.dtype!r} and {w.dtype!r}",
                       hint="cast one of them with .to(...)")
     if a.dtype.is_fp8() and a.dtype not in FP8_INPUTS:
-        raise b.error(DTypeError, f"tl.dot on {a.dtype!r} inputs is not supported yet (CUDA has no such type; "
-                      "tl.float8e4nv and tl.float8e5 are)", hint="convert the operands to tl.float16 first")
+        raise b.error(DTypeError, f"tl.dot on {a.dtype!r} inputs (CUDA has no such type; tl.float8e4nv and "
+                      "tl.float8e5 are)", hint="convert the operands to tl.float16 first", refusal=NOT_YET)
     if a.dtype not in _FLOAT_INPUTS + FP8_INPUTS and a.dtype is not dtypes.int8:
         raise b.error(DTypeError, f"tl.dot supports fp16, bf16, fp32, fp64 and int8 inputs, not {a.dtype!r}")
     precision = _precision(b, a.dtype, input_precision, allow_tf32)
@@ -102,7 +102,7 @@ def _dot(b, input, other, acc=None, input_precision=None, allow_tf32=None, max_n
 
 class _ScaledDotOps:
     """The block operations `scaled_dot.dot_scaled` is made of, as the compiler's typing rules."""
-    _ERRORS = {"dtype": DTypeError, "shape": ShapeError, "unsupported": ShapeError}
+    _ERRORS = {"dtype": DTypeError, "shape": ShapeError}
 
     def __init__(self, b):
         self.b = b
@@ -113,8 +113,8 @@ class _ScaledDotOps:
     def dtype(self, x):
         return to_value(self.b, x).dtype
 
-    def fail(self, kind, message):
-        raise self.b.error(self._ERRORS[kind], message)
+    def fail(self, kind, message, refusal=None):
+        raise self.b.error(self._ERRORS[kind], message, refusal=refusal)
 
     def cast(self, x, dt, bitcast=False):
         return cast(self.b, to_value(self.b, x), dt, bitcast=bitcast)

@@ -37,8 +37,8 @@ def float32_if_bf16(b, v: Value) -> Value:
 
 def _floats_only(b, what, dt, hint):
     if not dt.is_floating():
-        raise b.error(DTypeError, f"{what} is defined on floating-point values only, not {dt!r} "
-                      "(not Triton's language)", hint=hint)
+        raise b.error(DTypeError, f"{what} is defined on floating-point values only, not {dt!r} (Triton's rule)",
+                      hint=hint)
 
 
 def _minmax_operands(b, *operands):

@@ -14,7 +14,7 @@ with effects and several results is refused). `emit_cuda/inline_asm.py` spells i
 from __future__ import annotations
 
 from .. import dtypes
-from ..errors import CompileTimeError, DTypeError, UnsupportedSyntaxError
+from ..errors import NOT_YET, CompileTimeError, DTypeError, UnsupportedSyntaxError
 from .ir import OpKind, Type
 from .semantic import broadcast_pair, const_value, rule, to_value
 
@@ -50,8 +50,8 @@ def _check_constraints(b, constraints, result_dts, arg_dts, pack):
                 raise b.error(CompileTimeError, f"tl.inline_asm_elementwise: input constraint {letter!r} comes "
                               "after the outputs, without '='")
             if body not in REGISTER_BITS:
-                raise b.error(UnsupportedSyntaxError, f"tl.inline_asm_elementwise: constraint {letter!r} is not "
-                              f"supported yet (supported: {', '.join(REGISTER_BITS)})")
+                raise b.error(UnsupportedSyntaxError, f"tl.inline_asm_elementwise: constraint {letter!r} (supported: "
+                              f"{', '.join(REGISTER_BITS)})", refusal=NOT_YET)
             if k * dt.bits > REGISTER_BITS[body] or (body in "fd" and (k != 1 or dt.bits != REGISTER_BITS[body]
                                                                      or not dt.is_floating())):
                 raise b.error(DTypeError, f"tl.inline_asm_elementwise: a {REGISTER_BITS[body]}-bit register "
@@ -76,17 +76,17 @@ def _inline_asm_elementwise(b, asm, constraints, args, dtype, is_pure, pack):
     values = [to_value(b, a) for a in (args if isinstance(args, (tuple, list)) else [args])]
     for v in values:
         if v.dtype.is_ptr():
-            raise b.error(UnsupportedSyntaxError, "tl.inline_asm_elementwise of pointers is not supported yet")
+            raise b.error(UnsupportedSyntaxError, "tl.inline_asm_elementwise of pointers", refusal=NOT_YET)
     for i in range(len(values)):
         for j in range(len(values)):
             values[i], values[j] = broadcast_pair(b, values[i], values[j])
     shape = values[0].shape if values else ()
     if multiple and len(result_dts) > 1 and not is_pure:
-        raise b.error(UnsupportedSyntaxError, "tl.inline_asm_elementwise with several results and is_pure=False is "
-                      "not supported yet (each result runs the asm once)")
+        raise b.error(UnsupportedSyntaxError, "tl.inline_asm_elementwise with several results and is_pure=False "
+                      "(each result runs the asm once)", refusal=NOT_YET)
     if pack > 1 and any(dt is dtypes.int1 for dt in result_dts + tuple(v.dtype for v in values)):
         raise b.error(UnsupportedSyntaxError, "tl.inline_asm_elementwise with boolean operands or results and "
-                      "pack > 1 is not supported yet (convert them to int8 first)")
+                      "pack > 1", hint="convert them to int8 first", refusal=NOT_YET)
     _check_constraints(b, constraints, result_dts, [v.dtype for v in values], pack)
     results = [b.emit(OpKind.ELEMENTWISE, list(values), Type(dt, shape), fn="inline_asm", asm=asm,
                       constraints=tuple(c.strip() for c in constraints.split(",")), pack=pack,

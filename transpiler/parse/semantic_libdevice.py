@@ -8,7 +8,7 @@ the row's type. Emits one `elementwise` op named `libdevice.<name>`, spelled by 
 from __future__ import annotations
 
 from .. import dtypes
-from ..errors import DTypeError, UnsupportedSyntaxError
+from ..errors import NOT_YET, DTypeError, UnsupportedSyntaxError, type_error_parts
 from ..language.extra.libdevice import ARITY, REFUSED, dispatch
 from .semantic import RULES, broadcast_pair, cast, elementwise, to_value
 
@@ -16,12 +16,12 @@ from .semantic import RULES, broadcast_pair, cast, elementwise, to_value
 def _libdevice_rule(name):
     def apply(b, *args):
         if name in REFUSED:
-            raise b.error(UnsupportedSyntaxError, f"libdevice.{name} is not supported yet: {REFUSED[name]}")
+            raise b.error(UnsupportedSyntaxError, f"libdevice.{name}: {REFUSED[name]}", refusal=NOT_YET)
         values = [to_value(b, a) for a in args]
         try:
             targets, _call, result = dispatch(name, [v.dtype.name for v in values])
         except TypeError as e:
-            raise b.error(DTypeError, str(e), hint="convert the operands first, e.g. x.to(tl.float32)") from None
+            raise b.error(DTypeError, **type_error_parts(e), hint="convert the operands first, e.g. x.to(tl.float32)") from None
         values = [cast(b, v, dtypes.by_name(t)) for v, t in zip(values, targets)]
         for i in range(1, len(values)):
             values[0], values[i] = broadcast_pair(b, values[0], values[i])

@@ -10,7 +10,7 @@ it); `pack` > 1 (several elements per call) is not supported yet.
 """
 from __future__ import annotations
 
-from ..errors import UnsupportedSyntaxError
+from ..errors import NOT_TRITON, NOT_YET, CompileTimeError, UnsupportedSyntaxError
 from .ir import OpKind, Region, Type, Value, WRITES_MEMORY
 from .semantic import RULES, broadcast_pair, const_value, to_value
 
@@ -32,10 +32,11 @@ def _writes(region, kinds=_EFFECTS) -> bool:
 
 def _map_elementwise(b, scalar_fn, *args, pack=1):
     if const_value(b, pack, "pack") != 1:
-        raise b.error(UnsupportedSyntaxError, "tl.map_elementwise with pack > 1 is not supported yet",
-                      hint="call it with pack=1 (the default): the function then gets one element of each argument")
+        raise b.error(UnsupportedSyntaxError, "tl.map_elementwise with pack > 1",
+                      hint="call it with pack=1 (the default): the function then gets one element of each argument",
+                      refusal=NOT_YET)
     if not args:
-        raise b.error(UnsupportedSyntaxError, "tl.map_elementwise needs at least one tensor argument")
+        raise b.error(CompileTimeError, "tl.map_elementwise needs at least one tensor argument")
     values = [to_value(b, a) for a in args]
     for i in range(1, len(values)):              # one shape for all: each broadcast against the first and back
         values[0], values[i] = broadcast_pair(b, values[0], values[i])
@@ -43,12 +44,12 @@ def _map_elementwise(b, scalar_fn, *args, pack=1):
         values[0], values[i] = broadcast_pair(b, values[0], values[i])
     region, dtypes_ = _region_of(b, scalar_fn, values)
     if _writes(region, WRITES_MEMORY):
-        raise b.error(UnsupportedSyntaxError, "tl.map_elementwise's function stores to memory (not Triton's "
-                      "language: Triton refuses stores inside map_elementwise)",
-                      hint="return the value and store the mapped block")
+        raise b.error(UnsupportedSyntaxError, "tl.map_elementwise's function stores to memory (Triton refuses "
+                      "stores inside map_elementwise)", hint="return the value and store the mapped block",
+                      refusal=NOT_TRITON)
     if len(dtypes_) > 1 and _writes(region):
         raise b.error(UnsupportedSyntaxError, "tl.map_elementwise of a function that writes memory or prints and "
-                      "returns several values is not supported yet", hint="return one value from it")
+                      "returns several values", hint="return one value from it", refusal=NOT_YET)
     shape = values[0].shape
     effects = {"is_pure": False} if _writes(region) else {}    # kept when nothing reads its result (dead_code.py)
     results = []

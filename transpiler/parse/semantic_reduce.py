@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .. import dtypes
 from ..dtypes import Kind
-from ..errors import DTypeError, ShapeError
+from ..errors import NOT_YET, DTypeError, ShapeError
 from .ir import OpKind, Region, Type, Value
 from .semantic import RULES, cast, const_value, expand_dims, is_const, rule, splat, to_value
 from .semantic_shapes import _reshape
@@ -32,7 +32,7 @@ def combine_result(b, result, dtype, what):
     v = to_value(b, result, dtype)
     if v.dtype is not dtype:
         raise b.error(DTypeError, f"{what} returned {v.dtype!r} for an operand of {dtype!r}: it must return its "
-                      "operands' types (not Triton's language otherwise)", hint=f"convert the result: .to({dtype!r})")
+                      "operands' types (Triton's rule)", hint=f"convert the result: .to({dtype!r})")
     return v
 
 
@@ -42,8 +42,8 @@ def reduce_values(b, values, axis, combine, keep_dims=False, region=None, result
     if not values[0].shape:
         raise b.error(ShapeError, "cannot reduce a scalar", hint="reductions take blocks")
     if any(v.dtype.is_fp8() for v in values):
-        raise b.error(DTypeError, "reducing fp8 values is not supported yet",
-                      hint="convert them first, e.g. x.to(tl.float32)")
+        raise b.error(DTypeError, "reducing fp8 values", hint="convert them first, e.g. x.to(tl.float32)",
+                      refusal=NOT_YET)
     keep_dims = bool(const_value(b, keep_dims, "keep_dims"))
     if axis is None:
         rank = len(values[0].shape)         # keep_dims gives back one size-1 axis per axis of the input
@@ -129,8 +129,8 @@ def _min_max(which):
         if v.dtype.is_ptr():
             raise b.error(DTypeError, f"cannot take the {which} of pointers")
         if v.dtype.is_fp8():
-            raise b.error(DTypeError, "reducing fp8 values is not supported yet",
-                          hint="convert them first, e.g. x.to(tl.float32)")
+            raise b.error(DTypeError, "reducing fp8 values", hint="convert them first, e.g. x.to(tl.float32)",
+                          refusal=NOT_YET)
         if v.dtype is dtypes.bfloat16:
             v = cast(b, v, dtypes.float32)      # Triton reduces bf16 as fp32, with or without indices
         if const_value(b, return_indices, "return_indices"):

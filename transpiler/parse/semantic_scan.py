@@ -10,7 +10,7 @@ or casts to `dtype` when given.
 from __future__ import annotations
 
 from .. import dtypes
-from ..errors import DTypeError, ShapeError
+from ..errors import NOT_YET, DTypeError, ShapeError
 from .ir import OpKind, Region, Type, Value
 from .semantic import cast, const_value, rule, to_value
 from .semantic_reduce import normalize_axis
@@ -20,8 +20,8 @@ def scan_values(b, values, axis, combine, reverse, region=None):
     """Emit one `scan` over `values` (a list of same-shaped blocks); returns the list of results."""
     values = [to_value(b, v) for v in values]
     if any(v.dtype.is_fp8() for v in values):
-        raise b.error(DTypeError, "scanning fp8 values is not supported yet",
-                      hint="convert them first, e.g. x.to(tl.float32)")
+        raise b.error(DTypeError, "scanning fp8 values", hint="convert them first, e.g. x.to(tl.float32)",
+                      refusal=NOT_YET)
     shape = values[0].shape
     if not shape:
         raise b.error(ShapeError, "cannot scan a scalar", hint="scans take blocks")

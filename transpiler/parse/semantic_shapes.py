@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import builtins
 
-from ..errors import ShapeError, UnsupportedSyntaxError
+from ..errors import NOT_TRITON, ShapeError, UnsupportedSyntaxError
 from .ir import OpKind, Type
 from .semantic import (broadcast_pair, broadcast_to_shape, check_block_shape, const_value, expand_dims, rule,
                        to_value)
@@ -104,6 +104,5 @@ def index(b, value, items):
             value = expand_dims(b, value, dim)
         elif not (isinstance(item, builtins.slice) and item == builtins.slice(None)):
             raise b.error(UnsupportedSyntaxError, f"unsupported tensor index {item!r}: blocks can be indexed only "
-                          "with None (new axis) and ':' (keep axis), as in x[:, None] (other indices are not "
-                          "Triton's language)")
+                          "with None (new axis) and ':' (keep axis), as in x[:, None]", refusal=NOT_TRITON)
     return value

@@ -12,7 +12,7 @@ import builtins
 
 from .. import dtypes
 from ..bitonic import merge_network, sort_network
-from ..errors import DTypeError, ShapeError, UnsupportedSyntaxError
+from ..errors import NOT_YET, DTypeError, ShapeError, UnsupportedSyntaxError
 from .ir import OpKind, Type
 from .semantic import (RULES, binary_op, broadcast_pair, broadcast_to_shape, cast, const_value, expand_dims, is_const,
                        logical, rule, to_value)
@@ -244,6 +244,6 @@ def _gather(b, src, index, axis):
             raise b.error(ShapeError, f"tl.gather: the index's dimension {d} ({i.shape[d]}) must equal the "
                           f"source's ({s.shape[d]})")
     if s.dtype.is_ptr():
-        raise b.error(UnsupportedSyntaxError, "tl.gather of pointers is not supported yet")
+        raise b.error(UnsupportedSyntaxError, "tl.gather of pointers", refusal=NOT_YET)
     # one op (emit_cuda/rules/gather.py: the source through shared memory); an index outside the source gives 0
     return b.emit(OpKind.GATHER, [s, i], Type(s.dtype, i.shape), axis=axis)

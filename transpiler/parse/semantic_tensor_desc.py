@@ -115,11 +115,11 @@ def _make_tensor_descriptor(b, base, shape, strides, block_shape, padding_option
     last = strides[-1]
     if not ((is_const(last) and last == 1) or semantic.is_integer_one(last)):
         raise b.error(CompileTimeError, "a tensor descriptor's last dimension must be contiguous: its stride must "
-                      "be 1 at compile time (not Triton's language otherwise)",
+                      "be 1 at compile time (Triton's rule)",
                       hint="pass 1 (a literal, or an argument equal to 1, which is specialized)")
     if block_shape[-1] * elem.itemsize < 16:
         raise b.error(CompileTimeError, f"a tensor descriptor's block must hold at least 16 bytes in its last "
-                      f"dimension, got {block_shape[-1]} x {elem.itemsize} bytes (not Triton's language)")
+                      f"dimension, got {block_shape[-1]} x {elem.itemsize} bytes (Triton's rule)")
     what = "tl.make_tensor_descriptor's"
     return TensorDescriptor(base, tuple(_integer_leaf(b, s, f"{what} shape", dtypes.int64, _INT64) for s in shape),
                             tuple(_integer_leaf(b, s, f"{what} strides", dtypes.int64, _INT64) for s in strides),

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ..errors import SourceLocation, UnsupportedSyntaxError
+from ..errors import CompileTimeError, SourceLocation
 from .positions import start_positions
 
 
@@ -44,8 +44,8 @@ def parsed_function(fn) -> ParsedFunction:
     try:
         lines, first_line = inspect.getsourcelines(fn)
     except (OSError, TypeError) as e:
-        raise UnsupportedSyntaxError(f"cannot read the source of {getattr(fn, '__name__', fn)!r}: {e}",
-                                     hint="kernels must be defined in a .py file") from None
+        raise CompileTimeError(f"cannot read the source of {getattr(fn, '__name__', fn)!r}: {e}",
+                               hint="kernels must be defined in a .py file (Triton reads their source too)") from None
     raw = "".join(lines)
     source = textwrap.dedent(raw)
     indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0

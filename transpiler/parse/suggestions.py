@@ -10,6 +10,8 @@ from __future__ import annotations
 import difflib
 import types
 
+from ..errors import NOT_TRITON, NOT_YET
+
 # Names of `triton.language` (3.x) that `transpiler.language` does not have yet.
 TRITON_LANGUAGE_NOT_YET = frozenset({
     "target_info", "tuple", "tuple_type", "slice", "constexpr_type", "tensor_descriptor_type", "str_to_ty",
@@ -32,15 +34,16 @@ def _spelled(base) -> str:
 
 
 def missing_attribute(base, attr: str, base_text: str) -> tuple:
-    """(message, hint) for `base.attr` that does not exist; `base_text` is how the error names `base`."""
+    """(message, hint, refusal kind or None) for `base.attr` that does not exist; `base_text` is how the error
+    names `base`."""
     if _language_module(base) and base.__name__ == "transpiler.language" and attr in TRITON_LANGUAGE_NOT_YET:
-        return (f"tl.{attr} is Triton's but not supported yet", "docs/language.md lists what is not supported yet")
+        return (f"tl.{attr} is Triton's", "docs/language.md lists what is missing", NOT_YET)
     close = difflib.get_close_matches(attr, _public_names(base), n=3, cutoff=0.6) if isinstance(
         base, types.ModuleType) else []
     message = f"{base_text} has no attribute '{attr}'"
     if close:
         prefix = _spelled(base) + "." if _language_module(base) else ""
-        return message, "did you mean " + " or ".join(f"{prefix}{c}" for c in close) + "?"
+        return message, "did you mean " + " or ".join(f"{prefix}{c}" for c in close) + "?", None
     if _language_module(base):
-        return message + " (not Triton's language either)", None
-    return message, None
+        return message, None, NOT_TRITON
+    return message, None, None

@@ -2,6 +2,8 @@
 "not Triton's language" (Triton's code generator rejects it too) or "not supported yet"."""
 from __future__ import annotations
 
+from ..errors import NOT_TRITON, NOT_YET
+
 
 SYNTAX_HINT = ("kernels use assignments, if/for/while, tl builtins and @transpile helpers; "
                 "do other work on the host, before the launch")
@@ -25,13 +27,14 @@ def describe(node) -> str:
 # Constructs Triton's code generator also rejects; any other construct we refuse is one we do not support yet.
 _NOT_TRITON = {"Lambda", "Try", "TryStar", "Raise", "ClassDef", "FunctionDef", "Global", "Nonlocal", "Del", "Import",
                "ImportFrom", "Await", "Yield", "YieldFrom", "Dict", "Set", "DictComp", "SetComp", "GeneratorExp",
-               "Match", "NamedExpr", "Imaginary"}
+               "Match", "NamedExpr", "Imaginary", "ListComp", "Break", "Continue"}
 
 
-def unsupported_construct(node) -> str:
+def unsupported_construct(node) -> tuple:
+    """(what is refused, its kind) for a construct the builder has no rule for."""
     if type(node).__name__ in _NOT_TRITON:
-        return f"{describe(node)} is not Triton's language (Triton's compiler rejects it too)"
-    return f"{describe(node)} is not supported yet in kernels"
+        return f"{describe(node)} (Triton's compiler rejects it too)", NOT_TRITON
+    return f"{describe(node)} in kernels", NOT_YET
 
 
 def short(obj):
