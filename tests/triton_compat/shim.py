@@ -154,12 +154,17 @@ class TensorWrapper:
         return f"TensorWrapper[{self.dtype}]({self.base})"
 
     def unwrapped(self):
-        """The base tensor viewed with a torch dtype of the wrapped element type, which our launch reads."""
-        import torch
-        torch_dtype = getattr(torch, {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32",
-                                      "fp64": "float64"}.get(self.dtype.name, self.dtype.name), None)
+        """The base tensor viewed with a torch dtype of the wrapped element type, which our launch reads; for
+        element types torch has no dtype of (the fp8 formats), and for arrays that are not torch tensors, our own
+        `reinterpret` of it."""
+        torch = sys.modules.get("torch")
+        torch_dtype = None
+        if torch is not None and isinstance(self.base, torch.Tensor):
+            torch_dtype = getattr(torch, {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32",
+                                          "fp64": "float64"}.get(self.dtype.name, self.dtype.name), None)
         if torch_dtype is None:
-            raise TypeError(f"no torch dtype views memory as {self.dtype}")
+            import transpiler
+            return transpiler.reinterpret(self.base, self.dtype)
         return self.base.view(torch_dtype)
 
 
