@@ -58,6 +58,8 @@ VARIANTS = {
     "loop_barriers": Variant("a barrier before every cross-warp reduction write of a loop",
                              {"TRANSPILER_LOOP_REDUCTION_BARRIER": "1"}),
     "half_warps": Variant("num_warps halved at launch (ours and Triton)", warps=lambda w: max(1, w // 2)),
+    "double_warps": Variant("num_warps doubled at launch (ours and Triton): fewer registers a thread for long rows",
+                            warps=lambda w: min(32, 2 * w)),
 }
 
 POINTS = [   # (workload, dtype, rows, columns)
