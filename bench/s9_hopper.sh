@@ -13,26 +13,31 @@ export TRANSPILER_CACHE_DIR=${TRANSPILER_CACHE_DIR:-/tmp/tp_cache} TRITON_CACHE_
 L=/tmp/s9; rm -rf $L; mkdir -p $L
 T0=$(date +%s)
 step() { echo "== $1 (t=$(( $(date +%s) - T0 ))s)"; }
-run() { local limit=$1; shift; timeout --signal=INT --kill-after=5 "$limit" "$@"; }
+# Each step's cap is its own or what is left of DEADLINE_S (the whole call's seconds), whichever is less.
+run() { local limit=$1 left=$(( ${DEADLINE_S:-165} - ($(date +%s) - T0) )); shift; [ "$left" -lt "$limit" ] && limit=$left
+        if [ "$limit" -lt 5 ]; then echo "skipped (no time left): $*"; return 124; fi
+        timeout --signal=INT --kill-after=5 "$limit" "$@"; }
 snap() { tar -C /tmp -czf "$OUT/s9.tar.gz" s9; }
 trap snap EXIT
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader
 
 step "compile caches, one process per share"
 for f in ours triton; do
-  ( run ${WARM_S:-60} $PY bench/s9_hopper.py warm --workload matmul --flavor $f >$L/warm_mm_$f.log 2>&1 ) &
+  for i in 0 1; do
+    ( run ${WARM_S:-45} $PY bench/s9_hopper.py warm --workload matmul --flavor $f --part $i/2 >$L/warm_mm_${f}_$i.log 2>&1 ) &
+  done
   for i in 0 1 2; do
-    ( run ${WARM_S:-60} $PY bench/s9_hopper.py warm --workload attention --flavor $f --part $i/3 >$L/warm_at_${f}_$i.log 2>&1 ) &
+    ( run ${WARM_S:-45} $PY bench/s9_hopper.py warm --workload attention --flavor $f --part $i/3 >$L/warm_at_${f}_$i.log 2>&1 ) &
   done
 done
 wait
 grep -c '^built' $L/warm_*.log; grep -h -i 'error' $L/warm_*.log | head -n 5
 
 step "bench: matmul and attention, full point set"
-run ${BENCH_S:-110} $PY bench/run.py --only matmul,attention --rounds 2 --out $L/bench >$L/bench.log 2>&1
+run ${BENCH_S:-80} $PY bench/run.py --only matmul,attention --rounds 2 --budget-s ${BENCH_BUDGET_S:-70} --out $L/bench >$L/bench.log 2>&1
 echo "rc $?"; grep -v '^copy' $L/bench.log | cut -c1-160 | tail -n 32
 step "fp8"
-run ${FP8_S:-30} $PY bench/s9_hopper.py fp8 --out $L/fp8.json >$L/fp8.log 2>&1; echo "rc $?"; cut -c1-400 $L/fp8.log
+run ${FP8_S:-25} $PY bench/s9_hopper.py fp8 --out $L/fp8.json >$L/fp8.log 2>&1; echo "rc $?"; cut -c1-400 $L/fp8.log
 snap
 
 step "select the misses"
@@ -48,7 +53,7 @@ echo "ncu metrics: $M"
 NCU="ncu --clock-control none --section SpeedOfLight --section WarpStateStats --section Occupancy --section LaunchStats --metrics $M --csv --page details"
 if [ -n "$MATMUL" ]; then
   step "ncu matmul ($MATMUL)"
-  run ${NCU_S:-60} $NCU -k regex:matmul_kernel $PY bench/hopper_ab.py --profile "$MATMUL" --variants default= >$L/ncu_mm.csv 2>$L/ncu_mm.err
+  run ${NCU_S:-35} $NCU -k regex:matmul_kernel $PY bench/hopper_ab.py --profile "$MATMUL" --variants default= >$L/ncu_mm.csv 2>$L/ncu_mm.err
   echo "rc $?"; tail -n 2 $L/ncu_mm.err
   labels=""; for sh in $(echo "$MATMUL" | tr ',' ' '); do labels="$labels,ours@$sh,triton@$sh"; done
   $PY bench/ncu_summary.py $L/ncu_mm.csv "${labels#,}" | tee $L/ncu_mm.txt | cut -c1-400
@@ -56,19 +61,23 @@ if [ -n "$MATMUL" ]; then
 fi
 if [ "$FP8" = 1 ]; then
   step "ncu fp8"
-  run ${NCU_S:-60} $NCU -k regex:matmul_kernel $PY bench/s9_hopper.py fp8 --profile >$L/ncu_fp8.csv 2>$L/ncu_fp8.err
+  run ${NCU_S:-35} $NCU -k regex:matmul_kernel $PY bench/s9_hopper.py fp8 --profile >$L/ncu_fp8.csv 2>$L/ncu_fp8.err
   echo "rc $?"; tail -n 2 $L/ncu_fp8.err
   $PY bench/ncu_summary.py $L/ncu_fp8.csv "triton@fp8-4096,ours@fp8-4096,triton@fp8-8192,ours@fp8-8192" | tee $L/ncu_fp8.txt | cut -c1-400
   snap
 fi
 if [ -n "$ATTN" ]; then
   step "ncu attention ($ATTN)"
-  run ${NCU_S:-60} $NCU -k regex:attention_kernel $PY bench/s9_hopper.py profile-attention $ATTN >$L/ncu_at.csv 2>$L/ncu_at.err
+  run ${NCU_S:-35} $NCU -k regex:attention_kernel $PY bench/s9_hopper.py profile-attention $ATTN >$L/ncu_at.csv 2>$L/ncu_at.err
   echo "rc $?"; tail -n 2 $L/ncu_at.err
   labels=""; for p in $ATTN; do labels="$labels,ours@$p,triton@$p"; done
   $PY bench/ncu_summary.py $L/ncu_at.csv "${labels#,}" | tee $L/ncu_at.txt | cut -c1-400
   snap
 fi
+step "the skinny points again, 3 interleaved rounds and back-to-back host time (their spread between calls)"
+run ${SKINNY_S:-20} $PY bench/hopper_ab.py --shapes float16:16x8192x8192,bfloat16:16x8192x8192 --rounds 3 --variants default= --out $L/skinny.json >$L/skinny.log 2>&1
+echo "rc $?"; grep -v '^{' $L/skinny.log | tail -n 4
+snap
 step "SASS of every cubin in both caches"
-run 40 $PY bench/s9_hopper.py sass $L/sass >$L/sass.log 2>&1; cut -c1-200 $L/sass.log | head -n 40
+run 20 $PY bench/s9_hopper.py sass $L/sass >$L/sass.log 2>&1; cut -c1-200 $L/sass.log | head -n 40
 step "done"
