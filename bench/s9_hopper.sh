@@ -70,7 +70,7 @@ if [ -n "$ATTN" ]; then
   step "ncu attention ($ATTN)"
   run ${NCU_S:-35} $NCU -k regex:attention_kernel $PY bench/s9_hopper.py profile-attention $ATTN >$L/ncu_at.csv 2>$L/ncu_at.err
   echo "rc $?"; tail -n 2 $L/ncu_at.err
-  labels=""; for p in $ATTN; do labels="$labels,ours@$p,triton@$p"; done
+  labels=""; for p in $(echo "$ATTN" | tr ',' '.'); do labels="$labels,ours@$p,triton@$p"; done   # a point's commas are not the labels' separator
   $PY bench/ncu_summary.py $L/ncu_at.csv "${labels#,}" | tee $L/ncu_at.txt | cut -c1-400
   snap
 fi
