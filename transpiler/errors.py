@@ -3,7 +3,8 @@
 `TranspilerError` is the base. Errors found while reading a kernel carry a `SourceLocation` and print
 `file:line:col`, the line, and a caret under the column, then the call chain through inlined helpers.
 Launch errors name the kernel and the argument. `InternalCompilerError` is the one error that is our fault:
-it names the dumped `.cu` and the first compiler message and asks for a report.
+it names the dumped `.cu` and the first compiler message and asks for a report. A refusal (a construct or
+feature we do not compile) carries its `Refusal` kind, and its message opens with the kind's words.
 """
 from __future__ import annotations
 
@@ -55,8 +56,8 @@ class SourceLocation:
 
 
 class TypeRefusal(TypeError):
-    """A refusal raised as a TypeError by code that also serves plain Python callers (dtypes' promotion, the
-    fp8 tables); its text has the kind's words, and the located DTypeError made from it keeps the kind
+    """A refusal raised as a TypeError by code that also serves plain Python callers (the interpreter's fp8
+    tables); its text has the kind's words, and the located DTypeError made from it keeps the kind
     (`type_error_parts`)."""
 
     def __init__(self, message: str, refusal: Refusal):
