@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import CompileTimeError, DTypeError, InterpreterError
 from ..language import core
-from . import numeric
+from ..numerics import storage as numeric
 from .location import error, program_text
 from .registry import rule
 from .tensor import Tensor, unwrap
