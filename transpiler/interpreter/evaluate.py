@@ -132,6 +132,19 @@ def _grid_value(field):
     return apply
 
 
+def _device_print(attrs, result_type, operands):
+    """One line per value: the program, the prefix and the value (its bits in hex for integers, with `hex`)."""
+    from .eager import from_ir
+    x, y, z = core.current_interpreter().program_id
+    for value in operands or [None]:
+        text = "" if value is None else str(from_ir(value))
+        if value is not None and attrs["hex"] and value.dtype.is_int():
+            bits = numeric.to_bits(materialized(value), value.dtype)
+            text = np.array2string(bits, formatter={"int": lambda v: f"0x{int(v):x}"})
+        print(" ".join(part for part in (f"pid ({x}, {y}, {z})", attrs["prefix"].strip(), text) if part))
+    return None, None
+
+
 EVALUATE = {
     OpKind.CONSTANT: lambda attrs, t, ops: (numeric.scalar_constant(attrs["value"], t.dtype), None),
     OpKind.SPLAT: _stretched,
@@ -151,4 +164,5 @@ EVALUATE = {
     OpKind.ADDPTR: _addptr,
     OpKind.ELEMENTWISE: _elementwise,
     OpKind.BARRIER: lambda attrs, t, ops: (None, None),     # programs run one at a time: always satisfied
+    OpKind.DEVICE_PRINT: _device_print,
 }
