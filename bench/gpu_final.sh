@@ -6,9 +6,10 @@
 #   3. the bench on a quiet GPU: matmul and attention against Triton and cuBLAS / SDPA, then the memory-bound
 #      workloads' quick points;
 #   4. the real-world kernels against Triton, where their folders were carried (.dev_rwcore/rw_cases, .dev_rwext).
-# Logs under $OUT; one summary line per step on stdout. Budgets in seconds: TEST_LIMIT, FUZZ_BUDGET, SAN_BUDGET, BENCH_S, LOAD_S (0: skip),
-# AUTODIFF_S; COMPILE_TIME_KERNELS=attention adds the cold-compile comparison; LAUNCH_BENCH="command" the launch
-# comparison. Everything under $OUT ends packed in $OUT/gpu_final.tgz.
+# Logs under $OUT; one summary line per step on stdout. Budgets in seconds: TEST_LIMIT, FUZZ_BUDGET, SAN_BUDGET,
+# BENCH_S, LOAD_S, AUTODIFF_S (0: skip); SAN_ARGS more sanitize.sh options (a rerun of flagged units: "--groups
+# files,controls --only test_gpu_torch,planted"); COMPILE_TIME_KERNELS=attention adds the cold-compile comparison;
+# LAUNCH_BENCH="command" the launch comparison. Everything under $OUT ends packed in $OUT/gpu_final.tgz.
 #     OUT=folder bash bench/gpu_final.sh
 set -u
 mkdir -p "${OUT:=gpu_out}"
@@ -28,7 +29,7 @@ wait $tests; cat "$OUT/tests.txt"
 # SAN_BUDGET=330 runs it after the tests, about 355 s (bench/sanitize.py), i.e. a call of its own in practice.
 if [ "${SAN_BUDGET:-0}" -gt 0 ]; then
   OUT="$OUT/robust" timeout $((SAN_BUDGET + 60)) bash bench/sanitize.sh --jobs 16 --budget "$SAN_BUDGET" \
-    --timeout 100 >"$OUT/robust/sanitize.log" 2>&1
+    --timeout 100 ${SAN_ARGS:-} >"$OUT/robust/sanitize.log" 2>&1
   echo "sanitizer sweep: exit $?"
   if [ -f "$OUT/robust/sanitize/summary.md" ]; then   # the kernels with any error or hazard, and the totals
     grep -v "| 0 | 0 | 0 | 0 |" "$OUT/robust/sanitize/summary.md"
@@ -41,13 +42,13 @@ if [ "$LOAD_S" -gt 0 ]; then
   echo "load test: exit $? | $(tail -n 2 "$OUT/robust/load.log" | tr '\n' ' ')"
 fi
 
-BENCH_S=${BENCH_S:-120}
-timeout $((BENCH_S + 30)) "$PY" bench/run.py --quick --only "${BENCH_ONLY:-matmul,attention,softmax,layernorm}" \
+BENCH_S=${BENCH_S:-120}   # 0 skips the bench
+[ "$BENCH_S" -gt 0 ] && timeout $((BENCH_S + 30)) "$PY" bench/run.py --quick --only "${BENCH_ONLY:-matmul,attention,softmax,layernorm}" \
   --rounds 2 --budget-s "$BENCH_S" \
   --out "$OUT/bench" >"$OUT/bench.log" 2>&1
-echo "bench: exit $? | $(grep -i geomean "$OUT/bench.log" | tr '\n' ' ')"
+[ "$BENCH_S" -gt 0 ] && echo "bench: exit $? | $(grep -i geomean "$OUT/bench.log" | tr '\n' ' ')"
 
-if [ -f bench/autodiff.py ]; then
+if [ -f bench/autodiff.py ] && [ "${AUTODIFF_S:-40}" -gt 0 ]; then
   timeout ${AUTODIFF_S:-40} "$PY" bench/autodiff.py --quick >"$OUT/autodiff.log" 2>&1
   echo "autodiff bench: exit $? | $(tail -n 4 "$OUT/autodiff.log" | tr '\n' ' ')"
 fi

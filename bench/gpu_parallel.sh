@@ -18,7 +18,7 @@ TENSOR_CORE_TESTS="tests/test_gpu_dot.py tests/test_gpu_dot_dtypes.py tests/test
 limited "$PY" -m pytest -m gpu -q -p no:cacheprovider -n "${DOT_JOBS:-3}" --timeout "$PER_TEST" \
   $TENSOR_CORE_TESTS >"$OUT/dot.log" 2>&1 &
 dot=$!
-limited "$PY" -m pytest -m gpu -q -p no:cacheprovider -n "${JOBS:-9}" --timeout "$PER_TEST" \
+limited "$PY" -m pytest -m gpu -q -rs -p no:cacheprovider -n "${JOBS:-9}" --timeout "$PER_TEST" \
   tests $(for f in $TENSOR_CORE_TESTS; do echo --ignore "$f"; done) >"$OUT/rest.log" 2>&1 &
 rest=$!
 if [ "${FUZZ_BUDGET:-0}" -gt 0 ]; then

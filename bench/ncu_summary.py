@@ -11,6 +11,7 @@ KEEP = ("Duration", "Compute (SM) Throughput", "Memory Throughput", "DRAM Throug
         "Registers Per Thread", "Dynamic Shared Memory Per Block", "Achieved Occupancy", "Theoretical Occupancy",
         "Warp Cycles Per Issued Instruction", "Issue Slots Busy", "Executed Ipc Active", "Block Limit Shared Mem")
 STALL = "smsp__average_warps_issue_stalled_"
+PIPES = ("sm__pipe_tensor", "sm__inst_executed_pipe_tensor")   # tensor-core pipes, where asked for
 
 
 def main():
@@ -28,12 +29,15 @@ def main():
                 k["stalls"][name[len(STALL):].replace("_per_issue_active.ratio", "")] = float(value.replace(",", ""))
             except ValueError:
                 pass
-        elif name in KEEP:
+        elif name in KEEP or name.startswith(PIPES):
             k["metrics"][name] = f"{value} {unit}".strip()
     for i, (kid, k) in enumerate(kernels.items()):
         label = labels[i] if i < len(labels) else ""
         print(f"== [{kid}] {label} {k['name']} grid {k['grid']}")
         print("   " + "; ".join(f"{n}: {k['metrics'][n]}" for n in KEEP if n in k["metrics"]))
+        pipes = sorted(n for n in k["metrics"] if n.startswith(PIPES))
+        if pipes:
+            print("   tensor pipes: " + "; ".join(f"{n}: {k['metrics'][n]}" for n in pipes))
         top = sorted(k["stalls"].items(), key=lambda kv: -kv[1])[:7]
         print("   stalls per issue: " + ", ".join(f"{n} {v:.2f}" for n, v in top))
 

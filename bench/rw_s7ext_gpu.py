@@ -7,8 +7,9 @@ defines `CASES`: a list of dicts with
     name, kernel, grid (a tuple or a function of the meta-parameters), args (NumPy arrays, numbers, None;
     ("fp8e4nv" | "fp8e5", uint8 codes) for fp8 arrays, ("bf16", float32 values) for bf16 ones,
     any object with base, shape, strides, block_shape (and padding) for a host TensorDescriptor that each
-    side builds over its own array), outputs (indices into args), and optionally constexprs, num_warps, num_stages, atol, rtol, reference (a
-    NumPy function of args giving the outputs, used where Triton's interpreter fails), archs (for NVRTC).
+    side builds over its own array), outputs (indices into args), and optionally constexprs, num_warps,
+    num_stages, atol (a number, or an array of them: one per output element), rtol, reference (a NumPy function
+    of args giving the outputs, used where Triton's interpreter fails), archs (for NVRTC).
 
 Inputs come from NumPy with fixed seeds, so every side sees the same values. Each side runs in a process of
 its own (`--side`), because `import triton` means Triton in one and transpiler (tests/triton_compat/shim.py)
@@ -319,8 +320,15 @@ def compare_outputs(theirs: dict, ours: dict) -> tuple[str, str]:
         if not ok.all():
             err = np.nanmax(np.abs(np.where(ok, 0, o - t)))
             worst += (f"output {k}: {int((~ok).sum())} of {ok.size} elements, max error {err:.3g} "
-                      f"(atol {theirs['atol']}, rtol {theirs['rtol']}); ")
+                      f"(atol {describe_tolerance(theirs['atol'])}, rtol {theirs['rtol']}); ")
     return ("differs", worst) if worst else ("same", "")
+
+
+def describe_tolerance(atol) -> str:
+    """A case's atol: a number, or an array of them (a bound per element, e.g. relative to the sum of |products|
+    of an fp32-accumulated dot), shown by its range."""
+    atol = np.asarray(atol, np.float64)
+    return f"{float(atol):g}" if atol.ndim == 0 else f"per element {atol.min():.3g}..{atol.max():.3g}"
 
 
 def run_sides(sides, files, jobs, parts, budget=None):

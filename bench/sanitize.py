@@ -477,12 +477,18 @@ def main(argv=None) -> int:
     parser.add_argument("--jobs", type=int, default=min(16, os.cpu_count() or 4))
     parser.add_argument("--timeout", type=float, default=150.0, help="seconds per sanitized process")
     parser.add_argument("--out", default=os.environ.get("OUT", "sanitize_out"))
+    parser.add_argument("--only", default="",
+                        help="comma-separated names: keep the units whose first case or file starts with one "
+                             "(a rerun of what a sweep flagged, e.g. --groups files --only test_gpu_torch)")
     parser.add_argument("--list", action="store_true", help="print the units and exit")
     args = parser.parse_args(argv)
     if args.worker:
         return worker(args.worker[0], args.worker[1:])
     tools = [t for t in args.tools.split(",") if t]
     todo = units([g for g in args.groups.split(",") if g], args.chunk)
+    if args.only:
+        keep = tuple(n for n in args.only.split(",") if n)
+        todo = [(group, names) for group, names in todo if names[0].startswith(keep)]
     if args.list:
         for group, names in todo:
             print(group, " ".join(names))

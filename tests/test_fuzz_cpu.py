@@ -95,3 +95,44 @@ def test_gpu_runner_machinery_feeds_a_worker_pool_caps_a_hanging_kernel_and_summ
     rows = [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()]
     assert sorted(r["seed"] for r in rows) == list(range(500, 506))
     assert all("interpreter" in r["seconds"] for r in rows if r["seed"] != 502)
+
+
+def test_an_output_keeps_the_tolerance_of_the_least_precise_float_on_its_path(monkeypatch):
+    """Seed 801624, found on the H200: OUT2 = 0.25 / (|s0 + exp2(max(x)) * 0.25| + 1.0) in float64, where exp2 is
+    fp32. The GPU's approximate exp2 (ex2.approx, here two fp32 ulps off) reaches the float64 output through
+    the divisor, which the division's own bookkeeping left out; the checker reads the path from the DAG."""
+    from fuzz import evaluate as evaluation
+    from fuzz.triton_types import NOISE
+
+    case = generate(801624)
+    inputs = runner.make_inputs(case, np.random.default_rng(801624))
+    expected = runner.expected_outputs(case, inputs)
+    index, node = next((i, n) for i, (n, _) in enumerate(case.outputs)
+                       if n.op == "truediv" and n.dtype == "float64")
+    assert any(a.op == "exp2" and a.dtype == "float32" for a in _ancestors(node))
+
+    def approximate_exp2(v):
+        up = np.float32(np.inf)
+        return np.nextafter(np.nextafter(np.exp2(v).astype(np.float32), up), up)
+    monkeypatch.setitem(evaluation._MATH, "exp2", approximate_exp2)
+    gpu_like = evaluation.evaluate(case, inputs)
+
+    got, want = gpu_like[index].astype(np.float64), expected[index].astype(np.float64)
+    old_tol = max(NOISE["float64"], node.facts.noise)     # the division's own facts: float64 noise only
+    assert not np.allclose(got, want, rtol=old_tol, atol=old_tol * max(1.0, node.facts.peak), equal_nan=True)
+    assert runner.compare(case, gpu_like, expected) == []
+
+    wrong = [o.copy() for o in gpu_like]
+    flat = wrong[index].reshape(-1)
+    flat[np.flatnonzero(np.isfinite(flat))[0]] *= 1 + 1e-2    # beyond fp32 noise: still a finding
+    assert [p.split(" ")[0] for p in runner.compare(case, wrong, expected)] == [f"OUT{index}"]
+
+
+def _ancestors(node):
+    seen, todo = [], [node]
+    while todo:
+        n = todo.pop()
+        if all(n is not s for s in seen):
+            seen.append(n)
+            todo.extend(n.node_args)
+    return seen

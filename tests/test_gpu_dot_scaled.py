@@ -34,9 +34,13 @@ def test_dot_scaled_on_gpu_matches_triton(name):
     formats, extra = (CASES[name], {}) if name in CASES else (("e4m3", "e4m3"), {"nan_scale": True})
     results = []
     for module in (None, twin):
-        kernel, args, consts, grid = cpu.case(np.random.default_rng(12), *formats, **extra)[:4]
+        kernel, args, consts, grid, _, _, tol = cpu.case(np.random.default_rng(12), *formats, **extra)
         if module is not None:
             kernel = module.dot_scaled_kernel
         results.append(_run(kernel, args, consts, grid, lambda a: torch.from_numpy(a).cuda()).cpu().numpy())
     ours, theirs = results
-    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6 * np.nanmax(np.abs(theirs)), equal_nan=True)
+    # Two fp32 sums of the same exact products in different orders (mma.sync here, wgmma or another K split in
+    # Triton) each lie within the per-element bound relative to sum |a_ik b_kj| (`tol`), so they may differ by
+    # twice it; a tolerance relative to the result itself fails wherever the products cancel.
+    assert np.array_equal(np.isnan(ours), np.isnan(theirs))
+    assert np.all(np.isnan(ours) | (np.abs(ours - theirs) <= 2 * tol))

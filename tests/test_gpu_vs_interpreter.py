@@ -46,17 +46,21 @@ def _is_device_array(a):
 
 
 def _clone(a):
-    """A copy of device array `a` with the same shape and strides (views into wider rows stay views)."""
+    """A copy of device array `a` with the same shape and strides (views into wider rows stay views). Only the
+    viewed elements are copied: the gaps between rows may never have been written, and reading them would be
+    an uninitialized read (compute-sanitizer's initcheck flags it)."""
     if _is_torch(a):
         import torch
         span = 1 + sum((n - 1) * s for n, s in zip(a.shape, a.stride())) if a.numel() else 0
-        flat = torch.as_strided(a, (span,), (1,)).clone()
-        return torch.as_strided(flat, a.shape, a.stride())
+        twin = torch.as_strided(torch.empty(span, dtype=a.dtype, device=a.device), a.shape, a.stride())
+        twin.copy_(a)
+        return twin
     import cupy
-    from cupy.lib.stride_tricks import as_strided
     span = 1 + sum((n - 1) * s // a.itemsize for n, s in zip(a.shape, a.strides)) if a.size else 0
-    flat = as_strided(a, shape=(span,), strides=(a.itemsize,)).copy()
-    return cupy.ndarray(a.shape, a.dtype, memptr=flat.data, strides=a.strides)
+    flat = cupy.empty(span, a.dtype)
+    twin = cupy.ndarray(a.shape, a.dtype, memptr=flat.data, strides=a.strides)
+    twin[...] = a
+    return twin
 
 
 def _to_host(a):
@@ -124,6 +128,41 @@ def every_launch_replayed_on_the_interpreter(table):
     finally:
         Kernel.run = run
         Kernel.__getitem__ = getitem
+
+
+@pytest.fixture(autouse=True)
+def allocations_filled_at_birth():
+    """Every device allocation made while a test runs is filled (NaN / all-ones bytes) before anyone sees it.
+    The replay clones each array argument before the launch, outputs and the examples' backward buffers
+    included; without this, that copy reads memory nothing has written (compute-sanitizer's initcheck reports
+    it), and the twin starts from different garbage than the original."""
+    import cupy
+    pool = cupy.get_default_memory_pool()
+
+    def filled(nbytes):
+        memory = pool.malloc(nbytes)
+        cupy.cuda.runtime.memsetAsync(memory.ptr, 0xFF, nbytes, cupy.cuda.get_current_stream().ptr)
+        return memory
+    cupy.cuda.set_allocator(filled)
+    torch = sys.modules.get("torch")
+    if torch is None:
+        try:
+            import torch
+        except ImportError:
+            torch = None
+    if torch is not None:       # torch.empty fills with NaN / the largest integer in deterministic mode
+        deterministic = (torch.are_deterministic_algorithms_enabled(),
+                         torch.is_deterministic_algorithms_warn_only_enabled())
+        fill = torch.utils.deterministic.fill_uninitialized_memory
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        torch.utils.deterministic.fill_uninitialized_memory = True
+    try:
+        yield
+    finally:
+        cupy.cuda.set_allocator(pool.malloc)
+        if torch is not None:
+            torch.use_deterministic_algorithms(deterministic[0], warn_only=deterministic[1])
+            torch.utils.deterministic.fill_uninitialized_memory = fill
 
 
 # ---- feature kernels -------------------------------------------------------------------------------------------

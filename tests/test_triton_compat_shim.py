@@ -39,6 +39,12 @@ def test_triton_names_resolve_to_transpiler_objects():
         assert tl.load is ours.load and tl.float16 is ours.float16 and tl.sum is ours.sum
         assert libdevice is ours.extra.libdevice
         assert triton.TritonError is transpiler.TranspilerError
+        # what wrappers catch to drop a config is the shared-memory / register refusal, not every launch error
+        from triton.runtime.errors import OutOfResources
+        assert triton.OutOfResources is OutOfResources is transpiler.OutOfResources
+        assert not issubclass(transpiler.LaunchError, triton.OutOfResources)
+        assert triton.KernelInterface is transpiler.KernelInterface and triton.TensorWrapper is not None
+        assert isinstance(triton.reinterpret(np.zeros(4, np.uint8), tl.float8e5), triton.TensorWrapper)
         assert isinstance(tl.int8, tl.dtype) and tl.dtype("fp16") is ours.float16
         assert tl.str_to_ty("*int32").element_ty is ours.int32
         print("ok")

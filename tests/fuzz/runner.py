@@ -3,7 +3,8 @@
 Paths: the interpreter (`kernel.interpret`), NVRTC on the generated CUDA (several kernels per translation unit,
 for speed), and on a GPU our compiled kernel and Triton's build of the same file (bench/fuzz.py). Outputs are
 compared exactly where the DAG says a value is exact (every integer, and floats computed without rounding) and
-within a tolerance of the value's dtype elsewhere, scaled by the largest magnitude met on the way.
+elsewhere within the tolerance of the least precise float type rounded in on the value's path, scaled by the
+largest magnitude met on the way (`path_tolerance`).
 """
 from __future__ import annotations
 
@@ -101,8 +102,8 @@ def compare(case, got, expected, what="") -> list:
             problems.append(f"{what}OUT{i} ({node.name}, {node.dtype}): shape {g.shape} != {e.shape}")
             continue
         if is_float(node.dtype) and not node.facts.exact:
-            tol = max(NOISE[node.dtype], node.facts.noise)
-            atol = tol * max(1.0, node.facts.peak)
+            tol, peak = path_tolerance(node)
+            atol = tol * max(1.0, peak)
             ok = np.isclose(g.astype(np.float64), e.astype(np.float64), rtol=tol, atol=atol, equal_nan=True)
         else:
             ok = (g == e) | (np.isnan(g.astype(np.float64)) & np.isnan(e.astype(np.float64))) \
@@ -114,6 +115,26 @@ def compare(case, got, expected, what="") -> list:
                             f"{len(bad)} of {ok.size} differ, first at {first}: got {g[first]!r}, "
                             f"expected {e[first]!r}")
     return problems
+
+
+def path_tolerance(node) -> tuple:
+    """(relative noise, peak magnitude) an inexact float output may carry: the noise of the least precise float
+    type any inexact value on its path was rounded in (fp32 math on the GPU is approximate, ex2.approx and the
+    like, so an fp32 exp2 widened to float64 is only fp32-accurate wherever it flows: through either operand of
+    a division, a reduction, a loop), and the largest magnitude met on that path. Read from the DAG itself, so
+    it holds whatever each operation's own bookkeeping (`Facts.noise`, `Facts.peak`) kept."""
+    noise, peak, seen, todo = NOISE[node.dtype], 0.0, set(), [node]
+    while todo:
+        n = todo.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if is_float(n.dtype):
+            peak = max(peak, n.facts.peak)
+            if not n.facts.exact:
+                noise = max(noise, NOISE[n.dtype], n.facts.noise)
+        todo.extend(n.node_args)
+    return noise, peak
 
 
 # ---- NVRTC, several kernels per translation unit -------------------------------------------------------------

@@ -8,6 +8,9 @@ What maps to what:
   triton.language (+ .extra, ...)  -> transpiler.language, seen through `_LanguageView` (below)
   triton.TritonError, CompilationError -> transpiler.TranspilerError (our errors' base class)
   triton.runtime.errors.InterpreterError -> transpiler.InterpreterError
+  triton.OutOfResources (also in runtime.errors) -> transpiler.OutOfResources (only the resource refusal, so a
+                                      wrapper catching it to drop a config does not swallow other launch errors)
+  triton.KernelInterface           -> transpiler.KernelInterface
   triton.reinterpret, runtime.jit.TensorWrapper -> `TensorWrapper` here (an array viewed as another dtype)
   triton.runtime.driver.active     -> a description of the current CUDA device (backend "cuda", its arch)
   triton.testing                   -> transpiler.runtime.bench where it exists
@@ -321,7 +324,8 @@ def install():
     language = _LanguageView("triton.language", _tl, {"str_to_ty": str_to_ty, "dtype": dtype})
     runtime_jit = _module("triton.runtime.jit", TensorWrapper=TensorWrapper, reinterpret=reinterpret,
                           type_canonicalisation_dict=TYPE_CANONICALISATION, JITFunction=JITFunction)
-    runtime_errors = _module("triton.runtime.errors", InterpreterError=transpiler.InterpreterError)
+    runtime_errors = _module("triton.runtime.errors", InterpreterError=transpiler.InterpreterError,
+                             OutOfResources=transpiler.OutOfResources)
     driver = _module("triton.runtime.driver", active=_ActiveDriver())
     runtime = _module("triton.runtime", jit=runtime_jit, errors=runtime_errors, driver=driver,
                       Autotuner=transpiler.Autotuner)
@@ -336,7 +340,8 @@ def install():
         "triton", __transpiler_shim__=True, __version__=f"transpiler-{transpiler.__version__}",
         jit=jit, JITFunction=JITFunction, language=language, runtime=runtime, testing=testing, knobs=knobs,
         TritonError=transpiler.TranspilerError, CompilationError=transpiler.TranspilerError,
-        OutOfResources=transpiler.LaunchError, cdiv=transpiler.cdiv, next_power_of_2=transpiler.next_power_of_2,
+        OutOfResources=transpiler.OutOfResources, InterpreterError=transpiler.InterpreterError,
+        KernelInterface=transpiler.KernelInterface, TensorWrapper=TensorWrapper, cdiv=transpiler.cdiv, next_power_of_2=transpiler.next_power_of_2,
         constexpr_function=transpiler.constexpr_function,
         reinterpret=reinterpret, set_allocator=transpiler.set_allocator, compile=_compile_ir,
         autotune=transpiler.autotune, heuristics=transpiler.heuristics, Config=transpiler.Config)
