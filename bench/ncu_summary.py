@@ -9,7 +9,8 @@ import sys
 
 KEEP = ("Duration", "Compute (SM) Throughput", "Memory Throughput", "DRAM Throughput", "L2 Hit Rate",
         "Registers Per Thread", "Dynamic Shared Memory Per Block", "Achieved Occupancy", "Theoretical Occupancy",
-        "Warp Cycles Per Issued Instruction", "Issue Slots Busy", "Executed Ipc Active", "Block Limit Shared Mem")
+        "Warp Cycles Per Issued Instruction", "Issue Slots Busy", "Executed Ipc Active", "Block Limit Shared Mem",
+        "dram__bytes_read.sum", "dram__bytes_write.sum", "smsp__inst_executed.sum")
 STALL = "smsp__average_warps_issue_stalled_"
 PIPES = ("sm__pipe_tensor", "sm__inst_executed_pipe_tensor")   # tensor-core pipes, where asked for
 

@@ -57,20 +57,25 @@ VARIANTS = {
     "unpacked": Variant("one program per block, never one warp each", {"TRANSPILER_PACK_PROGRAMS": "0"}),
     "loop_barriers": Variant("a barrier before every cross-warp reduction write of a loop",
                              {"TRANSPILER_LOOP_REDUCTION_BARRIER": "1"}),
+    "prefix_mask": Variant("a run under a prefix mask tested on its last lane (analysis/mask_runs.py)",
+                           {"TRANSPILER_PREFIX_MASK": "1"}),
     "half_warps": Variant("num_warps halved at launch (ours and Triton)", warps=lambda w: max(1, w // 2)),
+    "double_warps": Variant("num_warps doubled at launch (ours and Triton): fewer registers a thread for long rows",
+                            warps=lambda w: min(32, 2 * w)),
 }
 
-POINTS = [   # (workload, dtype, rows, columns)
+POINTS = [   # (workload, dtype, rows, columns[, row stride in elements: the columns when left out])
     ("softmax", "float16", 8192, 4096), ("softmax", "bfloat16", 8192, 4096), ("layernorm", "float16", 16384, 4096),
     ("layernorm", "bfloat16", 8192, 8192), ("softmax", "float32", 8192, 4096), ("softmax", "float32", 4096, 1024),
     ("softmax", "float16", 4096, 4096), ("softmax", "float16", 4096, 8192), ("softmax", "float16", 32768, 1024),
     ("argmax", "float16", 32768, 1024), ("argmax", "float32", 32768, 1024), ("layernorm", "float16", 4096, 12288),
+    ("softmax", "float16", 32768, 4093, 4096), ("softmax", "float32", 32768, 4093, 4096),
 ]
 
 
 def label(point):
-    wl, dt, rows, cols = point
-    return f"{wl}_{dt}_{rows}x{cols}"
+    wl, dt, rows, cols, *stride = point
+    return f"{wl}_{dt}_{rows}x{cols}" + (f"_stride{stride[0]}" if stride else "")
 
 
 def _next_pow2(n):
@@ -95,17 +100,21 @@ def _module(path, name):
 def _launches(point, modules, torch, warps_rule):
     """(name -> a call launching that flavour's kernel directly with the variant's num_warps, bytes moved, warps,
     name -> the call's output to compare)."""
-    wl, dt, rows, cols = point
+    wl, dt, rows, cols, *pitch = point
+    stride = pitch[0] if pitch else cols
     dtype = getattr(torch, dt)
-    x = torch.randn((rows, cols), device="cuda", dtype=dtype)
+    x = torch.randn((rows, stride), device="cuda", dtype=dtype)[:, :cols]
     block = _next_pow2(cols)
     warps = default_warps(wl, block)
     warps = warps_rule(warps) if warps_rule else warps
     calls, outs = {}, {}
+
+    def rows_like_x():                          # an output with x's row stride, as bench/run.py's
+        return torch.empty((rows, stride), device="cuda", dtype=dtype)[:, :cols]
     for name, mod in modules.items():
         if wl == "softmax":
-            y = torch.empty_like(x)
-            calls[name] = (lambda k=mod.softmax_kernel, y=y: k[(rows,)](y, x, cols, cols, cols, BLOCK=block,
+            y = rows_like_x()
+            calls[name] = (lambda k=mod.softmax_kernel, y=y: k[(rows,)](y, x, stride, stride, cols, BLOCK=block,
                                                                          num_warps=warps))
             outs[name] = y
         elif wl == "layernorm":
@@ -113,14 +122,14 @@ def _launches(point, modules, torch, warps_rule):
                 outs["w"] = 1 + 0.5 * torch.randn(cols, device="cuda", dtype=dtype)
                 outs["b"] = 0.5 * torch.randn(cols, device="cuda", dtype=dtype)
             w, b = outs["w"], outs["b"]
-            y = torch.empty_like(x)
+            y = rows_like_x()
             mean, rstd = (torch.empty(rows, device="cuda", dtype=torch.float32) for _ in range(2))
             calls[name] = (lambda k=mod.layernorm_kernel, y=y, mean=mean, rstd=rstd: k[(rows,)](
-                x, y, w, b, mean, rstd, cols, cols, cols, 1e-5, BLOCK=block, num_warps=warps))
+                x, y, w, b, mean, rstd, stride, stride, cols, 1e-5, BLOCK=block, num_warps=warps))
             outs[name] = y
         else:
             y = torch.empty(rows, device="cuda", dtype=torch.int32)
-            calls[name] = (lambda k=mod.argmax_kernel, y=y: k[(rows,)](x, y, cols, cols, BLOCK=block,
+            calls[name] = (lambda k=mod.argmax_kernel, y=y: k[(rows,)](x, y, cols, stride, BLOCK=block,
                                                                         num_warps=warps))  # (x, out, n, stride)
             outs[name] = y
     element = x.element_size()

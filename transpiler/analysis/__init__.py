@@ -11,6 +11,7 @@ from .decisions import DecisionLog
 from .fp_contraction import contract
 from .layout_assignment import LayoutAssignment, coalesced_order
 from .load_combining import combine_loads
+from .mask_runs import prefix_masks
 from .pipelining import plan_pipelines
 from .program_packing import plan_packing
 from .program_warps import plan_program_warps
@@ -43,6 +44,7 @@ class KernelAnalysis:
     packing: object = None      # PackingPlan when a block holds several programs, one warp each (program_packing.py)
     row_ring: object = None     # RowRing when the row loop's rows ahead live in shared memory (row_ring.py)
     launched_warps: int = 0     # the launch's num_warps where a program runs on fewer (program_warps.py), else 0
+    mask_prefix: frozenset = frozenset()  # accesses whose mask is a prefix of each run (mask_runs.py)
 
     @property
     def program_warps(self) -> int:
@@ -81,6 +83,7 @@ def analyze(kernel, options: CompileOptions) -> KernelAnalysis:
     dots = plan_dots(kernel, decisions, options.arch, warps, axis)
     layouts = LayoutAssignment(kernel, axis, decisions, warps, dots)
     widths, uniform = vectorize(kernel, axis, layouts, decisions)
+    prefix = frozenset(prefix_masks(layouts, axis, widths, uniform, decisions))
     row_ring = plan_row_ring(kernel, row_loop, layouts, widths, decisions, 32 * warps)
 
     def fastest_dim(load):
@@ -94,4 +97,4 @@ def analyze(kernel, options: CompileOptions) -> KernelAnalysis:
                               row_ring)
     return KernelAnalysis(axis, layouts, widths, uniform, decisions, dots, pipelines, combined, atomics, smem,
                           plan_read_only(kernel), options, required_arch(kernel), tma, row_loop, packing, row_ring,
-                          launched_warps)
+                          launched_warps, prefix)

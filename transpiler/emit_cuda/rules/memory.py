@@ -43,6 +43,14 @@ def _all_of(read, vec):
     return " && ".join(f"{read.at(f'r + {j}') if j else read.at('r')}" for j in range(vec))
 
 
+def whole_run(em, op, mask, vec):
+    """The test that the run of `vec` lanes from register `r` lies inside `op`'s mask: its last lane where the
+    mask is a prefix of each run (analysis/mask_runs.py), else every lane."""
+    if op in em.analysis.mask_prefix:
+        return mask.at(f"(r + {vec - 1})")
+    return _all_of(mask, vec)
+
+
 def _combined_load(em, group):
     """One n-field access per element for a group of loads of neighbouring fields (load_combining.py)."""
     leader = group.leader
@@ -105,7 +113,7 @@ def load(em, op, layout):
         elif mask_uniform:
             ctx["mask_first"] = mask.at("r")
         else:
-            ctx["mask_all"] = _all_of(mask, vec)
+            ctx["mask_all"] = whole_run(em, op, mask, vec)
     em.write(em.macros.load(ctx))
     em.bind(v, Read(array=name, ctype=ctype), layout)
 
@@ -143,5 +151,5 @@ def store(em, op, layout):
         if mask.array is None or em.analysis.mask_uniform.get(op, False):
             ctx["mask_first"] = mask.at("r")
         else:
-            ctx["mask_all"] = _all_of(mask, vec)
+            ctx["mask_all"] = whole_run(em, op, mask, vec)
     em.write(em.macros.store(ctx))

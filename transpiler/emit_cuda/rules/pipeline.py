@@ -22,6 +22,7 @@ from ..emitter import Read
 from ..tiles import SharedTile, staged_view
 from ...targets import switch
 from .control import assign_yield, bind_args, declare_carried, loop_condition, unroll_pragma
+from .memory import whole_run
 from ...parse.ir import OpKind
 
 
@@ -37,7 +38,7 @@ def _issue_copies(em, staged, tile):
     mask = em.operand(op.operands[1], layout)
     other = em.operand(op.operands[2], layout)
     uniform = mask.array is None or em.analysis.mask_uniform.get(op, False)
-    whole = mask.at("r") if uniform else " && ".join(mask.at(f"r + {j}" if j else "r") for j in range(vec))
+    whole = mask.at("r") if uniform else whole_run(em, op, mask, vec)
     if uniform and staged.zero_fill and switch("TRANSPILER_CP_ZFILL"):   # masked off: a copy of 0 bytes, which zero-fills the chunk
         offset = em.tile_offset(layout, tile, "r")
         em.write(em.macros.run_loop(layout.num_regs // vec, vec, f"tp::cp_async_zfill<{vec * elem.itemsize}>("

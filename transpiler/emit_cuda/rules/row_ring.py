@@ -11,7 +11,7 @@ from __future__ import annotations
 from .. import cspell
 from ..emitter import Read
 from .control import assign_yield, bind_args, declare_carried, loop_condition, unroll_pragma
-from .memory import _all_of
+from .memory import whole_run
 
 
 def _thread_runs(em, ring):
@@ -52,7 +52,7 @@ def ring_copy(em, op, ring, plan):
         lines += [f"  if ({mask.at('r')}) {{", f"    {copy}", "  } else {", "    #pragma unroll",
                   f"    for (int j = 0; j < {vec}; ++j) dst[j] = {other.at('r + j')};", "  }"]
     else:
-        lines += [f"  if ({_all_of(mask, vec)}) {{", f"    {copy}", "  } else {",
+        lines += [f"  if ({whole_run(em, op, mask, vec)}) {{", f"    {copy}", "  } else {",
                   "    // the ragged run: element by element, through registers", "    #pragma unroll",
                   f"    for (int j = 0; j < {vec}; ++j) dst[j] = ({mask.at('(r + j)')}) ? *({ptr.at('r')} + j) : "
                   f"{other.at('(r + j)')};", "  }"]
