@@ -81,6 +81,57 @@ def test_matmul_decisions_are_pinned():
     assert "mma.sync m16n8k16" in text and "3-stage cp.async pipeline" in text
 
 
+def _bench_matmul(m, n, k, arch):
+    """The bench's matmul (bench/kernels.py) at its configuration for the shape: (variant, analysis)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    import kernels as bench_kernels
+    a = transpiler.StandIn(tl.float16)
+    args = (a, a, a, m, n, k, k, 1, n, 1, n, 1)
+    config = bench_kernels.matmul_config(m, n, k)
+    variant = bench_kernels.matmul_kernel.compiled_variant(*args, arch=arch, **config)
+    _, analysis = bench_kernels.matmul_kernel.analysis(*args, arch=arch, **config)
+    return variant, analysis, config
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_skinny_mma_reads_its_stage_whole_and_refills_it(arch, monkeypatch):
+    """TRANSPILER_MMA_REFILL_READ_STAGE=1 (off until timed on the H200). A 16 x 128 x 128 mma.sync tile over 4
+    warps (the decode-shaped bench matmul): its fragments over the whole K and its accumulator fit in 112
+    registers, so the dot loads every fragment, a barrier frees the stage, and the copies of iteration
+    i + num_stages refill it: num_stages iterations in flight, wait_group num_stages - 1."""
+    monkeypatch.setenv("TRANSPILER_MMA_REFILL_READ_STAGE", "1")
+    variant, analysis, config = _bench_matmul(16, 8192, 8192, arch)
+    (pipe,) = analysis.pipelines.values()
+    (dot,) = analysis.dots.values()
+    assert dot.kind == "mma" and pipe.refill_dot is not None
+    assert pipe.distance == pipe.stages == config["num_stages"]
+    assert "stage read into registers whole" in analysis.decisions.report()
+    loop = variant.source.split("for (int k_ = 0;")[1].split("tp::cp_async_wait<0>();")[0]
+    assert f"tp::cp_async_wait<{pipe.stages - 1}>();" in loop
+    fragments, barrier, copies, mma = (loop.index(x) for x in ("tp::ldmatrix_x4(", "// all threads hold their",
+                                                               "tp::cp_async_zfill", "tp::mma_m16n8k16_f16("))
+    assert fragments < barrier < copies < mma              # every fragment read, then the refill, then the mmas
+    assert "(stage + " not in loop                         # the copies go to the stage just read
+    result = compile_offline(variant.source, arch)
+    assert result.spill_bytes == 0 and not result.warnings, result.log
+    assert variant.shared_bytes < 4 * 36 * 1024 + 8192     # the same 4 stages of 36 KiB as before
+
+
+def test_large_mma_tile_keeps_the_k_step_refill(monkeypatch):
+    """With the refill switch on, a 128 x 128 accumulator over 4 warps is 128 registers alone: the dot reads its
+    stage k step by k step and the copies refill the stage of the previous iteration (num_stages - 1 ahead)."""
+    monkeypatch.setenv("TRANSPILER_MMA_REFILL_READ_STAGE", "1")
+    m = n = k = 4096
+    a = b = c = np.ones((1, 1), np.float16)
+    _, analysis = matmul_example.matmul_kernel.analysis(a, b, c, m, n, k, k, 1, n, 1, n, 1, ACTIVATION="",
+                                                        BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, GROUP_M=8,
+                                                        num_warps=4, num_stages=4, arch="sm_80")
+    (pipe,) = analysis.pipelines.values()
+    assert pipe.refill_dot is None and pipe.distance == 3
+    assert "stage read k step by k step" in analysis.decisions.report()
+
+
 def test_odd_strides_fall_back_to_registers():
     """K = 333 with fp16: rows are not 16-byte aligned, so no cp.async; the dot still compiles."""
     case = next(c for c in CASES if c.shape == (77, 45, 333) and c.dtype == "float16")

@@ -25,6 +25,16 @@ with one wgmma dot (off), TRANSPILER_WGMMA_CHAIN_IN_FLIGHT for the last of sever
 Then the stage of iteration i-1 may still be read during iteration i, so the copies run `num_stages - 2`
 iterations ahead into the stage of iteration i-2, which every warp finished with before the barrier at the
 top of iteration i. The loop waits for the last group after it ends.
+
+And whether an mma.sync dot *reads its stage into registers first* (`refill_dot`): when the staged tiles feed one
+mma.sync dot only and the fragments of its whole K (with the accumulator) fit in a budget of 32-bit registers
+per thread (`fragment_register_budget`), the dot loads every fragment of the stage, a barrier follows, and the copies of iteration
+i + num_stages refill that same stage while the mma.syncs run: `num_stages` iterations in flight instead of
+`num_stages - 1`, in the same shared memory (Triton's mma.sync pipeline reads its stage into registers so too, with
+`num_stages - 1` buffers). It pays where the loop waits on memory: a small tile (few accumulators, so registers to
+spare) streaming a large operand, as a decode-shaped 16 x N x K product, whose programs, one per SM, are bound by
+the bytes each has in flight. Switch: TRANSPILER_MMA_REFILL_READ_STAGE=1 (off by default: the H200 has not yet
+timed it against the k-step order; bench/RESULTS.md, issue 12 session 9).
 """
 from __future__ import annotations
 
@@ -32,7 +42,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..parse.ir import LOOPS, OpKind, walk
-from ..targets import switch
+from ..targets import switch, switch_value
 
 # Ops with no side effects and no dependence on memory: what an address slice may contain.
 ADDRESS_OPS = {OpKind.CONSTANT, OpKind.SPLAT, OpKind.BROADCAST, OpKind.EXPAND_DIMS, OpKind.RESHAPE, OpKind.PERMUTE,
@@ -41,6 +51,14 @@ ADDRESS_OPS = {OpKind.CONSTANT, OpKind.SPLAT, OpKind.BROADCAST, OpKind.EXPAND_DI
 # Ops the body may drop when nothing reads their results.
 PURE_OPS = ADDRESS_OPS | {OpKind.LOAD, OpKind.REDUCE, OpKind.DOT}
 CP_ASYNC_BYTES = (4, 8, 16)
+
+
+def fragment_register_budget() -> int:
+    """32-bit registers per thread that a stage's fragments and the accumulator may take together for the dot to
+    read its whole stage into registers before the refill (TRANSPILER_MMA_FRAGMENT_REGISTERS, 128): the skinny
+    bench matmul's 16 x 128 x 128 tile over 4 warps needs 112 (Triton's kernel for it holds 128 registers in all),
+    where a 128 x 128 accumulator over 4 warps (128 registers alone) keeps the k-step-wise reading."""
+    return switch_value("TRANSPILER_MMA_FRAGMENT_REGISTERS")
 
 
 @dataclass
@@ -73,10 +91,14 @@ class PipelinePlan:
     main_dead_carried: set = field(default_factory=set)
     async_dot: object = None                      # the wgmma dot left in flight across iterations, if any
     async_carried: int | None = None              # the carried index of its accumulator
+    refill_dot: object = None                     # the mma.sync dot that reads its whole stage into registers first
 
     @property
     def distance(self):
-        """How many iterations ahead the copies run: one stage fewer while a wgmma group is in flight."""
+        """How many iterations ahead the copies run: one stage fewer while a wgmma group is in flight, one more
+        when the dot frees its stage before the refill (the copies then go into the stage just read)."""
+        if self.refill_dot is not None:
+            return self.stages
         return self.stages - 1 - (self.async_dot is not None)
 
     def is_staged(self, op):
@@ -214,6 +236,49 @@ def _async_dot(loop, staged, dots, users):
     return dot, carried_at[0]
 
 
+def fragment_registers(plan, k) -> int:
+    """32-bit registers per thread of an mma.sync dot's accumulator and of its A and B fragments over all of K."""
+    ins = plan.instruction
+    k_steps = k // ins.k
+    return 4 * plan.tiles_m * plan.tiles_n + k_steps * (plan.tiles_m * ins.a_regs + plan.tiles_n * ins.b_regs)
+
+
+def _refill_dot(loop, staged, dots, users, decisions):
+    """The loop's mma.sync dot that may read its whole stage into registers before the stage is refilled (see the
+    module docstring), or None."""
+    if not switch("TRANSPILER_MMA_REFILL_READ_STAGE"):
+        return None
+    readers = set()
+
+    def reached_dots(value):
+        for u in users.get(value, []):
+            if u.name == OpKind.PERMUTE:
+                reached_dots(u.result)
+            else:
+                readers.add(u)
+    for s in staged:
+        reached_dots(s.op.result)
+    if len(readers) != 1:
+        return None
+    dot = next(iter(readers))
+    plan = dots.get(dot)
+    if dot not in loop.regions[0].ops or getattr(plan, "kind", None) != "mma":
+        return None
+    k = dot.operands[0].shape[1]
+    registers, budget = fragment_registers(plan, k), fragment_register_budget()
+    line = dot.loc.line if dot.loc else "?"
+    if registers > budget:
+        decisions.add("pipeline", dot, "stage read k step by k step, refilled one iteration later",
+                      f"the dot's fragments over K={k} and its accumulator take {registers} registers per thread "
+                      f"(more than {budget})")
+        return None
+    decisions.add("pipeline", dot, "stage read into registers whole, then refilled at once",
+                  f"the dot on line {line} is the only reader of the staged tiles and its fragments over K={k} "
+                  f"with its accumulator take {registers} registers per thread (at most {budget}): "
+                  "one more iteration of copies in flight in the same shared memory")
+    return dot
+
+
 def plan_loop(loop, kernel, vector_width, order_of, decisions, num_stages, dots=None):
     region = loop.regions[0]
     stages = loop.attrs.get("num_stages") or num_stages
@@ -267,9 +332,10 @@ def plan_loop(loop, kernel, vector_width, order_of, decisions, num_stages, dots=
     live_carried = set(live_carried) | set(roots_carried)
     async_dot, async_carried = (_async_dot(loop, staged, dots or {}, users)
                                 if stages >= 3 and _in_flight_by_default(loop, dots or {}, stages) else (None, None))
+    refill = _refill_dot(loop, staged, dots or {}, users, decisions) if async_dot is None else None
     plan = PipelinePlan(loop, stages, staged, slice_ops, sorted(prefetch_carried),
                         {op for op in region.ops[:-1] if id(op) not in live_ids},
-                        {i for i in prefetch_carried if i not in live_carried}, async_dot, async_carried)
+                        {i for i in prefetch_carried if i not in live_carried}, async_dot, async_carried, refill)
     lines = ", ".join(f"line {s.op.loc.line if s.op.loc else '?'} ({s.vec * s.op.result.dtype.itemsize} B cp.async)"
                       for s in staged)
     decisions.add("pipeline", loop, f"{stages}-stage cp.async pipeline for the loads on {lines}",
@@ -287,7 +353,7 @@ def keep_in_flight(plan, dots, decisions, why):
     """Leave the loop's wgmma group in flight across iterations when its dot allows it (see the module
     docstring; the TMA pass asks for it: with the copy engine filling the stages the shorter load distance costs
     nothing measurable). Returns whether it does."""
-    if plan.async_dot is not None or plan.stages < 3:
+    if plan.async_dot is not None or plan.stages < 3 or plan.refill_dot is not None:
         return plan.async_dot is not None
     dot, carried = _async_dot(plan.loop, plan.loads, dots, _users(plan.loop.regions[0]))
     if dot is None:
@@ -318,4 +384,5 @@ def plan_pipelines(kernel, vector_width, order_of, decisions, num_stages, dots=N
     return plans
 
 
-__all__ = ["PipelinePlan", "StagedLoad", "keep_in_flight", "plan_pipelines"]
+__all__ = ["PipelinePlan", "StagedLoad", "fragment_register_budget", "fragment_registers", "keep_in_flight",
+           "plan_pipelines"]

@@ -207,6 +207,10 @@ def plan_tma(kernel, pipelines, dots, decisions, target):
         if not switch("TRANSPILER_TMA"):
             decisions.add("tma", loop, "tiles copied by cp.async, not TMA", "TRANSPILER_TMA=0")
             continue
+        if pipe.refill_dot is not None:
+            decisions.add("tma", loop, "tiles copied by cp.async, not TMA",
+                          "its mma.sync dot reads each stage into registers, refilled by cp.async")
+            continue
         forms = LoopForms(kernel, loop)
         guards, loads = [], []
         try:

@@ -117,6 +117,7 @@ class Emitter:
         self.uses_tiles = False            # whether the tile / tensor-core helpers (device_tiles.cuh) are needed
         self.pending_prefetch = None       # a pipelined loop's copies, for its first dot to issue mid-way
         self.prefetch_host = None          # ... that dot
+        self.refill_dot = None             # ... when it reads its whole stage into registers before them
         self.refill_after_wait = False     # ... issued after its in-flight wait, not before (a TMA ring's refill)
         self.device_functions: list = []
         self.async_dot = None                # the wgmma dot a pipelined loop leaves in flight (pipelining.py)

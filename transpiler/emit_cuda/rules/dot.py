@@ -236,6 +236,7 @@ def dot(em, op, layout):
         em.write(em.dot_macros.mma(dict(
             ctype=ctype, name=name, n=plan.layout.num_regs, acc=acc.at("r"), m0=m0, n0=n0,
             lane_offsets=[d for d in (decl_a, decl_b) if d], prefetch=prefetch or "",
+            fragments_first=prefetch is not None and em.refill_dot is op,
             warp_m=_scaled(_warp_index(plan, 0), plan.warp_rows), warp_n=_scaled(_warp_index(plan, 1), plan.warp_cols),
             needs_gid=scalar_a or scalar_b, k=k, k_step=plan.instruction.k, tiles_m=plan.tiles_m,
             tiles_n=plan.tiles_n, a_regs=plan.instruction.a_regs, b_regs=plan.instruction.b_regs,

@@ -2,7 +2,8 @@
 
 The loop's staged loads become `cp.async` copies into a ring of `num_stages` shared-memory tiles, issued
 `num_stages - 1` iterations ahead (`num_stages - 2` when a wgmma stays in flight: its stage is still being
-read while the next iteration runs):
+read while the next iteration runs; `num_stages` when an mma.sync dot reads its whole stage into registers,
+then a barrier, then the copies refill that stage):
 
     prologue:   for s < S-1: run the address slice for iteration s, copy into stage s, commit
     iteration:  wait until the current stage has landed; barrier (also: everyone is done with the stage
@@ -155,10 +156,14 @@ def emit_body(em, loop, targets, stage, prefetch):
     if plan.async_dot is not None:   # the other dots' waits retire its group: they pin its accumulator
         acc, acc_layout = targets[loop.main.index(plan.async_carried)]
         em.in_flight_acc = (acc.array, acc_layout.num_regs)
-    em.prefetch_host = plan.async_dot or next((o for o in region.ops if o.name == OpKind.DOT
-                                               and any(staged_view(em, x) for x in o.operands[:2])), None)
+    em.prefetch_host = plan.async_dot or plan.refill_dot or next(
+        (o for o in region.ops if o.name == OpKind.DOT and any(staged_view(em, x) for x in o.operands[:2])), None)
+    em.refill_dot = plan.refill_dot
     em.last_line = None
     em.emit_region(region, skip)
+    em.refill_dot = None
+    # copies into the stage being read must follow the barrier of the dot that reads it whole
+    assert plan.refill_dot is None or em.pending_prefetch is None, "the refill dot did not issue the copies"
     if em.pending_prefetch is not None:   # no dot took it
         em.write(em.pending_prefetch)
         em.pending_prefetch = None
@@ -241,17 +246,24 @@ def _cp_async_ring(em, loop, targets):
     top = [f"tp::cp_async_wait<{distance - 1}>();  // this iteration's stage has landed (for this thread)"]
     if em.analysis.uses_wgmma and switch("TRANSPILER_WGMMA_CP_FENCE"):
         top.append("tp::fence_proxy_async();         // ... and is visible to the tensor cores' reads (wgmma)")
-    top.append("__syncthreads();                 // ... for every thread; and the stage refilled next is free")
+    if plan.refill_dot is not None:
+        top.append("__syncthreads();                 // ... for every thread")
+        refilled = s
+    else:
+        top.append("__syncthreads();                 // ... for every thread; and the stage refilled next is free")
+        refilled = f"({s} + {distance}) % {stages}"
 
     # The copies for iteration i+S-1 go to the stage read in iteration i-1, which the barrier above freed;
-    # they may be issued anywhere in the body: the first dot issues them after its first k step.
+    # they may be issued anywhere in the body: the first dot issues them after its first k step. A dot that reads
+    # its whole stage into registers first (plan.refill_dot) issues the copies for iteration i+S into that stage,
+    # after a barrier of its own.
     def prefetch(ivname):
         em.write("{")
         em.indent += 1
         em.write(f"const {ct} {iv_ahead} = {cexpr.add(ivname, cexpr.mul(distance, step))};")
         em.write(f"if ({loop.condition(iv_ahead)}) {{")
         em.indent += 1
-        _prefetch(em, plan, iv, iv_ahead, ct, carried, ahead, yields, f"({s} + {distance}) % {stages}")
+        _prefetch(em, plan, iv, iv_ahead, ct, carried, ahead, yields, refilled)
         em.indent -= 1
         em.write("}")
         em.indent -= 1
