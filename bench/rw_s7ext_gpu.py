@@ -140,7 +140,7 @@ class NumpySide:
             base = a.base
             if a.dtype == self.tl.bfloat16:
                 return (base.astype(np.uint32) << 16).view(np.float32)
-            from transpiler.interpreter import fp8          # our side's values: its own decoding
+            from transpiler.numerics import fp8          # our side's values: its own decoding
             return fp8.decode(base, a.dtype)
         return np.asarray(a)
 

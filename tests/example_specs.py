@@ -11,6 +11,7 @@ re-typed; nothing else in a specialization key depends on the array).
 from __future__ import annotations
 
 import functools
+import importlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,7 +31,7 @@ def aligned(shape, dtype, offset_elems=0):
 @dataclass(frozen=True)
 class Spec:
     name: str               # snapshot file stem
-    example: str            # examples/<example>.py
+    example: str            # examples/<example>.py, or tests/<example>.py for a name in TEST_KERNEL_FILES
     kernel: str             # attribute of the module
     make_args: object       # () -> list of positional arguments
     constexprs: dict = field(default_factory=dict)
@@ -48,8 +49,14 @@ class Spec:
         return getattr(self.module, self.kernel)
 
 
+# Kernel files of the tests that hold kernels no example has (a scan, atomics), with their own NumPy checks.
+TEST_KERNEL_FILES = ("scan_kernels", "atomic_kernels")
+
+
 @functools.lru_cache(maxsize=None)
 def example_module(name):
+    if name in TEST_KERNEL_FILES:
+        return importlib.import_module(name)
     return _load(name)
 
 
@@ -69,6 +76,14 @@ def _layernorm(dtype, n_cols, stride):
 def _giou(dtype, n_boxes):
     return lambda: [aligned(64, dtype), aligned(64, dtype), aligned(64, np.float32), aligned(64, np.bool_),
                     n_boxes, 1e-7]
+
+
+def _cumsum_rows(dtype, n):
+    return lambda: [aligned(64, dtype), aligned(64, dtype), n]
+
+
+def _histogram(n):
+    return lambda: [aligned(64, np.int32), aligned(64, np.int32), n]
 
 
 def _matmul(m=4096, n=4096, k=4096):
@@ -104,6 +119,11 @@ SPECS = [
     # matmul 4096^3 fp16, 128x128x64 blocks, 4 warps, 3 stages: mma.sync for any device, wgmma for sm_90a.
     Spec("matmul_fp16_128x128x64", "matmul", "matmul_kernel", _matmul(), MATMUL_128, 4),
     Spec("matmul_fp16_128x128x64_sm90a", "matmul", "matmul_kernel", _matmul(), MATMUL_128, 4, arch="sm_90a"),
+    # a scan: one row of 1000 fp32 per program, its prefix sum (tests/scan_kernels.py, the GPU tests' case).
+    Spec("cumsum_rows_fp32_1000", "scan_kernels", "cumsum_rows_kernel", _cumsum_rows(np.float32, 1000),
+         dict(BLOCK=1024, REVERSE=False), 4),
+    # atomics: a histogram of int32 bin numbers, one atomic add per element (tests/atomic_kernels.py).
+    Spec("histogram_int32", "atomic_kernels", "histogram_kernel", _histogram(3001), dict(BLOCK=1024), 4),
     # causal flash attention, fp16, head_dim 128, 128 x 64 blocks on 8 warps (two warpgroups): both products on
     # wgmma for sm_90a, P @ V with P in registers (the register-A form) and its group left in flight (4 stages).
     Spec("attention_fp16_d128_causal_sm90a", "attention", "attention_kernel", _attention(), ATTENTION_128, 8,

@@ -65,10 +65,10 @@ def test_every_builtin_has_a_typing_and_an_interpreter_rule_and_every_op_kind_a_
     assert set(LOWERINGS) == OP_KINDS
 
 
-# Op kinds the interpreter never meets as ops: control flow is the kernel's own Python, prints and device asserts
-# are its own rules (rules.py), the row loop's kinds are made by a compiler pass after typing.
-NOT_EVALUATED = {OpKind.FOR, OpKind.WHILE, OpKind.IF, OpKind.YIELD, OpKind.CONDITION, OpKind.DEVICE_PRINT,
-                 OpKind.DEVICE_ASSERT, OpKind.LAUNCHED_PROGRAMS, OpKind.ROW_COUNT}
+# Op kinds the interpreter never meets as ops: control flow is the kernel's own Python, device asserts are its
+# own rule (rules.py: checked in every run), the row loop's kinds are made by a compiler pass after typing.
+NOT_EVALUATED = {OpKind.FOR, OpKind.WHILE, OpKind.IF, OpKind.YIELD, OpKind.CONDITION, OpKind.DEVICE_ASSERT,
+                 OpKind.LAUNCHED_PROGRAMS, OpKind.ROW_COUNT}
 
 
 def test_the_interpreter_evaluates_every_op_kind_the_typing_rules_make_and_runs_their_rules():
@@ -78,7 +78,7 @@ def test_the_interpreter_evaluates_every_op_kind_the_typing_rules_make_and_runs_
     own = {name for name, fn in all_rules().items() if getattr(fn, "func", None) is not eager.apply_rule}
     # tl.map_elementwise's function is built into a region by the compiler; the eager builder builds no regions,
     # so the interpreter calls the function per element itself (interpreter/map_elementwise.py)
-    assert own == {"range", "static_range", "static_print", "device_print", "device_assert", "map_elementwise"}, own
+    assert own == {"range", "static_range", "static_print", "device_assert", "map_elementwise"}, own
 
 
 def test_an_op_of_an_unknown_kind_cannot_be_made():

@@ -50,7 +50,7 @@ def test_emitted_test_of_a_run(kind, monkeypatch):
     ragged run stays in both)."""
     monkeypatch.setenv("TRANSPILER_PREFIX_MASK", "1")
     source = source_for(masked_scale, _scale_args(), dict(BLOCK=1024, KIND=kind))
-    whole = re.findall(r"if \((\w+)\[\(r \+ 7\)\]\) \{", source)
+    whole = re.findall(r"if \((\w+)\[r \+ 7\]\) \{", source)
     if KINDS[kind][1]:
         assert len(whole) == 2 and not AND_OF_8.search(source), source
     else:

@@ -2,6 +2,8 @@
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
 import replay  # noqa: E402
@@ -68,3 +70,27 @@ def test_object_addresses_in_a_source_are_not_a_difference(tmp_path):
     _write(tmp_path / "a", "sm_80", "k-abc-0001", "// FNS = (<function abs at 0x7f98b423dda0>,)\n")
     _write(tmp_path / "b", "sm_80", "k-abc-0002", "// FNS = (<function abs at 0x7f9717f32840>,)\n")
     assert replay.diff(tmp_path / "a", tmp_path / "b") == 0
+
+
+def test_the_other_targets_source_is_made_without_a_build_event(monkeypatch):
+    """The recorder's second generation (the other target) sends no build event and calls no `Kernel._generate`,
+    so a test counting its kernel's generations or events sees only its own while a recording runs."""
+    import dataclasses
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from example_specs import BY_NAME, specialization_key
+    from transpiler.runtime import build_events
+    spec = BY_NAME["softmax_fp32_4000"]
+    kernel = spec.kernel_obj
+    key, values = specialization_key(kernel, spec.make_args(), spec.constexprs, spec.num_warps)
+    opts = kernel.variant_options(key, spec.num_warps, spec.num_stages, None)
+    want = {arch: kernel._generate(key, values, dataclasses.replace(opts, arch=arch)).source
+            for arch in (None, "sm_90a")}
+    events = []
+    stop = build_events.subscribe(events.append)
+    monkeypatch.setattr(type(kernel), "_generate", lambda *a: pytest.fail("Kernel._generate called"))
+    try:
+        got = {arch: replay.quiet_source(kernel, key, values, dataclasses.replace(opts, arch=arch))
+               for arch in (None, "sm_90a")}
+    finally:
+        stop()
+    assert got == want and not events

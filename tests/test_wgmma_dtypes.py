@@ -17,7 +17,7 @@ from transpiler import dtypes
 from transpiler.analysis.arch_requirements import required_arch
 from transpiler.analysis.tensor_cores import plan_wgmma
 from transpiler.errors import DTypeError
-from transpiler.interpreter import fp8
+from transpiler.numerics import fp8
 from transpiler.runtime.compiler import compile_offline, nvrtc_available
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -464,6 +464,16 @@ def test_device_print_and_static_print(capsys):
     assert out == ["compile-time 7", "pid (0, 0, 0) x = [5 6]", "pid (1, 0, 0) x = [5 6]"]
 
 
+def test_device_print_of_several_values_in_hex_prints_each_ones_bits(capsys):
+    def kernel(x_ptr):
+        x = tl.load(x_ptr + tl.arange(0, 2))
+        tl.device_print("bits", x, -x, hex=True)
+
+    interpret(kernel, (1,), (np.array([255, 16], dtype=np.int32),), {})
+    assert capsys.readouterr().out.splitlines() == ["pid (0, 0, 0) bits [0xff 0x10]",
+                                                    "pid (0, 0, 0) bits [0xffffff01 0xfffffff0]"]
+
+
 def test_device_assert_and_static_assert():
     def kernel(x_ptr, LIMIT: tl.constexpr):
         tl.static_assert(LIMIT > 0, "LIMIT must be positive")

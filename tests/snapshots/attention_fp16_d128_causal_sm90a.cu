@@ -534,9 +534,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
     float qk_1_max_acc[2];
     #pragma unroll
     for (int o = 0; o < 2; ++o) {
-      qk_1_max_acc[o] = qk_1[((o << 1))];
+      qk_1_max_acc[o] = qk_1[o << 1];
       #pragma unroll
-      for (int k = 1; k < 16; ++k) tp::combine_max(qk_1_max_acc[o], qk_1[((o << 1) | (k & 1) | ((k >> 1) << 2))]);
+      for (int k = 1; k < 16; ++k) tp::combine_max(qk_1_max_acc[o], qk_1[(o << 1) | (k & 1) | ((k >> 1) << 2)]);
       #pragma unroll
       for (int m = 1; m <= 2; m <<= 1) tp::combine_max(qk_1_max_acc[o], tp::shfl_xor(qk_1_max_acc[o], m));
     }
@@ -558,9 +558,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
     float p_sum_acc[2];
     #pragma unroll
     for (int o = 0; o < 2; ++o) {
-      p_sum_acc[o] = p[((o << 1))];
+      p_sum_acc[o] = p[o << 1];
       #pragma unroll
-      for (int k = 1; k < 16; ++k) tp::combine_add(p_sum_acc[o], p[((o << 1) | (k & 1) | ((k >> 1) << 2))]);
+      for (int k = 1; k < 16; ++k) tp::combine_add(p_sum_acc[o], p[(o << 1) | (k & 1) | ((k >> 1) << 2)]);
       #pragma unroll
       for (int m = 1; m <= 2; m <<= 1) tp::combine_add(p_sum_acc[o], tp::shfl_xor(p_sum_acc[o], m));
     }
@@ -582,7 +582,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
       const unsigned long long b_desc_1 = tp::wgmma_desc<1, 8192, 1024>(&(v__stages + (stage) * 8192)[tp::swizzle_slabs<256, 2, 64>(0, group_n0_1)]);  // B's descriptor at k = 0
       unsigned cvt_frag[16];  // A fragments: (mt, k16 step) -> 4 registers
       #pragma unroll
-      for (int r = 0; r < 16; ++r) cvt_frag[r] = tp::pack2(cvt[(2 * r)], cvt[(2 * r + 1)]);
+      for (int r = 0; r < 16; ++r) cvt_frag[r] = tp::pack2(cvt[2 * r], cvt[2 * r + 1]);
       tp::wgmma_pin<16>(cvt_frag);
       tp::wgmma_pin<64>(acc_2);
       tp::wgmma_fence();
@@ -787,9 +787,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
     float qk_3_max_acc[2];
     #pragma unroll
     for (int o = 0; o < 2; ++o) {
-      qk_3_max_acc[o] = qk_3[((o << 1))];
+      qk_3_max_acc[o] = qk_3[o << 1];
       #pragma unroll
-      for (int k = 1; k < 16; ++k) tp::combine_max(qk_3_max_acc[o], qk_3[((o << 1) | (k & 1) | ((k >> 1) << 2))]);
+      for (int k = 1; k < 16; ++k) tp::combine_max(qk_3_max_acc[o], qk_3[(o << 1) | (k & 1) | ((k >> 1) << 2)]);
       #pragma unroll
       for (int m = 1; m <= 2; m <<= 1) tp::combine_max(qk_3_max_acc[o], tp::shfl_xor(qk_3_max_acc[o], m));
     }
@@ -811,9 +811,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
     float p_1_sum_acc[2];
     #pragma unroll
     for (int o = 0; o < 2; ++o) {
-      p_1_sum_acc[o] = p_1[((o << 1))];
+      p_1_sum_acc[o] = p_1[o << 1];
       #pragma unroll
-      for (int k = 1; k < 16; ++k) tp::combine_add(p_1_sum_acc[o], p_1[((o << 1) | (k & 1) | ((k >> 1) << 2))]);
+      for (int k = 1; k < 16; ++k) tp::combine_add(p_1_sum_acc[o], p_1[(o << 1) | (k & 1) | ((k >> 1) << 2)]);
       #pragma unroll
       for (int m = 1; m <= 2; m <<= 1) tp::combine_add(p_1_sum_acc[o], tp::shfl_xor(p_1_sum_acc[o], m));
     }
@@ -835,7 +835,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
       const unsigned long long b_desc_3 = tp::wgmma_desc<1, 8192, 1024>(&(v__1_stages + (stage_1) * 8192)[tp::swizzle_slabs<256, 2, 64>(0, group_n0_3)]);  // B's descriptor at k = 0
       unsigned cvt_1_frag[16];  // A fragments: (mt, k16 step) -> 4 registers
       #pragma unroll
-      for (int r = 0; r < 16; ++r) cvt_1_frag[r] = tp::pack2(cvt_1[(2 * r)], cvt_1[(2 * r + 1)]);
+      for (int r = 0; r < 16; ++r) cvt_1_frag[r] = tp::pack2(cvt_1[2 * r], cvt_1[2 * r + 1]);
       tp::wgmma_pin<16>(cvt_1_frag);
       tp::wgmma_pin<64>(acc_5);
       tp::wgmma_fence();

@@ -98,7 +98,6 @@ extern "C" __global__ void __launch_bounds__(128) giou_loss_kernel(
   extern __shared__ __align__(128) unsigned char tp_smem[];
   constexpr int tp_smem_stage = 0;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  (void)lane; (void)warp;
   const int L0_dim0 = lane | (warp << 5);
   const int L1_dim0 = (lane << 2) | (warp << 7);
 

@@ -155,7 +155,7 @@ extern "C" __global__ void __launch_bounds__(256) softmax_kernel(
       // the ragged run: element by element from the run's first address (a contiguous run)
       #pragma unroll
       for (int j = 0; j < 8; ++j) {
-        ld[r + j] = (valid[(r + j)]) ? *(in_ptr + cols[r] + j) : tp::cast<__half>(-tp::inf<float>());
+        ld[r + j] = (valid[r + j]) ? *(in_ptr + cols[r] + j) : tp::cast<__half>(-tp::inf<float>());
       }
     }
   }
@@ -211,7 +211,7 @@ extern "C" __global__ void __launch_bounds__(256) softmax_kernel(
     } else {
       #pragma unroll
       for (int j = 0; j < 8; ++j) {
-        if (valid[(r + j)]) *(out_ptr + cols[r] + j) = src[j];
+        if (valid[r + j]) *(out_ptr + cols[r] + j) = src[j];
       }
     }
   }

@@ -62,7 +62,6 @@ extern "C" __global__ void __launch_bounds__(128) add_kernel(
 #endif
     const float* __restrict__ X, const float* __restrict__ Y, float* __restrict__ Z, int n) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  (void)lane; (void)warp;
   const int L0_dim0 = (lane << 2) | (warp << 7);
 
   // pid = tl.program_id(0)
@@ -93,7 +92,7 @@ extern "C" __global__ void __launch_bounds__(128) add_kernel(
       // the ragged run: element by element from the run's first address (a contiguous run)
       #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        x[r + j] = (mask[(r + j)]) ? *(X + offsets[r] + j) : 0.0f;
+        x[r + j] = (mask[r + j]) ? *(X + offsets[r] + j) : 0.0f;
       }
     }
   }
@@ -109,7 +108,7 @@ extern "C" __global__ void __launch_bounds__(128) add_kernel(
       // the ragged run: element by element from the run's first address (a contiguous run)
       #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        y[r + j] = (mask[(r + j)]) ? *(Y + offsets[r] + j) : 0.0f;
+        y[r + j] = (mask[r + j]) ? *(Y + offsets[r] + j) : 0.0f;
       }
     }
   }
@@ -127,7 +126,7 @@ extern "C" __global__ void __launch_bounds__(128) add_kernel(
     } else {
       #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        if (mask[(r + j)]) *(Z + offsets[r] + j) = src[j];
+        if (mask[r + j]) *(Z + offsets[r] + j) = src[j];
       }
     }
   }

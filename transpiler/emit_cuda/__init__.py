@@ -123,6 +123,8 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
         raise AssertionError("a packed kernel's programs needed shared memory: program_packing.py let through "
                              "a kernel whose programs share their block")
     uses_fp8 = any("__nv_fp8" in text for text in params + [body])
+    thread_bases = _referenced_thread_bases(em.thread_base_lines, body)
+    reads_ids = "\n".join([body, *thread_bases])      # what reads `lane` and `warp`: the body and its bases
     context = dict(
         source_file=os.path.basename(kernel.source_file),  # no absolute path: stable snapshots
         name=kernel.name, specialization=_specialization_text(kernel),
@@ -133,11 +135,11 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
         occupancy_macro=None if em.uses_tiles else OCCUPANCY_MACRO, maxnreg_macro=MAXNREG_MACRO,
         device_header="", device_functions=["\n".join(indent_pragmas(f.split("\n"))) for f in em.device_functions],
         param_lines=[line.strip() for line in wrap(params, "", "", ") {", 116)] if params else [],
-        unused_thread_ids=" ".join(f"(void){n};" for n in ("lane", "warp") if not _reads(body, n)),
+        unused_thread_ids=" ".join(f"(void){n};" for n in ("lane", "warp") if not _reads(reads_ids, n)),
         shared_bytes=shared_bytes, residency=residency,
         smem_align=em.smem.align,
         shared_decls=(smem_constants + em.shared_decls) if shared_bytes else [],
-        thread_bases=_referenced_thread_bases(em.thread_base_lines, body), body=body)
+        thread_bases=thread_bases, body=body)
     template = jinja_env().get_template("kernel.cu.j2")
     context["device_header"] = _device_header(template.render(**context), em.uses_tiles, uses_fp8, em.uses_tma)
     source = template.render(**context)

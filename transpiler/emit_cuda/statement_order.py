@@ -71,6 +71,10 @@ def in_writing_order(group: Group) -> list:
 
 # Scalar ops written where their value is first read rather than at their place in the IR.
 _WHERE_READ = frozenset({OpKind.ELEMENTWISE, OpKind.ADDPTR, OpKind.CAST, OpKind.BITCAST})
+# ... and these too where every reader is on their own Python line: `row = tl.program_id(0) * N` after
+# `offs = tl.arange(...)` wrote the program id at its place, before `offs`, which the load's statements write
+# (that line twice); `pid_m, pid_n = tl.program_id(0), tl.program_id(1)` keeps both at their line.
+_WHERE_READ_ON_ITS_LINE = frozenset({OpKind.PROGRAM_ID, OpKind.NUM_PROGRAMS})
 
 
 def scalars_written_where_read(kernel) -> set:
@@ -98,9 +102,14 @@ def scalars_written_where_read(kernel) -> set:
         return feeds_region[v]
     out = set()
 
+    def on_its_line(op):
+        line = op.loc.line if op.loc else None
+        return all(u.loc is not None and u.loc.line == line for r in op.results for u in users.get(r, ()))
+
     def choose(region):
         for op in region.ops:
-            if (op.name in _WHERE_READ and op.results and not any(r.shape for r in op.results)
+            where_read = op.name in _WHERE_READ or (op.name in _WHERE_READ_ON_ITS_LINE and on_its_line(op))
+            if (where_read and op.results and not any(r.shape for r in op.results)
                     and all(regions_of.get(r, set()) == {id(region)} and not feeds(r) for r in op.results)
                     and all(_from_inputs(v, out) for v in op.operands)):
                 out.add(op)

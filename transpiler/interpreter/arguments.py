@@ -17,7 +17,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..errors import NOT_YET, LaunchError
 from ..language import core
-from . import numeric
+from ..numerics import storage as numeric
 from ..runtime.args import TensorWrapper
 from ..tools.tensor_descriptor import TensorDescriptor as HostTensorDescriptor
 from .pointers import Buffer, Pointer

@@ -13,6 +13,8 @@ a name enters as the constant op it is in the compiled kernel, so the rules fold
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..errors import TranspilerError
@@ -169,42 +171,41 @@ def from_ir(x):
     return x
 
 
-def _located(err: TranspilerError) -> TranspilerError:
-    return attach_location(err)
+def _located(fn):
+    """`fn` with a rule's error given the current kernel line (the rules raise without one)."""
+    @functools.wraps(fn)
+    def located(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except TranspilerError as err:
+            raise attach_location(err)
+    return located
 
 
+@_located
 def apply_rule(name, *args, **kwargs):
     """Builtin `name` on interpreter values through its typing rule (a record's own, for a block pointer or a
     tensor descriptor as the first argument), evaluated."""
-    try:
-        args = [to_ir(a) for a in args]
-        rule = semantic.RULES[name]
-        if args and isinstance(args[0], Record):
-            rule = record_rule(BUILDER, name, args[0])
-        return from_ir(rule(BUILDER, *args, **{k: to_ir(v) for k, v in kwargs.items()}))
-    except TranspilerError as err:
-        raise _located(err)
+    args = [to_ir(a) for a in args]
+    rule = semantic.RULES[name]
+    if args and isinstance(args[0], Record):
+        rule = record_rule(BUILDER, name, args[0])
+    return from_ir(rule(BUILDER, *args, **{k: to_ir(v) for k, v in kwargs.items()}))
 
 
+@_located
 def index(x, items):
     """`x[items]` (Python's subscript of a block or a pointer block)."""
-    try:
-        return from_ir(semantic_shapes.index(BUILDER, to_ir(x), [to_ir(item) for item in items]))
-    except TranspilerError as err:
-        raise _located(err)
+    return from_ir(semantic_shapes.index(BUILDER, to_ir(x), [to_ir(item) for item in items]))
 
 
+@_located
 def binary(op, x, y):
     """A Python binary operator (`add`, `lt`, `rshift`, ... as `semantic.BINARY_RULES` names them)."""
-    try:
-        return from_ir(semantic.binary_op(BUILDER, op, to_ir(x), to_ir(y)))
-    except TranspilerError as err:
-        raise _located(err)
+    return from_ir(semantic.binary_op(BUILDER, op, to_ir(x), to_ir(y)))
 
 
+@_located
 def unary(op, x):
     """A Python unary operator (`neg`, `invert`, `pos`)."""
-    try:
-        return from_ir(semantic.unary_op(BUILDER, op, to_ir(x)))
-    except TranspilerError as err:
-        raise _located(err)
+    return from_ir(semantic.unary_op(BUILDER, op, to_ir(x)))

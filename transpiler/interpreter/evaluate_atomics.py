@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..parse.ir import OpKind
-from . import numeric
+from ..numerics import storage as numeric
 
 
 def _float_minmax(cur, v, dtype, op):

@@ -17,12 +17,9 @@ import numpy as np
 from ..errors import ShapeError
 from ..parse.semantic_reduce import combine_result
 from ..parse.ir import OpKind
-from . import numeric
+from ..numerics import storage as numeric
+from .evaluate import materialized as _materialized
 from .location import error
-
-
-def _materialized(v):
-    return v.data if v.data.shape == v.type.shape else np.broadcast_to(v.data, v.type.shape)
 
 
 class Combine:

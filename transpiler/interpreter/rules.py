@@ -1,7 +1,7 @@
 """The interpreter's own rules: iteration (`tl.range`, `tl.static_range` as Python ranges), `tl.static_print`
-(once, in the first program, as the compiler prints once), `tl.device_print` and `tl.device_assert` (checked in
-every run: compiled kernels check it only in debug mode, whose int32 overflow checks the interpreter does not
-make).
+(of values, once, in the first program, as the compiler prints once) and `tl.device_assert` (checked in every run:
+compiled kernels check it only in debug mode, whose int32 overflow checks the interpreter does not make).
+`tl.device_print` is the typing rule's op, evaluated (`evaluate.py`).
 
 One function per builtin, registered by builtin name, with the builtin's exact signature (a test checks
 this). Every other builtin is the compiler's typing rule, evaluated (`registry.py`).
@@ -14,7 +14,6 @@ import numpy as np
 
 from ..errors import CompileTimeError, DTypeError, InterpreterError
 from ..language import core
-from . import numeric
 from .location import error, program_text
 from .registry import rule
 from .tensor import Tensor, unwrap
@@ -66,25 +65,6 @@ def static_print(*values, sep=" ", end="\n"):
     # The compiled path prints once, while compiling: print in the first program only.
     if _interpreter().program_id == (0, 0, 0):
         print(*(unwrap(v) for v in values), sep=sep, end=end)
-
-
-def _format_value(value, as_hex: bool) -> str:
-    value = unwrap(value)
-    if not isinstance(value, Tensor):
-        return str(value)
-    if as_hex and value.dtype.is_int():
-        bits = numeric.to_bits(value.data, value.dtype)
-        return np.array2string(bits, formatter={"int": lambda v: f"0x{int(v):x}"})
-    return str(value)
-
-
-@rule("device_print")
-def device_print(prefix, *args, hex=False):
-    x, y, z = _interpreter().program_id
-    head = f"pid ({x}, {y}, {z})"
-    prefix = str(unwrap(prefix)).strip()
-    for value in args or ("",):
-        print(" ".join(part for part in (head, prefix, _format_value(value, unwrap(hex))) if part))
 
 
 @rule("device_assert")

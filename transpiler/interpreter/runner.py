@@ -18,10 +18,7 @@ from .arguments import Launch
 from .location import attach_location, error
 from .loops import interpreted_function
 from .registry import all_rules
-
-
-def _unwrap_constexprs(values):
-    return [v.value if isinstance(v, core.constexpr) else v for v in values]
+from .tensor import unwrap
 
 
 class Interpreter:
@@ -37,8 +34,8 @@ class Interpreter:
         rule = self.rules.get(name)
         if rule is None:
             raise error(InterpreterError, f"tl.{name} in the interpreter", refusal=NOT_YET)
-        args = _unwrap_constexprs(args)
-        kwargs = dict(zip(kwargs, _unwrap_constexprs(kwargs.values())))
+        args = [unwrap(a) for a in args]
+        kwargs = {k: unwrap(v) for k, v in kwargs.items()}
         try:
             return rule(*args, **kwargs)
         except TranspilerError as err:

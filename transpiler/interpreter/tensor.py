@@ -13,10 +13,10 @@ import functools
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import NOT_TRITON, DTypeError, ShapeError, UnsupportedSyntaxError, type_error_parts
+from ..errors import NOT_TRITON, DTypeError, ShapeError, UnsupportedSyntaxError
 from ..language import TENSOR_METHODS, TENSOR_PROPERTIES
 from ..language import core
-from . import numeric
+from ..numerics import storage as numeric
 from .location import error
 
 
@@ -138,22 +138,13 @@ class AssignedNumber(Tensor):
         self.number = number
 
 
-def constexpr_value(value):
-    """`unwrap`, and an assigned number's value: for arguments that must be constexprs."""
-    value = unwrap(value)
-    return value.number if isinstance(value, AssignedNumber) else value
-
-
 def is_python_number(value) -> bool:
     return isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating))
 
 
 def scalar_dtype(value) -> dt.dtype:
-    """How a Python (or NumPy) number is typed when it meets a block (`dtypes.python_scalar_dtype`)."""
-    try:
-        return dt.python_scalar_dtype(value)
-    except (OverflowError, TypeError) as exc:
-        raise error(DTypeError, **type_error_parts(exc)) from None
+    """How a Python (or NumPy) number is typed when it meets a block: the compiler's rule."""
+    return semantic.scalar_dtype(eager.BUILDER, value)
 
 
 def scalar_tensor(value, dtype: dt.dtype | None = None) -> Tensor:
@@ -216,3 +207,4 @@ Tensor.__invert__ = lambda self: eager.unary("invert", self)
 core.TENSOR_CLASSES.append(Tensor)   # `isinstance(x, tl.tensor)` while interpreting
 
 from . import eager  # noqa: E402  (imported last: it needs the Tensor class above)
+from ..parse import semantic  # noqa: E402

@@ -19,6 +19,7 @@ import numpy as np
 from .. import dtypes
 from ..dtypes import Kind
 from ..errors import NOT_TRITON, NOT_YET, CompileTimeError, DTypeError, ShapeError, type_error_parts
+from ..numerics import operators, storage
 from .ir import OpKind, Type, Value
 from .records import Record
 
@@ -254,36 +255,31 @@ def fp8_elementwise(b, fn, operands, out_dtype, fp8, **attrs) -> Value:
 # Scalar constants combined at compile time (`unrolled = 0` then `unrolled += i` over a static_range is one
 # number in the C++): only where NumPy computes exactly what the GPU would -- wrap-around integer arithmetic,
 # IEEE fp32/fp64 add, sub and mul rounded once each (as Triton's constant folding, no fma contraction),
-# comparisons and bitwise operations. Division, shifts, math functions and fp16/bf16 are left to the GPU.
-_FOLDABLE = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "lt": np.less, "le": np.less_equal,
-             "gt": np.greater, "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal,
-             "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}
+# comparisons and bitwise operations. Division, shifts, math functions and fp16/bf16 are left to the GPU. The
+# value is the interpreter's evaluation of the op (`numerics/operators.py`): an int1 `1 + 1` is 0, as on the GPU.
+_FOLDABLE = frozenset({"add", "sub", "mul", "lt", "le", "gt", "ge", "eq", "ne", "and", "or", "xor"})
 
 
-def _numpy_scalar_type(dt):
-    if dt.kind is Kind.BOOL:
-        return np.bool_
-    if dt.kind is Kind.INT:
-        return np.dtype(f"{'' if dt.signed else 'u'}int{dt.bits}")
-    return {32: np.float32, 64: np.float64}.get(dt.bits) if dt.kind is Kind.FLOAT else None
+def _foldable_type(dt, fn) -> bool:
+    if dt.kind is Kind.FLOAT:
+        return dt.bits in (32, 64) and fn not in ("and", "or", "xor")
+    return dt.kind in (Kind.BOOL, Kind.INT)
 
 
 def _folded(fn, operands, out_dtype, attrs):
     """The Python value of `fn` on 0-d constant operands when NumPy gives the GPU's exact result, else None."""
     if fn not in _FOLDABLE or attrs or out_dtype.kind is Kind.FLOAT and out_dtype.bits not in (32, 64):
         return None
-    values = []
+    arrays = []
     for v in operands:
         owner = v.owner
         if v.shape or getattr(owner, "name", None) != OpKind.CONSTANT:      # the common case, checked first
             return None
-        np_type = _numpy_scalar_type(v.dtype)
-        if np_type is None or (v.dtype.kind is Kind.FLOAT and fn in ("and", "or", "xor")):
+        if not _foldable_type(v.dtype, fn):
             return None
-        values.append(np.array([owner.attrs["value"]]).astype(np_type))
+        arrays.append(storage.scalar_constant(owner.attrs["value"], v.dtype))
     with np.errstate(all="ignore"):
-        result = _FOLDABLE[fn](*values)[0]
-    return result.item()
+        return operators.ELEMENTWISE[fn](out_dtype, operands[-1].dtype, {}, *arrays).item()
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ function `combine(out..., left..., right...)`. A reverse scan walks every positi
 """
 from __future__ import annotations
 
-from .. import cspell
+from .. import cexpr, cspell
 from ..bits import bit_moves
 from ..emitter import Read, jinja_env, lowering, templates_dir
 from ...parse.ir import OpKind
@@ -166,13 +166,14 @@ def _cross_warp_context(em, op, ctx, plan, arrays, acc_dts, base, reverse):
     ctx["warp_pos_expr"] = f"{n_warps - 1} - ({place})" if reverse else place
 
     def smem_index(w):
-        index = f"j * {n_warps} + {w}"
-        return f"({index}) * {n_slots} + {slot}" if n_slots > 1 else index
+        index = cexpr.add(cexpr.mul("j", n_warps), w)
+        return cexpr.add(cexpr.mul(index, n_slots), slot) if n_slots > 1 else index
     # One writer per warp total: the last lane along the axis, the first of any lanes or warps holding copies.
     lane_mask = plan.lane_mask | layout.replicated_lane_mask()
     conds = []
     if lane_mask:
-        conds.append(f"(lane & {lane_mask}) == {0 if reverse else plan.lane_mask}")
+        lanes = "lane" if lane_mask == 31 else f"(lane & {lane_mask})"     # (every lane bit: the lane itself)
+        conds.append(f"{lanes} == {0 if reverse else plan.lane_mask}")
     if layout.replicated_warp_mask():
         conds.append(f"(warp & {layout.replicated_warp_mask()}) == 0")
     ctx.update(smem=True, smem_index=smem_index, writer=" && ".join(conds),

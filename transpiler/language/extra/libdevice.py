@@ -4,8 +4,9 @@
 accepted tuple of operand types, the CUDA math-library call spelling it (`{0}`, `{1}` ... are the operands)
 and the result type. `dispatch` chooses the row as Triton's `extern_elementwise` does, for the compiler's
 typing rule (`parse/semantic_libdevice.py`), the emitter (`emit_cuda/libdevice.py`) and the interpreter
-(which runs the typing rule and evaluates its op, `interpreter/evaluate.py`) alike. `REFUSED` names Triton
-functions with no CUDA math call: calling one is an error that says so. `fmax`, `fmin` and `fabs` are extras (CUDA has them; Triton's libdevice does not).
+(which runs the typing rule and evaluates its op with `numerics/libdevice.py`, the NumPy evaluation of every
+row) alike. `REFUSED` names Triton functions with no CUDA math call: calling one is an error that says so.
+`fmax`, `fmin` and `fabs` are extras (CUDA has them; Triton's libdevice does not).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Element types on NumPy arrays: storage types, bf16 rounding, value casts and bit reinterpretation.
+"""The language's element types on NumPy arrays: storage types, bf16 rounding, value casts and bit reinterpretation.
 
 Every block value is a NumPy array in the *storage type* of its language dtype: the dtype's own NumPy type,
 except bfloat16, which NumPy lacks and which is stored as float32 holding values already rounded to bf16.
@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
+from ..errors import DTypeError, type_error_parts
 from . import fp8
 
 _F32 = np.dtype(np.float32)
@@ -60,13 +61,19 @@ def finish(values, dtype: dt.dtype) -> np.ndarray:
     return np.asarray(np.asarray(values).astype(storage_dtype(dtype), copy=False))
 
 
+def round_from_wide(values, dtype: dt.dtype) -> np.ndarray:
+    """float64 results to `dtype`: one rounding to float32 (fp64 stays), then to fp16/bf16 if needed."""
+    values = np.asarray(values, dtype=_F64)
+    if dtype is dt.float64:
+        return values
+    return finish(values.astype(_F32), dtype)
+
+
 def _fp8_round(values, dtype):
-    from .location import error   # noqa: PLC0415  (location imports this module's users)
-    from ..errors import DTypeError, type_error_parts
     try:
         return fp8.round_to(values, dtype)
-    except TypeError as exc:
-        raise error(DTypeError, **type_error_parts(exc)) from None
+    except TypeError as exc:      # (the interpreter's rules give it the kernel line: interpreter/eager.py)
+        raise DTypeError(**type_error_parts(exc)) from None
 
 
 def int_range(dtype: dt.dtype) -> tuple[int, int]:

@@ -1,4 +1,5 @@
-"""NumPy evaluation of every `libdevice` function, for the interpreter (`evaluate.py` applies them).
+"""NumPy evaluation of every `libdevice` function (the catalogue `language/extra/libdevice.py`), for the
+interpreter's evaluation of their ops (`interpreter/evaluate.py`) and for tests as a reference.
 
 `FLOAT64` functions are computed in float64 and rounded once to the result type. `EXACT` functions get the
 result dtype and the operand arrays and return the result array exactly: integer intrinsics (computed on
@@ -16,7 +17,7 @@ from fractions import Fraction
 import numpy as np
 
 from .. import dtypes as dt
-from . import numeric
+from . import storage as numeric
 
 _vec = np.vectorize
 
@@ -366,3 +367,15 @@ for _mode in ("rn", "rz", "rd", "ru"):
                   "float2ll", "float2ull", "double2ll", "double2ull", "ll2float", "ull2float", "ll2double",
                   "ull2double"):
         EXACT[f"{_name}_{_mode}"] = _conversion(_name, _mode)
+
+
+def evaluate(name, result: dt.dtype, arrays) -> np.ndarray:
+    """Function `name` of the catalogue on operand arrays: float functions in float64 rounded once to `result`,
+    the rest exactly."""
+    if name == "abs" and result.is_int():
+        data = EXACT["abs_int"](result, *arrays)
+    elif name in EXACT:
+        data = EXACT[name](result, *arrays)
+    else:
+        data = numeric.round_from_wide(FLOAT64[name](*[a.astype(np.float64) for a in arrays]), result)
+    return np.asarray(data).astype(result.numpy, copy=False)
