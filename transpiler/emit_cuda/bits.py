@@ -31,18 +31,6 @@ def bit_moves(var: str, pairs, width: int) -> str:
     return " | ".join(terms) if len(terms) > 1 else terms[0]
 
 
-def strip_parens(expr: str) -> str:
-    if expr.startswith("(") and expr.endswith(")"):
-        depth = 0
-        for i, ch in enumerate(expr):
-            depth += ch == "("
-            depth -= ch == ")"
-            if depth == 0 and i != len(expr) - 1:
-                return expr
-        return expr[1:-1]
-    return expr
-
-
 def linear_register_map(mapping):
     """If `mapping` (list: target register -> source register) moves bits linearly, return its (s, d) pairs."""
     n = len(mapping)

@@ -27,6 +27,13 @@ def _balanced(x: str) -> bool:
     return True
 
 
+def strip_parens(x: str) -> str:
+    """`x` without the parentheses around all of it (`r + j` for `((r + j))`; `(a) * (b)` stays)."""
+    while x.startswith("(") and is_atom(x):
+        x = x[1:-1]
+    return x
+
+
 def mul(a, b) -> str:
     a, b = str(a), str(b)
     if a == "0" or b == "0":
@@ -52,4 +59,4 @@ def _summand(x: str) -> str:
     return x if _atom(x) == x or not re.search(r"[|&^<>?=]", x) else f"({x})"
 
 
-__all__ = ["add", "is_atom", "mul"]
+__all__ = ["add", "is_atom", "mul", "strip_parens"]

@@ -80,7 +80,7 @@ class Read:
         if self.array is None:
             return self.scalar
         if self.regmap is None:
-            return f"{self.array}[{_bare(r)}]"
+            return f"{self.array}[{cexpr.strip_parens(r)}]"
         if not self.regmap:
             return f"{self.array}[0]"
         if r.isdigit():       # a known register: its source register, not an expression the C compiler folds
@@ -524,13 +524,6 @@ class Emitter:
 
     def pop_scope(self):
         self.scopes.pop()
-
-
-def _bare(index: str) -> str:
-    """A subscript's index without the parentheses around all of it (`x[r + j]`, not `x[(r + j)]`)."""
-    while index.startswith("(") and cexpr.is_atom(index):
-        index = index[1:-1]
-    return index
 
 
 def _xor_of_bits(var, first_bit, moves, coord):
