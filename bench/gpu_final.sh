@@ -43,10 +43,11 @@ if [ "$LOAD_S" -gt 0 ]; then
 fi
 
 BENCH_S=${BENCH_S:-120}   # 0 skips the bench
-[ "$BENCH_S" -gt 0 ] && timeout $((BENCH_S + 30)) "$PY" bench/run.py --quick --only "${BENCH_ONLY:-matmul,attention,softmax,layernorm}" \
-  --rounds 2 --budget-s "$BENCH_S" \
-  --out "$OUT/bench" >"$OUT/bench.log" 2>&1
-[ "$BENCH_S" -gt 0 ] && echo "bench: exit $? | $(grep -i geomean "$OUT/bench.log" | tr '\n' ' ')"
+if [ "$BENCH_S" -gt 0 ]; then
+  timeout $((BENCH_S + 30)) "$PY" bench/run.py --quick --only "${BENCH_ONLY:-matmul,attention,softmax,layernorm}" \
+    --rounds 2 --budget-s "$BENCH_S" --out "$OUT/bench" >"$OUT/bench.log" 2>&1
+  echo "bench: exit $? | $(grep -i geomean "$OUT/bench.log" | tr '\n' ' ')"
+fi
 
 if [ -f bench/autodiff.py ] && [ "${AUTODIFF_S:-40}" -gt 0 ]; then
   timeout ${AUTODIFF_S:-40} "$PY" bench/autodiff.py --quick >"$OUT/autodiff.log" 2>&1

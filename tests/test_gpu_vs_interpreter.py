@@ -144,12 +144,10 @@ def allocations_filled_at_birth():
         cupy.cuda.runtime.memsetAsync(memory.ptr, 0xFF, nbytes, cupy.cuda.get_current_stream().ptr)
         return memory
     cupy.cuda.set_allocator(filled)
-    torch = sys.modules.get("torch")
-    if torch is None:
-        try:
-            import torch
-        except ImportError:
-            torch = None
+    try:
+        import torch
+    except ImportError:
+        torch = None
     if torch is not None:       # torch.empty fills with NaN / the largest integer in deterministic mode
         deterministic = (torch.are_deterministic_algorithms_enabled(),
                          torch.is_deterministic_algorithms_warn_only_enabled())
