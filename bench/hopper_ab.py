@@ -4,8 +4,10 @@ against Triton on the same source and torch (cuBLAS): one process, interleaved r
 result checked against torch first.
 
 Each setting (`--variants name=VAR=value+VAR=value,...`; `default` is the switches as they are) is a copy of the
-kernel module loaded under a name of its own and built while the environment holds the setting, so its launches
-keep that variant (the switches are read when a variant is built and are part of its cache key).
+kernel module loaded under a name of its own, built, checked and timed while the environment holds the setting:
+the launch key holds the code-changing environment (transpiler/options.py), so a variant launched outside its
+setting is the default build. (Until session 10 the timing ran outside it: every A/B of this script from
+2026-12-01 14:39, commit 8405db6, on timed the default build under each variant's name; bench/NOTES.md.)
 
     python bench/hopper_ab.py [--shapes float16:1024x1024x1024,...] [--variants ...] [--rounds 3] [--out x.json]
     python bench/hopper_ab.py --shapes float16:16x8192x8192@5   # `@S`: num_stages S for every implementation
@@ -94,6 +96,11 @@ def build(variants, a, b, ref, stages=None):
     return impls
 
 
+def setting_of(variants, name):
+    """The environment `name` is timed under: its variant's setting (none for Triton and torch)."""
+    return environment(variants.get(name, {}))
+
+
 def host_time_us(fn, n=200):
     """Wall time per call of `n` calls in a row, synchronised once: the launch rate the host sustains (a
     kernel shorter than this is launch-bound outside do_bench, whose cache flush hides the host)."""
@@ -149,12 +156,14 @@ def main():
         times = {name: [] for name in impls}
         for _ in range(args.rounds):
             for name, fn in impls.items():
-                times[name].append(triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median"))
+                with setting_of(variants, name):
+                    times[name].append(triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median"))
         flop = 2 * m * n * k
         host_us = {}
         if flop < 2e10:          # small problems: is the host's launch path slower than the kernel?
             for name, fn in impls.items():
-                host_us[name] = round(host_time_us(fn), 1)
+                with setting_of(variants, name):
+                    host_us[name] = round(host_time_us(fn), 1)
         tflops = {name: flop / (statistics.median(v) * 1e-3) / 1e12 for name, v in times.items()}
         spread = {name: round((max(v) - min(v)) / statistics.median(v), 3) for name, v in times.items()}
         row = dict(dtype=dtype, shape=f"{m}x{n}x{k}" + (f"@{stages}" if stages else ""), config=their_config,

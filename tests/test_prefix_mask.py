@@ -1,5 +1,5 @@
 """analysis/mask_runs.py (TRANSPILER_PREFIX_MASK=1): which masked accesses are tested on one lane of each run,
-what the emitted test is, and that the source compiles without warnings or spills; off by default."""
+what the emitted test is, and that the source compiles without warnings or spills; on by default (TRANSPILER_PREFIX_MASK=0 turns it off)."""
 import re
 import sys
 from pathlib import Path
@@ -38,8 +38,11 @@ def test_prefix_decided_from_the_mask(kind, monkeypatch):
     assert names == expected, KINDS[kind][0]
 
 
-def test_off_by_default(monkeypatch):
+def test_on_by_default_and_switched_off_by_zero(monkeypatch):
     monkeypatch.delenv("TRANSPILER_PREFIX_MASK", raising=False)
+    names, _ = _prefix_ops(masked_scale, _scale_args(), dict(BLOCK=1024, KIND=0))
+    assert names == {"load", "store"}
+    monkeypatch.setenv("TRANSPILER_PREFIX_MASK", "0")
     names, _ = _prefix_ops(masked_scale, _scale_args(), dict(BLOCK=1024, KIND=0))
     assert names == set()
 
@@ -50,7 +53,7 @@ def test_emitted_test_of_a_run(kind, monkeypatch):
     ragged run stays in both)."""
     monkeypatch.setenv("TRANSPILER_PREFIX_MASK", "1")
     source = source_for(masked_scale, _scale_args(), dict(BLOCK=1024, KIND=kind))
-    whole = re.findall(r"if \((\w+)\[r \+ 7\]\) \{", source)
+    whole = re.findall(r"if \((\w+)\[r \+ 7\] /\* a prefix mask: the last lane decides \*/\) \{", source)
     if KINDS[kind][1]:
         assert len(whole) == 2 and not AND_OF_8.search(source), source
     else:
@@ -107,4 +110,4 @@ def test_pipelined_matmul_load_with_k_ragged_inside_runs(monkeypatch):
     assert a_load in analysis.mask_prefix
     assert analysis.pipelines, "the loop is pipelined (the copies go through rules/pipeline.py)"
     source = source_for(example.matmul_kernel, args, constexprs, warps, num_stages=stages)
-    assert re.search(r"if \(\w+\[\(\(r \+ 7\) & 7\)\]\) \{", source)   # the run's last lane of K
+    assert re.search(r"if \(\w+\[\(\(r \+ 7\) & 7\)\] /\* a prefix mask: the last lane decides \*/\) \{", source)   # the run's last lane of K

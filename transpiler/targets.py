@@ -43,7 +43,7 @@ SWITCHES = {
     "TRANSPILER_PACK_ROW_BYTES": "2048",  # the largest load of a program that packing takes
     "TRANSPILER_PROGRAM_WARPS": "32",    # bytes a thread of a row kernel's widest load (fewer warps); 0: num_warps always
     "TRANSPILER_LOOP_REDUCTION_BARRIER": "0",  # 1: every cross-warp reduction of a loop has a barrier before its write
-    "TRANSPILER_PREFIX_MASK": "0",       # 1: a run under a prefix mask (cols < n) tested on its last lane (mask_runs.py)
+    "TRANSPILER_PREFIX_MASK": "1",       # 0: a run under a prefix mask (cols < n) tested on every lane (mask_runs.py)
 }
 
 

@@ -83,7 +83,7 @@ extern "C" __global__ void __launch_bounds__(128) histogram_kernel(
   #pragma unroll
   for (int v = 0; v < 2; ++v) {
     const int r = v * 4;
-    if (m_[r] && m_[r + 1] && m_[r + 2] && m_[r + 3]) {
+    if (m_[r + 3] /* a prefix mask: the last lane decides */) {
       tp::load<4>(&bins[r], X + offs[r]);
     } else {
       // the ragged run: element by element from the run's first address (a contiguous run)

@@ -149,7 +149,7 @@ extern "C" __global__ void __launch_bounds__(256) softmax_kernel(
   #pragma unroll
   for (int v = 0; v < 2; ++v) {
     const int r = v * 8;
-    if (valid[r] && valid[r + 1] && valid[r + 2] && valid[r + 3] && valid[r + 4] && valid[r + 5] && valid[r + 6] && valid[r + 7]) {
+    if (valid[r + 7] /* a prefix mask: the last lane decides */) {
       tp::load<8>(&ld[r], in_ptr + cols[r]);
     } else {
       // the ragged run: element by element from the run's first address (a contiguous run)
@@ -206,7 +206,7 @@ extern "C" __global__ void __launch_bounds__(256) softmax_kernel(
   for (int v = 0; v < 2; ++v) {
     const int r = v * 8;
     const __half* src = &out_values[r];
-    if (valid[r] && valid[r + 1] && valid[r + 2] && valid[r + 3] && valid[r + 4] && valid[r + 5] && valid[r + 6] && valid[r + 7]) {
+    if (valid[r + 7] /* a prefix mask: the last lane decides */) {
       tp::store<8>(out_ptr + cols[r], src);
     } else {
       #pragma unroll

@@ -86,7 +86,7 @@ extern "C" __global__ void __launch_bounds__(128) add_kernel(
   #pragma unroll
   for (int v = 0; v < 2; ++v) {
     const int r = v * 4;
-    if (mask[r] && mask[r + 1] && mask[r + 2] && mask[r + 3]) {
+    if (mask[r + 3] /* a prefix mask: the last lane decides */) {
       tp::load<4>(&x[r], X + offsets[r]);
     } else {
       // the ragged run: element by element from the run's first address (a contiguous run)
@@ -102,7 +102,7 @@ extern "C" __global__ void __launch_bounds__(128) add_kernel(
   #pragma unroll
   for (int v = 0; v < 2; ++v) {
     const int r = v * 4;
-    if (mask[r] && mask[r + 1] && mask[r + 2] && mask[r + 3]) {
+    if (mask[r + 3] /* a prefix mask: the last lane decides */) {
       tp::load<4>(&y[r], Y + offsets[r]);
     } else {
       // the ragged run: element by element from the run's first address (a contiguous run)
@@ -121,7 +121,7 @@ extern "C" __global__ void __launch_bounds__(128) add_kernel(
   for (int v = 0; v < 2; ++v) {
     const int r = v * 4;
     const float* src = &z_values[r];
-    if (mask[r] && mask[r + 1] && mask[r + 2] && mask[r + 3]) {
+    if (mask[r + 3] /* a prefix mask: the last lane decides */) {
       tp::store<4>(Z + offsets[r], src);
     } else {
       #pragma unroll

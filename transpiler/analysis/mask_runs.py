@@ -7,8 +7,8 @@ contiguous along the access's fastest dimension over a run and whose `b` is cons
 `cols < n_cols`), a broadcast of such a mask along another dimension, and `&` of such masks and of masks
 uniform over the run. Then a run is whole exactly when its last lane is in the mask, and the emitter tests that
 lane only (rules/memory.py `whole_run`) instead of every lane: a ragged row's flags need not all live from the
-load to the store. Off unless `TRANSPILER_PREFIX_MASK=1` (not yet measured on the GPU; bench/NOTES.md, issue 18
-session 9).
+load to the store. On by default since the H200 A/B of 2026-12-02 (softmax fp16 with 4093-column rows: 0.75 -> 0.85
+of the copy ceiling, fp32 unchanged; bench/NOTES.md, issue 18 session 10); `TRANSPILER_PREFIX_MASK=0` turns it off.
 """
 from __future__ import annotations
 

@@ -47,7 +47,7 @@ def whole_run(em, op, mask, vec):
     """The test that the run of `vec` lanes from register `r` lies inside `op`'s mask: its last lane where the
     mask is a prefix of each run (analysis/mask_runs.py), else every lane."""
     if op in em.analysis.mask_prefix:
-        return mask.at(f"(r + {vec - 1})")
+        return mask.at(f"(r + {vec - 1})") + " /* a prefix mask: the last lane decides */"
     return _all_of(mask, vec)
 
 
