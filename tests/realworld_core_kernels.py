@@ -318,7 +318,8 @@ def case_batched_matmul(rng, batch=5, m=40, n=24, k=70, block_b=2, block_m=32, b
 
 def all_cases(rng):
     """Every case with an id."""
-    return [("decayed_states", case_decayed_states(rng, False)),
+    return [("batched_matmul", case_batched_matmul(rng)),
+            ("decayed_states", case_decayed_states(rng, False)),
             ("decayed_states_segments", case_decayed_states(rng, True)),
             ("multiplicative_hash", case_multiplicative_hash(rng)),
             ("sort_rows_up", case_sort_rows(rng, False)), ("sort_rows_down", case_sort_rows(rng, True)),
@@ -373,7 +374,3 @@ def compiled_only_cases(rng):
     """Cases the interpreter cannot run (inline PTX), with an id: compiled on the CPU, run on the GPU."""
     return [("inline_asm", case_inline_asm(rng))]
 
-
-def refused_cases(rng):
-    """Cases refused as not supported yet, compiled and interpreted alike (a batched 3-D tl.dot)."""
-    return [("batched_matmul", case_batched_matmul(rng))]

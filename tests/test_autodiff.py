@@ -190,6 +190,14 @@ def _int_dot(A, B, C, OUT):
     tl.store(OUT + r[:, None] * 16 + r[None, :], tl.dot(a, b).to(tl.float32) * c)
 
 
+@transpiler.jit
+def _batched_dot(A, B, OUT):
+    r = tl.arange(0, 16)
+    i = tl.arange(0, 2)
+    tile = i[:, None, None] * 256 + r[None, :, None] * 16 + r[None, None, :]
+    tl.store(OUT + tile, tl.dot(tl.load(A + tile), tl.load(B + tile)))
+
+
 def _refusal(kernel, args, grads, match, line_text, cls=UnsupportedSyntaxError, kind=NOT_YET, **constexprs):
     with pytest.raises(cls, match=match) as info:
         kernel.backward.python_source(*args, grads=grads, **constexprs)
@@ -207,6 +215,9 @@ def test_refusals_point_at_the_python_line():
     _refusal(_int_dot, [a, a, np.ones((16, 16), np.float32), np.zeros((16, 16), np.float32)],
              {"C": np.ones((16, 16), np.float32), "OUT": np.zeros((16, 16), np.float32)}, "integer types",
              "tl.dot(a, b)", cls=DTypeError, kind=None)      # integers have no derivative: not a refusal
+    x3 = np.ones((2, 16, 16), np.float32)
+    _refusal(_batched_dot, [x3, x3, x3.copy()], {"A": x3, "B": x3, "OUT": x3}, "batched .3-D. tl.dot",
+             "tl.dot(tl.load(A")
 
 
 # ---- explain, torch, the example ------------------------------------------------------------------------

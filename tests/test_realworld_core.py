@@ -1,7 +1,6 @@
 """The kernels of `tests/realworld_core_kernels.py` and `tests/realworld_s7_kernels.py` (defects real-world Triton kernels hit in the core
 language, reduced): the interpreter matches NumPy, NVRTC compiles the generated CUDA for sm_80 and sm_90a
 without warnings or spills, and what Triton refuses stays refused with a located error."""
-import inspect
 
 import numpy as np
 import pytest
@@ -16,7 +15,6 @@ from transpiler.runtime.compiler import compile_offline, nvrtc_available
 
 CASES = rk.all_cases(np.random.default_rng(13)) + realworld_s7_kernels.all_cases(np.random.default_rng(7))
 COMPILED_ONLY = rk.compiled_only_cases(np.random.default_rng(13))
-REFUSED = rk.refused_cases(np.random.default_rng(13))
 needs_nvrtc = pytest.mark.skipif(not nvrtc_available(), reason="NVRTC and CUDA headers not installed")
 
 
@@ -143,17 +141,3 @@ def _packed_asm(X, BLOCK: tl.constexpr, PACK: tl.constexpr, LETTER: tl.constexpr
 def test_inline_asm_refuses_what_it_cannot_spell(dtype, pack, letter, words):
     with pytest.raises(transpiler.TranspilerError, match=words):
         _packed_asm.cuda_source(np.zeros(32, dtype), BLOCK=32, PACK=pack, LETTER=letter)
-
-
-@pytest.mark.parametrize("name,case", REFUSED, ids=[c[0] for c in REFUSED])
-def test_a_batched_dot_is_refused_at_its_line_compiled_and_interpreted(name, case):
-    """Its unrolled lowering compiled, but wrote NaN for every element on the H200: refused until understood,
-    by the interpreter too (it runs the same typing rule)."""
-    lines = []
-    for run in (lambda: case["kernel"].cuda_source(*case["args"], **case["constexprs"]),
-                lambda: case["kernel"].interpret[case["grid"]](*case["args"], **case["constexprs"])):
-        with pytest.raises(transpiler.TranspilerError, match="not supported yet: a batched .3-D. tl.dot") as info:
-            run()
-        lines.append(info.value.loc.line)
-    source, first = inspect.getsourcelines(case["kernel"].fn)
-    assert lines == [first + next(i for i, text in enumerate(source) if "tl.dot(" in text)] * 2

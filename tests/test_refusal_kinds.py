@@ -197,15 +197,6 @@ def with_kernel(X, BLOCK: tl.constexpr):
 
 
 @transpiler.jit
-def batched_dot_kernel(A, B, C, BLOCK: tl.constexpr):
-    i = tl.arange(0, BLOCK)
-    tile = i[:, None, None] * BLOCK * BLOCK + i[None, :, None] * BLOCK + i[None, None, :]
-    a = tl.load(A + tile)
-    b = tl.load(B + tile)
-    tl.store(C + tile, tl.dot(a, b))  # <-
-
-
-@transpiler.jit
 def fp8_sum_kernel(X, OUT, BLOCK: tl.constexpr):
     x = tl.load(X + tl.arange(0, BLOCK)).to(tl.float8e4nv)
     tl.store(OUT, tl.sum(x, axis=0).to(tl.float32))  # <-
@@ -241,8 +232,6 @@ CASES = {
                          False),
     # Triton compiles some with statements (its own context managers); we refuse them all
     "with": (with_kernel, (F32,), {"BLOCK": 16}, UnsupportedSyntaxError, NOT_YET, False),
-    # Triton 3.6 compiles batched 3-D dots
-    "batched dot": (batched_dot_kernel, (F32, F32, F32.copy()), {"BLOCK": 16}, ShapeError, NOT_YET, True),
     "fp8 reduction": (fp8_sum_kernel, (F32, F32.copy()), {"BLOCK": 16}, DTypeError, NOT_YET, True),
     # a name of Triton's language we lack
     "tl.target_info": (target_info_kernel, (F32,), {"BLOCK": 16}, NameResolutionError, NOT_YET, False),

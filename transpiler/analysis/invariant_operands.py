@@ -29,7 +29,7 @@ def invariant_dot_operands(loop) -> list:
     roles = {}
     for region in loop.regions:
         for op in walk(region):
-            if op.name != OpKind.DOT:
+            if op.name != OpKind.DOT or len(op.result.shape) != 2:   # a batched dot writes its own tiles
                 continue
             for value, k_dim in ((op.operands[0], 1), (op.operands[1], 0)):
                 if value.shape and value not in inside:

@@ -39,7 +39,8 @@ def operand_tile_layout(value, k_dim, num_warps):
     """The layout a dot operand computed on demand is made in before it is written to a shared-memory tile: blocked,
     as many elements per thread along `k_dim` as one access moves."""
     per_thread = widest_access(value.dtype.itemsize, value.type.numel // (32 * num_warps))
-    return blocked(value.shape, per_thread, [k_dim, 1 - k_dim], num_warps)
+    rank = len(value.shape)       # 2, or 3 for a batched dot's operand (the batch outermost)
+    return blocked(value.shape, per_thread, [k_dim] + [d for d in reversed(range(rank)) if d != k_dim], num_warps)
 
 
 def coalesced_layout(shape, info, elem_bytes, num_warps, decisions=None, op=None):

@@ -120,7 +120,9 @@ def _users(region):
 
 def _feeds_only_dots(value, users):
     for u in users.get(value, []):
-        if u.name == OpKind.DOT and value in u.operands[:2] and value is not u.operands[2]:
+        # a batched (3-D) dot's operands go through registers to its tiles (its stages are not built)
+        if (u.name == OpKind.DOT and value in u.operands[:2] and value is not u.operands[2]
+                and len(u.result.shape) == 2):
             continue
         if u.name == OpKind.PERMUTE and _feeds_only_dots(u.result, users):
             continue

@@ -8,6 +8,9 @@ Decides from the operand dtypes, the precision attribute, the block shape and `n
   instruction tile per warp (warps left over hold copies);
 - the accumulator layout as a `LinearLayout`: the mma C fragment (lane = 4 rows of 8 x 4 column pairs),
   then n-tiles and m-tiles in registers, then warps. Every later pass treats it like any other layout.
+- a batched dot ([B, M, K] @ [B, K, N]): the batch is the layout's outer dimension, over the lowest warp bits
+  (up to B warps) and then the highest register bits; each batch's [M, N] is a 2-D dot's plan over the warps
+  left (`plan_batched_dot`); mma.sync or FMA, never wgmma.
 
 On the sm_90a target (`target="sm_90a"`, unless TRANSPILER_WGMMA=0) a dot whose block suits warpgroup MMA
 takes `wgmma.mma_async` instead (see `plan_wgmma`; `WGMMA_TYPES`: m64nNk16 for fp16/bf16, k8 for tf32, k32 for
@@ -90,6 +93,8 @@ class DotPlan:
     tf32: bool = False             # round fp32 operands to tf32 first
     wgmma: "WgmmaShape | None" = None
     a_layout: LinearLayout | None = None   # register-A wgmma: the layout A is read in (its fragments)
+    warps_b: int = 1               # a batched dot: warps along the batch (the lowest warp bits)
+    tiles_b: int = 1               # batches each warp computes one after the other (the highest register bits)
 
     @property
     def warp_rows(self):
@@ -282,8 +287,37 @@ def loaded_k_major(value, k_dim, axis) -> bool:
     return dims[k_dim] == coalesced_order(axis[ptr], len(ptr.shape))[0]
 
 
+def batched_layout(per_batch: LinearLayout, batch, warps_b) -> LinearLayout:
+    """A batched product's layout: the batch is its outer dimension, split over the lowest `warps_b` warp bits
+    first, then over the highest register bits; each batch's [M, N] lies in `per_batch` (over the other warps)."""
+    lift = lambda bases: tuple((0,) + tuple(b) for b in bases)  # noqa: E731
+    reg = lift(per_batch.reg) + tuple((warps_b << j, 0, 0) for j in range(log2(batch // warps_b)))
+    warp = tuple((1 << i, 0, 0) for i in range(log2(warps_b))) + lift(per_batch.warp)
+    return LinearLayout((batch,) + tuple(per_batch.shape), reg, lift(per_batch.lane), warp)
+
+
+def plan_batched_dot(op, num_warps) -> DotPlan:
+    """[B, M, K] @ [B, K, N]: warps go to the batch first (as many as there are batches), the rest split each
+    batch's [M, N] as a 2-D dot's do; each warp runs the batches its registers hold one after the other, each on
+    mma.sync as a 2-D product (no wgmma: Triton takes mma v2 for batched dots too), or FMA on CUDA cores."""
+    a = op.operands[0]
+    batch, m, k = a.shape
+    n = op.operands[1].shape[2]
+    instr = choose_instruction(a.dtype, op.attrs["precision"], k)
+    if instr is None:
+        return DotPlan("fma", blocked((batch, m, n), 1, [2, 1, 0], num_warps))
+    warps_b = min(batch, num_warps)
+    rest = num_warps // warps_b
+    wm, wn = warp_grid(m, n, rest)
+    per_batch, tiles_m, tiles_n = mma_layout(m, n, wm, wn, rest)
+    return DotPlan("mma", batched_layout(per_batch, batch, warps_b), instr, wm, wn, tiles_m, tiles_n,
+                   tf32=instr is MMA_TF32, warps_b=warps_b, tiles_b=batch // warps_b)
+
+
 def plan_dot(op, num_warps, target=None, a_in_registers=False, axis=None) -> DotPlan:
     a, b = op.operands[0], op.operands[1]
+    if len(a.shape) == 3:
+        return plan_batched_dot(op, num_warps)
     (m, k), n = a.shape, b.shape[1]
     if wgmma_enabled(target):
         k_major = (a_in_registers or loaded_k_major(a, 1, axis), loaded_k_major(b, 0, axis))
@@ -324,7 +358,9 @@ def plan_dots(kernel, decisions, target, num_warps, axis=None):
         plan = plan_dot(op, num_warps, target, a_from_registers(op, invariant), axis)
         plans[op] = plan
         a, b = op.operands[0], op.operands[1]
-        shape = f"{a.shape[0]}x{b.shape[1]}x{a.shape[1]}"
+        shape = f"{a.shape[-2]}x{b.shape[-1]}x{a.shape[-1]}"
+        if len(a.shape) == 3:
+            shape = f"{a.shape[0]} batches of {shape}"
         if plan.kind == "wgmma":
             w = plan.wgmma
             where = ("A from registers (the register-A form), B from shared memory through a descriptor"
@@ -337,7 +373,10 @@ def plan_dots(kernel, decisions, target, num_warps, axis=None):
                           f" each {64 * w.tiles_m}x{w.n} = {w.tiles_m} instruction(s) per k step; {where}",
                           f"{target}: {why}")
             continue
-        if plan.kind == "mma" and target in WGMMA_TARGETS:
+        if plan.kind == "mma" and target in WGMMA_TARGETS and len(a.shape) == 3:
+            decisions.add("tensor_cores", op, f"dot {shape}: mma.sync rather than wgmma",
+                          "a batched dot runs batch by batch on mma.sync (as Triton's mma v2 does)")
+        elif plan.kind == "mma" and target in WGMMA_TARGETS:
             _, why = plan_wgmma(a.shape[0], b.shape[1], a.shape[1], a.dtype, op.result.dtype, num_warps,
                                 precision=op.attrs["precision"],
                                 k_major=(loaded_k_major(a, 1, axis), loaded_k_major(b, 0, axis)))
@@ -347,7 +386,10 @@ def plan_dots(kernel, decisions, target, num_warps, axis=None):
         if plan.kind == "mma":
             i = plan.instruction
             decisions.add("tensor_cores", op,
-                          f"dot {shape}: mma.sync m{i.m}n{i.n}k{i.k} ({a.dtype}), warps {plan.warps_m}x{plan.warps_n},"
+                          f"dot {shape}: mma.sync m{i.m}n{i.n}k{i.k} ({a.dtype}), "
+                          + (f"warps {plan.warps_b} along the batch ({plan.tiles_b} batch(es) each), "
+                             if len(a.shape) == 3 else "")
+                          + f"warps {plan.warps_m}x{plan.warps_n},"
                           f" each {plan.warp_rows}x{plan.warp_cols} = {plan.tiles_m}x{plan.tiles_n} tiles",
                           "the output is split along the dimension with more work per warp first")
         else:
@@ -359,4 +401,4 @@ def plan_dots(kernel, decisions, target, num_warps, axis=None):
 
 
 __all__ = ["DotPlan", "MmaInstruction", "WgmmaShape", "plan_dots", "plan_dot", "plan_wgmma", "warp_grid",
-           "mma_layout", "wgmma_layout", "wgmma_a_layout", "a_from_registers", "wgmma_enabled"]
+           "mma_layout", "batched_layout", "plan_batched_dot", "wgmma_layout", "wgmma_a_layout", "a_from_registers", "wgmma_enabled"]

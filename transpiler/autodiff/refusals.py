@@ -1,6 +1,6 @@
 """What the transform refuses, located at the forward's Python line: in-place updates (a pointer both loaded
 and stored), atomics other than add (and atomic adds whose old values are used), data-dependent `while`
-loops, random numbers. Each is an UnsupportedSyntaxError "not supported yet" (Triton has no autodiff, so none of
+loops, random numbers, batched (3-D) dots. Each is an UnsupportedSyntaxError "not supported yet" (Triton has no autodiff, so none of
 these is "not Triton's language"); `tl.dot` in integer types is a DTypeError: integers have no derivative.
 """
 from __future__ import annotations
@@ -39,6 +39,9 @@ def check(ir, roots_of_loads, roots_of_writes):
         if op.name == OpKind.DOT and not op.operands[0].dtype.is_floating():
             raise DTypeError(f"autodiff: tl.dot in {op.operands[0].dtype!r} is not differentiable (integer types)",
                              op.loc)
+        if op.name == OpKind.DOT and len(op.result.shape) == 3:
+            refuse(op, "a batched (3-D) tl.dot cannot be differentiated yet",
+                   hint="differentiate a kernel that loops over the batch with 2-D dots")
         if op in roots_of_writes and roots_of_writes[op] in loaded:
             refuse(op, f"an in-place update (loading and storing through {roots_of_writes[op]}) cannot be "
                        "differentiated yet",

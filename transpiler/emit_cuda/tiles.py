@@ -20,7 +20,7 @@ address offset (an XOR becomes an addition when the two parts cannot share a bit
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..analysis.layout_assignment import operand_tile_layout, widest_access
 from ..parse.ir import OpKind
@@ -119,6 +119,24 @@ class OperandView:
         return self.dims[operand_dim] == self.tile.col_dim
 
 
+@dataclass(frozen=True)
+class BatchedTiles:
+    """A batched (3-D) dot operand in shared memory: one 2-D `SharedTile` per batch, one after the other (a
+    batch's tile starts `elems` elements after the previous one's, so every 2-D rule reads it unchanged)."""
+
+    tile: SharedTile       # batch 0's tile, of the operand's [rows, cols] shape
+
+    @property
+    def elems(self):
+        return self.tile.shape[0] * self.tile.shape[1]
+
+    def batch(self, index: str) -> OperandView:
+        """The 2-D view of batch `index` (a C expression)."""
+        if index == "0":
+            return OperandView(self.tile)
+        return OperandView(replace(self.tile, base=f"({self.tile.base} + ({index}) * {self.elems})"))
+
+
 def staged_view(em, value):
     """The tile a staged load put `value` in (directly or through `tl.trans`), or None."""
     if value in em.tiles:
@@ -140,6 +158,8 @@ def write_to_tile(em, value, buffer, k_dim, k_major=False) -> OperandView:
     """Store a block held in registers into `buffer` as a swizzled tile (16 bytes per store where the
     registers allow); with `k_major`, K along the rows whatever the registers hold (wgmma of types other than
     fp16/bf16 reads no other tile). The caller places the barriers."""
+    if len(value.shape) == 3:
+        return write_to_batched_tiles(em, value, buffer, k_dim)
     layout = register_layout_for(em, value, k_dim)
     read = em.operand(value, layout)
     reg_dims = [d for d in range(2) if layout.contiguous_regs(d) > 1]
@@ -155,4 +175,24 @@ def write_to_tile(em, value, buffer, k_dim, k_major=False) -> OperandView:
     return OperandView(tile)
 
 
-__all__ = ["SharedTile", "OperandView", "staged_view", "write_to_tile", "register_layout_for"]
+def write_to_batched_tiles(em, value, buffer, k_dim) -> BatchedTiles:
+    """Store a 3-D block held in registers into `buffer` as one swizzled tile per batch (`k_dim`: 1 or 2), rows
+    along the dimension its registers run along (16 bytes per store where they allow)."""
+    layout = register_layout_for(em, value, k_dim)
+    read = em.operand(value, layout)
+    reg_dims = [d for d in (1, 2) if layout.contiguous_regs(d) > 1]
+    col_dim = reg_dims[0] if reg_dims else k_dim
+    tiles = BatchedTiles(SharedTile(buffer, tuple(value.shape[1:]), col_dim - 1, value.dtype))
+    vec = widest_access(value.dtype.itemsize, layout.contiguous_regs(col_dim)) if read.is_identity_array else 1
+    batch, row, col = (em.coord_expr(layout, d, "r") for d in range(3))
+    offset = tiles.tile.offset((row, col))
+    element = f"{buffer}[{offset}]" if batch == "0" else f"{buffer}[({batch}) * {tiles.elems} + {offset}]"
+    if vec > 1:
+        em.write(em.macros.run_loop(layout.num_regs // vec, vec, f"tp::store<{vec}>(&{element}, &{read.array}[r]);"))
+    else:
+        em.write(em.macros.reg_loop(layout.num_regs, f"{element} = {read.at('r')}"))
+    return tiles
+
+
+__all__ = ["SharedTile", "OperandView", "BatchedTiles", "staged_view", "write_to_tile", "write_to_batched_tiles",
+           "register_layout_for"]

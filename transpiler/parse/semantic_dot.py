@@ -5,8 +5,9 @@ accumulate in fp32; fp32 inputs are rounded to tf32 unless `input_precision="iee
 int8 accumulates in int32; fp64 stays fp64; fp8 (`tl.float8e4nv`, `tl.float8e5`, one of them for both inputs)
 accumulates in fp32. `acc` must already be [M, N] of the result dtype. The op is
 `dot(a, b, acc)` with the precision as an attribute; which hardware instruction computes it is decided by
-the tensor-core pass (`analysis/tensor_cores.py`), not here. A batched dot ([B, M, K] @ [B, K, N]) is refused
-as not supported yet (the interpreter runs this rule too). `tl.dot_scaled` is Triton's decomposition into block operations and
+the tensor-core pass (`analysis/tensor_cores.py`), not here. A batched dot ([B, M, K] @ [B, K, N], `acc`
+[B, M, N]) is one op of the same kind with the batch as the leading dimension (the interpreter runs this rule
+too). `tl.dot_scaled` is Triton's decomposition into block operations and
 a `tl.dot` (`transpiler/scaled_dot.py`).
 """
 from __future__ import annotations
@@ -45,12 +46,12 @@ def _result_dtype(b, a_dtype, out_dtype):
         return dtypes.float64
     out = const_value(b, out_dtype, "out_dtype")
     if out not in (dtypes.float32, dtypes.float16):
-        raise b.error(DTypeError, f"tl.dot: out_dtype must be tl.float32 (or tl.float16 for fp16 inputs), not {out!r}")
+        raise b.error(DTypeError, f"tl.dot: out_dtype must be tl.float32 or tl.float16, not {out!r}")
     if out is dtypes.float16 and a_dtype.is_fp8():
         raise b.error(DTypeError, "tl.dot: out_dtype=tl.float16 for fp8 inputs (the product is fp32)",
                       refusal=NOT_YET)
-    if out is dtypes.float16 and a_dtype is not dtypes.float16:
-        raise b.error(DTypeError, f"tl.dot: out_dtype=tl.float16 needs fp16 inputs, not {a_dtype!r}")
+    if a_dtype in (dtypes.float32, dtypes.bfloat16):     # Triton's front end ignores out_dtype for these
+        return dtypes.float32
     return out
 
 
@@ -58,15 +59,8 @@ def _result_dtype(b, a_dtype, out_dtype):
 def _dot(b, input, other, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None,
          out_dtype=dtypes.float32):
     a, w = to_value(b, input), to_value(b, other)
-    if len(a.shape) == 3 and len(w.shape) == 3:
-        # Unrolled into 2-D dots it compiled, but its first H200 run wrote NaN for every element: refused until
-        # that is understood, by the interpreter as well (one semantics: what compiles is what interprets).
-        raise b.error(ShapeError, "a batched (3-D) tl.dot", hint="loop over the batch dimension with 2-D dots",
-                      refusal=NOT_YET)
-    if len(a.shape) != 2 or len(w.shape) != 2:
-        raise b.error(ShapeError, f"tl.dot needs two 2-D blocks (or two 3-D ones, batched), not shapes "
-                      f"{list(a.shape)} and {list(w.shape)}")
-    (m, k), (k2, n) = a.shape, w.shape
+    batch = _batch_dims(b, a, w)
+    (m, k), (k2, n) = a.shape[-2:], w.shape[-2:]
     if k != k2:
         raise b.error(ShapeError, f"tl.dot: shapes {list(a.shape)} and {list(w.shape)} do not multiply "
                       f"(inner dimensions {k} and {k2})")
@@ -85,19 +79,30 @@ def _dot(b, input, other, acc=None, input_precision=None, allow_tf32=None, max_n
     out = _result_dtype(b, a.dtype, out_dtype)
     # fp16 results are accumulated in fp32 and rounded once (see docs/language.md).
     compute = dtypes.float32 if out is dtypes.float16 else out
+    shape = batch + (m, n)
     if acc is None:
-        acc_v = splat(b, constant(b, 0, compute), (m, n))
+        acc_v = splat(b, constant(b, 0, compute), shape)
     else:
         acc_v = to_value(b, acc)
-        if acc_v.shape != (m, n):
-            raise b.error(ShapeError, f"tl.dot: acc has shape {list(acc_v.shape)}, the product is [{m}, {n}]")
+        if acc_v.shape != shape:
+            raise b.error(ShapeError, f"tl.dot: acc has shape {list(acc_v.shape)}, the product is {list(shape)}")
         if acc_v.dtype is not out:
             raise b.error(DTypeError, f"tl.dot: acc is {acc_v.dtype!r} but the product is {out!r}",
                           hint=f"create the accumulator as {out!r} (tl.zeros(..., dtype=tl.{out.name}))"
                           if out.name != "fp32" else "create the accumulator with tl.zeros(..., dtype=tl.float32)")
         acc_v = cast(b, acc_v, compute)
-    result = b.emit(OpKind.DOT, [a, w, acc_v], Type(compute, (m, n)), precision=precision)
+    result = b.emit(OpKind.DOT, [a, w, acc_v], Type(compute, shape), precision=precision)
     return cast(b, result, out)
+
+
+def _batch_dims(b, a, w) -> tuple:
+    """() for a 2-D product, (B,) for a batched one ([B, M, K] @ [B, K, N]), as Triton's front end takes them."""
+    if len(a.shape) != len(w.shape) or len(a.shape) not in (2, 3):
+        raise b.error(ShapeError, f"tl.dot needs two 2-D blocks (or two 3-D ones, batched), not shapes "
+                      f"{list(a.shape)} and {list(w.shape)}")
+    if a.shape[:-2] != w.shape[:-2]:
+        raise b.error(ShapeError, f"tl.dot: the batch sizes of shapes {list(a.shape)} and {list(w.shape)} differ")
+    return tuple(a.shape[:-2])
 
 
 class _ScaledDotOps:

@@ -32,7 +32,9 @@ def _operand_views(em, op):
         # A stays in registers in the wgmma fragment layout; a conversion into it runs through the scratch bytes
         # too, so it is done before B's tile below claims them (after, it overwrote B: a wrong product).
         em.operand(a, em.analysis.dots[op].a_layout)
-    pending = [(v, k_dim) for v, k_dim in ((a, 1), (b, 0)) if views[v] is None and not (register_a and v is a)]
+    rank = len(a.shape)     # a batched dot's operands are 3-D: K is then dimension 2 of A, 1 of B
+    pending = [(v, k_dim) for v, k_dim in ((a, rank - 1), (b, rank - 2))
+               if views[v] is None and not (register_a and v is a)]
     if pending:
         # Compute the operands first: what they come from (a join, a conversion through shared memory, ...)
         # may use the same scratch bytes, and must be done with them before the tiles below are written.
@@ -93,14 +95,27 @@ def forget_hoisted(em, hoisted):
 
 
 def _warp_index(plan, dim):
-    """C expression of this warp's position along M (dim 0) or N (dim 1) of the warp grid."""
-    wm_bits = log2(plan.warps_m)
+    """C expression of this warp's position along M (dim 0) or N (dim 1) of the warp grid (of a batched dot:
+    the warps above those along the batch)."""
+    low = log2(plan.warps_b)                 # the lowest warp bits go to the batch
     if dim == 0:
-        return f"(warp & {plan.warps_m - 1})" if plan.warps_m > 1 else "0"
+        if plan.warps_m == 1:
+            return "0"
+        return f"((warp >> {low}) & {plan.warps_m - 1})" if low else f"(warp & {plan.warps_m - 1})"
     if plan.warps_n == 1:
         return "0"
-    shifted = f"(warp >> {wm_bits})" if wm_bits else "warp"
+    bits = low + log2(plan.warps_m)
+    shifted = f"(warp >> {bits})" if bits else "warp"
     return f"({shifted} & {plan.warps_n - 1})"
+
+
+def _batch_index(plan):
+    """C expression of the batch a warp computes in batch loop iteration `bt` (batched_layout)."""
+    warp_b = f"(warp & {plan.warps_b - 1})" if plan.warps_b > 1 else ""
+    step = "bt" if plan.warps_b == 1 else f"{plan.warps_b} * bt"
+    if plan.tiles_b == 1:
+        return warp_b or "0"
+    return f"{warp_b} + {step}" if warp_b else step
 
 
 def _scaled(index, size):
@@ -194,7 +209,13 @@ def _pack(elems, es, tf32):
 
 def _describe(op, plan):
     a, b = op.operands[0], op.operands[1]
-    m, k, n = a.shape[0], a.shape[1], b.shape[1]
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    if len(a.shape) == 3:
+        return f"{a.shape[0]} batches: " + _describe_batch(plan, m, n, k)
+    return _describe_batch(plan, m, n, k)
+
+
+def _describe_batch(plan, m, n, k):
     if plan.kind == "wgmma":
         w = plan.wgmma
         return (f"{m}x{n}x{k} product on tensor cores: wgmma.mma_async m64n{w.n}k{w.k}, warpgroups "
@@ -218,14 +239,24 @@ def dot(em, op, layout):
     ctype = cspell.ctype(res.dtype)
     name = em.array_name(res, plan.layout)
     em.write(f"// {_describe(op, plan)}")
-    k = op.operands[0].shape[1]
+    k = op.operands[0].shape[-1]
+    batched = len(res.shape) == 3
     if plan.kind == "wgmma":
         _wgmma(em, op, plan, a_view, b_view, name, ctype, acc, k)
     elif plan.kind == "fma":
-        m_r, n_r = em.coord_expr(plan.layout, 0, "r"), em.coord_expr(plan.layout, 1, "r")
+        coords = [em.coord_expr(plan.layout, d, "r") for d in range(len(res.shape))]
+        if batched:       # each register's batch picks its tiles
+            batch, coords = coords[0], coords[1:]
+            a_view, b_view = a_view.batch(batch), b_view.batch(batch)
         em.write(em.dot_macros.fma(dict(ctype=ctype, name=name, n=plan.layout.num_regs, acc=acc.at("r"), k=k,
-                                        a=a_view.at(m_r, "kk"), b=b_view.at("kk", n_r))))
+                                        a=a_view.at(coords[0], "kk"), b=b_view.at("kk", coords[1]))))
     else:
+        batch = None
+        if batched:       # the warp's batches one after the other, each a 2-D product on its batch's tiles
+            index = _batch_index(plan)
+            a_view, b_view = a_view.batch(index), b_view.batch(index)
+            if plan.tiles_b > 1:
+                batch = dict(tiles=plan.tiles_b, offset=f" + {4 * plan.tiles_m * plan.tiles_n} * bt")
         es = op.operands[0].dtype.itemsize
         m0, n0 = em.fresh("warp_m0"), em.fresh("warp_n0")
         decl_a, load_a, scalar_a = _load_a(em, a_view, plan, m0, es, k)
@@ -240,7 +271,7 @@ def dot(em, op, layout):
             warp_m=_scaled(_warp_index(plan, 0), plan.warp_rows), warp_n=_scaled(_warp_index(plan, 1), plan.warp_cols),
             needs_gid=scalar_a or scalar_b, k=k, k_step=plan.instruction.k, tiles_m=plan.tiles_m,
             tiles_n=plan.tiles_n, a_regs=plan.instruction.a_regs, b_regs=plan.instruction.b_regs,
-            load_a=load_a, load_b=load_b, b_step=b_step, mma=plan.instruction.ptx)))
+            load_a=load_a, load_b=load_b, b_step=b_step, mma=plan.instruction.ptx, batch=batch)))
     em.smem.release_scratch()
     em.bind(res, Read(array=name, ctype=ctype), plan.layout)
 
