@@ -140,14 +140,16 @@ def reference(case, a, b, acc):
     return out + (acc.astype(np.float64) if case.has_acc else 0)
 
 
-def tolerance(case, k):
-    """(rtol, atol) for the case's dtypes over a K-long sum of unit-variance products."""
+def tolerance(case, k, tf32_truncated=False):
+    """(rtol, atol) for the case's dtypes over a K-long sum of unit-variance products; `tf32_truncated`: for a
+    product whose tf32 operands may be the fp32 bits cut short rather than rounded (Triton's tensor cores read
+    them so; measured on the H200: up to 0.015 off the rounded reference at K = 36), not for ours."""
     if case.dtype == "int8":
         return 0, 0
     if case.acc_dtype == "float16":
         return 1e-2, 2e-2 * np.sqrt(k)
     if case.tf32:
-        return 2e-3, 2e-3 * np.sqrt(k)
+        return (1e-2, 1e-2 * np.sqrt(k)) if tf32_truncated else (2e-3, 2e-3 * np.sqrt(k))
     if case.dtype == "float16":
         return 1e-3, 1e-4 * np.sqrt(k)
     return 1e-6, 1e-6 * np.sqrt(k)
