@@ -111,7 +111,10 @@ _DOT_TYPES = {"float16": ("float16", np.float16), "bfloat16": ("bfloat16", None)
 
 def family_dot(r: random.Random, rng, seed):
     """C = epilogue(sum over K tiles of A @ B): runtime K loop or one tile, B stored transposed, computed
-    operands, tl.dot(a, b, acc) or acc += tl.dot(a, b), a second dot chained on the result."""
+    operands, tl.dot(a, b, acc) or acc += tl.dot(a, b), a second dot chained on the result. One seed in four
+    (decided apart from `r`, so the 2-D cases of the other seeds stay what they were) is a batched dot."""
+    if random.Random(seed * 104729 + 3).random() < 0.25:
+        return _batched_dot_case(r, rng, seed)
     dt = r.choice(["float16", "float16", "bfloat16", "float32", "int8"])
     integer = dt == "int8"
     BM, BN, BK = r.choice([16, 32, 64]), r.choice([16, 32, 64]), r.choice([16, 32, 64])
@@ -230,6 +233,65 @@ def family_dot(r: random.Random, rng, seed):
     grid = (-(-M // BM), -(-N // BN))
     return FamilyCase(seed, "dot", name, src, grid, num_warps, consts, inputs,
                       [Output("C", poison((M, N_out), out_dt))], size_values + scalars, [expected])
+
+
+def _batched_dot_case(r: random.Random, rng, seed):
+    """C[b] = scale * (A[b] @ B[b]) (+ C0[b]) on [BB, BM, BK] @ [BB, BK, BN] blocks: ragged batch, M, N and K,
+    a runtime K loop or one tile, B's batch stride padded, the accumulator as an argument or added."""
+    dt = r.choice(["float16", "float16", "bfloat16", "float32", "int8"])
+    integer = dt == "int8"
+    BB, BM, BN = r.choice([1, 2, 4]), r.choice([16, 32]), r.choice([16, 32])
+    BK = r.choice([32, 64]) if integer else r.choice([16, 32])
+    NB, M, N = r.randint(1, 2 * BB), r.randint(1, 2 * BM), r.randint(1, 2 * BN)
+    loop = r.random() < 0.6
+    K = r.randint(1, 3 * BK) if loop else r.randint(1, BK)
+    num_warps = r.choice([1, 2, 4, 8])
+    lim = 8 if integer else 3
+    np_in = np.int8 if integer else np.float32
+    a = _ints(rng, -lim, lim, (NB, M, K), np_in)
+    b = _ints(rng, -lim, lim, (NB, K, N), np_in)
+    c0 = _ints(rng, -5, 5, (NB, M, N), np.int32 if integer else np.float32)
+    with_c0 = r.random() < 0.4
+    cast_in = ".to(tl.bfloat16)" if dt == "bfloat16" else ""
+    hosts = [x.astype(np.float16) if dt == "float16" else x for x in (a, b)]
+    pad = r.choice([0, 8])          # B's batches `pad` elements apart beyond K * N
+    b_store = np.zeros(NB * (K * N + pad), hosts[1].dtype)
+    for i in range(NB):
+        b_store[i * (K * N + pad):i * (K * N + pad) + K * N] = hosts[1][i].reshape(-1)
+    acc_t = "tl.int32" if integer else "tl.float32"
+    precision = r.choice(["", ", input_precision=\"ieee\""]) if dt == "float32" else ""
+    masks = {"a": "(rb[:, None, None] < NB) & (rm[None, :, None] < M) & (kk[None, None, :] < K)",
+             "b": "(rb[:, None, None] < NB) & (kk[None, :, None] < K) & (rn[None, None, :] < N)",
+             "c": "(rb[:, None, None] < NB) & (rm[None, :, None] < M) & (rn[None, None, :] < N)"}
+    body = ["rb = tl.program_id(2) * BB + tl.arange(0, BB)", "rm = tl.program_id(0) * BM + tl.arange(0, BM)",
+            "rn = tl.program_id(1) * BN + tl.arange(0, BN)", "rk = tl.arange(0, BK)",
+            "c_offs = rb[:, None, None] * M * N + rm[None, :, None] * N + rn[None, None, :]",
+            f"acc = tl.load(C0 + c_offs, mask={masks['c']}, other=0)" if with_c0
+            else f"acc = tl.zeros((BB, BM, BN), dtype={acc_t})"]
+    tile = [f"a = tl.load(A + rb[:, None, None] * M * K + rm[None, :, None] * K + kk[None, None, :], "
+            f"mask={masks['a']}, other=0){cast_in}",
+            f"b = tl.load(B + rb[:, None, None] * (K * N + {pad}) + kk[None, :, None] * N + rn[None, None, :], "
+            f"mask={masks['b']}, other=0){cast_in}",
+            r.choice([f"acc = tl.dot(a, b, acc{precision})", f"acc += tl.dot(a, b{precision})"])]
+    if loop:
+        body += ["for k0 in range(0, K, BK):", "    kk = k0 + rk"] + ["    " + t for t in tile]
+    else:
+        body += ["kk = rk"] + tile
+    ref = np.matmul(a.astype(np.int64), b.astype(np.int64)).astype(np.float64)
+    if with_c0:
+        ref = ref + c0
+    scale = r.choice([2, -1]) if integer else r.choice([0.5, -2.0, 1.0])
+    ref = ref * scale
+    out_dt = np.int32 if integer else r.choice([np.float32, np.float16])
+    body.append(f"tl.store(C + c_offs, (acc * scale).to(C.dtype.element_ty), mask={masks['c']})")
+    expected = ref.astype(np.int64).astype(np.int32) if integer else ref.astype(out_dt)
+    consts = {"BB": BB, "BM": BM, "BN": BN, "BK": BK}
+    name = f"fuzz_dot3d_{seed}"
+    src = _module(name, ["A", "B", "C0", "C", "NB", "M", "N", "K", "scale"] +
+                  [f"{k}: tl.constexpr" for k in consts], body)
+    grid = (-(-M // BM), -(-N // BN), -(-NB // BB))
+    return FamilyCase(seed, "dot", name, src, grid, num_warps, consts, [hosts[0], b_store, c0],
+                      [Output("C", poison((NB, M, N), out_dt))], [NB, M, N, K, scale], [expected])
 
 
 # ---- atomics ------------------------------------------------------------------------------------------------
