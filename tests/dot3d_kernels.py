@@ -102,6 +102,10 @@ CASES = [
     Case("i8_k16_fma", (3, 20, 20, 20), (2, 16, 16, 16), dtype="int8", out_dtype="int32", expected="fma"),
     Case("f64_fma", (2, 20, 18, 30), (2, 16, 16, 16), dtype="float64", out_dtype="float64", expected="fma"),
     Case("f16_b16_acc_in", (16, 16, 16, 16), (16, 16, 16, 16), has_acc=True, num_warps=4),
+    # M or N below 16 (Triton's CUDA front end takes them; test_dot3d's small blocks): FMA, tf32 rounded first
+    Case("f16_m1", (3, 5, 40, 32), (2, 1, 32, 32), expected="fma"),
+    Case("f32_tf32_n2", (2, 40, 3, 32), (2, 32, 2, 32), dtype="float32", num_warps=2, expected="fma"),
+    Case("f16_8x8_out_f16", (8, 20, 20, 50), (8, 8, 8, 32), out_dtype="float16", num_warps=1, expected="fma"),
 ]
 
 BY_ID = {c.id: c for c in CASES}

@@ -162,6 +162,12 @@ CASES = [
     DotCase("int8", (32, 32, 64), num_warps=2, b_transposed=True, shape=(100, 72, 256)),
     DotCase("int8", (32, 32, 16), num_warps=4),
     DotCase("float64", (32, 32, 16), num_warps=4),
+    # M or N below 16 (Triton's CUDA front end takes any M and N): FMA, fp32 operands rounded to tf32 first,
+    # operands through registers (not staged), B transposed too
+    DotCase("float16", (1, 32, 32), num_warps=4, shape=(5, 45, 100)),
+    DotCase("float16", (8, 8, 32), num_warps=1, shape=(20, 21, 70), b_transposed=True),
+    DotCase("float32", (32, 2, 16), num_warps=2, precision="tf32", shape=(40, 5, 50)),
+    DotCase("bfloat16", (16, 8, 16), num_warps=4, shape=(33, 17, 40), acc_in_dot=False),
     # warpgroup MMA on sm_90a (both tiles through descriptors): the example's 128x128x64 block (two m64
     # instructions per warpgroup), one m64n128 per warpgroup, two warpgroups along M and along N, K-major B
     # with 256-byte rows (128-byte slabs of K), bf16

@@ -163,8 +163,9 @@ def test_dot_errors(bad, message):
         a = tl.load(A + r[:, None] * 32 + r[None, :])
         if WHICH == "shape":
             b = tl.load(B + tl.arange(0, 16)[:, None] * 32 + r[None, :])
-        elif WHICH == "small":
-            b = tl.load(B + r[:, None] * 8 + s[None, :])
+        elif WHICH == "small":      # K = 8: below Triton's 16 (M and N may be smaller)
+            a = tl.load(A + r[:, None] * 8 + s[None, :])
+            b = tl.load(B + s[:, None] * 32 + r[None, :])
         else:
             b = tl.load(B + r[:, None] * 32 + r[None, :]).to(tl.float32)
         c = tl.dot(a, b)

@@ -13,6 +13,7 @@ from transpiler.analysis.tensor_cores import batched_layout, mma_layout
 from transpiler.runtime.compiler import compile_offline, nvrtc_available
 
 import dot3d_kernels as dk
+import dot_kernels
 
 needs_nvrtc = pytest.mark.skipif(not nvrtc_available(), reason="NVRTC and CUDA headers not installed")
 
@@ -135,7 +136,7 @@ def _mismatched_dot(A, C, SA: tl.constexpr, SB: tl.constexpr):
     ((2, 16, 16), (4, 16, 16), "the batch sizes of shapes \\[2, 16, 16\\] and \\[4, 16, 16\\] differ"),
     ((2, 16, 16), (16, 16), "two 2-D blocks \\(or two 3-D ones, batched\\)"),
     ((2, 16, 32), (2, 16, 16), "do not multiply"),
-    ((2, 8, 16), (2, 16, 16), "at least 16")])
+    ((2, 16, 8), (2, 8, 16), "K of at least 16")])
 def test_batched_dots_that_do_not_multiply_are_refused_at_their_line(sa, sb, words):
     out = np.zeros(16, np.float32)
     for run in (lambda: _mismatched_dot.cuda_source(out, out, SA=sa, SB=sb),
@@ -143,3 +144,24 @@ def test_batched_dots_that_do_not_multiply_are_refused_at_their_line(sa, sb, wor
         with pytest.raises(transpiler.TranspilerError, match=words) as info:
             run()
         assert info.value.loc is not None
+
+
+SMALL_2D = [c for c in dot_kernels.CASES if min(c.block[:2]) < 16 and c.dtype != "bfloat16"]
+
+
+@pytest.mark.parametrize("case", SMALL_2D, ids=[c.id for c in SMALL_2D])
+def test_small_2d_dots_interpret_as_numpy_and_run_on_fma(case):
+    """M or N below 16 (Triton's CUDA front end takes them): the interpreter against float64 NumPy (fp32
+    operands rounded to tf32 under "tf32"), and the compiled plan is FMA."""
+    a, b = dot_kernels.make_inputs(case, np.random.default_rng(11))
+    np_dtype = {"float16": np.float16, "float32": np.float32}[case.dtype]
+    a, b = a.astype(np_dtype), b.astype(np_dtype)
+    b_mem = np.ascontiguousarray(b.T) if case.b_transposed else b
+    c = dk.poisoned(case.shape[:2], np.float32)
+    grid, args, options = dot_kernels.launch_args(case, a, b_mem, c, dot_kernels.element_strides(a),
+                                                  dot_kernels.b_strides(case, b_mem), dot_kernels.element_strides(c))
+    dot_kernels.dot_kernel.interpret[grid](*args, **options)
+    tf32 = case.dtype == "float32" and case.precision == "tf32"
+    a64, b64 = (dk._tf32(a), dk._tf32(b)) if tf32 else (a.astype(np.float64), b.astype(np.float64))
+    np.testing.assert_allclose(c, a64 @ b64, rtol=1e-5, atol=1e-4)
+    assert "FMA on CUDA cores" in dot_kernels.dot_kernel.explain(*args, **options)

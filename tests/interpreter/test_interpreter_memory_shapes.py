@@ -301,8 +301,8 @@ def test_dot_int8_gives_int32_and_acc_is_added(rng):
 
 
 def test_dot_errors(rng):
-    small = rng.standard_normal((8, 16)).astype(np.float16)
-    with pytest.raises(ShapeError, match="at least 16"):
+    small = rng.standard_normal((16, 8)).astype(np.float16)       # K = 8: M and N may be small, K may not
+    with pytest.raises(ShapeError, match="K of at least 16"):
         _run_dot(small, small.T.copy(), np.float32)
     a = rng.standard_normal((16, 16)).astype(np.float16)
     with pytest.raises(DTypeError, match="acc"):

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 
 from ..parse.ir import LOOPS, OpKind, walk
 from ..targets import switch, switch_value
+from .tensor_cores import MIN_MMA_MN
 
 # Ops with no side effects and no dependence on memory: what an address slice may contain.
 ADDRESS_OPS = {OpKind.CONSTANT, OpKind.SPLAT, OpKind.BROADCAST, OpKind.EXPAND_DIMS, OpKind.RESHAPE, OpKind.PERMUTE,
@@ -120,9 +121,10 @@ def _users(region):
 
 def _feeds_only_dots(value, users):
     for u in users.get(value, []):
-        # a batched (3-D) dot's operands go through registers to its tiles (its stages are not built)
+        # a batched (3-D) dot's operands, and those of a product with M or N below 16 (FMA), go through
+        # registers to its tiles (their stages are not built)
         if (u.name == OpKind.DOT and value in u.operands[:2] and value is not u.operands[2]
-                and len(u.result.shape) == 2):
+                and len(u.result.shape) == 2 and min(u.result.shape) >= MIN_MMA_MN):
             continue
         if u.name == OpKind.PERMUTE and _feeds_only_dots(u.result, users):
             continue

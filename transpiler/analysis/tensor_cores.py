@@ -90,7 +90,7 @@ class DotPlan:
     warps_n: int = 1
     tiles_m: int = 1               # instruction tiles per warp along M
     tiles_n: int = 1
-    tf32: bool = False             # round fp32 operands to tf32 first
+    tf32: bool = False             # round fp32 operands to tf32 first (mma's fragments, or FMA's operands)
     wgmma: "WgmmaShape | None" = None
     a_layout: LinearLayout | None = None   # register-A wgmma: the layout A is read in (its fragments)
     warps_b: int = 1               # a batched dot: warps along the batch (the lowest warp bits)
@@ -287,6 +287,17 @@ def loaded_k_major(value, k_dim, axis) -> bool:
     return dims[k_dim] == coalesced_order(axis[ptr], len(ptr.shape))[0]
 
 
+# M or N below this: FMA (Triton pads such blocks to its mma tiles; ours are products too small to matter)
+MIN_MMA_MN = 16
+
+
+def _fma_plan(op, shape, num_warps) -> DotPlan:
+    """FMA on CUDA cores, each thread its own elements; fp32 operands rounded to tf32 first where the dot's
+    precision asks it (as the interpreter and the tensor cores round them)."""
+    tf32 = op.operands[0].dtype is dtypes.float32 and op.attrs["precision"] == "tf32"
+    return DotPlan("fma", blocked(shape, 1, list(reversed(range(len(shape)))), num_warps), tf32=tf32)
+
+
 def batched_layout(per_batch: LinearLayout, batch, warps_b) -> LinearLayout:
     """A batched product's layout: the batch is its outer dimension, split over the lowest `warps_b` warp bits
     first, then over the highest register bits; each batch's [M, N] lies in `per_batch` (over the other warps)."""
@@ -304,8 +315,8 @@ def plan_batched_dot(op, num_warps) -> DotPlan:
     batch, m, k = a.shape
     n = op.operands[1].shape[2]
     instr = choose_instruction(a.dtype, op.attrs["precision"], k)
-    if instr is None:
-        return DotPlan("fma", blocked((batch, m, n), 1, [2, 1, 0], num_warps))
+    if instr is None or min(m, n) < MIN_MMA_MN:
+        return _fma_plan(op, (batch, m, n), num_warps)
     warps_b = min(batch, num_warps)
     rest = num_warps // warps_b
     wm, wn = warp_grid(m, n, rest)
@@ -319,7 +330,7 @@ def plan_dot(op, num_warps, target=None, a_in_registers=False, axis=None) -> Dot
     if len(a.shape) == 3:
         return plan_batched_dot(op, num_warps)
     (m, k), n = a.shape, b.shape[1]
-    if wgmma_enabled(target):
+    if wgmma_enabled(target) and min(m, n) >= MIN_MMA_MN:
         k_major = (a_in_registers or loaded_k_major(a, 1, axis), loaded_k_major(b, 0, axis))
         shape, _ = plan_wgmma(m, n, k, a.dtype, op.result.dtype, num_warps, a_in_registers, op.attrs["precision"],
                               k_major)
@@ -332,8 +343,8 @@ def plan_dot(op, num_warps, target=None, a_in_registers=False, axis=None) -> Dot
             a_layout = wgmma_a_layout(m, k, shape, num_warps) if a_in_registers else None
             return DotPlan("wgmma", wgmma_layout(m, n, shape, num_warps), wgmma=shape, a_layout=a_layout)
     instr = choose_instruction(a.dtype, op.attrs["precision"], k)
-    if instr is None:
-        return DotPlan("fma", blocked((m, n), 1, [1, 0], num_warps))
+    if instr is None or min(m, n) < MIN_MMA_MN:
+        return _fma_plan(op, (m, n), num_warps)
     wm, wn = warp_grid(m, n, num_warps)
     layout, tiles_m, tiles_n = mma_layout(m, n, wm, wn, num_warps)
     return DotPlan("mma", layout, instr, wm, wn, tiles_m, tiles_n, tf32=instr is MMA_TF32)
@@ -395,8 +406,11 @@ def plan_dots(kernel, decisions, target, num_warps, axis=None):
         else:
             why = {"ieee": "exact fp32/fp64 products were asked for",
                    "native": "int8 or fp8 with K not a multiple of 32"}
-            decisions.add("tensor_cores", op, f"dot {shape}: FMA on CUDA cores",
-                          why.get(op.attrs["precision"], "no tensor-core instruction for these inputs"))
+            if min(a.shape[-2], b.shape[-1]) < MIN_MMA_MN:
+                why = f"M or N below {MIN_MMA_MN}" + (" (its fp32 operands rounded to tf32 first)" if plan.tf32 else "")
+            else:
+                why = why.get(op.attrs["precision"], "no tensor-core instruction for these inputs")
+            decisions.add("tensor_cores", op, f"dot {shape}: FMA on CUDA cores", why)
     return plans
 
 

@@ -1,6 +1,6 @@
 """Typing rule of `tl.dot`: shapes, input and accumulator dtypes, and the precision the product is computed in.
 
-Follows Triton: two 2-D blocks [M, K] @ [K, N] with M, N, K >= 16; both inputs of one dtype; fp16 and bf16
+Follows Triton: two 2-D blocks [M, K] @ [K, N] with K >= 16 (M and N of any size, as Triton's CUDA back end); both inputs of one dtype; fp16 and bf16
 accumulate in fp32; fp32 inputs are rounded to tf32 unless `input_precision="ieee"` (or `allow_tf32=False`);
 int8 accumulates in int32; fp64 stays fp64; fp8 (`tl.float8e4nv`, `tl.float8e5`, one of them for both inputs)
 accumulates in fp32. `acc` must already be [M, N] of the result dtype. The op is
@@ -19,7 +19,7 @@ from ..scaled_dot import dot_scaled
 from .semantic import (RULES, binary_op, broadcast_to_shape, cast, const_value, constant, expand_dims, is_const, rule,
                        splat, to_value)
 
-MIN_DOT_SIZE = 16
+MIN_DOT_K = 16     # Triton's CUDA back end (its `min_dot_size`): M and N of any size (padded), K of 16 or more
 PRECISIONS = ("tf32", "tf32x3", "ieee")
 _FLOAT_INPUTS = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
 FP8_INPUTS = (dtypes.float8e4nv, dtypes.float8e5)     # CUDA's e4m3 and e5m2: an fp32 product (sm_89+)
@@ -64,9 +64,9 @@ def _dot(b, input, other, acc=None, input_precision=None, allow_tf32=None, max_n
     if k != k2:
         raise b.error(ShapeError, f"tl.dot: shapes {list(a.shape)} and {list(w.shape)} do not multiply "
                       f"(inner dimensions {k} and {k2})")
-    if min(m, n, k) < MIN_DOT_SIZE:
-        raise b.error(ShapeError, f"tl.dot needs M, N and K of at least {MIN_DOT_SIZE}, got M={m}, N={n}, K={k}",
-                      hint="make the block sizes 16 or more (pad with masked loads)")
+    if k < MIN_DOT_K:
+        raise b.error(ShapeError, f"tl.dot needs K of at least {MIN_DOT_K}, got M={m}, N={n}, K={k}",
+                      hint="make the K block 16 or more (pad with masked loads)")
     if a.dtype is not w.dtype:
         raise b.error(DTypeError, f"tl.dot inputs must have one dtype, not {a.dtype!r} and {w.dtype!r}",
                       hint="cast one of them with .to(...)")

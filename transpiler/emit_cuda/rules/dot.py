@@ -248,8 +248,11 @@ def dot(em, op, layout):
         if batched:       # each register's batch picks its tiles
             batch, coords = coords[0], coords[1:]
             a_view, b_view = a_view.batch(batch), b_view.batch(batch)
+        a_elem, b_elem = a_view.at(coords[0], "kk"), b_view.at("kk", coords[1])
+        if plan.tf32:     # rounded as the tensor cores' fragments are (cvt.rna.tf32.f32 keeps the fp32 layout)
+            a_elem, b_elem = f"__uint_as_float(tp::tf32({a_elem}))", f"__uint_as_float(tp::tf32({b_elem}))"
         em.write(em.dot_macros.fma(dict(ctype=ctype, name=name, n=plan.layout.num_regs, acc=acc.at("r"), k=k,
-                                        a=a_view.at(coords[0], "kk"), b=b_view.at("kk", coords[1]))))
+                                        a=a_elem, b=b_elem)))
     else:
         batch = None
         if batched:       # the warp's batches one after the other, each a 2-D product on its batch's tiles
