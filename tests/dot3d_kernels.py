@@ -59,6 +59,39 @@ def bmm_epilogue_kernel(A, B, C, n_batch, M, N, K, BLOCK_B: tl.constexpr, BLOCK_
     tl.store(C + om[:, None] * N + on[None, :], total, mask=(om[:, None] < M) & (on[None, :] < N))
 
 
+@transpiler.jit
+def bmm_transposed_kernel(Q, KT, W, O, n_batch, M, N, D, BLOCK_B: tl.constexpr, BLOCK_M: tl.constexpr,
+                          BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+    """Batched attention scores the way kernels write them: K stored [B, N, D] and used through
+    `tl.trans(k, 0, 2, 1)`, then the scores times one weight matrix shared by every batch (broadcast)."""
+    ob = tl.program_id(1) * BLOCK_B + tl.arange(0, BLOCK_B)
+    om = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    on = tl.arange(0, BLOCK_N)
+    od = tl.arange(0, BLOCK_D)
+    q = tl.load(Q + ob[:, None, None] * M * D + om[None, :, None] * D + od[None, None, :],
+                mask=(ob[:, None, None] < n_batch) & (om[None, :, None] < M) & (od[None, None, :] < D), other=0.0)
+    k = tl.load(KT + ob[:, None, None] * N * D + on[None, :, None] * D + od[None, None, :],
+                mask=(ob[:, None, None] < n_batch) & (on[None, :, None] < N) & (od[None, None, :] < D), other=0.0)
+    s = tl.dot(q, tl.trans(k, 0, 2, 1))
+    w = tl.load(W + on[:, None] * BLOCK_D + od[None, :], mask=on[:, None] < N, other=0.0)
+    o = tl.dot(s.to(tl.float16), tl.broadcast_to(w[None, :, :], (BLOCK_B, BLOCK_N, BLOCK_D)))
+    tl.store(O + ob[:, None, None] * M * BLOCK_D + om[None, :, None] * BLOCK_D + od[None, None, :], o,
+             mask=(ob[:, None, None] < n_batch) & (om[None, :, None] < M))
+
+
+def transposed_case(rng, n_batch=3, m=40, n=20, d=24, blocks=(2, 32, 32, 32)):
+    """Inputs, the launch's (grid, args, constexprs) and the float64 reference of bmm_transposed_kernel."""
+    bb, bm, bn, bd = blocks
+    q = rng.standard_normal((n_batch, m, d)).astype(np.float16)
+    kt = rng.standard_normal((n_batch, n, d)).astype(np.float16)
+    w = (rng.standard_normal((n, bd)) * 0.25).astype(np.float16)
+    o = poisoned((n_batch, m, bd), np.float32)
+    s = np.matmul(q.astype(np.float64), kt.astype(np.float64).transpose(0, 2, 1))
+    ref = np.matmul(s.astype(np.float16).astype(np.float64), w.astype(np.float64))
+    grid = (-(-m // bm), -(-n_batch // bb))
+    return grid, [q, kt, w, o, n_batch, m, n, d], dict(BLOCK_B=bb, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=bd), ref
+
+
 _NP = {"float16": np.float16, "bfloat16": None, "float32": np.float32, "float64": np.float64, "int8": np.int8,
        "int32": np.int32}
 _TL = {"float16": tl.float16, "float32": tl.float32, "float64": tl.float64, "int32": tl.int32}

@@ -165,3 +165,15 @@ def test_small_2d_dots_interpret_as_numpy_and_run_on_fma(case):
     a64, b64 = (dk._tf32(a), dk._tf32(b)) if tf32 else (a.astype(np.float64), b.astype(np.float64))
     np.testing.assert_allclose(c, a64 @ b64, rtol=1e-5, atol=1e-4)
     assert "FMA on CUDA cores" in dot_kernels.dot_kernel.explain(*args, **options)
+
+
+@needs_nvrtc
+def test_transposed_and_broadcast_batched_operands():
+    grid, args, constexprs, ref = dk.transposed_case(np.random.default_rng(9))
+    dk.bmm_transposed_kernel.interpret[grid](*args, **constexprs)
+    np.testing.assert_allclose(args[3], ref, rtol=2e-3, atol=2e-2)
+    for arch in ("sm_80", "sm_90a"):
+        result = compile_offline(dk.bmm_transposed_kernel.compiled_variant(*args, arch=arch, **constexprs).source,
+                                 arch)
+        assert result.spill_bytes == 0 and not result.warnings, result.log
+        assert "mma.sync.aligned.m16n8k16" in result.ptx

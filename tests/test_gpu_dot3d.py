@@ -70,3 +70,11 @@ def test_batched_product_epilogue_matches_numpy():
     out = run_compiled(dk.bmm_epilogue_kernel, (3,), [a, b, c, n_batch, m, n, k], blocks)[2]
     s = np.matmul(a.astype(np.float64), b.astype(np.float64)) * 0.5
     np.testing.assert_allclose(out, (s - s.max(axis=2, keepdims=True)).sum(axis=0), rtol=1e-3, atol=1e-2)
+
+
+def test_transposed_and_broadcast_batched_operands_match_numpy_and_triton():
+    grid, args, constexprs, ref = dk.transposed_case(np.random.default_rng())
+    ours = run_compiled(dk.bmm_transposed_kernel, grid, args, constexprs)[3]
+    np.testing.assert_allclose(ours, ref, rtol=2e-3, atol=2e-2)
+    theirs = run_triton(Path(dk.__file__), "bmm_transposed_kernel", grid, args, constexprs)[3]
+    np.testing.assert_allclose(theirs, ref, rtol=2e-3, atol=2e-2)
