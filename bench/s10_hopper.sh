@@ -28,7 +28,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw -
 R=TRANSPILER_MMA_REFILL_READ_STAGE
 declare -A VAR SHP
 VAR[refill]="default=,refill=$R=1,refill192=$R=1+TRANSPILER_MMA_FRAGMENT_REGISTERS=192"
-SHP[refill]="float16:16x8192x8192,bfloat16:16x8192x8192,float16:16x4096x14336,float16:32x8192x8192"
+SHP[refill]="float16:16x8192x8192,bfloat16:16x8192x8192,float16:16x4096x14336,float16:32x8192x8192,float16:16x4096x14336@5"
 VAR[audit]="default=,tiles0=TRANSPILER_WGMMA_TILES_PER_SM=0"
 SHP[audit]="float16:4096x4096x4096,bfloat16:4096x4096x4096,float16:8192x8192x8192,float16:8192x8192x512"
 VAR[mma]="mma=TRANSPILER_WGMMA=0,mma_refill192=TRANSPILER_WGMMA=0+$R=1+TRANSPILER_MMA_FRAGMENT_REGISTERS=192"
