@@ -96,11 +96,12 @@ def _bench_matmul(m, n, k, arch):
 @needs_nvrtc
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 def test_skinny_mma_reads_its_stage_whole_and_refills_it(arch, monkeypatch):
-    """TRANSPILER_MMA_REFILL_READ_STAGE=1 (off until timed on the H200). A 16 x 128 x 128 mma.sync tile over 4
-    warps (the decode-shaped bench matmul): its fragments over the whole K and its accumulator fit in 112
-    registers, so the dot loads every fragment, a barrier frees the stage, and the copies of iteration
-    i + num_stages refill it: num_stages iterations in flight, wait_group num_stages - 1."""
-    monkeypatch.setenv("TRANSPILER_MMA_REFILL_READ_STAGE", "1")
+    """By default (TRANSPILER_MMA_REFILL_READ_STAGE; H200: +17% at 16x8192x8192) a 16 x 128 x 128 mma.sync tile
+    over 4 warps (the decode-shaped bench matmul), whose fragments over the whole K and accumulator fit in 112
+    registers, loads every fragment, a barrier frees the stage, and the copies of iteration i + num_stages
+    refill it: num_stages iterations in flight, wait_group num_stages - 1."""
+    monkeypatch.delenv("TRANSPILER_MMA_REFILL_READ_STAGE", raising=False)
+    monkeypatch.delenv("TRANSPILER_MMA_FRAGMENT_REGISTERS", raising=False)
     variant, analysis, config = _bench_matmul(16, 8192, 8192, arch)
     (pipe,) = analysis.pipelines.values()
     (dot,) = analysis.dots.values()
@@ -118,10 +119,26 @@ def test_skinny_mma_reads_its_stage_whole_and_refills_it(arch, monkeypatch):
     assert variant.shared_bytes < 4 * 36 * 1024 + 8192     # the same 4 stages of 36 KiB as before
 
 
+@pytest.mark.parametrize("m", [16, 32])
+def test_refill_switch_off_and_over_budget_keep_the_k_step_order(m, monkeypatch):
+    """TRANSPILER_MMA_REFILL_READ_STAGE=0 gives the 16-row tile the k-step order; by default the 32-row tile
+    (160 registers of fragments and accumulator, over the budget of 128: at 192 it ran 13% slower on the H200)
+    keeps it too. Then the copies go one iteration later, num_stages - 1 ahead."""
+    if m == 16:
+        monkeypatch.setenv("TRANSPILER_MMA_REFILL_READ_STAGE", "0")
+    else:
+        monkeypatch.delenv("TRANSPILER_MMA_REFILL_READ_STAGE", raising=False)
+    monkeypatch.delenv("TRANSPILER_MMA_FRAGMENT_REGISTERS", raising=False)
+    _, analysis, config = _bench_matmul(m, 8192, 8192, "sm_80")
+    (pipe,) = analysis.pipelines.values()
+    assert pipe.refill_dot is None and pipe.distance == config["num_stages"] - 1
+    assert ("stage read k step by k step" in analysis.decisions.report()) == (m == 32)
+
+
 def test_large_mma_tile_keeps_the_k_step_refill(monkeypatch):
-    """With the refill switch on, a 128 x 128 accumulator over 4 warps is 128 registers alone: the dot reads its
-    stage k step by k step and the copies refill the stage of the previous iteration (num_stages - 1 ahead)."""
-    monkeypatch.setenv("TRANSPILER_MMA_REFILL_READ_STAGE", "1")
+    """By default a 128 x 128 accumulator over 4 warps is 128 registers alone: the dot reads its stage k step by
+    k step and the copies refill the stage of the previous iteration (num_stages - 1 ahead)."""
+    monkeypatch.delenv("TRANSPILER_MMA_REFILL_READ_STAGE", raising=False)
     m = n = k = 4096
     a = b = c = np.ones((1, 1), np.float16)
     _, analysis = matmul_example.matmul_kernel.analysis(a, b, c, m, n, k, k, 1, n, 1, n, 1, ACTIVATION="",

@@ -23,10 +23,10 @@ SWITCHES = {
     "TRANSPILER_WGMMA_CHAIN_IN_FLIGHT": "1",  # 0: the last of several wgmma dots of a loop waits for its group
     "TRANSPILER_WGMMA_CP_FENCE": "0",    # 1: fence.proxy.async after every cp.async wait, not only after stores
     "TRANSPILER_CP_ZFILL": "1",          # 0: masked-off runs of an other=0 load go through registers, as before
-    # 1: an mma.sync dot with registers to spare reads its whole stage first, then the refill (pipelining.py;
-    # off until measured on the H200: bench/RESULTS.md, issue 12 session 9)
-    "TRANSPILER_MMA_REFILL_READ_STAGE": "0",
-    "TRANSPILER_MMA_FRAGMENT_REGISTERS": "128",  # the register budget of that (fragments over K + accumulator)
+    # an mma.sync dot with registers to spare reads its whole stage first, then the refill (pipelining.py; H200:
+    # 16x8192x8192 +17%, 16x4096x14336 +27%); 0: the stage read k step by k step
+    "TRANSPILER_MMA_REFILL_READ_STAGE": "1",
+    "TRANSPILER_MMA_FRAGMENT_REGISTERS": "128",  # the register budget of that (fragments over K + accumulator; 192: -13% at 32x8192x8192)
     "TRANSPILER_TMA": "1",               # 0: pipelined loops on sm_90a copy their tiles by cp.async, never TMA
     "TRANSPILER_TMA_IN_FLIGHT": "1",     # 0: a TMA loop waits for its wgmma group in its own iteration
     "TRANSPILER_TMA_REFILL_AFTER_WAIT": "1",  # 0: an in-flight TMA ring refills the stage of i-2 (S-2 ahead)
