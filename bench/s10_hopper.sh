@@ -33,10 +33,15 @@ VAR[audit]="default=,tiles0=TRANSPILER_WGMMA_TILES_PER_SM=0"
 SHP[audit]="float16:4096x4096x4096,bfloat16:4096x4096x4096,float16:8192x8192x8192,float16:8192x8192x512"
 VAR[mma]="mma=TRANSPILER_WGMMA=0,mma_refill192=TRANSPILER_WGMMA=0+$R=1+TRANSPILER_MMA_FRAGMENT_REGISTERS=192"
 SHP[mma]="float16:4096x4096x4096,float16:2048x2048x2048"
+I=TRANSPILER_TILE_IMMEDIATES     # the second call: ldmatrix offsets with immediates against all-XOR offsets
+VAR[imm]="default=,xor=$I=0"
+SHP[imm]="float16:16x4096x14336,float16:16x8192x8192,float16:32x8192x8192"
+VAR[immsq]="mma=TRANSPILER_WGMMA=0,mma_xor=TRANSPILER_WGMMA=0+$I=0"
+SHP[immsq]="float16:4096x4096x4096"
 AB_GROUPS=${AB_GROUPS:-refill audit mma}
 
 step "GPU dot tests with the refill on, beside one cache-filling process per setting"
-( export $R=1; run ${TEST_S:-60} $PY -m pytest -m gpu -q -rf -p no:cacheprovider -n 4 tests/test_gpu_dot.py \
+( export $R=${TEST_REFILL:-1}; run ${TEST_S:-60} $PY -m pytest -m gpu -q -rf -p no:cacheprovider -n 4 tests/test_gpu_dot.py \
     tests/test_gpu_dot_dtypes.py >$L/test_refill.log 2>&1; echo "rc $?" >>$L/test_refill.log ) &
 for g in $AB_GROUPS; do
   for v in $(echo "${VAR[$g]}" | tr ',' ' ') none; do
@@ -44,7 +49,7 @@ for g in $AB_GROUPS; do
       echo "rc $? ($v)" >>"$L/warm_${g}_${v%%=*}.log" ) &
   done
 done
-( run ${WARM_S:-60} $PY bench/s9_hopper.py profile-attention float16:4,32,4096,128:causal >$L/warm_attention.log 2>&1
+[ "${SRC:-1}" = 1 ] && ( run ${WARM_S:-60} $PY bench/s9_hopper.py profile-attention float16:4,32,4096,128:causal >$L/warm_attention.log 2>&1
   echo "rc $?" >>$L/warm_attention.log ) &
 wait
 echo "tests (refill on): $(grep -h 'passed\|failed\|error' $L/test_refill.log | tail -n 3 | tr '\n' ' ') $(tail -n 1 $L/test_refill.log)"
@@ -59,7 +64,7 @@ ab() {
   echo "rc $?"; grep -v '^{' $L/ab_$g.log | tail -n 8
   snap
 }
-ab refill 3
+for g in ${AB_FIRST:-refill}; do ab $g 3; done
 
 M="regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio"
 for m in $(ncu --query-metrics --chip gh100 2>/dev/null | awk '{print $1}' | grep -xE \
@@ -69,17 +74,16 @@ done
 step "ncu 16x4096x14336 (metrics $M)"
 run ${NCU_S:-40} ncu --clock-control none --section SpeedOfLight --section WarpStateStats --section Occupancy \
   --section LaunchStats --section MemoryWorkloadAnalysis --metrics "$M" -k regex:matmul_kernel --csv --page details \
-  $PY bench/hopper_ab.py --profile float16:16x4096x14336,float16:16x8192x8192 --variants "default=,refill=$R=1" \
+  $PY bench/hopper_ab.py --profile ${NCU_SHAPES:-float16:16x4096x14336,float16:16x8192x8192} --variants "${NCU_VARIANTS:-default=,refill=$R=1}" \
   >$L/ncu_skinny.csv 2>$L/ncu_skinny.err
 echo "rc $?"; tail -n 2 $L/ncu_skinny.err
-$PY bench/ncu_summary.py $L/ncu_skinny.csv \
-  "default@16x4096x14336,refill@16x4096x14336,triton@16x4096x14336,default@16x8192x8192,refill@16x8192x8192,triton@16x8192x8192" \
+$PY bench/ncu_summary.py $L/ncu_skinny.csv "${NCU_LABELS:-default@16x4096x14336,refill@16x4096x14336,triton@16x4096x14336,default@16x8192x8192,refill@16x8192x8192,triton@16x8192x8192}" \
   | tee $L/ncu_skinny.txt | cut -c1-420
 snap
 
-ab audit 2
-ab mma 2
+for g in ${AB_LATER:-audit mma}; do ab $g 2; done
 
+[ "${SRC:-1}" = 1 ] || { step "done"; exit 0; }
 step "ncu SourceCounters, causal attention fp16 B4 H32 S4096 D128 (ours, then Triton's)"
 run ${SRC_S:-40} ncu --clock-control none --section SourceCounters --section WarpStateStats --section SpeedOfLight \
   -k regex:attention -o $L/attn_src $PY bench/s9_hopper.py profile-attention float16:4,32,4096,128:causal \

@@ -381,11 +381,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
         unsigned b_frag[8][2];
         #pragma unroll
         for (int mt = 0; mt < 4; ++mt) {
-          tp::ldmatrix_x4(a_frag[mt][0], a_frag[mt][1], a_frag[mt][2], a_frag[mt][3], &(a_stages + (stage) * 8192)[(a_lane_offset ^ tp::swizzle<128, 2>(16 * mt, kk))]);
+          tp::ldmatrix_x4(a_frag[mt][0], a_frag[mt][1], a_frag[mt][2], a_frag[mt][3], &(a_stages + (stage) * 8192)[((a_lane_offset ^ tp::swizzle<128, 2>(0, kk)) + tp::swizzle<128, 2>(16 * mt, 0))]);
         }
         #pragma unroll
         for (int nt = 0; nt < 8; nt += 2) {
-          tp::ldmatrix_x4_trans(b_frag[nt][0], b_frag[nt][1], b_frag[nt + 1][0], b_frag[nt + 1][1], &(b_stages + (stage) * 8192)[(b_lane_offset ^ tp::swizzle<256, 2>(kk, 8 * nt))]);
+          tp::ldmatrix_x4_trans(b_frag[nt][0], b_frag[nt][1], b_frag[nt + 1][0], b_frag[nt + 1][1], &(b_stages + (stage) * 8192)[((b_lane_offset ^ tp::swizzle<256, 2>(0, 8 * nt)) + tp::swizzle<256, 2>(kk, 0))]);
         }
         #pragma unroll
         for (int mt = 0; mt < 4; ++mt) {
@@ -449,11 +449,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
         unsigned b_frag[8][2];
         #pragma unroll
         for (int mt = 0; mt < 4; ++mt) {
-          tp::ldmatrix_x4(a_frag[mt][0], a_frag[mt][1], a_frag[mt][2], a_frag[mt][3], &(a_stages + (stage) * 8192)[(a_lane_offset ^ tp::swizzle<128, 2>(16 * mt, kk))]);
+          tp::ldmatrix_x4(a_frag[mt][0], a_frag[mt][1], a_frag[mt][2], a_frag[mt][3], &(a_stages + (stage) * 8192)[((a_lane_offset ^ tp::swizzle<128, 2>(0, kk)) + tp::swizzle<128, 2>(16 * mt, 0))]);
         }
         #pragma unroll
         for (int nt = 0; nt < 8; nt += 2) {
-          tp::ldmatrix_x4_trans(b_frag[nt][0], b_frag[nt][1], b_frag[nt + 1][0], b_frag[nt + 1][1], &(b_stages + (stage) * 8192)[(b_lane_offset ^ tp::swizzle<256, 2>(kk, 8 * nt))]);
+          tp::ldmatrix_x4_trans(b_frag[nt][0], b_frag[nt][1], b_frag[nt + 1][0], b_frag[nt + 1][1], &(b_stages + (stage) * 8192)[((b_lane_offset ^ tp::swizzle<256, 2>(0, 8 * nt)) + tp::swizzle<256, 2>(kk, 0))]);
         }
         #pragma unroll
         for (int mt = 0; mt < 4; ++mt) {
