@@ -7,6 +7,9 @@ to 1 constants); both disassembled by Triton's bundled cuobjdump. Prints each cu
 
     PYTHONPATH=/work/tritoncpu/site:$PWD python bench/matmul_sass_cpu.py float16:16x4096x14336 [--env X=1,...]
         [--dir out]     # the .sass files
+        [--nvrtc LIB --nvdisasm BIN]   # ours by that libnvrtc's own ptxas instead (the H200's NVRTC 13.0 from the
+                                       # nvidia-cuda-nvrtc==13.0.88 wheel, its folder on LD_LIBRARY_PATH), shown by
+                                       # that nvdisasm (nvidia-cuda-nvdisasm): the code the H200 runs
 """
 import argparse
 import collections
@@ -38,8 +41,22 @@ def disassemble(cubin: bytes) -> str:
 
 
 def instructions(sass):
-    """(address, opcode, operands) of each instruction."""
-    return [(int(m.group(1), 16), m.group(2), m.group(4)) for m in INSTRUCTION.finditer(sass)]
+    """(address, opcode, operands) of each instruction; nvdisasm's branch labels (`.L_x_3`) are replaced by the
+    address of the instruction after the label, as cuobjdump prints targets."""
+    labels, pending = {}, []
+    for line in sass.splitlines():
+        label = re.match(r"(\.L_x_\d+):", line.strip())
+        if label:
+            pending.append(label.group(1))
+        elif pending and INSTRUCTION.match(line):
+            for name in pending:
+                labels[name] = INSTRUCTION.match(line).group(1)
+            pending = []
+    out = []
+    for m in INSTRUCTION.finditer(sass):
+        rest = re.sub(r"`\((\.L_x_\d+)\)", lambda t: "0x" + labels.get(t.group(1), "0"), m.group(4))
+        out.append((int(m.group(1), 16), m.group(2), rest))
+    return out
 
 
 def loops(instrs):
@@ -64,7 +81,28 @@ def report(label, sass, regs):
         print("    order: " + " ".join(op if op in ORDER else "." for _, op, _ in body))
 
 
-def ours(dtype, m, n, k, env):
+def nvrtc_cubin(lib_path, source):
+    """`source` to a cubin for sm_90a by the libnvrtc at `lib_path` (ctypes), with the runtime's options; its log."""
+    import ctypes
+    from transpiler.runtime.compiler import nvrtc_options
+    lib = ctypes.CDLL(lib_path)
+    prog, size = ctypes.c_void_p(), ctypes.c_size_t()
+    assert lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), b"kernel.cu", 0, None, None) == 0
+    options = [o.encode() for o in nvrtc_options("sm_90a", ("--ptxas-options=-v",))]
+    rc = lib.nvrtcCompileProgram(prog, len(options), (ctypes.c_char_p * len(options))(*options))
+    lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+    log = ctypes.create_string_buffer(size.value)
+    lib.nvrtcGetProgramLog(prog, log)
+    if rc:
+        raise RuntimeError(log.value.decode()[-3000:])
+    lib.nvrtcGetCUBINSize(prog, ctypes.byref(size))
+    cubin = ctypes.create_string_buffer(size.value)
+    lib.nvrtcGetCUBIN(prog, cubin)
+    lib.nvrtcDestroyProgram(ctypes.byref(prog))
+    return cubin.raw, log.value.decode()
+
+
+def ours(dtype, m, n, k, env, nvrtc=None, nvdisasm=None):
     import transpiler
     import transpiler.language as tl
     from transpiler.runtime.compiler import compile_offline
@@ -73,6 +111,14 @@ def ours(dtype, m, n, k, env):
     a = transpiler.StandIn(getattr(tl, dtype))
     args = (a, a, a, m, n, k, k, 1, n, 1, n, 1)
     variant = kernels.matmul_kernel.compiled_variant(*args, arch="sm_90a", **kernels.matmul_config(m, n, k))
+    if nvrtc:
+        cubin, log = nvrtc_cubin(nvrtc, variant.source)
+        with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+            f.write(cubin)
+            f.flush()
+            sass = subprocess.run([nvdisasm, "-c", f.name], capture_output=True, text=True, check=True).stdout
+        regs = re.search(r"Used (\d+) registers", log)
+        return sass, f"{regs.group(1) if regs else '?'} (that NVRTC's ptxas)"
     result = compile_offline(variant.source, "sm_90a")    # NVRTC's own cubin: registers; its PTX for ptxas
     ptx = re.sub(r"^\.version \d+\.\d+", ".version 8.7", result.ptx, flags=re.M)   # Triton's ptxas is 12.8
     with tempfile.TemporaryDirectory() as tmp:
@@ -121,11 +167,16 @@ def main():
     ap.add_argument("shape", help="dtype:MxNxK")
     ap.add_argument("--env", default="", help="our code-generation settings, X=1,Y=0")
     ap.add_argument("--dir", default=None)
+    ap.add_argument("--nvrtc", default=None, help="a libnvrtc.so to compile ours with (its own ptxas)")
+    ap.add_argument("--nvdisasm", default="nvdisasm", help="with --nvrtc: the disassembler of its cubins")
+    ap.add_argument("--ours-only", action="store_true")
     args = ap.parse_args()
     dtype, dims = args.shape.split(":")
     m, n, k = (int(x) for x in dims.split("x"))
     env = dict(s.split("=", 1) for s in args.env.split(",") if s)
-    results = {"ours": ours(dtype, m, n, k, env), "triton": theirs(dtype, m, n, k)}
+    results = {"ours": ours(dtype, m, n, k, env, args.nvrtc, args.nvdisasm)}
+    if not args.ours_only:
+        results["triton"] = theirs(dtype, m, n, k)
     for label, (sass, regs) in results.items():
         report(label, sass, regs)
         if args.dir:

@@ -119,6 +119,33 @@ def test_skinny_mma_reads_its_stage_whole_and_refills_it(arch, monkeypatch):
     assert variant.shared_bytes < 4 * 36 * 1024 + 8192     # the same 4 stages of 36 KiB as before
 
 
+@needs_nvrtc
+def test_ldmatrix_reads_a_shared_base_made_once_per_product(monkeypatch):
+    """Each operand's stage gets its 32-bit shared address once per product and every ldmatrix adds the lane's
+    offset and a constant to it (TRANSPILER_MMA_SHARED_BASE), with the k steps that do not meet the lane's bits
+    added, not XORed (TRANSPILER_TILE_IMMEDIATES). With both off, the skinny loop took 212 registers and 216 SASS
+    instructions under the H200's NVRTC 13.0 (168 and 137 with them; bench/NOTES.md, issue 12 session 10): here
+    the two builds are compared by register count."""
+    registers = {}
+    for setting in ("1", "0"):
+        monkeypatch.setenv("TRANSPILER_MMA_SHARED_BASE", setting)
+        monkeypatch.setenv("TRANSPILER_TILE_IMMEDIATES", setting)
+        variant, _, _ = _bench_matmul(16, 4096, 14336, "sm_90a")
+        loop = variant.source.split("for (int k_ = 0;")[1].split("tp::cp_async_wait<0>();")[0]
+        if setting == "1":
+            assert "const unsigned a_tile_smem = tp::smem_addr(a_stages + (stage) * 2048);" in loop
+            assert "const unsigned b_tile_smem = tp::smem_addr(b_stages + (stage) * 16384);" in loop
+            reads = [line for line in loop.splitlines() if "tp::ldmatrix" in line]
+            assert reads and all("_tile_smem + 2 * ((" in line for line in reads)
+            assert "+ tp::swizzle<256, 2>(kk, 0)" in loop and "((kk) & 64)" in loop     # k steps as immediates
+        else:
+            assert "tp::smem_addr(" not in loop and "&(a_stages + (stage) * 2048)[" in loop
+        result = compile_offline(variant.source, "sm_90a")
+        assert result.spill_bytes == 0 and not result.warnings, result.log
+        registers[setting] = result.registers
+    assert registers["1"] < registers["0"], registers
+
+
 @pytest.mark.parametrize("m", [16, 32])
 def test_refill_switch_off_and_over_budget_keep_the_k_step_order(m, monkeypatch):
     """TRANSPILER_MMA_REFILL_READ_STAGE=0 gives the 16-row tile the k-step order; by default the 32-row tile

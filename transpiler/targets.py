@@ -33,6 +33,7 @@ SWITCHES = {
     "TRANSPILER_TMA_FULL_GRID": "0",     # 1: the TMA ring only where the grid has a program per SM (no gain measured)
     "TRANSPILER_TMA_PREFETCH": "1",      # 0: no prefetch of the tensor maps at kernel entry (1024^3: 11.8 vs 12.2 us)
     "TRANSPILER_WGMMA_TILES_PER_SM": "2",  # wgmma accumulators of 128 x 128 resident per SM (0: no limit; residency.py)
+    "TRANSPILER_MMA_SHARED_BASE": "1",   # 0: ldmatrix addresses from generic pointers, not a tile's 32-bit base
     "TRANSPILER_TILE_IMMEDIATES": "1",   # 0: a tile offset's constant part all XORed when any bit meets the thread's
     "TRANSPILER_STMATRIX": "1",          # 0: conversions from 8x8 fragment layouts store element by element
     "TRANSPILER_ROW_LOOP": "1",          # 0: one row per program, no persistent row loop (analysis/row_loop.py)
