@@ -5,7 +5,6 @@ import os
 import re
 from dataclasses import dataclass
 
-from ..analysis.residency import plan_residency
 from . import cspell
 from . import rules  # noqa: F401  (registers the lowering rules)
 from .device_header import used_helpers
@@ -76,6 +75,7 @@ class EmittedKernel:
     row_loop_waves: int = 0      # persistent only for grids of at most this many waves, else every block (0: any)
     residency: object = None     # analysis.residency.ResidencyPlan: shared_bytes includes a reservation
     num_warps: int = 0           # warps of a block, when not the launch's num_warps (analysis/program_warps.py)
+    unspelled_scratch: tuple = ()  # scratch uses analysis planned that no rule spelled (tests: none)
 
 
 def _reads(text, name) -> bool:
@@ -105,9 +105,7 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
     for layout, i in sorted(em.layout_ids.items(), key=lambda kv: kv[1]):
         notes += layout_in_words(layout, i)
     shared_bytes = em.smem.total_bytes()
-    # how many wgmma programs may share an SM: decided from what the kernel's shared memory turned out to be
-    residency = plan_residency(kernel, analysis.dots, shared_bytes, analysis.decisions) if analysis.uses_wgmma \
-        else None
+    residency = analysis.residency     # how many wgmma programs may share an SM (analysis/residency.py)
     smem_constants = [f"constexpr int {name} = {value};" for name, value in em.smem.constants()]
     params = _params(kernel, analysis.read_only.written_args, em.names)
     body = "\n".join(indent_pragmas(fold_single_trip_loops(em.lines)))
@@ -147,7 +145,7 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
                          analysis.required_arch, tuple(spec for _, spec in em.tma_params), row_loop,
                          bool(analysis.row_loop and analysis.row_loop.persistent), analysis.programs_per_block,
                          analysis.row_loop.max_waves if analysis.row_loop else 0, residency,
-                         analysis.options.num_warps)
+                         analysis.options.num_warps, em.smem.unspelled_scratch())
 
 
 __all__ = ["emit_kernel", "EmittedKernel", "OCCUPANCY_MACRO", "MAXNREG_MACRO"]
