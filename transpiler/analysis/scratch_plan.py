@@ -42,7 +42,8 @@ def conversion_elements(value, own, layout) -> int:
 
 
 def scratch_key(what, *parts):
-    """The key of a scratch use: ("convert", value, layout, in pipeline), ("dot", op), ("atomic", op), ("gather", op)."""
+    """The key of a scratch use: ("convert", value, layout, in a pipelined loop), ("dot", op), ("atomic", op) or
+    ("gather", op)."""
     return (what, *parts)
 
 
@@ -173,7 +174,8 @@ class _Walk:
                 self.read(v, layout)
         if plan.broadcast:
             v = op.result
-            self.use(scratch_key("atomic", op), [(v.dtype, v.type.numel, "old values of an atomic, for every thread", v)])
+            purpose = "old values of an atomic, for every thread"
+            self.use(scratch_key("atomic", op), [(v.dtype, v.type.numel, purpose, v)])
 
     # -- regions -------------------------------------------------------------------------------------------
     def ops(self, ops, skip=()):

@@ -69,7 +69,7 @@ class SharedMemoryPlan:
         self.scratch_uses: dict = {}  # scratch key (scratch_plan.py) -> its buffers
         self.max_scratch_in_pipeline = 0
         self.scratch_used = False     # (emission) whether a scratch use was spelled yet
-        self.scratch_held_by = None   # (emission) the use whose scratch bytes are still to be read (a dot's operand tiles)
+        self.scratch_held_by = None   # (emission) the use whose bytes are still to be read (a dot's operand tiles)
         self.buffers: list = []       # every Buffer, in the order they were planned
         self.by_key: dict = {}
         self.declared: list = []      # the buffers the emitter declared, in its order

@@ -10,7 +10,7 @@ from . import rules  # noqa: F401  (registers the lowering rules)
 from .device_header import used_helpers
 from .emitter import Emitter, Read, jinja_env, templates_dir
 from .single_trip import fold_single_trip_loops
-from .text import indent_pragmas, layout_in_words, wrap
+from .text import break_long_lines, indent_pragmas, layout_in_words, wrap
 
 
 def _params(kernel, written, c_names):
@@ -131,7 +131,8 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
         programs_per_block=analysis.programs_per_block,
         # Tensor-core kernels plan their registers (fragments, stages); the others let the runtime tune occupancy.
         occupancy_macro=None if em.uses_tiles else OCCUPANCY_MACRO, maxnreg_macro=MAXNREG_MACRO,
-        device_header="", device_functions=["\n".join(indent_pragmas(f.split("\n"))) for f in em.device_functions],
+        device_header="",
+        device_functions=["\n".join(indent_pragmas(f.split("\n"))) for f in em.device_functions],
         param_lines=[line.strip() for line in wrap(params, "", "", ") {", 116)] if params else [],
         unused_thread_ids=" ".join(f"(void){n};" for n in ("lane", "warp") if not _reads(reads_ids, n)),
         shared_bytes=shared_bytes, residency=residency,
@@ -139,8 +140,13 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
         shared_decls=(smem_constants + em.shared_decls) if shared_bytes else [],
         thread_bases=thread_bases, body=body)
     template = jinja_env().get_template("kernel.cu.j2")
-    context["device_header"] = _device_header(template.render(**context), em.uses_tiles, uses_fp8, em.uses_tma)
-    source = template.render(**context)
+
+    def render(**header):
+        source = template.render(**{**context, **header})
+        if analysis.options.line_directives:      # a `#line` directive numbers the lines after it: keep them
+            return source
+        return "\n".join(break_long_lines(source.split("\n")))
+    source = render(device_header=_device_header(template.render(**context), em.uses_tiles, uses_fp8, em.uses_tma))
     return EmittedKernel(source, residency.launch_shared_bytes if residency else shared_bytes, em.smem.report(),
                          analysis.required_arch, tuple(spec for _, spec in em.tma_params), row_loop,
                          bool(analysis.row_loop and analysis.row_loop.persistent), analysis.programs_per_block,

@@ -40,7 +40,8 @@ def _operand_views(em, op):
         for v, k_dim in pending:
             em.operand(v, register_layout_for(em, v, k_dim))
         em.write("// dot operands: registers to shared memory")
-        names, barrier = em.scratch_buffers(scratch_key("dot", op), [(f"{em.name_of(v)}_tile", None) for v, _ in pending])
+        names, barrier = em.scratch_buffers(scratch_key("dot", op),
+                                            [(f"{em.name_of(v)}_tile", None) for v, _ in pending])
         if barrier:
             em.write("__syncthreads();  // earlier readers of this scratch space are done")
         for (v, k_dim), buf in zip(pending, names):
