@@ -1,6 +1,7 @@
 // ---- device helpers for the Tensor Memory Accelerator and mbarriers, sm_90 (templates/device_tma.cuh) ---------
 // Inlined after device_tiles.cuh into kernels whose pipelined loops load their tiles by TMA
 // (analysis/tma.py decides which, emit_cuda/rules/pipeline.py spells the ring).
+#pragma once   // (an #include for nvcc; inlined into the .cu for NVRTC without this line)
 namespace tp {
 
 // A CUtensorMap: 128 opaque bytes the host encodes (cuTensorMapEncodeTiled, runtime/tensor_maps.py) and passes

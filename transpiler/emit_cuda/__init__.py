@@ -56,6 +56,18 @@ def _device_header(kernel_code: str, with_tiles: bool, with_fp8: bool = False, w
     return text + "".join("\n" + part for part in (tiles, tma) if part)
 
 
+def include_dir():
+    """The folder of our device headers (`device.cuh`, ...), for `nvcc -I` on an `EmittedKernel.nvcc_source`."""
+    return templates_dir()
+
+
+def _included_headers(headers, with_fp8) -> str:
+    """The device helpers as nvcc users get them: our headers #included whole (NVRTC gets them inlined)."""
+    lines = ["#include <cuda_fp8.h>"] if with_fp8 else []
+    lines.append("// device helpers: transpiler's headers, from transpiler.emit_cuda.include_dir()")
+    return "\n".join(lines + [f'#include "{name}"' for name in headers])
+
+
 OCCUPANCY_MACRO = "TP_MIN_BLOCKS_PER_SM"   # runtime/occupancy.py defines it on a second compile
 MAXNREG_MACRO = "TP_MAXNREG"               # a launch with maxnreg=n compiles with it defined to n
 
@@ -76,6 +88,7 @@ class EmittedKernel:
     residency: object = None     # analysis.residency.ResidencyPlan: shared_bytes includes a reservation
     num_warps: int = 0           # warps of a block, when not the launch's num_warps (analysis/program_warps.py)
     unspelled_scratch: tuple = ()  # scratch uses analysis planned that no rule spelled (tests: none)
+    nvcc_source: str = ""        # the same kernel #including our headers whole: nvcc -I<include_dir()>
 
 
 def _reads(text, name) -> bool:
@@ -131,7 +144,7 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
         programs_per_block=analysis.programs_per_block,
         # Tensor-core kernels plan their registers (fragments, stages); the others let the runtime tune occupancy.
         occupancy_macro=None if em.uses_tiles else OCCUPANCY_MACRO, maxnreg_macro=MAXNREG_MACRO,
-        device_header="",
+        device_header="", include_flag="",
         device_functions=["\n".join(indent_pragmas(f.split("\n"))) for f in em.device_functions],
         param_lines=[line.strip() for line in wrap(params, "", "", ") {", 116)] if params else [],
         unused_thread_ids=" ".join(f"(void){n};" for n in ("lane", "warp") if not _reads(reads_ids, n)),
@@ -146,12 +159,15 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
         if analysis.options.line_directives:      # a `#line` directive numbers the lines after it: keep them
             return source
         return "\n".join(break_long_lines(source.split("\n")))
+    headers = ["device.cuh"] + ["device_tiles.cuh"] * em.uses_tiles + ["device_tma.cuh"] * em.uses_tma
     source = render(device_header=_device_header(template.render(**context), em.uses_tiles, uses_fp8, em.uses_tma))
+    nvcc_source = render(device_header=_included_headers(headers, uses_fp8),
+                         include_flag=' -I"$(python -m transpiler include-dir)"')
     return EmittedKernel(source, residency.launch_shared_bytes if residency else shared_bytes, em.smem.report(),
                          analysis.required_arch, tuple(spec for _, spec in em.tma_params), row_loop,
                          bool(analysis.row_loop and analysis.row_loop.persistent), analysis.programs_per_block,
                          analysis.row_loop.max_waves if analysis.row_loop else 0, residency,
-                         analysis.options.num_warps, em.smem.unspelled_scratch())
+                         analysis.options.num_warps, em.smem.unspelled_scratch(), nvcc_source)
 
 
-__all__ = ["emit_kernel", "EmittedKernel", "OCCUPANCY_MACRO", "MAXNREG_MACRO"]
+__all__ = ["emit_kernel", "EmittedKernel", "OCCUPANCY_MACRO", "MAXNREG_MACRO", "include_dir"]
