@@ -122,9 +122,15 @@ class KernelVariants:
 
     # -- public helpers ----------------------------------------------------------------------------------
     @at_definition
-    def cuda_source(self, *args, num_warps=4, num_stages=3, arch=None, **kwargs):
+    def cuda_source(self, *args, num_warps=4, num_stages=3, arch=None, include_headers=False, **kwargs):
         """The `.cu` of the specialization these arguments select (NumPy arrays and `StandIn`s may stand in
-        for device ones), for a device of architecture `arch` ('sm_90a': with warpgroup MMA)."""
+        for device ones), for a device of architecture `arch` ('sm_90a': with warpgroup MMA). It stands alone
+        (our device helpers inlined, as NVRTC compiles it); with `include_headers`, it `#include`s them instead,
+        for `nvcc -I"$(python -m transpiler include-dir)"`."""
+        if include_headers:
+            from ..emit_cuda import emit_kernel
+            ir, analysis = self.analysis(*args, num_warps=num_warps, num_stages=num_stages, arch=arch, **kwargs)
+            return emit_kernel(ir, analysis).nvcc_source
         return self.compiled_variant(*args, num_warps=num_warps, num_stages=num_stages, arch=arch, **kwargs).source
 
     @at_definition

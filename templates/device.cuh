@@ -1,5 +1,6 @@
 // ---- device helpers (templates/device.cuh: the ones this kernel uses, inlined) ----------------------------
 // Triton's conversions, wide loads and stores, warp shuffles, reduction combiners; all __forceinline__.
+#pragma once   // (an #include for nvcc; inlined into the .cu for NVRTC without this line)
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 

@@ -1,5 +1,6 @@
 // ---- device helpers for shared-memory tiles, async copies and tensor cores (templates/device_tiles.cuh) ---------
 // Inlined after device.cuh into kernels that use tl.dot or a software-pipelined loop.
+#pragma once   // (an #include for nvcc; inlined into the .cu for NVRTC without this line)
 namespace tp {
 
 // Element offset of (row, col) in a row-major tile whose rows are ROW_BYTES long. The 16-byte chunks of a

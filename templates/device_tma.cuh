@@ -1,6 +1,7 @@
 // ---- device helpers for the Tensor Memory Accelerator and mbarriers, sm_90 (templates/device_tma.cuh) ---------
 // Inlined after device_tiles.cuh into kernels whose pipelined loops load their tiles by TMA
 // (analysis/tma.py decides which, emit_cuda/rules/pipeline.py spells the ring).
+#pragma once   // (an #include for nvcc; inlined into the .cu for NVRTC without this line)
 namespace tp {
 
 // A CUtensorMap: 128 opaque bytes the host encodes (cuTensorMapEncodeTiled, runtime/tensor_maps.py) and passes
@@ -50,7 +51,8 @@ __device__ __forceinline__ bool grid_fills_sms() {
 // Copy the box of `map` whose first element is at (x inner, y outer) into shared memory at `dst` (laid out as
 // the map's swizzle says), completing its bytes on `bar`. Elements outside the tensor are written as zeros.
 __device__ __forceinline__ void tma_load_2d(void* dst, const TensorMap* map, unsigned long long* bar, int x, int y) {
-  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];"
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%3, %4}], [%2];"
                :: "r"(smem_addr(dst)), "l"(reinterpret_cast<unsigned long long>(map)), "r"(smem_addr(bar)),
                   "r"(x), "r"(y) : "memory");
 }

@@ -133,13 +133,16 @@ def test_ldmatrix_reads_a_shared_base_made_once_per_product(monkeypatch):
         variant, _, _ = _bench_matmul(16, 4096, 14336, "sm_90a")
         loop = variant.source.split("for (int k_ = 0;")[1].split("tp::cp_async_wait<0>();")[0]
         if setting == "1":
-            assert "const unsigned a_tile_smem = tp::smem_addr(a_stages + (stage) * 2048);" in loop
-            assert "const unsigned b_tile_smem = tp::smem_addr(b_stages + (stage) * 16384);" in loop
-            reads = [line for line in loop.splitlines() if "tp::ldmatrix" in line]
+            # (the stage's tiles named once per iteration: `a_tile = a_stages + stage * 2048`)
+            assert "__half* a_tile = a_stages + stage * 2048;" in loop
+            assert "__half* b_tile = b_stages + stage * 16384;" in loop
+            assert "const unsigned a_tile_smem = tp::smem_addr(a_tile);" in loop
+            assert "const unsigned b_tile_smem = tp::smem_addr(b_tile);" in loop
+            reads = re.findall(r"tp::ldmatrix[^;]*;", " ".join(loop.split()))   # a statement may span lines
             assert reads and all("_tile_smem + 2 * ((" in line for line in reads)
             assert "+ tp::swizzle<256, 2>(kk, 0)" in loop and "((kk) & 64)" in loop     # k steps as immediates
         else:
-            assert "tp::smem_addr(" not in loop and "&(a_stages + (stage) * 2048)[" in loop
+            assert "tp::smem_addr(" not in loop and "&a_tile[" in loop
         result = compile_offline(variant.source, "sm_90a")
         assert result.spill_bytes == 0 and not result.warnings, result.log
         registers[setting] = result.registers

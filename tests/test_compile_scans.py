@@ -94,7 +94,7 @@ def test_fp16_cumsum_accumulates_in_fp32_and_rounds_once():
 
 
 def test_tuple_combine_fn_is_one_device_function_of_outputs_lefts_rights():
-    src = _source(case_linear_recurrence(np.random.default_rng(0)))
+    src = " ".join(_source(case_linear_recurrence(np.random.default_rng(0))).split())   # a long line may be broken
     assert ("void combine(float& out0, float& out1, float left0, float left1, float right0, float right1)"
             in src)
 

@@ -120,10 +120,13 @@ def test_claiming_scratch_while_a_dot_s_operand_tiles_hold_it_is_an_internal_err
     """The general guard behind the three orderings above: while a dot's operand tiles are live, no other use may
     take the scratch bytes; the emitter fails loudly instead of writing a wrong product."""
     from transpiler.analysis.shared_memory import SharedMemoryPlan
+    from transpiler.dtypes import float16
     plan = SharedMemoryPlan()
-    plan.begin_scratch(False)
+    for use in ("tiles", "conversion"):
+        plan.plan_scratch((use,), [(float16, 64, use, None)], in_pipeline=False)
+    plan.begin_scratch(("tiles",), False)
     plan.hold_scratch("dot operand tiles")
     with pytest.raises(AssertionError, match="dot operand tiles"):
-        plan.begin_scratch(False)
+        plan.begin_scratch(("conversion",), False)
     plan.release_scratch()
-    assert plan.begin_scratch(False) is True     # a barrier: the tiles' readers may still be reading
+    assert plan.begin_scratch(("conversion",), False)[1] is True     # a barrier: the tiles' readers may still read

@@ -60,7 +60,7 @@ def test_explain_softmax_unaligned_rows_says_why_it_does_not_vectorize():
 def test_explain_reports_layout_conversion_through_shared_memory():
     text = explain("giou_loss_fp32")
     assert "convert the stored value to the coalesced layout" in text
-    assert "convert_valid: 512 x bool = 512 bytes (layout conversion)" in text
+    assert "valid: 512 x int1 = 512 bytes at tp_smem_stage (layout conversion, scratch)" in text
 
 
 def test_explain_softmax_report_matches_snapshot():

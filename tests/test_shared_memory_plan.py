@@ -16,6 +16,7 @@ from example_specs import BY_NAME, analysis_of
 from transpiler.analysis.shared_memory import (PERSISTENT, SCRATCH, STAGES, SharedMemoryPlan, WGMMA_ALIGN,
                                                plan_shared_memory)
 from transpiler.emit_cuda import emit_kernel
+from transpiler.dtypes import float32
 
 
 def _declared_offsets(source):
@@ -62,18 +63,20 @@ def test_emission_does_not_change_the_analysis_plan_and_is_repeatable():
 def test_scratch_uses_share_one_base_and_stack_within_a_use():
     plan = SharedMemoryPlan(128)
     plan.persistent(40, "x")
-    assert plan.begin_scratch(in_loop=False) is False
-    a, b = plan.scratch(100, "a"), plan.scratch(300, "b")
+    a, b = plan.plan_scratch(("use", 1), [(float32, 25, "a", None), (float32, 75, "b", None)], in_pipeline=False)
     assert (a.offset, b.offset) == ("tp_smem_stage", "tp_smem_stage + 128")
-    assert plan.begin_scratch(in_loop=False) is True        # the first use's readers may still be reading
-    c = plan.scratch(1000, "c")
+    (c,) = plan.plan_scratch(("use", 2), [(float32, 250, "c", None)], in_pipeline=False)
     assert c.offset == "tp_smem_stage" and c.kind == SCRATCH
     plan.begin_pipeline()
     ring = plan.stage(5000, "ring")
-    assert plan.begin_scratch(in_loop=True) is True
-    inside = plan.scratch(10, "inside")
     plan.end_pipeline()
+    (inside,) = plan.plan_scratch(("use", 3), [(float32, 2, "inside", None)], in_pipeline=True)
     assert ring.offset == "tp_smem_stage" and inside.offset == "tp_smem_scratch_in_loop"
+    # the emitter takes the uses by key; a barrier before every use but the first outside loops
+    assert plan.begin_scratch(("use", 1), in_loop=False) == ([a, b], False)
+    assert plan.begin_scratch(("use", 2), in_loop=False)[1] is True     # the first use's readers may still read
+    with pytest.raises(AssertionError, match="no scratch shared memory planned"):
+        plan.begin_scratch(("use", 4), in_loop=False)
     # stage base after the 48 persistent bytes, rounded to 128; in-loop scratch after the 5120-byte ring
     assert plan.constants() == [("tp_smem_stage", 128), ("tp_smem_scratch_in_loop", 128 + 5120)]
     assert plan.total_bytes() == 128 + 5120 + 128

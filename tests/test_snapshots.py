@@ -47,3 +47,12 @@ def test_generated_cuda_has_no_machine_specific_text():
         source = source_of(spec)
         assert str(Path(__file__).resolve().parent.parent) not in source, spec.name
         assert os.path.expanduser("~") + "/" not in source, spec.name
+
+
+def test_no_snapshot_line_is_over_120_columns():
+    """Issue 15: the emitted `.cu` keeps within 120 columns (emit_cuda/text.py `break_long_lines`), the matmul and
+    attention ones included."""
+    long = {path.name: [n for n, line in enumerate(path.read_text().split("\n"), 1) if len(line) > 120]
+            for path in sorted(SNAPSHOTS.glob("*.cu"))}
+    assert len(long) >= 10 and "attention_fp16_d128_causal_sm90a.cu" in long
+    assert not {name: lines for name, lines in long.items() if lines}

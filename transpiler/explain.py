@@ -1,10 +1,11 @@
 """The explain report: the decisions made for one specialization, joined to the Python lines they concern.
 
-Reads what the passes already decided (the IR, its `KernelAnalysis` with the decision log) and what the
-emitter allocated (the shared-memory buffers), and writes plain text: the specialization, each
+Reads what the passes already decided (the IR, its `KernelAnalysis` with the decision log and the shared-memory
+plan, scratch uses included) and writes plain text: the specialization, each
 layout with its registers, lanes and warps per dimension, then per Python line the layout of each block
 value defined there, the vector width of each load and store with the reason, how each reduction crosses
-registers, lanes and warps, and the shared memory used. Decides nothing itself.
+registers, lanes and warps, and the shared memory used. Decides nothing itself, and runs the emitter only for
+the register report of an `arch` (ptxas needs the source).
 
 `kernel.explain(*args, **constexprs)` and `python -m transpiler explain examples/softmax.py` print it.
 """
@@ -108,8 +109,8 @@ def _specialization(ir) -> list:
     return lines
 
 
-def explain_ir(ir, analysis, emitted, arch=None) -> str:
-    """The report for a kernel IR, its analysis and what the emitter made of them (`EmittedKernel`)."""
+def explain_ir(ir, analysis, arch=None) -> str:
+    """The report for a kernel IR and its analysis (with `arch`, the registers of NVRTC's compile for it)."""
     name_of = _Names()
     layouts = analysis.layouts
     num_warps = analysis.options.num_warps
@@ -159,25 +160,51 @@ def explain_ir(ir, analysis, emitted, arch=None) -> str:
         out.append(f"  {lid}: {describe_layout(layout)}")
         out.append(f"      bases: {layout.describe().split(': ', 1)[1]}")
 
-    buffers = emitted.shared_buffers
-    res = emitted.residency
-    reserved = (f" at launch (the buffers use {res.used_shared_bytes}; the rest keeps more than {res.programs_per_sm} "
-                f"program(s) off an SM)" if res else "")
-    out += ["", f"shared memory: {emitted.shared_bytes} bytes per program{reserved}" + (":" if buffers else " (none)")]
-    for name, ctype, count, nbytes, purpose in buffers:
-        out.append(f"  {name}: {count} x {ctype} = {nbytes} bytes ({purpose})")
-    out += ["", _occupancy_text(ir, emitted, arch)]
+    out += [""] + shared_memory_text(analysis)
+    out += ["", _occupancy_text(ir, analysis, arch)]
     return "\n".join(out) + "\n"
 
 
-def _occupancy_text(ir, emitted, arch) -> str:
-    from .emit_cuda import OCCUPANCY_MACRO
-    if OCCUPANCY_MACRO not in emitted.source:
+def _about(v) -> str:
+    """The Python name of the value a buffer holds, else what made it and where."""
+    if v is None:
+        return ""
+    if v.name:
+        return v.name
+    owner = v.owner
+    line = getattr(getattr(owner, "loc", None), "line", None)
+    what = getattr(owner, "name", "value")
+    if what in (OpKind.REDUCE, OpKind.SCAN):
+        what = f"{owner.attrs['combine']} {'reduction' if what == OpKind.REDUCE else 'scan'}"
+    return f"the {what} of line {line}" if line else f"a {what}"
+
+
+def shared_memory_text(analysis) -> list:
+    """The shared-memory plan (analysis/shared_memory.py, scratch_plan.py): the bytes a launch gives a program and
+    each buffer with its offset; scratch buffers share their bytes with every other scratch use."""
+    plan, res = analysis.shared_memory, analysis.residency
+    total = res.launch_shared_bytes if res else plan.total_bytes()
+    reserved = (f" at launch (the buffers use {res.used_shared_bytes}; the rest keeps more than {res.programs_per_sm} "
+                f"program(s) off an SM)" if res else "")
+    out = [f"shared memory: {total} bytes per program{reserved}" + (":" if plan.buffers else " (none)")]
+    for b in plan.buffers:
+        about = _about(b.value)
+        out.append(f"  {about or b.purpose}: {b.count} x {b.dtype} = {b.nbytes} bytes at {b.offset} ({b.purpose}"
+                   f"{', scratch' if b.kind == 'scratch' else ''})")
+    return out
+
+
+def _occupancy_text(ir, analysis, arch) -> str:
+    if analysis.dots:       # the emitter leaves the occupancy macro out of kernels with tiles or tensor cores
         return "registers: as ptxas chooses under __launch_bounds__ (tensor-core kernels plan their own)"
     if arch is None:
         return ("registers: tuned when compiled for a GPU (a second compile for one more program per SM when ptxas' "
                 "report puts it within reach; explain(..., arch='sm_90a') shows the outcome)")
+    from .emit_cuda import OCCUPANCY_MACRO, emit_kernel
     from .runtime.compiler import compile_tuned
+    emitted = emit_kernel(ir, analysis)
+    if OCCUPANCY_MACRO not in emitted.source:   # a conversion by stmatrix uses the tensor-core helpers
+        return "registers: as ptxas chooses under __launch_bounds__ (tensor-core kernels plan their own)"
     _, occupancy = compile_tuned(emitted.source, ir.name, arch, emitted.shared_bytes)
     text = occupancy.describe() if occupancy else "no ptxas report"
     per_block = emitted.programs_per_block
@@ -192,6 +219,5 @@ def explain_kernel(kernel, *args, num_warps=4, num_stages=3, arch=None, **conste
     """The report for the specialization these launch arguments select (NumPy arrays may stand in); with
     `arch` ('sm_90a', ...), the source written for that architecture (warpgroup MMA on sm_90a) and the
     registers and programs per SM NVRTC's compile for it gives."""
-    from .emit_cuda import emit_kernel
     ir, analysis = kernel.analysis(*args, num_warps=num_warps, num_stages=num_stages, arch=arch, **constexprs)
-    return explain_ir(ir, analysis, emit_kernel(ir, analysis), arch)
+    return explain_ir(ir, analysis, arch)

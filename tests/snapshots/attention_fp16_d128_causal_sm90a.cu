@@ -422,7 +422,8 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   }
   tp::fence_proxy_async();  // the stores above, seen by the tensor cores' reads
   __syncthreads();
-  // software pipeline, 4 stages: the loads on line(s) 42, 59 are copied to shared memory 2 iteration(s) ahead (cp.async)
+  // software pipeline, 4 stages: the loads on line(s) 42, 59 are copied to shared memory 2 iteration(s) ahead
+  // (cp.async)
   float l_i[2];
   #pragma unroll
   for (int r = 0; r < 2; ++r) l_i[r] = 0.0f;
@@ -481,15 +482,19 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
       const __half* v_ptrs_3[32];
       #pragma unroll
       for (int r = 0; r < 32; ++r) v_ptrs_3[r] = v_ptrs_ahead[r] + mul_3;
+      __half* k__next = k__stages + stage * 8192;
       #pragma unroll
       for (int v = 0; v < 4; ++v) {
         const int r = v * 8;
-        tp::cp_async<16>(&(k__stages + (stage) * 8192)[(L4_tile1 + tp::swizzle_slabs<256, 2, 64>(((r >> 3) << 4), (r & 7)))], k_ptrs_ahead[r]);
+        tp::cp_async<16>(&k__next[(L4_tile1 + tp::swizzle_slabs<256, 2, 64>(((r >> 3) << 4), (r & 7)))],
+            k_ptrs_ahead[r]);
       }
+      __half* v__next = v__stages + stage * 8192;
       #pragma unroll
       for (int v = 0; v < 4; ++v) {
         const int r = v * 8;
-        tp::cp_async<16>(&(v__stages + (stage) * 8192)[(L5_tile2 + tp::swizzle_slabs<256, 2, 64>(((r >> 3) << 4), (r & 7)))], v_ptrs_ahead[r]);
+        tp::cp_async<16>(&v__next[(L5_tile2 + tp::swizzle_slabs<256, 2, 64>(((r >> 3) << 4), (r & 7)))],
+            v_ptrs_ahead[r]);
       }
       #pragma unroll
       for (int r = 0; r < 32; ++r) k_ptrs_ahead[r] = k_ptrs_3[r];
@@ -503,7 +508,10 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   for (int start_n = 0; start_n < full_end; start_n += 64) {
     tp::cp_async_wait<1>();  // this iteration's stage has landed (for this thread)
     __syncthreads();                 // ... for every thread; and the stage refilled next is free
-    // 128x64x128 product on tensor cores: wgmma.mma_async m64n64k16, warpgroups 2x1, each 64x64 (1 instruction(s) per k16 step)
+    __half* k__tile = k__stages + stage * 8192;
+    __half* v__tile = v__stages + stage * 8192;
+    // 128x64x128 product on tensor cores: wgmma.mma_async m64n64k16, warpgroups 2x1, each 64x64 (1 instruction(s) per
+    // k16 step)
     float qk[32];
     #pragma unroll
     for (int r = 0; r < 32; ++r) qk[r] = 0.0f;
@@ -512,7 +520,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
       const int group_n0 = 0;  // this warpgroup's first column
       unsigned long long a_desc[1];  // A's descriptors at k = 0 (each k step adds a constant)
       a_desc[0] = tp::wgmma_desc<1, 16, 1024>(&q_tile[tp::swizzle_slabs<256, 2, 128>(group_m0, 0)]);
-      const unsigned long long b_desc = tp::wgmma_desc<1, 16, 1024>(&(k__stages + (stage) * 8192)[tp::swizzle_slabs<256, 2, 64>(group_n0, 0)]);  // B's descriptor at k = 0
+      // B's descriptor at k = 0
+      const unsigned long long b_desc = tp::wgmma_desc<1, 16, 1024>(
+          &k__tile[tp::swizzle_slabs<256, 2, 64>(group_n0, 0)]);
       tp::wgmma_pin<32>(qk);
       tp::wgmma_fence();
       #pragma unroll
@@ -573,13 +583,16 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
     __half cvt[32];
     #pragma unroll
     for (int r = 0; r < 32; ++r) cvt[r] = tp::cast<__half>(p[r]);
-    // 128x128x64 product on tensor cores: wgmma.mma_async m64n128k16, warpgroups 2x1, each 64x128 (1 instruction(s) per k16 step)
+    // 128x128x64 product on tensor cores: wgmma.mma_async m64n128k16, warpgroups 2x1, each 64x128 (1 instruction(s) per
+    // k16 step)
     float acc_2[64];
     #pragma unroll
     for (int r = 0; r < 64; ++r) acc_2[r] = acc_1[r];
     {
       const int group_n0_1 = 0;  // this warpgroup's first column
-      const unsigned long long b_desc_1 = tp::wgmma_desc<1, 8192, 1024>(&(v__stages + (stage) * 8192)[tp::swizzle_slabs<256, 2, 64>(0, group_n0_1)]);  // B's descriptor at k = 0
+      // B's descriptor at k = 0
+      const unsigned long long b_desc_1 = tp::wgmma_desc<1, 8192, 1024>(
+          &v__tile[tp::swizzle_slabs<256, 2, 64>(0, group_n0_1)]);
       unsigned cvt_frag[16];  // A fragments: (mt, k16 step) -> 4 registers
       #pragma unroll
       for (int r = 0; r < 16; ++r) cvt_frag[r] = tp::pack2(cvt[2 * r], cvt[2 * r + 1]);
@@ -607,15 +620,19 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
           const __half* v_ptrs_3_L5[32];
           #pragma unroll
           for (int r = 0; r < 32; ++r) v_ptrs_3_L5[r] = v_ptrs_ahead[r] + mul_3;
+          __half* k__next_1 = k__stages + ((stage + 2) % 4) * 8192;
           #pragma unroll
           for (int v = 0; v < 4; ++v) {
             const int r = v * 8;
-            tp::cp_async<16>(&(k__stages + ((stage + 2) % 4) * 8192)[(L4_tile1 + tp::swizzle_slabs<256, 2, 64>(((r >> 3) << 4), (r & 7)))], k_ptrs_ahead[r]);
+            tp::cp_async<16>(&k__next_1[(L4_tile1 + tp::swizzle_slabs<256, 2, 64>(((r >> 3) << 4), (r & 7)))],
+                k_ptrs_ahead[r]);
           }
+          __half* v__next_1 = v__stages + ((stage + 2) % 4) * 8192;
           #pragma unroll
           for (int v = 0; v < 4; ++v) {
             const int r = v * 8;
-            tp::cp_async<16>(&(v__stages + ((stage + 2) % 4) * 8192)[(L5_tile2 + tp::swizzle_slabs<256, 2, 64>(((r >> 3) << 4), (r & 7)))], v_ptrs_ahead[r]);
+            tp::cp_async<16>(&v__next_1[(L5_tile2 + tp::swizzle_slabs<256, 2, 64>(((r >> 3) << 4), (r & 7)))],
+                v_ptrs_ahead[r]);
           }
           #pragma unroll
           for (int r = 0; r < 32; ++r) k_ptrs_ahead[r] = k_ptrs_3_L4[r];
@@ -640,7 +657,8 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   tp::wgmma_pin<64>(acc);
   tp::cp_async_wait<0>();
   __syncthreads();  // the stage buffers may be reused from here on
-  // software pipeline, 4 stages: the loads on line(s) 40, 57 are copied to shared memory 2 iteration(s) ahead (cp.async)
+  // software pipeline, 4 stages: the loads on line(s) 40, 57 are copied to shared memory 2 iteration(s) ahead
+  // (cp.async)
   float l_i_2[2];
   #pragma unroll
   for (int r = 0; r < 2; ++r) l_i_2[r] = l_i[r];
@@ -699,6 +717,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
       const __half* v_ptrs_7[32];
       #pragma unroll
       for (int r = 0; r < 32; ++r) v_ptrs_7[r] = v_ptrs_4_ahead[r] + mul_6;
+      __half* k__1_next = k__1_stages + stage_1 * 8192;
       int cols[4];
       #pragma unroll
       for (int r = 0; r < 4; ++r) cols[r] = tp::wrap_add<int>(start_n_ahead_1, offs_n_1[r]);
@@ -708,15 +727,18 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
       #pragma unroll
       for (int v = 0; v < 4; ++v) {
         const int r = v * 8;
-        tp::cp_async_zfill<16>(&(k__1_stages + (stage_1) * 8192)[(L4_tile1 + tp::swizzle_slabs<256, 2, 64>(((r >> 3) << 4), (r & 7)))], k_ptrs_4_ahead[r], lt[((r >> 3) & 3)]);
+        tp::cp_async_zfill<16>(&k__1_next[(L4_tile1 + tp::swizzle_slabs<256, 2, 64>(((r >> 3) << 4), (r & 7)))],
+            k_ptrs_4_ahead[r], lt[((r >> 3) & 3)]);
       }
+      __half* v__1_next = v__1_stages + stage_1 * 8192;
       bool lt_1[4];
       #pragma unroll
       for (int r = 0; r < 4; ++r) lt_1[r] = cols[r] < seq_len;
       #pragma unroll
       for (int v = 0; v < 4; ++v) {
         const int r = v * 8;
-        tp::cp_async_zfill<16>(&(v__1_stages + (stage_1) * 8192)[(L5_tile2 + tp::swizzle_slabs<256, 2, 64>(((r >> 3) << 4), (r & 7)))], v_ptrs_4_ahead[r], lt_1[((r >> 3) & 3)]);
+        tp::cp_async_zfill<16>(&v__1_next[(L5_tile2 + tp::swizzle_slabs<256, 2, 64>(((r >> 3) << 4), (r & 7)))],
+            v_ptrs_4_ahead[r], lt_1[((r >> 3) & 3)]);
       }
       #pragma unroll
       for (int r = 0; r < 32; ++r) k_ptrs_4_ahead[r] = k_ptrs_7[r];
@@ -730,7 +752,10 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   for (int start_n_1 = full_end; start_n_1 < masked_end; start_n_1 += 64) {
     tp::cp_async_wait<1>();  // this iteration's stage has landed (for this thread)
     __syncthreads();                 // ... for every thread; and the stage refilled next is free
-    // 128x64x128 product on tensor cores: wgmma.mma_async m64n64k16, warpgroups 2x1, each 64x64 (1 instruction(s) per k16 step)
+    __half* k__1_tile = k__1_stages + stage_1 * 8192;
+    __half* v__1_tile = v__1_stages + stage_1 * 8192;
+    // 128x64x128 product on tensor cores: wgmma.mma_async m64n64k16, warpgroups 2x1, each 64x64 (1 instruction(s) per
+    // k16 step)
     float qk_2[32];
     #pragma unroll
     for (int r = 0; r < 32; ++r) qk_2[r] = 0.0f;
@@ -739,7 +764,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
       const int group_n0_2 = 0;  // this warpgroup's first column
       unsigned long long a_desc_1[1];  // A's descriptors at k = 0 (each k step adds a constant)
       a_desc_1[0] = tp::wgmma_desc<1, 16, 1024>(&q_tile[tp::swizzle_slabs<256, 2, 128>(group_m0_2, 0)]);
-      const unsigned long long b_desc_2 = tp::wgmma_desc<1, 16, 1024>(&(k__1_stages + (stage_1) * 8192)[tp::swizzle_slabs<256, 2, 64>(group_n0_2, 0)]);  // B's descriptor at k = 0
+      // B's descriptor at k = 0
+      const unsigned long long b_desc_2 = tp::wgmma_desc<1, 16, 1024>(
+          &k__1_tile[tp::swizzle_slabs<256, 2, 64>(group_n0_2, 0)]);
       tp::wgmma_pin<32>(qk_2);
       tp::wgmma_fence();
       #pragma unroll
@@ -826,13 +853,16 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
     __half cvt_1[32];
     #pragma unroll
     for (int r = 0; r < 32; ++r) cvt_1[r] = tp::cast<__half>(p_1[r]);
-    // 128x128x64 product on tensor cores: wgmma.mma_async m64n128k16, warpgroups 2x1, each 64x128 (1 instruction(s) per k16 step)
+    // 128x128x64 product on tensor cores: wgmma.mma_async m64n128k16, warpgroups 2x1, each 64x128 (1 instruction(s) per
+    // k16 step)
     float acc_5[64];
     #pragma unroll
     for (int r = 0; r < 64; ++r) acc_5[r] = acc_4[r];
     {
       const int group_n0_3 = 0;  // this warpgroup's first column
-      const unsigned long long b_desc_3 = tp::wgmma_desc<1, 8192, 1024>(&(v__1_stages + (stage_1) * 8192)[tp::swizzle_slabs<256, 2, 64>(0, group_n0_3)]);  // B's descriptor at k = 0
+      // B's descriptor at k = 0
+      const unsigned long long b_desc_3 = tp::wgmma_desc<1, 8192, 1024>(
+          &v__1_tile[tp::swizzle_slabs<256, 2, 64>(0, group_n0_3)]);
       unsigned cvt_1_frag[16];  // A fragments: (mt, k16 step) -> 4 registers
       #pragma unroll
       for (int r = 0; r < 16; ++r) cvt_1_frag[r] = tp::pack2(cvt_1[2 * r], cvt_1[2 * r + 1]);
@@ -860,6 +890,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
           const __half* v_ptrs_7_L5[32];
           #pragma unroll
           for (int r = 0; r < 32; ++r) v_ptrs_7_L5[r] = v_ptrs_4_ahead[r] + mul_6;
+          __half* k__1_next_1 = k__1_stages + ((stage_1 + 2) % 4) * 8192;
           int cols_L3[4];
           #pragma unroll
           for (int r = 0; r < 4; ++r) cols_L3[r] = tp::wrap_add<int>(start_n_ahead_1, offs_n_1[r]);
@@ -869,15 +900,18 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
           #pragma unroll
           for (int v = 0; v < 4; ++v) {
             const int r = v * 8;
-            tp::cp_async_zfill<16>(&(k__1_stages + ((stage_1 + 2) % 4) * 8192)[(L4_tile1 + tp::swizzle_slabs<256, 2, 64>(((r >> 3) << 4), (r & 7)))], k_ptrs_4_ahead[r], lt_L6[((r >> 3) & 3)]);
+            tp::cp_async_zfill<16>(&k__1_next_1[(L4_tile1 + tp::swizzle_slabs<256, 2, 64>(((r >> 3) << 4), (r & 7)))],
+                k_ptrs_4_ahead[r], lt_L6[((r >> 3) & 3)]);
           }
+          __half* v__1_next_1 = v__1_stages + ((stage_1 + 2) % 4) * 8192;
           bool lt_1_L7[4];
           #pragma unroll
           for (int r = 0; r < 4; ++r) lt_1_L7[r] = cols_L3[r] < seq_len;
           #pragma unroll
           for (int v = 0; v < 4; ++v) {
             const int r = v * 8;
-            tp::cp_async_zfill<16>(&(v__1_stages + ((stage_1 + 2) % 4) * 8192)[(L5_tile2 + tp::swizzle_slabs<256, 2, 64>(((r >> 3) << 4), (r & 7)))], v_ptrs_4_ahead[r], lt_1_L7[((r >> 3) & 3)]);
+            tp::cp_async_zfill<16>(&v__1_next_1[(L5_tile2 + tp::swizzle_slabs<256, 2, 64>(((r >> 3) << 4), (r & 7)))],
+                v_ptrs_4_ahead[r], lt_1_L7[((r >> 3) & 3)]);
           }
           #pragma unroll
           for (int r = 0; r < 32; ++r) k_ptrs_4_ahead[r] = k_ptrs_7_L4[r];
@@ -932,17 +966,24 @@ extern "C" __global__ void __launch_bounds__(256) attention_kernel(
   __half* convert_out_values = reinterpret_cast<__half*>(tp_smem + tp_smem_stage);
   __half out_values_L2[64];
   {
-    const int sm_row = (lane & 7) ^ (((lane >> 3) & 1) * 8) ^ (((warp >> 0) & 1) * 16) ^ (((warp >> 1) & 1) * 32) ^ (((warp >> 2) & 1) * 64);  // the block row this lane addresses
+    // the block row this lane addresses
+    const int sm_row = (lane & 7) ^ (((lane >> 3) & 1) * 8) ^ (((warp >> 0) & 1) * 16) ^ (((warp >> 1) & 1) * 32)
+        ^ (((warp >> 2) & 1) * 64);
     const int sm_col = (((lane >> 4) & 1) * 8);
     #pragma unroll
     for (int quad = 0; quad < 8; ++quad)
-      tp::stmatrix_x4(&convert_out_values[(sm_row ^ (0)) * 136 + (sm_col ^ ((((quad >> 0) & 1) * 16) ^ (((quad >> 1) & 1) * 32) ^ (((quad >> 2) & 1) * 64)))],
-          tp::pack2(out_values[8 * quad], out_values[8 * quad + 1]), tp::pack2(out_values[8 * quad + 2], out_values[8 * quad + 3]),
-          tp::pack2(out_values[8 * quad + 4], out_values[8 * quad + 5]), tp::pack2(out_values[8 * quad + 6], out_values[8 * quad + 7]));
+      tp::stmatrix_x4(
+          &convert_out_values[(sm_row ^ (0)) * 136
+              + (sm_col ^ ((((quad >> 0) & 1) * 16) ^ (((quad >> 1) & 1) * 32) ^ (((quad >> 2) & 1) * 64)))],
+          tp::pack2(out_values[8 * quad], out_values[8 * quad + 1]),
+          tp::pack2(out_values[8 * quad + 2], out_values[8 * quad + 3]),
+          tp::pack2(out_values[8 * quad + 4], out_values[8 * quad + 5]),
+          tp::pack2(out_values[8 * quad + 6], out_values[8 * quad + 7]));
   }
   __syncthreads();
   #pragma unroll
-  for (int r = 0; r < 64; ++r) out_values_L2[r] = convert_out_values[(L2_dim0 + ((r >> 3) << 4)) * 136 + (L2_dim1 + (r & 7))];
+  for (int r = 0; r < 64; ++r)
+    out_values_L2[r] = convert_out_values[(L2_dim0 + ((r >> 3) << 4)) * 136 + (L2_dim1 + (r & 7))];
   #pragma unroll
   for (int v = 0; v < 8; ++v) {
     const int r = v * 8;

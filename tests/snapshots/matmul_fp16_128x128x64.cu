@@ -249,7 +249,8 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
   // for k in range(0, tl.cdiv(K, BLOCK_K)):
   const int add_2 = tp::wrap_add<int>(K, 63);
   const int floordiv = add_2 / 64;
-  // software pipeline, 3 stages: the loads on line(s) 53, 54 are copied to shared memory 2 iteration(s) ahead (cp.async)
+  // software pipeline, 3 stages: the loads on line(s) 53, 54 are copied to shared memory 2 iteration(s) ahead
+  // (cp.async)
   float accumulator[128];
   #pragma unroll
   for (int r = 0; r < 128; ++r) accumulator[r] = 0.0f;
@@ -339,6 +340,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
       for (int r = 0; r < 64; ++r) b_ptrs_2[r] = b_ptrs_ahead[r] + mul_4;
 
       // a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
+      __half* a_next = a_stages + stage * 8192;
       const int mul_5 = tp::wrap_mul<int>(k_ahead, 64);
       const int sub_1 = tp::wrap_sub<int>(K, mul_5);
       bool lt[8];
@@ -347,10 +349,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
       #pragma unroll
       for (int v = 0; v < 8; ++v) {
         const int r = v * 8;
-        tp::cp_async_zfill<16>(&(a_stages + (stage) * 8192)[(L4_tile0 + tp::swizzle<128, 2>(((r >> 3) << 4), (r & 7)))], a_ptrs_ahead[r], lt[(r & 7)]);
+        tp::cp_async_zfill<16>(&a_next[(L4_tile0 + tp::swizzle<128, 2>(((r >> 3) << 4), (r & 7)))], a_ptrs_ahead[r],
+            lt[(r & 7)]);
       }
 
       // b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
+      __half* b_next = b_stages + stage * 8192;
       const int mul_6 = tp::wrap_mul<int>(k_ahead, 64);
       const int sub_2 = tp::wrap_sub<int>(K, mul_6);
       bool lt_1[8];
@@ -359,7 +363,8 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
       #pragma unroll
       for (int v = 0; v < 8; ++v) {
         const int r = v * 8;
-        tp::cp_async_zfill<16>(&(b_stages + (stage) * 8192)[(L5_tile1 + tp::swizzle<256, 2>(((r >> 3) << 3), (r & 7)))], b_ptrs_ahead[r], lt_1[((r >> 3) & 7)]);
+        tp::cp_async_zfill<16>(&b_next[(L5_tile1 + tp::swizzle<256, 2>(((r >> 3) << 3), (r & 7)))], b_ptrs_ahead[r],
+            lt_1[((r >> 3) & 7)]);
       }
 
       // for k in range(0, tl.cdiv(K, BLOCK_K)):
@@ -375,6 +380,8 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
   for (int k_ = 0; k_ < floordiv; k_ += 1) {
     tp::cp_async_wait<1>();  // this iteration's stage has landed (for this thread)
     __syncthreads();                 // ... for every thread; and the stage refilled next is free
+    __half* a_tile = a_stages + stage * 8192;
+    __half* b_tile = b_stages + stage * 8192;
 
     // accumulator = tl.dot(a, b, accumulator)
     // 128x128x64 product on tensor cores: mma.sync m16n8k16, warps 2x2, each 64x64 (4x8 tiles)
@@ -385,20 +392,22 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
       const int warp_m0 = (warp & 1) * 64;
       const int warp_n0 = ((warp >> 1) & 1) * 64;
       const int a_lane_offset = tp::swizzle<128, 2>(warp_m0 + (lane & 15), 8 * (lane >> 4));
-      const unsigned a_tile_smem = tp::smem_addr(a_stages + (stage) * 8192);
+      const unsigned a_tile_smem = tp::smem_addr(a_tile);
       const int b_lane_offset = tp::swizzle<256, 2>(lane & 15, warp_n0 + 8 * (lane >> 4));
-      const unsigned b_tile_smem = tp::smem_addr(b_stages + (stage) * 8192);
+      const unsigned b_tile_smem = tp::smem_addr(b_tile);
       #pragma unroll
       for (int kk = 0; kk < 16; kk += 16) {
         unsigned a_frag[4][4];
         unsigned b_frag[8][2];
         #pragma unroll
         for (int mt = 0; mt < 4; ++mt) {
-          tp::ldmatrix_x4(a_frag[mt][0], a_frag[mt][1], a_frag[mt][2], a_frag[mt][3], a_tile_smem + 2 * ((a_lane_offset ^ tp::swizzle<128, 2>(0, kk)) + tp::swizzle<128, 2>(16 * mt, 0)));
+          tp::ldmatrix_x4(a_frag[mt][0], a_frag[mt][1], a_frag[mt][2], a_frag[mt][3],
+              a_tile_smem + 2 * ((a_lane_offset ^ tp::swizzle<128, 2>(0, kk)) + tp::swizzle<128, 2>(16 * mt, 0)));
         }
         #pragma unroll
         for (int nt = 0; nt < 8; nt += 2) {
-          tp::ldmatrix_x4_trans(b_frag[nt][0], b_frag[nt][1], b_frag[nt + 1][0], b_frag[nt + 1][1], b_tile_smem + 2 * ((b_lane_offset ^ tp::swizzle<256, 2>(0, 8 * nt)) + tp::swizzle<256, 2>(kk, 0)));
+          tp::ldmatrix_x4_trans(b_frag[nt][0], b_frag[nt][1], b_frag[nt + 1][0], b_frag[nt + 1][1],
+              b_tile_smem + 2 * ((b_lane_offset ^ tp::swizzle<256, 2>(0, 8 * nt)) + tp::swizzle<256, 2>(kk, 0)));
         }
         #pragma unroll
         for (int mt = 0; mt < 4; ++mt) {
@@ -425,6 +434,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
           for (int r = 0; r < 64; ++r) b_ptrs_2_L5[r] = b_ptrs_ahead[r] + mul_4;
 
           // a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
+          __half* a_next_1 = a_stages + ((stage + 2) % 3) * 8192;
           const int mul_5 = tp::wrap_mul<int>(k_ahead, 64);
           const int sub_1 = tp::wrap_sub<int>(K, mul_5);
           bool lt_L6[8];
@@ -433,10 +443,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
           #pragma unroll
           for (int v = 0; v < 8; ++v) {
             const int r = v * 8;
-            tp::cp_async_zfill<16>(&(a_stages + ((stage + 2) % 3) * 8192)[(L4_tile0 + tp::swizzle<128, 2>(((r >> 3) << 4), (r & 7)))], a_ptrs_ahead[r], lt_L6[(r & 7)]);
+            tp::cp_async_zfill<16>(&a_next_1[(L4_tile0 + tp::swizzle<128, 2>(((r >> 3) << 4), (r & 7)))],
+                a_ptrs_ahead[r], lt_L6[(r & 7)]);
           }
 
           // b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
+          __half* b_next_1 = b_stages + ((stage + 2) % 3) * 8192;
           const int mul_6 = tp::wrap_mul<int>(k_ahead, 64);
           const int sub_2 = tp::wrap_sub<int>(K, mul_6);
           bool lt_1_L7[8];
@@ -445,7 +457,8 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
           #pragma unroll
           for (int v = 0; v < 8; ++v) {
             const int r = v * 8;
-            tp::cp_async_zfill<16>(&(b_stages + ((stage + 2) % 3) * 8192)[(L5_tile1 + tp::swizzle<256, 2>(((r >> 3) << 3), (r & 7)))], b_ptrs_ahead[r], lt_1_L7[((r >> 3) & 7)]);
+            tp::cp_async_zfill<16>(&b_next_1[(L5_tile1 + tp::swizzle<256, 2>(((r >> 3) << 3), (r & 7)))],
+                b_ptrs_ahead[r], lt_1_L7[((r >> 3) & 7)]);
           }
 
           // for k in range(0, tl.cdiv(K, BLOCK_K)):
@@ -462,11 +475,13 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
         unsigned b_frag[8][2];
         #pragma unroll
         for (int mt = 0; mt < 4; ++mt) {
-          tp::ldmatrix_x4(a_frag[mt][0], a_frag[mt][1], a_frag[mt][2], a_frag[mt][3], a_tile_smem + 2 * ((a_lane_offset ^ tp::swizzle<128, 2>(0, kk)) + tp::swizzle<128, 2>(16 * mt, 0)));
+          tp::ldmatrix_x4(a_frag[mt][0], a_frag[mt][1], a_frag[mt][2], a_frag[mt][3],
+              a_tile_smem + 2 * ((a_lane_offset ^ tp::swizzle<128, 2>(0, kk)) + tp::swizzle<128, 2>(16 * mt, 0)));
         }
         #pragma unroll
         for (int nt = 0; nt < 8; nt += 2) {
-          tp::ldmatrix_x4_trans(b_frag[nt][0], b_frag[nt][1], b_frag[nt + 1][0], b_frag[nt + 1][1], b_tile_smem + 2 * ((b_lane_offset ^ tp::swizzle<256, 2>(0, 8 * nt)) + tp::swizzle<256, 2>(kk, 0)));
+          tp::ldmatrix_x4_trans(b_frag[nt][0], b_frag[nt][1], b_frag[nt + 1][0], b_frag[nt + 1][1],
+              b_tile_smem + 2 * ((b_lane_offset ^ tp::swizzle<256, 2>(0, 8 * nt)) + tp::swizzle<256, 2>(kk, 0)));
         }
         #pragma unroll
         for (int mt = 0; mt < 4; ++mt) {
@@ -547,7 +562,9 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
   __half* convert_c = reinterpret_cast<__half*>(tp_smem + tp_smem_stage);
   __half c_L9[128];
   #pragma unroll
-  for (int r = 0; r < 128; ++r) convert_c[(L10_dim0 + ((((r >> 1) & 1) << 3) | ((r >> 5) << 4))) * 136 + (L10_dim1 + ((r & 1) | (((r >> 2) & 7) << 3)))] = c[r];
+  for (int r = 0; r < 128; ++r)
+    convert_c[(L10_dim0 + ((((r >> 1) & 1) << 3) | ((r >> 5) << 4))) * 136
+        + (L10_dim1 + ((r & 1) | (((r >> 2) & 7) << 3)))] = c[r];
   __syncthreads();
   #pragma unroll
   for (int r = 0; r < 128; ++r) c_L9[r] = convert_c[(L9_dim0 + ((r >> 3) << 3)) * 136 + (L9_dim1 + (r & 7))];

@@ -248,7 +248,8 @@ __device__ __forceinline__ void prefetch_tensormap(const TensorMap* map) {
 // Copy the box of `map` whose first element is at (x inner, y outer) into shared memory at `dst` (laid out as
 // the map's swizzle says), completing its bytes on `bar`. Elements outside the tensor are written as zeros.
 __device__ __forceinline__ void tma_load_2d(void* dst, const TensorMap* map, unsigned long long* bar, int x, int y) {
-  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];"
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%3, %4}], [%2];"
                :: "r"(smem_addr(dst)), "l"(reinterpret_cast<unsigned long long>(map)), "r"(smem_addr(bar)),
                   "r"(x), "r"(y) : "memory");
 }
@@ -357,7 +358,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
   float accumulator[128];
   #pragma unroll
   for (int r = 0; r < 128; ++r) accumulator[r] = 0.0f;
-  if (tma_ready && (1024 * static_cast<long long>(group_id) + 128 * static_cast<long long>(mod_1)) >= 0 && (-128 + static_cast<long long>(M) - 1024 * static_cast<long long>(group_id) - 128 * static_cast<long long>(mod_1)) >= 0 && (128 * static_cast<long long>(pid_n)) >= 0 && (-128 + static_cast<long long>(N) - 128 * static_cast<long long>(pid_n)) >= 0) {
+  if (tma_ready && (1024 * static_cast<long long>(group_id) + 128 * static_cast<long long>(mod_1)) >= 0
+      && (-128 + static_cast<long long>(M) - 1024 * static_cast<long long>(group_id)
+          - 128 * static_cast<long long>(mod_1)) >= 0
+      && (128 * static_cast<long long>(pid_n)) >= 0
+      && (-128 + static_cast<long long>(N) - 128 * static_cast<long long>(pid_n)) >= 0) {
     // TMA ring, 3 stages: the tiles of line(s) 53, 54 are copied by the Tensor Memory Accelerator 2 iteration(s) ahead
     __half* a_stages = reinterpret_cast<__half*>(tp_smem + tp_smem_stage);
     __half* b_stages = reinterpret_cast<__half*>(tp_smem + tp_smem_stage + 49152);
@@ -374,11 +379,14 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
         tp::mbarrier_arrive_expect_tx(bar, 32768);  // the boxes below, OOB zeros included
 
         // a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
-        tp::tma_load_2d((a_stages + (stage) * 8192), &tma_a, bar, 64 * (stage), 1024 * static_cast<int>(group_id) + 128 * static_cast<int>(mod_1));
+        __half* a_next = a_stages + stage * 8192;
+        tp::tma_load_2d(a_next, &tma_a, bar, 64 * (stage),
+            1024 * static_cast<int>(group_id) + 128 * static_cast<int>(mod_1));
 
         // b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
-        tp::tma_load_2d((b_stages + (stage) * 8192), &tma_b, bar, 128 * static_cast<int>(pid_n), 64 * (stage));
-        tp::tma_load_2d((b_stages + (stage) * 8192) + 4096, &tma_b, bar, 128 * static_cast<int>(pid_n) + 64, 64 * (stage));
+        __half* b_next = b_stages + stage * 8192;
+        tp::tma_load_2d(b_next, &tma_b, bar, 128 * static_cast<int>(pid_n), 64 * (stage));
+        tp::tma_load_2d(b_next + 4096, &tma_b, bar, 128 * static_cast<int>(pid_n) + 64, 64 * (stage));
 
       // for k in range(0, tl.cdiv(K, BLOCK_K)):
       }
@@ -390,9 +398,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
     for (int k_ = 0; k_ < floordiv; k_ += 1) {
       tp::mbarrier_wait_parity(&tma_bars[stage], phase);  // this iteration's tiles have landed
       __syncthreads();  // every warp is done with the stage refilled next
+      __half* a_tile = a_stages + stage * 8192;
+      __half* b_tile = b_stages + stage * 8192;
 
       // accumulator = tl.dot(a, b, accumulator)
-      // 128x128x64 product on tensor cores: wgmma.mma_async m64n128k16, warpgroups 1x1, each 128x128 (2 instruction(s) per k16 step)
+      // 128x128x64 product on tensor cores: wgmma.mma_async m64n128k16, warpgroups 1x1, each 128x128 (2 instruction(s)
+      // per k16 step)
       float accumulator_1[128];
       #pragma unroll
       for (int r = 0; r < 128; ++r) accumulator_1[r] = accumulator[r];
@@ -401,8 +412,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
         const int group_n0 = 0;  // this warpgroup's first column
         unsigned long long a_desc[2];  // A's descriptors at k = 0 (each k step adds a constant)
         #pragma unroll
-        for (int mt = 0; mt < 2; ++mt) a_desc[mt] = tp::wgmma_desc<1, 16, 1024>(&(a_stages + (stage) * 8192)[tp::swizzle<128, 2>(group_m0 + 64 * mt, 0)]);
-        const unsigned long long b_desc = tp::wgmma_desc<1, 8192, 1024>(&(b_stages + (stage) * 8192)[tp::swizzle_slabs<256, 2, 64>(0, group_n0)]);  // B's descriptor at k = 0
+        for (int mt = 0; mt < 2; ++mt)
+          a_desc[mt] = tp::wgmma_desc<1, 16, 1024>(&a_tile[tp::swizzle<128, 2>(group_m0 + 64 * mt, 0)]);
+        // B's descriptor at k = 0
+        const unsigned long long b_desc = tp::wgmma_desc<1, 8192, 1024>(
+            &b_tile[tp::swizzle_slabs<256, 2, 64>(0, group_n0)]);
         tp::wgmma_pin<128>(accumulator_1);
         tp::wgmma_fence();
         #pragma unroll
@@ -423,11 +437,14 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
             tp::mbarrier_arrive_expect_tx(bar_1, 32768);  // the boxes below, OOB zeros included
 
             // a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
-            tp::tma_load_2d((a_stages + ((stage + 2) % 3) * 8192), &tma_a, bar_1, 64 * (iteration + 2), 1024 * static_cast<int>(group_id) + 128 * static_cast<int>(mod_1));
+            __half* a_next_1 = a_stages + ((stage + 2) % 3) * 8192;
+            tp::tma_load_2d(a_next_1, &tma_a, bar_1, 64 * (iteration + 2),
+                1024 * static_cast<int>(group_id) + 128 * static_cast<int>(mod_1));
 
             // b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
-            tp::tma_load_2d((b_stages + ((stage + 2) % 3) * 8192), &tma_b, bar_1, 128 * static_cast<int>(pid_n), 64 * (iteration + 2));
-            tp::tma_load_2d((b_stages + ((stage + 2) % 3) * 8192) + 4096, &tma_b, bar_1, 128 * static_cast<int>(pid_n) + 64, 64 * (iteration + 2));
+            __half* b_next_1 = b_stages + ((stage + 2) % 3) * 8192;
+            tp::tma_load_2d(b_next_1, &tma_b, bar_1, 128 * static_cast<int>(pid_n), 64 * (iteration + 2));
+            tp::tma_load_2d(b_next_1 + 4096, &tma_b, bar_1, 128 * static_cast<int>(pid_n) + 64, 64 * (iteration + 2));
           }
         }
         tp::wgmma_wait<0>();
@@ -443,7 +460,8 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
       for (int s = 0; s < 3; ++s) tp::mbarrier_inval(&tma_bars[s]);
     }
   } else {
-    // software pipeline, 3 stages: the loads on line(s) 53, 54 are copied to shared memory 2 iteration(s) ahead (cp.async)
+    // software pipeline, 3 stages: the loads on line(s) 53, 54 are copied to shared memory 2 iteration(s) ahead
+    // (cp.async)
 
     // offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
     int idx[8];
@@ -530,6 +548,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
         for (int r = 0; r < 64; ++r) b_ptrs_2[r] = b_ptrs_ahead[r] + mul_4;
 
         // a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
+        __half* a_next_2 = a_stages_1 + stage_1 * 8192;
         const int mul_5 = tp::wrap_mul<int>(k_ahead_1, 64);
         const int sub_1 = tp::wrap_sub<int>(K, mul_5);
         bool lt[8];
@@ -538,10 +557,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
         #pragma unroll
         for (int v = 0; v < 8; ++v) {
           const int r = v * 8;
-          tp::cp_async_zfill<16>(&(a_stages_1 + (stage_1) * 8192)[(L4_tile0 + tp::swizzle<128, 2>(((r >> 3) << 4), (r & 7)))], a_ptrs_ahead[r], lt[(r & 7)]);
+          tp::cp_async_zfill<16>(&a_next_2[(L4_tile0 + tp::swizzle<128, 2>(((r >> 3) << 4), (r & 7)))], a_ptrs_ahead[r],
+              lt[(r & 7)]);
         }
 
         // b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
+        __half* b_next_2 = b_stages_1 + stage_1 * 8192;
         const int mul_6 = tp::wrap_mul<int>(k_ahead_1, 64);
         const int sub_2 = tp::wrap_sub<int>(K, mul_6);
         bool lt_1[8];
@@ -550,7 +571,8 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
         #pragma unroll
         for (int v = 0; v < 8; ++v) {
           const int r = v * 8;
-          tp::cp_async_zfill<16>(&(b_stages_1 + (stage_1) * 8192)[(L5_tile1 + tp::swizzle_slabs<256, 2, 64>(((r >> 3) << 3), (r & 7)))], b_ptrs_ahead[r], lt_1[((r >> 3) & 7)]);
+          tp::cp_async_zfill<16>(&b_next_2[(L5_tile1 + tp::swizzle_slabs<256, 2, 64>(((r >> 3) << 3), (r & 7)))],
+              b_ptrs_ahead[r], lt_1[((r >> 3) & 7)]);
         }
 
         // for k in range(0, tl.cdiv(K, BLOCK_K)):
@@ -566,9 +588,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
     for (int k_ = 0; k_ < floordiv; k_ += 1) {
       tp::cp_async_wait<1>();  // this iteration's stage has landed (for this thread)
       __syncthreads();                 // ... for every thread; and the stage refilled next is free
+      __half* a_tile_1 = a_stages_1 + stage_1 * 8192;
+      __half* b_tile_1 = b_stages_1 + stage_1 * 8192;
 
       // accumulator = tl.dot(a, b, accumulator)
-      // 128x128x64 product on tensor cores: wgmma.mma_async m64n128k16, warpgroups 1x1, each 128x128 (2 instruction(s) per k16 step)
+      // 128x128x64 product on tensor cores: wgmma.mma_async m64n128k16, warpgroups 1x1, each 128x128 (2 instruction(s)
+      // per k16 step)
       float accumulator_1_L8[128];
       #pragma unroll
       for (int r = 0; r < 128; ++r) accumulator_1_L8[r] = accumulator[r];
@@ -577,8 +602,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
         const int group_n0_1 = 0;  // this warpgroup's first column
         unsigned long long a_desc_1[2];  // A's descriptors at k = 0 (each k step adds a constant)
         #pragma unroll
-        for (int mt = 0; mt < 2; ++mt) a_desc_1[mt] = tp::wgmma_desc<1, 16, 1024>(&(a_stages_1 + (stage_1) * 8192)[tp::swizzle<128, 2>(group_m0_1 + 64 * mt, 0)]);
-        const unsigned long long b_desc_1 = tp::wgmma_desc<1, 8192, 1024>(&(b_stages_1 + (stage_1) * 8192)[tp::swizzle_slabs<256, 2, 64>(0, group_n0_1)]);  // B's descriptor at k = 0
+        for (int mt = 0; mt < 2; ++mt)
+          a_desc_1[mt] = tp::wgmma_desc<1, 16, 1024>(&a_tile_1[tp::swizzle<128, 2>(group_m0_1 + 64 * mt, 0)]);
+        // B's descriptor at k = 0
+        const unsigned long long b_desc_1 = tp::wgmma_desc<1, 8192, 1024>(
+            &b_tile_1[tp::swizzle_slabs<256, 2, 64>(0, group_n0_1)]);
         tp::wgmma_pin<128>(accumulator_1_L8);
         tp::wgmma_fence();
         #pragma unroll
@@ -608,6 +636,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
             for (int r = 0; r < 64; ++r) b_ptrs_2_L5[r] = b_ptrs_ahead[r] + mul_4;
 
             // a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
+            __half* a_next_3 = a_stages_1 + ((stage_1 + 2) % 3) * 8192;
             const int mul_5 = tp::wrap_mul<int>(k_ahead_1, 64);
             const int sub_1 = tp::wrap_sub<int>(K, mul_5);
             bool lt_L6[8];
@@ -616,10 +645,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
             #pragma unroll
             for (int v = 0; v < 8; ++v) {
               const int r = v * 8;
-              tp::cp_async_zfill<16>(&(a_stages_1 + ((stage_1 + 2) % 3) * 8192)[(L4_tile0 + tp::swizzle<128, 2>(((r >> 3) << 4), (r & 7)))], a_ptrs_ahead[r], lt_L6[(r & 7)]);
+              tp::cp_async_zfill<16>(&a_next_3[(L4_tile0 + tp::swizzle<128, 2>(((r >> 3) << 4), (r & 7)))],
+                  a_ptrs_ahead[r], lt_L6[(r & 7)]);
             }
 
             // b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
+            __half* b_next_3 = b_stages_1 + ((stage_1 + 2) % 3) * 8192;
             const int mul_6 = tp::wrap_mul<int>(k_ahead_1, 64);
             const int sub_2 = tp::wrap_sub<int>(K, mul_6);
             bool lt_1_L7[8];
@@ -628,7 +659,8 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
             #pragma unroll
             for (int v = 0; v < 8; ++v) {
               const int r = v * 8;
-              tp::cp_async_zfill<16>(&(b_stages_1 + ((stage_1 + 2) % 3) * 8192)[(L5_tile1 + tp::swizzle_slabs<256, 2, 64>(((r >> 3) << 3), (r & 7)))], b_ptrs_ahead[r], lt_1_L7[((r >> 3) & 7)]);
+              tp::cp_async_zfill<16>(&b_next_3[(L5_tile1 + tp::swizzle_slabs<256, 2, 64>(((r >> 3) << 3), (r & 7)))],
+                  b_ptrs_ahead[r], lt_1_L7[((r >> 3) & 7)]);
             }
 
             // for k in range(0, tl.cdiv(K, BLOCK_K)):
@@ -713,11 +745,14 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
   __half* convert_c = reinterpret_cast<__half*>(tp_smem + tp_smem_stage);
   __half c_L10[128];
   {
-    const int sm_row = (lane & 7) ^ (((lane >> 3) & 1) * 8) ^ (((warp >> 0) & 1) * 16) ^ (((warp >> 1) & 1) * 32);  // the block row this lane addresses
+    // the block row this lane addresses
+    const int sm_row = (lane & 7) ^ (((lane >> 3) & 1) * 8) ^ (((warp >> 0) & 1) * 16) ^ (((warp >> 1) & 1) * 32);
     const int sm_col = (((lane >> 4) & 1) * 8);
     #pragma unroll
     for (int quad = 0; quad < 16; ++quad)
-      tp::stmatrix_x4(&convert_c[(sm_row ^ ((((quad >> 3) & 1) * 64))) * 136 + (sm_col ^ ((((quad >> 0) & 1) * 16) ^ (((quad >> 1) & 1) * 32) ^ (((quad >> 2) & 1) * 64)))],
+      tp::stmatrix_x4(
+          &convert_c[(sm_row ^ ((((quad >> 3) & 1) * 64))) * 136
+              + (sm_col ^ ((((quad >> 0) & 1) * 16) ^ (((quad >> 1) & 1) * 32) ^ (((quad >> 2) & 1) * 64)))],
           tp::pack2(c[8 * quad], c[8 * quad + 1]), tp::pack2(c[8 * quad + 2], c[8 * quad + 3]),
           tp::pack2(c[8 * quad + 4], c[8 * quad + 5]), tp::pack2(c[8 * quad + 6], c[8 * quad + 7]));
   }

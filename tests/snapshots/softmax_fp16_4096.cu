@@ -2,7 +2,8 @@
 //
 // specialization: OUT ptr<fp16> (16-byte aligned), IN ptr<fp16> (16-byte aligned), in_stride int32 (multiple of 16),
 //   out_stride int32 (multiple of 16), n_cols int32, BLOCK = 4096
-// num_warps = 8 (256 threads per program; launched with num_warps = 16: analysis/program_warps.py), 128 bytes of dynamic shared memory
+// num_warps = 8 (256 threads per program; launched with num_warps = 16: analysis/program_warps.py), 128 bytes of
+// dynamic shared memory
 // layout L0, shape [4096]: 16 registers x 32 lanes x 8 warps; register r of (warp, lane) holds element
 //   ((r & 7) | ((r >> 3) << 11)) + (lane << 3) + (warp << 8)
 //

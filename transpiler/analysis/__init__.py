@@ -17,7 +17,9 @@ from .program_packing import plan_packing
 from .program_warps import plan_program_warps
 from .read_only import ReadOnlyPointers, plan_read_only
 from .row_loop import fold_row_loop
+from .residency import plan_residency
 from .row_ring import plan_row_ring
+from .scratch_plan import plan_scratch
 from .shared_memory import SharedMemoryPlan, plan_shared_memory
 from .tensor_cores import plan_dots
 from .tma import plan_tma
@@ -45,6 +47,7 @@ class KernelAnalysis:
     row_ring: object = None     # RowRing when the row loop's rows ahead live in shared memory (row_ring.py)
     launched_warps: int = 0     # the launch's num_warps where a program runs on fewer (program_warps.py), else 0
     mask_prefix: frozenset = frozenset()  # accesses whose mask is a prefix of each run (mask_runs.py)
+    residency: object = None    # ResidencyPlan: the launch's shared memory keeps programs off an SM (residency.py)
 
     @property
     def program_warps(self) -> int:
@@ -95,6 +98,10 @@ def analyze(kernel, options: CompileOptions) -> KernelAnalysis:
     tma = plan_tma(kernel, pipelines, dots, decisions, options.arch)
     smem = plan_shared_memory(kernel, layouts, pipelines, any(p.kind == "wgmma" for p in dots.values()), tma,
                               row_ring)
-    return KernelAnalysis(axis, layouts, widths, uniform, decisions, dots, pipelines, combined, atomics, smem,
-                          plan_read_only(kernel), options, required_arch(kernel), tma, row_loop, packing, row_ring,
-                          launched_warps, prefix)
+    analysis = KernelAnalysis(axis, layouts, widths, uniform, decisions, dots, pipelines, combined, atomics, smem,
+                              plan_read_only(kernel), options, required_arch(kernel), tma, row_loop, packing, row_ring,
+                              launched_warps, prefix)
+    plan_scratch(kernel, analysis, warps)       # the conversions and other scratch uses the rules will spell
+    if analysis.uses_wgmma:     # how many wgmma programs may share an SM, from the kernel's shared memory
+        analysis.residency = plan_residency(kernel, dots, smem.total_bytes(), decisions)
+    return analysis

@@ -156,6 +156,30 @@ def register_map(target: LinearLayout, source: LinearLayout, broadcast_dims=()):
     return out
 
 
+def linear_register_map(mapping):
+    """If `mapping` (list: target register -> source register) moves bits linearly, return its (s, d) pairs."""
+    n = len(mapping)
+    if n == 0 or mapping[0] != 0:
+        return None
+    bits = n.bit_length() - 1
+    pairs = []
+    for i in range(bits):
+        m = mapping[1 << i]
+        if m == 0:
+            continue
+        if m & (m - 1):
+            return None
+        pairs.append((i, m.bit_length() - 1))
+    for r in range(n):
+        expect = 0
+        for s, d in pairs:
+            if r >> s & 1:
+                expect |= 1 << d
+        if mapping[r] != expect:
+            return None
+    return pairs
+
+
 def blocked(shape, size_per_thread: int, order, num_warps: int) -> LinearLayout:
     """Triton's default blocked layout: `size_per_thread` elements along `order[0]`, then lanes, then warps
     filling dimensions fastest-first; leftover dimension bits become register repetitions, and lanes or warps

@@ -16,9 +16,9 @@ persistent buffer of the loop.
 `plan_shared_memory` walks the kernel in program order, the order the emitter spells it, and plans the buffers
 the IR and the other passes decide: the cross-warp scratch of each reduction and scan (from its layout), the
 loop-invariant dot operand tiles (`invariant_operands.py`), the stage rings of each pipelined loop
-(`pipelining.py`), each a `Buffer` keyed by (op or value, role, index). Scratch for layout conversions and for dot
-operands held in registers is still requested where a rule needs it (through the same plan, so the same rules of
-reuse apply); the padding of a conversion buffer comes from `bank_padding.py`.
+(`pipelining.py`), each a `Buffer` keyed by (op or value, role, index). `scratch_plan.py` then adds the scratch
+uses (layout conversions, dot operands held in registers, atomics' old values, gathers' sources), the padding of
+a conversion buffer from `bank_padding.py`; the emitter only names and spells what the plan holds.
 """
 from __future__ import annotations
 
@@ -51,12 +51,13 @@ class Buffer:
     name: str = ""
     ctype: str = ""         # the C element type the emitter declared it with, for reports
     key: tuple = ()
+    value: object = None    # the IR value it holds (or whose operation it serves), for reports
 
 
 class SharedMemoryPlan:
     """Buffers and their offsets in `tp_smem`. Analysis adds what it decides (`persistent`, `stage` rings inside
-    `begin_pipeline`/`end_pipeline`); the emitter adds the scratch uses it spells (`begin_scratch`, `scratch`)
-    and takes the planned buffers by key (`planned`)."""
+    `begin_pipeline`/`end_pipeline`, `plan_scratch`); the emitter takes the planned buffers by key (`planned`,
+    `begin_scratch`) and keeps, in its own fork, which barriers the order it spells them in needs."""
 
     def __init__(self, align=ALIGN):
         self.align = align
@@ -64,11 +65,11 @@ class SharedMemoryPlan:
         self.stage_bytes = 0          # the current pipelined loop's rings
         self.max_stage_bytes = 0
         self.in_pipeline = False
-        self.scratch_bytes = 0        # the current scratch use
-        self.max_scratch = 0          # outside pipelined loops
+        self.max_scratch = 0          # the largest scratch use outside pipelined loops
+        self.scratch_uses: dict = {}  # scratch key (scratch_plan.py) -> its buffers
         self.max_scratch_in_pipeline = 0
-        self.scratch_used = False
-        self.scratch_held_by = None   # the use whose scratch bytes are still to be read (a dot's operand tiles)
+        self.scratch_used = False     # (emission) whether a scratch use was spelled yet
+        self.scratch_held_by = None   # (emission) the use whose bytes are still to be read (a dot's operand tiles)
         self.buffers: list = []       # every Buffer, in the order they were planned
         self.by_key: dict = {}
         self.declared: list = []      # the buffers the emitter declared, in its order
@@ -76,10 +77,12 @@ class SharedMemoryPlan:
         self.unguarded_reductions: set = set()
 
     def fork(self) -> "SharedMemoryPlan":
-        """A copy for one emission to add its scratch uses to (the analysis' plan stays as planned)."""
+        """A copy for one emission to name its buffers in (the analysis' plan stays as planned)."""
         other = copy.copy(self)
-        other.buffers = [dataclasses.replace(b) for b in self.buffers]
+        copies = {id(b): dataclasses.replace(b) for b in self.buffers}
+        other.buffers = [copies[id(b)] for b in self.buffers]
         other.by_key = {b.key: b for b in other.buffers if b.key}
+        other.scratch_uses = {k: [copies[id(b)] for b in use] for k, use in self.scratch_uses.items()}
         other.declared = []
         return other
 
@@ -105,10 +108,10 @@ class SharedMemoryPlan:
         return self.by_key[key]
 
     # -- persistent ----------------------------------------------------------------------------------------
-    def persistent(self, nbytes, purpose, dtype=None, count=0, key=(), align=PERSISTENT_ALIGN) -> Buffer:
+    def persistent(self, nbytes, purpose, dtype=None, count=0, key=(), align=PERSISTENT_ALIGN, value=None) -> Buffer:
         offset = (self.persistent_bytes + align - 1) // align * align
         self.persistent_bytes = offset + (nbytes + PERSISTENT_ALIGN - 1) // PERSISTENT_ALIGN * PERSISTENT_ALIGN
-        return self._add(Buffer(PERSISTENT, nbytes, purpose, dtype, count, str(offset), key=key))
+        return self._add(Buffer(PERSISTENT, nbytes, purpose, dtype, count, str(offset), key=key, value=value))
 
     # -- stage rings ---------------------------------------------------------------------------------------
     def begin_pipeline(self, in_loop=False) -> bool:
@@ -121,23 +124,43 @@ class SharedMemoryPlan:
     def end_pipeline(self):
         self.in_pipeline = False
 
-    def stage(self, nbytes, purpose, dtype=None, count=0, key=()) -> Buffer:
+    def stage(self, nbytes, purpose, dtype=None, count=0, key=(), value=None) -> Buffer:
         offset = self.stage_bytes
         self.stage_bytes += self._align(nbytes)
         self.max_stage_bytes = max(self.max_stage_bytes, self.stage_bytes)
         text = f"tp_smem_stage + {offset}" if offset else "tp_smem_stage"
-        return self._add(Buffer(STAGES, nbytes, purpose, dtype, count, text, key=key))
+        return self._add(Buffer(STAGES, nbytes, purpose, dtype, count, text, key=key, value=value))
 
     # -- scratch -------------------------------------------------------------------------------------------
-    def begin_scratch(self, in_loop) -> bool:
-        """Start one scratch use; whether a barrier must come first (earlier readers may still be reading). An
-        internal error while an earlier use holds the bytes: this one would overwrite what that one reads."""
+    def plan_scratch(self, key, requests, in_pipeline) -> list:
+        """One scratch use (scratch_plan.py): its buffers [(dtype, count, purpose, value)] from the scratch base
+        (`tp_smem_scratch_in_loop` inside a pipelined loop, else `tp_smem_stage`), each aligned."""
+        base = "tp_smem_scratch_in_loop" if in_pipeline else "tp_smem_stage"
+        offset, buffers = 0, []
+        for i, (dtype, count, purpose, value) in enumerate(requests):
+            nbytes = count * dtype.itemsize
+            buffers.append(self._add(Buffer(SCRATCH, nbytes, purpose, dtype, count,
+                                            f"{base} + {offset}" if offset else base, key=(*key, i), value=value)))
+            offset += self._align(nbytes)
+        if in_pipeline:
+            self.max_scratch_in_pipeline = max(self.max_scratch_in_pipeline, offset)
+        else:
+            self.max_scratch = max(self.max_scratch, offset)
+        self.scratch_uses[key] = buffers
+        return buffers
+
+    def begin_scratch(self, key, in_loop) -> tuple:
+        """The emitter starts the planned scratch use `key`: its buffers, and whether a barrier must come first
+        (earlier readers may still be reading). An internal error when analysis planned no such use, or while an
+        earlier use holds the bytes: this one would overwrite what that one reads."""
+        if key not in self.scratch_uses:
+            raise AssertionError(f"no scratch shared memory planned for {key[:2]!r}: analysis/scratch_plan.py and "
+                                 "the lowering rules disagree")
         if self.scratch_held_by is not None:
             raise AssertionError(f"scratch shared memory claimed while the {self.scratch_held_by} still hold it")
         barrier = self.scratch_used or in_loop
         self.scratch_used = True
-        self.scratch_bytes = 0
-        return barrier
+        return self.scratch_uses[key], barrier
 
     def hold_scratch(self, holder: str):
         """The bytes of the current scratch use stay live (until `release_scratch`) past the next statements: a
@@ -146,18 +169,6 @@ class SharedMemoryPlan:
 
     def release_scratch(self):
         self.scratch_held_by = None
-
-    def scratch(self, nbytes, purpose, dtype=None, count=0, in_pipeline=None) -> Buffer:
-        in_pipeline = self.in_pipeline if in_pipeline is None else in_pipeline
-        offset = self.scratch_bytes
-        self.scratch_bytes += self._align(nbytes)
-        if in_pipeline:
-            self.max_scratch_in_pipeline = max(self.max_scratch_in_pipeline, self.scratch_bytes)
-            base = "tp_smem_scratch_in_loop"
-        else:
-            self.max_scratch = max(self.max_scratch, self.scratch_bytes)
-            base = "tp_smem_stage"
-        return self._add(Buffer(SCRATCH, nbytes, purpose, dtype, count, f"{base} + {offset}" if offset else base))
 
     # -- totals --------------------------------------------------------------------------------------------
     def stage_base(self) -> int:
@@ -175,6 +186,11 @@ class SharedMemoryPlan:
         if self.max_scratch_in_pipeline:
             out.append(("tp_smem_scratch_in_loop", stage_base + self.max_stage_bytes))
         return out
+
+    def unspelled_scratch(self) -> tuple:
+        """The planned scratch uses the emission spelled no buffer of (a plan larger than the kernel needs)."""
+        spelled = {b.key[:-1] for b in self.declared if b.kind == SCRATCH}
+        return tuple(key for key in self.scratch_uses if key not in spelled)
 
     def report(self) -> tuple:
         """(name, C type, count, bytes, purpose) of each buffer the emitter declared, for reports."""
@@ -240,7 +256,7 @@ class _Planner:
         for i, dt in enumerate(accs):
             count = slots[0] * slots[1]
             self.plan.persistent(count * dt.itemsize, "cross-warp reduction", dt, count,
-                                 key=(op, "reduce", i))
+                                 key=(op, "reduce", i), value=op.results[min(i, len(op.results) - 1)])
 
     def scan(self, op):
         count = scan_slots(op, self.layouts)
@@ -250,7 +266,7 @@ class _Planner:
         accs = elems if op.attrs["combine"] == "custom" else [accumulate_type(d) for d in elems]
         for i, dt in enumerate(accs):
             self.plan.persistent(count * dt.itemsize, "totals of warps and register chunks of a scan",
-                                 dt, count, key=(op, "scan", i))
+                                 dt, count, key=(op, "scan", i), value=op.results[min(i, len(op.results) - 1)])
 
     def _is_staged(self, value):
         owner = value.owner
@@ -263,7 +279,7 @@ class _Planner:
             if not self._is_staged(value) and key not in self.plan.by_key:
                 # wgmma reads the tile with its swizzle atoms on 1024-byte boundaries, like the stage rings
                 self.plan.persistent(value.type.numel * value.dtype.itemsize, "loop-invariant dot operand",
-                                     value.dtype, value.type.numel, key=key,
+                                     value.dtype, value.type.numel, key=key, value=value,
                                      align=WGMMA_ALIGN if self.uses_wgmma else PERSISTENT_ALIGN)
         pipeline = self.pipelines.get(op) if op.name == OpKind.FOR else None
         if op.name == OpKind.FOR:
@@ -280,7 +296,7 @@ class _Planner:
             v = staged.op.result
             count = v.type.numel * pipeline.stages
             self.plan.stage(count * v.dtype.itemsize, "pipeline stages of a loop", v.dtype, count,
-                            key=(staged.op, "stages", 0))
+                            key=(staged.op, "stages", 0), value=v)
         region = op.regions[0]
         staged_values = {staged.op.result for staged in pipeline.loads}
         skip = {o for o in region.ops if o in pipeline.main_dead_ops or pipeline.is_staged(o)
@@ -312,7 +328,8 @@ def plan_shared_memory(kernel, layouts, pipelines, uses_wgmma, tma=None, row_rin
     planner = _Planner(layouts, pipelines, uses_wgmma, tma)
     for ring in (row_ring.loads if row_ring else ()):
         planner.plan.persistent(ring.count * ring.dtype.itemsize, "rows ahead of a row loop (cp.async ring)",
-                                ring.dtype, ring.count, key=(ring.arg, "row ring", 0), align=ALIGN)
+                                ring.dtype, ring.count, key=(ring.arg, "row ring", 0), align=ALIGN,
+                                value=ring.arg)
     planner.region(kernel.body)
     return planner.plan
 

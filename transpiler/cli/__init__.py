@@ -54,6 +54,10 @@ def _parser():
     a.add_argument("--out", required=True, help="folder for the generated files")
     c = sub.add_parser("cache", help="the disk cache of generated CUDA and cubins")
     c.add_argument("action", choices=["info", "clear"])
+    p.add_argument("--include-headers", action="store_true",
+                   help="#include our device headers instead of inlining them (nvcc -I\"$(python -m transpiler "
+                        "include-dir)\")")
+    sub.add_parser("include-dir", help="print the folder of the device headers, for nvcc -I")
     return parser
 
 
@@ -65,6 +69,14 @@ def _spec(args):
 
 
 def _dump(args) -> int:
+    if args.include_headers:
+        source = _spec(args).nvcc_source(args.arch)
+        if args.output:
+            with open(args.output, "w") as f:
+                f.write(source)
+        else:
+            sys.stdout.write(source)
+        return 0
     variant = _spec(args).compiled_variant()
     if args.arch:
         from ..runtime.compiler import compile_offline
@@ -104,7 +116,13 @@ def _compile(args) -> int:
     return 0
 
 
-COMMANDS = {"dump": _dump, "explain": _explain, "compile": _compile, "cache": _cache}
+def _include_dir(args) -> int:
+    from ..emit_cuda import include_dir
+    print(include_dir())
+    return 0
+
+
+COMMANDS = {"dump": _dump, "explain": _explain, "compile": _compile, "cache": _cache, "include-dir": _include_dir}
 
 
 def _report(exc: BaseException) -> None:

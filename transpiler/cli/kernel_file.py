@@ -25,6 +25,11 @@ class KernelLaunchSpec:
         return self.kernel.compiled_variant(*self.args, num_warps=self.num_warps, num_stages=self.num_stages,
                                             **self.constexprs)
 
+    def nvcc_source(self, arch=None):
+        """The `.cu` #including our device headers (for nvcc -I<include dir>), for a device of `arch`."""
+        return self.kernel.cuda_source(*self.args, num_warps=self.num_warps, num_stages=self.num_stages, arch=arch,
+                                       include_headers=True, **self.constexprs)
+
     def explain(self, arch=None):
         return self.kernel.explain(*self.args, num_warps=self.num_warps, num_stages=self.num_stages, arch=arch,
                                    **self.constexprs)

@@ -5,13 +5,12 @@ import os
 import re
 from dataclasses import dataclass
 
-from ..analysis.residency import plan_residency
 from . import cspell
 from . import rules  # noqa: F401  (registers the lowering rules)
 from .device_header import used_helpers
 from .emitter import Emitter, Read, jinja_env, templates_dir
 from .single_trip import fold_single_trip_loops
-from .text import indent_pragmas, layout_in_words, wrap
+from .text import break_long_lines, indent_pragmas, layout_in_words, wrap
 
 
 def _params(kernel, written, c_names):
@@ -57,6 +56,18 @@ def _device_header(kernel_code: str, with_tiles: bool, with_fp8: bool = False, w
     return text + "".join("\n" + part for part in (tiles, tma) if part)
 
 
+def include_dir():
+    """The folder of our device headers (`device.cuh`, ...), for `nvcc -I` on an `EmittedKernel.nvcc_source`."""
+    return templates_dir()
+
+
+def _included_headers(headers, with_fp8) -> str:
+    """The device helpers as nvcc users get them: our headers #included whole (NVRTC gets them inlined)."""
+    lines = ["#include <cuda_fp8.h>"] if with_fp8 else []
+    lines.append("// device helpers: transpiler's headers, from transpiler.emit_cuda.include_dir()")
+    return "\n".join(lines + [f'#include "{name}"' for name in headers])
+
+
 OCCUPANCY_MACRO = "TP_MIN_BLOCKS_PER_SM"   # runtime/occupancy.py defines it on a second compile
 MAXNREG_MACRO = "TP_MAXNREG"               # a launch with maxnreg=n compiles with it defined to n
 
@@ -76,6 +87,8 @@ class EmittedKernel:
     row_loop_waves: int = 0      # persistent only for grids of at most this many waves, else every block (0: any)
     residency: object = None     # analysis.residency.ResidencyPlan: shared_bytes includes a reservation
     num_warps: int = 0           # warps of a block, when not the launch's num_warps (analysis/program_warps.py)
+    unspelled_scratch: tuple = ()  # scratch uses analysis planned that no rule spelled (tests: none)
+    nvcc_source: str = ""        # the same kernel #including our headers whole: nvcc -I<include_dir()>
 
 
 def _reads(text, name) -> bool:
@@ -105,9 +118,7 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
     for layout, i in sorted(em.layout_ids.items(), key=lambda kv: kv[1]):
         notes += layout_in_words(layout, i)
     shared_bytes = em.smem.total_bytes()
-    # how many wgmma programs may share an SM: decided from what the kernel's shared memory turned out to be
-    residency = plan_residency(kernel, analysis.dots, shared_bytes, analysis.decisions) if analysis.uses_wgmma \
-        else None
+    residency = analysis.residency     # how many wgmma programs may share an SM (analysis/residency.py)
     smem_constants = [f"constexpr int {name} = {value};" for name, value in em.smem.constants()]
     params = _params(kernel, analysis.read_only.written_args, em.names)
     body = "\n".join(indent_pragmas(fold_single_trip_loops(em.lines)))
@@ -133,7 +144,8 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
         programs_per_block=analysis.programs_per_block,
         # Tensor-core kernels plan their registers (fragments, stages); the others let the runtime tune occupancy.
         occupancy_macro=None if em.uses_tiles else OCCUPANCY_MACRO, maxnreg_macro=MAXNREG_MACRO,
-        device_header="", device_functions=["\n".join(indent_pragmas(f.split("\n"))) for f in em.device_functions],
+        device_header="", include_flag="",
+        device_functions=["\n".join(indent_pragmas(f.split("\n"))) for f in em.device_functions],
         param_lines=[line.strip() for line in wrap(params, "", "", ") {", 116)] if params else [],
         unused_thread_ids=" ".join(f"(void){n};" for n in ("lane", "warp") if not _reads(reads_ids, n)),
         shared_bytes=shared_bytes, residency=residency,
@@ -141,13 +153,21 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
         shared_decls=(smem_constants + em.shared_decls) if shared_bytes else [],
         thread_bases=thread_bases, body=body)
     template = jinja_env().get_template("kernel.cu.j2")
-    context["device_header"] = _device_header(template.render(**context), em.uses_tiles, uses_fp8, em.uses_tma)
-    source = template.render(**context)
+
+    def render(**header):
+        source = template.render(**{**context, **header})
+        if analysis.options.line_directives:      # a `#line` directive numbers the lines after it: keep them
+            return source
+        return "\n".join(break_long_lines(source.split("\n")))
+    headers = ["device.cuh"] + ["device_tiles.cuh"] * em.uses_tiles + ["device_tma.cuh"] * em.uses_tma
+    source = render(device_header=_device_header(template.render(**context), em.uses_tiles, uses_fp8, em.uses_tma))
+    nvcc_source = render(device_header=_included_headers(headers, uses_fp8),
+                         include_flag=' -I"$(python -m transpiler include-dir)"')
     return EmittedKernel(source, residency.launch_shared_bytes if residency else shared_bytes, em.smem.report(),
                          analysis.required_arch, tuple(spec for _, spec in em.tma_params), row_loop,
                          bool(analysis.row_loop and analysis.row_loop.persistent), analysis.programs_per_block,
                          analysis.row_loop.max_waves if analysis.row_loop else 0, residency,
-                         analysis.options.num_warps)
+                         analysis.options.num_warps, em.smem.unspelled_scratch(), nvcc_source)
 
 
-__all__ = ["emit_kernel", "EmittedKernel", "OCCUPANCY_MACRO", "MAXNREG_MACRO"]
+__all__ = ["emit_kernel", "EmittedKernel", "OCCUPANCY_MACRO", "MAXNREG_MACRO", "include_dir"]

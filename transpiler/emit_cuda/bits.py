@@ -7,6 +7,7 @@ bits, so `cols = lane * 4 + ...` reads like hand-written code.
 from __future__ import annotations
 
 
+
 def bit_moves(var: str, pairs, width: int) -> str:
     """Expression placing bit `s` of `var` (which has `width` significant bits) at bit `d`, for each (s, d)."""
     pairs = sorted(pairs)
@@ -29,27 +30,3 @@ def bit_moves(var: str, pairs, width: int) -> str:
             x = f"({x} << {d})"
         terms.append(x)
     return " | ".join(terms) if len(terms) > 1 else terms[0]
-
-
-def linear_register_map(mapping):
-    """If `mapping` (list: target register -> source register) moves bits linearly, return its (s, d) pairs."""
-    n = len(mapping)
-    if n == 0 or mapping[0] != 0:
-        return None
-    bits = n.bit_length() - 1
-    pairs = []
-    for i in range(bits):
-        m = mapping[1 << i]
-        if m == 0:
-            continue
-        if m & (m - 1):
-            return None
-        pairs.append((i, m.bit_length() - 1))
-    for r in range(n):
-        expect = 0
-        for s, d in pairs:
-            if r >> s & 1:
-                expect |= 1 << d
-        if mapping[r] != expect:
-            return None
-    return pairs

@@ -2,7 +2,8 @@
 inside `namespace tp` (a template, a function, a struct, an enum, a macro with its invocations, each with the
 comment above it), and kept are the items whose names the kernel's code uses, directly or through another kept
 item. What an item defines and what it uses are read from its text (a macro's from its expansions), so a new
-helper needs nothing here. The lines outside the namespace (the banner, the includes) stay.
+helper needs nothing here. The lines outside the namespace (the banner, the includes) stay, but `#pragma once`
+(for nvcc users, who `#include` the headers whole: `EmittedKernel.nvcc_source`).
 """
 from __future__ import annotations
 
@@ -128,7 +129,8 @@ def used_helpers(header: str, kernel_code: str) -> str:
                 wanted |= item.uses
                 changed = True
     body = [ln for i, item in enumerate(items) if i in kept for ln in item.lines]
-    return "\n".join(lines[:start + 1] + body + trailing + lines[end:])
+    head = [ln for ln in lines[:start + 1] if not ln.startswith("#pragma once")]   # the .cu is the main file
+    return "\n".join(head + body + trailing + lines[end:])
 
 
 __all__ = ["used_helpers"]

@@ -17,6 +17,7 @@ import jinja2
 from .. import dtypes
 from ..analysis import conversion_chunks
 from ..analysis.bank_padding import conversion_padding
+from ..analysis.scratch_plan import scratch_key
 from ..analysis.stmatrix import plan_stmatrix
 from ..analysis.layouts import LinearLayout, register_map
 from ..parse.ir import OP_KINDS, OpKind, Value
@@ -108,7 +109,7 @@ class Emitter:
         self.thread_base_lines: list = []
         self.thread_bases: dict = {}
         self.shared_decls: list = []
-        self.smem = analysis.shared_memory.fork()   # the plan (analysis/shared_memory.py), plus this emission's scratch
+        self.smem = analysis.shared_memory.fork()   # the plan (analysis/shared_memory.py, scratch_plan.py)
         self.tiles: dict = {}              # value -> SharedTile holding it (staged loads of a pipelined loop)
         self.invariant_buffers: dict = {}  # value -> (buffer, tile, scope written in): a loop-invariant dot operand
         self.stage_tiles: dict = {}        # staged load op -> its ring of stage tiles
@@ -345,14 +346,15 @@ class Emitter:
         self.shared_decls.append(f"{ct}* {name} = reinterpret_cast<{ct}*>(tp_smem + {buffer.offset});")
         return name
 
-    def scratch_buffers(self, requests, purpose):
-        """Scratch space for one conversion or one dot's operands: [(dtype, count, hint[, C type])] -> names, and
-        whether a barrier must come first (earlier readers of the same bytes may still be reading)."""
-        barrier = self.smem.begin_scratch(self.loop_depth > 0)
+    def scratch_buffers(self, key, hints):
+        """The planned scratch use `key` (analysis/scratch_plan.py) declared under the names `hints` ([(hint,
+        C type or None)], one per buffer), and whether a barrier must come first (earlier readers of the same
+        bytes may still be reading)."""
+        buffers, barrier = self.smem.begin_scratch(key, self.loop_depth > 0)
+        assert len(buffers) == len(hints), (key, buffers, hints)
         names = []
-        for dt, count, hint, *ctype in requests:
-            buffer = self.smem.scratch(count * dt.itemsize, purpose, dt, count)
-            name = self._declare_buffer(buffer, dt, hint, ctype[0] if ctype else None)
+        for buffer, (hint, ctype) in zip(buffers, hints):
+            name = self._declare_buffer(buffer, buffer.dtype, hint, ctype)
             ct = buffer.ctype
             self.write(f"{ct}* {name} = reinterpret_cast<{ct}*>(tp_smem + {buffer.offset});")
             names.append(name)
@@ -430,11 +432,9 @@ class Emitter:
         self.write(f"// {self.name_of(v)} to layout L{self.layout_id(layout)} through shared memory{passes}")
         own_part, layout_part = chunks.squeeze(own), chunks.squeeze(layout)
         pad = conversion_padding(own_part, layout_part, dt)
-        numel = v.type.numel // chunks.count
-        rows = numel // own_part.shape[-1]
         ct = self.ctype(v)    # pointer blocks into read-only arguments stay `const T*`
-        (buf,), barrier = self.scratch_buffers(
-            [(dt, numel + rows * pad, f"convert_{self.name_of(v)}", ct)], "layout conversion")
+        (buf,), barrier = self.scratch_buffers(scratch_key("convert", v, layout, self.smem.in_pipeline),
+                                               [(f"convert_{self.name_of(v)}", ct)])
         name = self.fresh(f"{self.name_of(v)}_L{self.layout_id(layout)}")
         blocks = plan_stmatrix(own_part, dt.itemsize, own_part.shape[-1] + pad, self.analysis.options.arch) \
             if chunks.count == 1 else None

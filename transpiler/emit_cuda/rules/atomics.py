@@ -13,6 +13,7 @@ from ... import dtypes
 from .. import cspell
 from ..emitter import Read, jinja_env, lowering
 from ...parse.ir import OpKind
+from ...analysis.scratch_plan import scratch_key
 
 _PTX_OP = {"xchg": "exch"}      # PTX's name where it is not Triton's
 _FLOAT_REG = {dtypes.float32: "f", dtypes.float64: "d"}
@@ -101,8 +102,8 @@ def atomic(em, op, layout):
         em.bind(v, Read(scalar=ctx["old"], ctype=ctype) if plan.scalar else Read(array=ctx["old"], ctype=ctype),
                 None if plan.scalar else layout)
     if plan.broadcast:
-        (ctx["buf"],), ctx["barrier_before"] = em.scratch_buffers(
-            [(dt, v.type.numel, f"{ctx['old'].rstrip('_')}_shared")], "old values of an atomic, for every thread")
+        (ctx["buf"],), ctx["barrier_before"] = em.scratch_buffers(scratch_key("atomic", op),
+                                                                  [(f"{ctx['old'].rstrip('_')}_shared", None)])
     if plan.scalar:
         em.write(_macros().scalar(ctx))
         return

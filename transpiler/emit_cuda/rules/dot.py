@@ -19,6 +19,7 @@ from ..emitter import Read, lowering
 from ..tiles import register_layout_for, staged_view, write_to_tile
 from ...analysis.invariant_operands import invariant_dot_operands
 from ...analysis.layouts import log2
+from ...analysis.scratch_plan import scratch_key
 from ...parse.ir import OpKind
 from ...targets import switch
 
@@ -42,8 +43,8 @@ def _operand_views(em, op):
         for v, k_dim in pending:
             em.operand(v, register_layout_for(em, v, k_dim))
         em.write("// dot operands: registers to shared memory")
-        names, barrier = em.scratch_buffers([(v.dtype, v.type.numel, f"{em.name_of(v)}_tile") for v, _ in pending],
-                                            "dot operand")
+        names, barrier = em.scratch_buffers(scratch_key("dot", op),
+                                            [(f"{em.name_of(v)}_tile", None) for v, _ in pending])
         if barrier:
             em.write("__syncthreads();  // earlier readers of this scratch space are done")
         for (v, k_dim), buf in zip(pending, names):

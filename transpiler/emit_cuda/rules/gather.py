@@ -10,6 +10,7 @@ gather spilled about 800 bytes and took NVRTC 30-40 s).
 from __future__ import annotations
 
 from ..emitter import lowering
+from ...analysis.scratch_plan import scratch_key
 from ...parse.ir import OpKind
 
 
@@ -23,8 +24,7 @@ def gather(em, op, layout_unused):
     index = em.operand(index_v, out_layout)
     ct = em.ctype(src_v)
     shape = src_v.shape
-    (buf,), barrier = em.scratch_buffers([(src_v.dtype, src_v.type.numel, f"gather_{em.name_of(src_v)}", ct)],
-                                         "tl.gather's source")
+    (buf,), barrier = em.scratch_buffers(scratch_key("gather", op), [(f"gather_{em.name_of(src_v)}", ct)])
     em.write(f"// {em.name_of(src_v)} through shared memory, read back at the indices along axis {axis}")
     if barrier:
         em.write("__syncthreads();")

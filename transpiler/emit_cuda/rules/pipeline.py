@@ -61,7 +61,8 @@ def _prefetch(em, plan, iv, iv_name, ct, carried, ahead_targets, yields, stage):
     for staged in plan.loads:
         em.line_stack.append(staged.op.loc.line if staged.op.loc else None)
         em.last_line = None
-        _issue_copies(em, staged, em.stage_tiles[staged.op].at_stage(stage))
+        ring = em.stage_tiles[staged.op]
+        _issue_copies(em, staged, ring.at_stage(em, stage, f"{em.name_of(staged.op.result)}_next"))
         em.line_stack.pop()
     em.last_line = None
     assign_yield(em, ahead_targets, [yields[i] for i in plan.prefetch_carried],
@@ -76,8 +77,13 @@ class StageRing:
         self.buffer, self.shape, self.col_dim, self.dtype, self.slabs = buffer, shape, col_dim, dtype, slabs
         self.numel = shape[0] * shape[1]
 
-    def at_stage(self, stage) -> SharedTile:
-        base = self.buffer if stage == "0" else f"({self.buffer} + ({stage}) * {self.numel})"
+    def at_stage(self, em, stage, hint) -> SharedTile:
+        """The tile of stage `stage` (a C expression), its first element named once by a pointer declared here:
+        the copies and reads then index `a_tile[...]`, not `(a_stages + (stage) * 8192)[...]`."""
+        base = self.buffer
+        if stage != "0":
+            base = em.fresh(hint)
+            em.write(f"{cspell.ctype(self.dtype)}* {base} = {self.buffer} + {cexpr.mul(stage, self.numel)};")
         return SharedTile(base, self.shape, self.col_dim, self.dtype, self.slabs)
 
 
@@ -146,7 +152,8 @@ def emit_body(em, loop, targets, stage, prefetch):
     plan, region = loop.plan, loop.region
     bind_args(em, [loop.carried[i] for i in loop.main], targets)
     for staged in plan.loads:
-        em.tiles[staged.op.result] = em.stage_tiles[staged.op].at_stage(stage)
+        ring = em.stage_tiles[staged.op]
+        em.tiles[staged.op.result] = ring.at_stage(em, stage, f"{em.name_of(staged.op.result)}_tile")
     staged_values = {staged.op.result for staged in plan.loads}
     # Staged loads have no registers to fill, and a tl.trans of one is only a different view of its tile.
     skip = {o for o in region.ops if o in plan.main_dead_ops or plan.is_staged(o)

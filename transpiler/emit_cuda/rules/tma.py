@@ -78,7 +78,7 @@ def _issue(em, loop, plan, bars, stage, iteration):
         em.line_stack.append(op.loc.line if op.loc else None)
         em.last_line = None
         ring = em.stage_tiles[op]
-        tile = ring.at_stage(stage)
+        tile = ring.at_stage(em, stage, f"{em.name_of(op.result)}_next")
         inner, outer = (_spell(em, p, iteration) for p in t.origin)
         slab = t.box[0] * t.box[1]
         for j in range(t.slabs):

@@ -2,10 +2,9 @@
 and the shape ops (splat, broadcast, expand_dims, permute, reshape), which cost nothing in registers."""
 from __future__ import annotations
 
-from ...analysis.layouts import register_map
+from ...analysis.layouts import linear_register_map, register_map
 from ...parse.ir import OpKind
 from .. import cspell, inline_asm, map_elementwise
-from ..bits import linear_register_map
 from ..emitter import Read, lowering
 from ..libdevice import libdevice_call
 
