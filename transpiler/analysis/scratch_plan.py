@@ -156,7 +156,8 @@ class _Walk:
         a, b = op.operands[0], op.operands[1]
         if plan.a_layout is not None:
             self.read(a, plan.a_layout)
-        pending = [(v, k) for v, k in ((a, 1), (b, 0))
+        rank = len(a.shape)     # a batched dot's operands are 3-D: K is then dimension 2 of A, 1 of B (rules/dot.py)
+        pending = [(v, k) for v, k in ((a, rank - 1), (b, rank - 2))
                    if not self.in_tile(v) and not (plan.a_layout is not None and v is a)]
         for v, k in pending:
             self.read(v, self._tile_layout(v, k))
