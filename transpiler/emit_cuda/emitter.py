@@ -142,6 +142,13 @@ class Emitter:
         # The thread that performs a program's scalar stores: the block's first, or its warp's first lane when
         # a block holds several programs of one warp each (analysis/program_packing.py).
         self.first_thread_of_program = "lane == 0" if analysis.packing else "threadIdx.x == 0"
+        # Packed rows (analysis/packed_rows.py): the phase is the count of cross-warp reductions written so far; a
+        # packed root or re-widened value bound in an earlier phase is made again where the current one reads it.
+        self.packed = analysis.packed_rows
+        self.phase = 0
+        self.bound_phase: dict = {}        # (value, layout) -> the phase it was bound in (packed values only)
+        self.stale_roots: dict = {}        # (root value, layout) -> its earlier Read, while it is copied anew
+        self.window = None                 # (C run variable, registers a run) inside a tail run by runs
 
     # -- text ----------------------------------------------------------------------------------------------
     def write(self, text: str):
@@ -371,6 +378,8 @@ class Emitter:
     # -- values --------------------------------------------------------------------------------------------
     def bind(self, v: Value, read: Read, layout=None):
         self.scopes[-1][(v, layout)] = read
+        if v in self.packed.rewidened or v.owner in self.packed.roots:
+            self.bound_phase[(v, layout)] = self.phase
         if self.chunks:
             self.groups[-1].defined_by[(v, layout)] = self.chunks[-1]
         elif self.detached_into and self.detached_into[-1] is not None:
@@ -379,6 +388,8 @@ class Emitter:
     def lookup(self, v, layout):
         for scope in reversed(self.scopes):
             if (v, layout) in scope:
+                if self.bound_phase.get((v, layout), self.phase) < self.phase:
+                    return self._made_again(v, layout, scope[(v, layout)])
                 if self.chunks:     # the chunk reading it must come after the one that wrote it
                     group = self.groups[-1]
                     producer = group.defined_by.get((v, layout))
@@ -387,6 +398,30 @@ class Emitter:
                     group.keep_order |= (v, layout) in group.detached
                 return scope[(v, layout)]
         return None
+
+    def _made_again(self, v, layout, earlier: Read) -> Read:
+        """A packed value bound before the last cross-warp reduction, made in this phase: a root copied through
+        opaque words (rules/memory.py), a re-widened value recomputed by its own rule (analysis/packed_rows.py)."""
+        key = (v, layout)
+        if v.owner in self.packed.roots:
+            self.stale_roots[key] = earlier
+        try:
+            self.run_rule(v.owner, layout)
+        finally:
+            self.stale_roots.pop(key, None)
+        assert self.bound_phase.get(key) == self.phase, f"{v!r} not made again in phase {self.phase}"
+        return self.lookup(v, layout)
+
+    def register_range(self, n: int, step: int = 1):
+        """(first, end) C expressions of the registers a loop over `n` registers covers (`step` registers an
+        iteration, the loop counting iterations when `step` > 1): all of them, or one run inside a tail run by
+        runs (analysis/packed_rows.py)."""
+        if self.window is None:
+            return "0", str(n // step)
+        var, size = self.window
+        per_run = size // step
+        first = f"{var} * {per_run}" if per_run > 1 else var
+        return first, f"{first} + {per_run}"
 
     def scalar(self, v: Value) -> str:
         """C expression of a scalar value."""
@@ -469,15 +504,18 @@ class Emitter:
         registers whose indices differ only in those bits hold equal elements, and each is computed from the
         first register of its run (`expr_at("run")`), so the C compiler folds every run into one computation."""
         name = self.array_name(v, layout)
+        lo, hi = self.register_range(layout.num_regs)
+        if self.window is not None:
+            run_mask &= self.window[1] - 1      # runs of equal registers end at the window's edge
         per_run = expr_at("run") if run_mask else ""
         if re.search(r"\brun\b", per_run):     # an expression reading no register needs no run index
             # read once, the run's first register is written in place: `x[r & ~3]`
             once = (re.sub(r"\brun\b", f"(r & ~{run_mask})", per_run)
                     if len(re.findall(r"\brun\b", per_run)) == 1 else "")
             self.write(self.macros.block_elementwise_runs(self.ctype(v), name, layout.num_regs, run_mask, per_run,
-                                                          once))
+                                                          once, lo, hi))
         else:
-            self.write(self.macros.block_elementwise(self.ctype(v), name, layout.num_regs, expr_at("r")))
+            self.write(self.macros.block_elementwise(self.ctype(v), name, layout.num_regs, expr_at("r"), lo, hi))
         self.bind(v, Read(array=name, ctype=self.ctype(v)), layout)
         return name
 
@@ -502,8 +540,14 @@ class Emitter:
         self.emit_ops(region.ops, skip)
 
     def emit_ops(self, ops, skip=()):
+        in_tail = set()
         for op in ops:
-            if op in skip:
+            if op in skip or op in in_tail:
+                continue
+            tail = self.packed.tails.get(op) if self.window is None else None
+            if tail is not None:
+                self._emit_tail_by_runs(tail, skip)
+                in_tail = set(tail.ops)
                 continue
             if op.results and all(r in self.layouts.flexible for r in op.results):
                 continue  # computed on demand, in the layout its user needs
@@ -518,6 +562,26 @@ class Emitter:
             raise NotImplementedError(f"no lowering rule for IR op '{op.name}'")
         layout = self.layout_of(op.results[0]) if op.results and op.results[0].shape else None
         self._lower_in_group(op, layout)
+        if op in self.packed.boundaries:
+            self.phase += 1
+
+    def _emit_tail_by_runs(self, tail, skip):
+        """The ops of `tail` inside one loop over its runs, each op computing only the run's registers
+        (analysis/packed_rows.py); what they define lives in the loop's scope."""
+        var = self.fresh("run")
+        self.write("#pragma unroll")
+        self.write(f"for (int {var} = 0; {var} < {tail.runs}; ++{var}) {{  // the tail one run of {tail.window} "
+                   "registers at a time")
+        self.push_scope()
+        self.indent += 1
+        self.window = (var, tail.window)
+        try:
+            self.emit_ops([op for op in tail.ops if op not in skip])
+        finally:
+            self.window = None
+            self.indent -= 1
+            self.pop_scope()
+        self.write("}")
 
     def push_scope(self):
         self.scopes.append({})
