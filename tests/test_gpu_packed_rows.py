@@ -1,6 +1,6 @@
 """GPU: packed rows (analysis/packed_rows.py, TRANSPILER_PACKED_ROWS=1) give the same bits as the default build
 and match NumPy in float64 on fresh random inputs, outputs poisoned: the row kernels of the memory-bound checks
-(ragged rows, odd and 4k strides, many rows) and the layernorm example in fp16 and bf16 at the bench's long rows
+(ragged rows, odd and 4k strides, many rows), a layernorm over 2-D tiles of rows and the layernorm example in fp16 and bf16 at the bench's long rows
 and at ragged ones (a row kept as loaded words across both reductions, its tail run by runs)."""
 import sys
 from pathlib import Path
@@ -21,9 +21,22 @@ def _run(case, switch, monkeypatch):
     return K.run_on_gpu(K.fresh(case))
 
 
-@pytest.mark.parametrize("name", NAMES)
+def _tile_cases(rng):
+    """2-D tiles of rows (a tail in a 2-D layout reading 1-D values): rows not a multiple of the tile's, ragged
+    columns."""
+    return {"tile_norm_fp16_3000": K.tile_norm_case(rng, 37, 3000),
+            "tile_norm_fp16_1000_2_rows": K.tile_norm_case(rng, 101, 1000, rows_per_program=2, num_warps=4),
+            "tile_norm_fp16_8192": K.tile_norm_case(rng, 19, 8192, rows_per_program=2)}
+
+
+def _case(name):
+    rng = np.random.default_rng()
+    return _tile_cases(rng)[name] if name.startswith("tile_norm") else dict(K.all_cases(rng))[name]
+
+
+@pytest.mark.parametrize("name", NAMES + sorted(_tile_cases(np.random.default_rng(0))))
 def test_row_kernels_match_numpy_and_the_default_bits(name, monkeypatch):
-    case = dict(K.all_cases(np.random.default_rng()))[name]
+    case = _case(name)
     packed = _run(case, "1", monkeypatch)
     K.check(case, packed)
     plain = _run(case, "0", monkeypatch)

@@ -3,6 +3,7 @@ values are re-widened and which tails run by runs, with the reasons in explain; 
 the re-widenings and the run loop in the source; NVRTC on sm_80 and sm_90a with the switch on (no spills, no
 warnings, the layernorm's long rows at 64 registers); the default build untouched. Results on a GPU (the same
 bits as the default build, NumPy in float64): tests/test_gpu_packed_rows.py."""
+import re
 import sys
 from pathlib import Path
 
@@ -93,6 +94,21 @@ def test_a_tail_value_read_after_the_tail_keeps_the_op_by_op_order():
     assert plan.packed_rows.roots and not plan.packed_rows.tails
 
 
+def test_a_tail_in_a_2d_layout_makes_values_of_other_layouts_whole():
+    case = K.tile_norm_case(_rng(), 37, 3000)
+    plan = analysis_for(case["kernel"], case["args"], case["constexprs"], case["num_warps"])[1].packed_rows
+    assert len(plan.roots) == 2                      # the tile and the weight row
+    (tail,) = plan.tails.values()
+    assert tail.layout.rank == 2 and tail.window == 8
+    src = source_for(case["kernel"], case["args"], case["constexprs"], case["num_warps"])
+    body = src[src.index("the tail one run of 8"):]
+    # the bias's column mask, a 1-D value first made in the tail, is made whole; the 2-D mask one run a turn
+    assert re.search(r"for \(int r = 0; r < 16; \+\+r\) lt_\d+\[r\] = cols", body)
+    assert re.search(r"for \(int r = run_ \* 8; r < run_ \* 8 \+ 8; \+\+r\) \{\n\s+const int run", body)
+    # the weight row (a packed root in the 1-D layout) is read as held, not re-widened in every run
+    assert body.count("tp::opaque_words") == 1
+
+
 def test_rows_read_in_one_phase_only_are_left_alone():
     args = (np.zeros((4, 4096), np.float16),) * 2 + (4096, 4096, 4096)
     analysis = analysis_for(softmax.softmax_kernel, args, dict(BLOCK=4096), 1)[1]
@@ -118,7 +134,8 @@ KERNELS = {
     "layernorm_1000": lambda: _layernorm(1000).source,
     "layernorm_bf16_12000": lambda: _layernorm(12000, tl.bfloat16).source,
 }
-for _name, _case in K.all_cases(_rng()):
+for _name, _case in K.all_cases(_rng()) + [("tile_norm_fp16_3000", K.tile_norm_case(_rng(), 37, 3000)),
+                                          ("tile_norm_fp16_8192", K.tile_norm_case(_rng(), 19, 8192, 2))]:
     KERNELS[_name] = (lambda c=_case: source_for(c["kernel"], c["args"], c["constexprs"], c["num_warps"]))
 
 

@@ -15,8 +15,9 @@ programs a SM (bench/NOTES.md, issue 18 session 10). Decided here, from the IR a
    see through (`tp::opaque_words`), so it cannot merge the later widening into the first one and hold the fp32
    row again: across a barrier only the loaded words, two halves a register, live.
 2. **Run-by-run tails.** In a region holding a packed root, the ops after its last cross-warp reduction that are
-   block loads, stores, casts and plain elementwise ops in one layout, with the scalar arithmetic among them
-   (every value they define read only by them), run one run of registers at a time (the widest access's), so a tail's other
+   block loads, stores, casts and plain elementwise ops in one layout, with the scalar arithmetic and the views
+   (broadcasts, `x[:, None]`) of values made before them among them, each block operand read as it is held
+   (no conversion) and every value they define read only by them, run one run of registers at a time (the widest access's), so a tail's other
    loads are consumed as they arrive instead of held in full.
 
 `TRANSPILER_PACKED_ROWS=1` turns it on (off by default until measured on the H200 through the compiler).
@@ -32,6 +33,7 @@ _CHEAP = {"add", "sub", "mul", "neg", "select"}     # elementwise fns re-done pe
 _WINDOWED_KINDS = (OpKind.LOAD, OpKind.STORE, OpKind.CAST, OpKind.ELEMENTWISE)
 _OPAQUE_FNS = ("inline_asm", "map")
 _SCALAR_KINDS = (OpKind.CONSTANT, OpKind.CAST, OpKind.ELEMENTWISE, OpKind.ADDPTR)
+_VIEW_KINDS = (OpKind.SPLAT, OpKind.BROADCAST, OpKind.EXPAND_DIMS, OpKind.RESHAPE, OpKind.PERMUTE)
 
 
 @dataclass(frozen=True)
@@ -191,8 +193,11 @@ def _tail(ops, layouts, widths, combined_loads, row_ring, users):
         if op.name in _SCALAR_KINDS and op.results and not any(r.shape for r in op.results):
             chosen.append(op)       # an address or a factor: made in each run (the C compiler makes it once)
             continue
+        if op.name in _VIEW_KINDS and not any(o.owner in chosen for o in op.operands if o.shape):
+            chosen.append(op)       # a view of a whole value made before the tail (`rstd[:, None]`): no code
+            continue
         lay = _windowed_layout(op, layouts, combined_loads, row_ring)
-        if lay is None or (layout is not None and lay != layout):
+        if lay is None or (layout is not None and lay != layout) or not _read_in(op, lay, layouts):
             break
         layout = lay
         chosen.append(op)
@@ -214,6 +219,12 @@ def _tail(ops, layouts, widths, combined_loads, row_ring, users):
     if window == layout.num_regs:
         return None             # one run: nothing to interleave
     return RunTail(tuple(chosen), layout, window)
+
+
+def _read_in(op, layout, layouts) -> bool:
+    """Whether each block operand of `op` is read in `layout` as it is held (fixed there, or made where read):
+    a conversion inside the run loop would be a whole trip through shared memory each run."""
+    return all(not o.shape or o in layouts.flexible or layouts.layout.get(o) == layout for o in op.operands)
 
 
 def _windowed_layout(op, layouts, combined_loads, row_ring):

@@ -148,7 +148,7 @@ class Emitter:
         self.phase = 0
         self.bound_phase: dict = {}        # (value, layout) -> the phase it was bound in (packed values only)
         self.stale_roots: dict = {}        # (root value, layout) -> its earlier Read, while it is copied anew
-        self.window = None                 # (C run variable, registers a run) inside a tail run by runs
+        self.window = None                 # (C run variable, registers a run, layout) inside a tail run by runs
 
     # -- text ----------------------------------------------------------------------------------------------
     def write(self, text: str):
@@ -388,7 +388,7 @@ class Emitter:
     def lookup(self, v, layout):
         for scope in reversed(self.scopes):
             if (v, layout) in scope:
-                if self.bound_phase.get((v, layout), self.phase) < self.phase:
+                if self.bound_phase.get((v, layout), self.phase) < self.phase and self._remade_here(layout):
                     return self._made_again(v, layout, scope[(v, layout)])
                 if self.chunks:     # the chunk reading it must come after the one that wrote it
                     group = self.groups[-1]
@@ -398,6 +398,11 @@ class Emitter:
                     group.keep_order |= (v, layout) in group.detached
                 return scope[(v, layout)]
         return None
+
+    def _remade_here(self, layout) -> bool:
+        """Whether a stale packed value read in `layout` is made again here: anywhere but inside a tail run by
+        runs in another layout, where it would be made whole in every run (it is read as held instead)."""
+        return self.window is None or self.window[2] == layout
 
     def _made_again(self, v, layout, earlier: Read) -> Read:
         """A packed value bound before the last cross-warp reduction, made in this phase: a root copied through
@@ -412,13 +417,15 @@ class Emitter:
         assert self.bound_phase.get(key) == self.phase, f"{v!r} not made again in phase {self.phase}"
         return self.lookup(v, layout)
 
-    def register_range(self, n: int, step: int = 1):
-        """(first, end) C expressions of the registers a loop over `n` registers covers (`step` registers an
-        iteration, the loop counting iterations when `step` > 1): all of them, or one run inside a tail run by
-        runs (analysis/packed_rows.py)."""
-        if self.window is None:
+    def register_range(self, layout, step: int = 1):
+        """(first, end) C expressions of the registers a loop over `layout`'s registers covers (`step` registers
+        an iteration, the loop counting iterations when `step` > 1): all of them, or one run inside a tail run
+        by runs in that layout (analysis/packed_rows.py; a value made there in another layout, as the source of
+        a broadcast, is made whole: its registers are not the tail's)."""
+        n = layout.num_regs
+        if self.window is None or self.window[2] != layout:
             return "0", str(n // step)
-        var, size = self.window
+        var, size, _ = self.window
         per_run = size // step
         first = f"{var} * {per_run}" if per_run > 1 else var
         return first, f"{first} + {per_run}"
@@ -504,8 +511,8 @@ class Emitter:
         registers whose indices differ only in those bits hold equal elements, and each is computed from the
         first register of its run (`expr_at("run")`), so the C compiler folds every run into one computation."""
         name = self.array_name(v, layout)
-        lo, hi = self.register_range(layout.num_regs)
-        if self.window is not None:
+        lo, hi = self.register_range(layout)
+        if self.window is not None and self.window[2] == layout:
             run_mask &= self.window[1] - 1      # runs of equal registers end at the window's edge
         per_run = expr_at("run") if run_mask else ""
         if re.search(r"\brun\b", per_run):     # an expression reading no register needs no run index
@@ -574,7 +581,7 @@ class Emitter:
                    "registers at a time")
         self.push_scope()
         self.indent += 1
-        self.window = (var, tail.window)
+        self.window = (var, tail.window, tail.layout)
         try:
             self.emit_ops([op for op in tail.ops if op not in skip])
         finally:
