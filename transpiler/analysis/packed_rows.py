@@ -88,7 +88,8 @@ def plan_packed_rows(kernel, layouts, widths, combined_loads, row_ring, decision
                               "read after a cross-warp reduction: held widened, the row would take a 32-bit "
                               "register an element from the load to its last reading (analysis/packed_rows.py)")
         if held:
-            tail = _tail(region.ops[cuts[-1] + 1:], layouts, widths, combined_loads, row_ring, users)
+            packed = chains | {r.result for r in roots}
+            tail = _tail(region.ops[cuts[-1] + 1:], layouts, widths, combined_loads, row_ring, users, packed)
             if tail is not None:
                 tails[tail.ops[0]] = tail
                 decisions.add("packed_rows", tail.ops[0], f"the tail ({len(tail.ops)} ops) run {tail.window} "
@@ -180,8 +181,10 @@ def _read_after_a_cut(root, chain, position, top, cuts, users) -> bool:
     return False
 
 
-def _tail(ops, layouts, widths, combined_loads, row_ring, users):
-    """The longest run of windowed ops from the first load of `ops` on that ends with a store, or None."""
+def _tail(ops, layouts, widths, combined_loads, row_ring, users, packed):
+    """The longest run of windowed ops from the first load of `ops` on that ends with a store, or None. `packed`:
+    the values made again where a later phase reads them (a view of one in the tail's layout would see only the
+    run's registers made; one of another layout is read as held there)."""
     start = next((i for i, op in enumerate(ops) if op.name == OpKind.LOAD and op.results[0].shape), None)
     if start is None:
         return None
@@ -193,7 +196,8 @@ def _tail(ops, layouts, widths, combined_loads, row_ring, users):
         if op.name in _SCALAR_KINDS and op.results and not any(r.shape for r in op.results):
             chosen.append(op)       # an address or a factor: made in each run (the C compiler makes it once)
             continue
-        if op.name in _VIEW_KINDS and not any(o.owner in chosen for o in op.operands if o.shape):
+        if op.name in _VIEW_KINDS and not any(o.owner in chosen or (o in packed and layouts.layout.get(o) == layout)
+                                              for o in op.operands if o.shape):
             chosen.append(op)       # a view of a whole value made before the tail (`rstd[:, None]`): no code
             continue
         lay = _windowed_layout(op, layouts, combined_loads, row_ring)

@@ -378,7 +378,9 @@ class Emitter:
     # -- values --------------------------------------------------------------------------------------------
     def bind(self, v: Value, read: Read, layout=None):
         self.scopes[-1][(v, layout)] = read
-        if v in self.packed.rewidened or v.owner in self.packed.roots:
+        if v in self.packed.rewidened or (v.owner in self.packed.roots and read.is_identity_array
+                                          and layout == self.layouts.layout.get(v)):
+            # (a root seen through a register map is read as held: its copy is made in the root's own layout)
             self.bound_phase[(v, layout)] = self.phase
         if self.chunks:
             self.groups[-1].defined_by[(v, layout)] = self.chunks[-1]
