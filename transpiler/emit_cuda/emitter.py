@@ -23,6 +23,7 @@ from ..parse.ir import OP_KINDS, OpKind, Value
 from . import cexpr, cspell
 from .bits import bit_moves
 from .names import CNames
+from .packed_phases import PackedRowsEmission
 from .roles import Roles
 from .statement_order import Chunk, Group, in_writing_order, scalars_written_where_read
 
@@ -92,7 +93,7 @@ class Read:
         return self.array is not None and self.regmap is None
 
 
-class Emitter:
+class Emitter(PackedRowsEmission):
     def __init__(self, kernel, analysis):
         self.kernel = kernel
         self.analysis = analysis
@@ -401,37 +402,6 @@ class Emitter:
                 return scope[(v, layout)]
         return None
 
-    def _remade_here(self, layout) -> bool:
-        """Whether a stale packed value read in `layout` is made again here: anywhere but inside a tail run by
-        runs in another layout, where it would be made whole in every run (it is read as held instead)."""
-        return self.window is None or self.window[2] == layout
-
-    def _made_again(self, v, layout, earlier: Read) -> Read:
-        """A packed value bound before the last cross-warp reduction, made in this phase: a root copied through
-        opaque words (rules/memory.py), a re-widened value recomputed by its own rule (analysis/packed_rows.py)."""
-        key = (v, layout)
-        if v.owner in self.packed.roots:
-            self.stale_roots[key] = earlier
-        try:
-            self.run_rule(v.owner, layout)
-        finally:
-            self.stale_roots.pop(key, None)
-        assert self.bound_phase.get(key) == self.phase, f"{v!r} not made again in phase {self.phase}"
-        return self.lookup(v, layout)
-
-    def register_range(self, layout, step: int = 1):
-        """(first, end) C expressions of the registers a loop over `layout`'s registers covers (`step` registers
-        an iteration, the loop counting iterations when `step` > 1): all of them, or one run inside a tail run
-        by runs in that layout (analysis/packed_rows.py; a value made there in another layout, as the source of
-        a broadcast, is made whole: its registers are not the tail's)."""
-        n = layout.num_regs
-        if self.window is None or self.window[2] != layout:
-            return "0", str(n // step)
-        var, size, _ = self.window
-        per_run = size // step
-        first = f"{var} * {per_run}" if per_run > 1 else var
-        return first, f"{first} + {per_run}"
-
     def scalar(self, v: Value) -> str:
         """C expression of a scalar value."""
         read = self.lookup(v, None)
@@ -573,24 +543,6 @@ class Emitter:
         self._lower_in_group(op, layout)
         if op in self.packed.boundaries:
             self.phase += 1
-
-    def _emit_tail_by_runs(self, tail, skip):
-        """The ops of `tail` inside one loop over its runs, each op computing only the run's registers
-        (analysis/packed_rows.py); what they define lives in the loop's scope."""
-        var = self.fresh("run")
-        self.write("#pragma unroll")
-        self.write(f"for (int {var} = 0; {var} < {tail.runs}; ++{var}) {{  // the tail one run of {tail.window} "
-                   "registers at a time")
-        self.push_scope()
-        self.indent += 1
-        self.window = (var, tail.window, tail.layout)
-        try:
-            self.emit_ops([op for op in tail.ops if op not in skip])
-        finally:
-            self.window = None
-            self.indent -= 1
-            self.pop_scope()
-        self.write("}")
 
     def push_scope(self):
         self.scopes.append({})
