@@ -73,6 +73,7 @@ CONTROLS = {"planted_oob_store": "memcheck", "planted_uninit_read": "initcheck"}
 # comparison skips and the sanitizer sees our kernels only.
 TEST_FILES = ("test_gpu_attention", "test_gpu_dot_dtypes", "test_gpu_tma", "test_gpu_realworld_core",
               "test_gpu_program_packing", "test_gpu_membound", "test_gpu_row_ring", "test_gpu_prefix_mask", "test_gpu_inline_asm",
+              "test_gpu_packed_rows",
               "test_gpu_fp8_compute",
               "test_gpu_host_tensor_descriptors", "test_gpu_conversion_chunks", "test_gpu_fuzz_findings",
               "test_gpu_autodiff", "test_gpu_random", "test_gpu_cache_hints", "test_gpu_bool_arithmetic",

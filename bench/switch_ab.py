@@ -59,6 +59,8 @@ VARIANTS = {
                              {"TRANSPILER_LOOP_REDUCTION_BARRIER": "1"}),
     "prefix_mask": Variant("a run under a prefix mask tested on its last lane (analysis/mask_runs.py)",
                            {"TRANSPILER_PREFIX_MASK": "1"}),
+    "packed_rows": Variant("16-bit rows held as loaded words across cross-warp reductions, tails run by runs "
+                           "(analysis/packed_rows.py)", {"TRANSPILER_PACKED_ROWS": "1"}),
     "half_warps": Variant("num_warps halved at launch (ours and Triton)", warps=lambda w: max(1, w // 2)),
     "double_warps": Variant("num_warps doubled at launch (ours and Triton): fewer registers a thread for long rows",
                             warps=lambda w: min(32, 2 * w)),
@@ -70,6 +72,8 @@ POINTS = [   # (workload, dtype, rows, columns[, row stride in elements: the col
     ("softmax", "float16", 4096, 4096), ("softmax", "float16", 4096, 8192), ("softmax", "float16", 32768, 1024),
     ("argmax", "float16", 32768, 1024), ("argmax", "float32", 32768, 1024), ("layernorm", "float16", 4096, 12288),
     ("softmax", "float16", 32768, 4093, 4096), ("softmax", "float32", 32768, 4093, 4096),
+    ("layernorm", "bfloat16", 4096, 12288), ("layernorm", "float16", 8192, 8192), ("layernorm", "float16", 4096, 1024),
+    ("softmax", "float16", 4096, 16384),
 ]
 
 

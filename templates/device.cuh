@@ -51,6 +51,16 @@ template <typename To, typename From> __device__ __forceinline__ To bitcast(From
   return y;
 }
 
+// Copy two 16-bit values as one 32-bit word through an empty asm: the C compiler cannot tell the copy from new
+// data, so a widening of the copy is not merged with an earlier one of the original (analysis/packed_rows.py:
+// across a barrier the row lives as loaded words, two halves a register, not as one float an element).
+template <typename T> __device__ __forceinline__ void opaque_words(T* dst, const T* src) {
+  unsigned word;
+  memcpy(&word, src, 4);
+  asm("" : "+r"(word));
+  memcpy(dst, &word, 4);
+}
+
 // fp32 division as Triton lowers `/`: div.full.f32 (at most 2 ulp, no slow path for the full range).
 __device__ __forceinline__ float div_full(float a, float b) {
   float r; asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r;

@@ -260,3 +260,37 @@ def run_on_gpu(case):
     case["kernel"][case["grid"]](*dev, num_warps=case["num_warps"], **case["constexprs"])
     cupy.cuda.runtime.deviceSynchronize()
     return [cupy.asnumpy(a) if isinstance(a, cupy.ndarray) else a for a in dev]
+
+
+@transpiler.jit
+def tile_norm(X, Y, W, B, n_rows, N, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    """Layernorm of ROWS rows a program as one 2-D tile: masks made of broadcast 1-D compares (the bias's, written
+    in another order, first made in the tail), the weights a row broadcast over the tile, rstd a column: a tail
+    in a 2-D layout reading values made in 1-D ones."""
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, BLOCK)
+    w = tl.load(W + cols, mask=cols < N).to(tl.float32)
+    valid = (rows[:, None] < n_rows) & (cols[None, :] < N)
+    offs = rows[:, None] * N + cols[None, :]
+    x = tl.load(X + offs, mask=valid, other=0.0).to(tl.float32)
+    mean = tl.sum(x, axis=1) / N
+    c = tl.where(valid, x - mean[:, None], 0.0)
+    rstd = 1.0 / tl.sqrt(tl.sum(c * c, axis=1) / N + 1e-5)
+    b = tl.load(B + offs, mask=(cols[None, :] < N) & (rows[:, None] < n_rows)).to(tl.float32)
+    tl.store(Y + offs, c * rstd[:, None] * w[None, :] + b, mask=valid)
+
+
+def tile_norm_case(rng, n_rows, n_cols, rows_per_program=4, dtype=np.float16, num_warps=8):
+    block = transpiler.next_power_of_2(n_cols)
+    x = (0.5 + 2 * rng.standard_normal((n_rows, n_cols))).astype(dtype)
+    w = (1 + 0.5 * rng.standard_normal(n_cols)).astype(dtype)
+    b = (0.5 * rng.standard_normal((n_rows, n_cols))).astype(dtype)
+    y = _poisoned((n_rows, n_cols), dtype)
+
+    def expect(args):
+        v = x.astype(np.float64)
+        mu = v.mean(axis=1, keepdims=True)
+        rstd = 1 / np.sqrt(((v - mu) ** 2).mean(axis=1, keepdims=True) + 1e-5)
+        return {1: ((v - mu) * rstd * w.astype(np.float64) + b.astype(np.float64), *_tol(dtype))}
+    return dict(kernel=tile_norm, args=[x, y, w, b, n_rows, n_cols], grid=(-(-n_rows // rows_per_program),),
+                constexprs=dict(ROWS=rows_per_program, BLOCK=block), num_warps=num_warps, expect=expect)

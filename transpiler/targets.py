@@ -46,6 +46,7 @@ SWITCHES = {
     "TRANSPILER_PROGRAM_WARPS": "32",    # bytes a thread of a row kernel's widest load (fewer warps); 0: num_warps always
     "TRANSPILER_LOOP_REDUCTION_BARRIER": "0",  # 1: every cross-warp reduction of a loop has a barrier before its write
     "TRANSPILER_PREFIX_MASK": "1",       # 0: a run under a prefix mask (cols < n) tested on every lane (mask_runs.py)
+    "TRANSPILER_PACKED_ROWS": "0",       # 1: 16-bit rows held as loaded words across barriers, tails by runs (packed_rows.py)
 }
 
 

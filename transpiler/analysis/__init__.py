@@ -1,7 +1,7 @@
 """Analysis passes, one decision per file; `analyze` runs them in order and collects their decisions."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from ..options import CompileOptions
 from .arch_requirements import ArchRequirement, required_arch
@@ -12,6 +12,7 @@ from .fp_contraction import contract
 from .layout_assignment import LayoutAssignment, coalesced_order
 from .load_combining import combine_loads
 from .mask_runs import prefix_masks
+from .packed_rows import PackedRows, plan_packed_rows
 from .pipelining import plan_pipelines
 from .program_packing import plan_packing
 from .program_warps import plan_program_warps
@@ -48,6 +49,7 @@ class KernelAnalysis:
     launched_warps: int = 0     # the launch's num_warps where a program runs on fewer (program_warps.py), else 0
     mask_prefix: frozenset = frozenset()  # accesses whose mask is a prefix of each run (mask_runs.py)
     residency: object = None    # ResidencyPlan: the launch's shared memory keeps programs off an SM (residency.py)
+    packed_rows: PackedRows = field(default_factory=PackedRows)  # rows held as loaded words, tails run by runs (packed_rows.py)
 
     @property
     def program_warps(self) -> int:
@@ -94,13 +96,14 @@ def analyze(kernel, options: CompileOptions) -> KernelAnalysis:
         return coalesced_order(axis[ptr], len(ptr.shape))[0]
     pipelines = plan_pipelines(kernel, widths, fastest_dim, decisions, options.num_stages, dots)
     combined = combine_loads(kernel, axis, layouts, widths, decisions)
+    packed_rows = plan_packed_rows(kernel, layouts, widths, combined, row_ring, decisions)
     atomics = plan_atomics(kernel, layouts, decisions)
     tma = plan_tma(kernel, pipelines, dots, decisions, options.arch)
     smem = plan_shared_memory(kernel, layouts, pipelines, any(p.kind == "wgmma" for p in dots.values()), tma,
                               row_ring)
     analysis = KernelAnalysis(axis, layouts, widths, uniform, decisions, dots, pipelines, combined, atomics, smem,
                               plan_read_only(kernel), options, required_arch(kernel), tma, row_loop, packing, row_ring,
-                              launched_warps, prefix)
+                              launched_warps, prefix, packed_rows=packed_rows)
     plan_scratch(kernel, analysis, warps)       # the conversions and other scratch uses the rules will spell
     if analysis.uses_wgmma:     # how many wgmma programs may share an SM, from the kernel's shared memory
         analysis.residency = plan_residency(kernel, dots, smem.total_bytes(), decisions)

@@ -24,6 +24,7 @@ from ..parse.ir import OP_KINDS, OpKind, Value
 from . import cexpr, cspell
 from .bits import bit_moves
 from .names import CNames
+from .packed_phases import PackedRowsEmission
 from .roles import Roles
 from .statement_order import Chunk, Group, in_writing_order, scalars_written_where_read
 
@@ -93,7 +94,7 @@ class Read:
         return self.array is not None and self.regmap is None
 
 
-class Emitter:
+class Emitter(PackedRowsEmission):
     def __init__(self, kernel, analysis):
         self.kernel = kernel
         self.analysis = analysis
@@ -143,6 +144,13 @@ class Emitter:
         # The thread that performs a program's scalar stores: the block's first, or its warp's first lane when
         # a block holds several programs of one warp each (analysis/program_packing.py).
         self.first_thread_of_program = "lane == 0" if analysis.packing else "threadIdx.x == 0"
+        # Packed rows (analysis/packed_rows.py): the phase is the count of cross-warp reductions written so far; a
+        # packed root or re-widened value bound in an earlier phase is made again where the current one reads it.
+        self.packed = analysis.packed_rows
+        self.phase = 0
+        self.bound_phase: dict = {}        # (value, layout) -> the phase it was bound in (packed values only)
+        self.stale_roots: dict = {}        # (root value, layout) -> its earlier Read, while it is copied anew
+        self.window = None                 # (C run variable, registers a run, layout) inside a tail run by runs
 
     # -- text ----------------------------------------------------------------------------------------------
     def write(self, text: str):
@@ -373,6 +381,10 @@ class Emitter:
     # -- values --------------------------------------------------------------------------------------------
     def bind(self, v: Value, read: Read, layout=None):
         self.scopes[-1][(v, layout)] = read
+        if v in self.packed.rewidened or (v.owner in self.packed.roots and read.is_identity_array
+                                          and layout == self.layouts.layout.get(v)):
+            # (a root seen through a register map is read as held: its copy is made in the root's own layout)
+            self.bound_phase[(v, layout)] = self.phase
         if self.chunks:
             self.groups[-1].defined_by[(v, layout)] = self.chunks[-1]
         elif self.detached_into and self.detached_into[-1] is not None:
@@ -381,6 +393,8 @@ class Emitter:
     def lookup(self, v, layout):
         for scope in reversed(self.scopes):
             if (v, layout) in scope:
+                if self.bound_phase.get((v, layout), self.phase) < self.phase and self._remade_here(layout):
+                    return self._made_again(v, layout, scope[(v, layout)])
                 if self.chunks:     # the chunk reading it must come after the one that wrote it
                     group = self.groups[-1]
                     producer = group.defined_by.get((v, layout))
@@ -469,15 +483,18 @@ class Emitter:
         registers whose indices differ only in those bits hold equal elements, and each is computed from the
         first register of its run (`expr_at("run")`), so the C compiler folds every run into one computation."""
         name = self.array_name(v, layout)
+        lo, hi = self.register_range(layout)
+        if self.window is not None and self.window[2] == layout:
+            run_mask &= self.window[1] - 1      # runs of equal registers end at the window's edge
         per_run = expr_at("run") if run_mask else ""
         if re.search(r"\brun\b", per_run):     # an expression reading no register needs no run index
             # read once, the run's first register is written in place: `x[r & ~3]`
             once = (re.sub(r"\brun\b", f"(r & ~{run_mask})", per_run)
                     if len(re.findall(r"\brun\b", per_run)) == 1 else "")
             self.write(self.macros.block_elementwise_runs(self.ctype(v), name, layout.num_regs, run_mask, per_run,
-                                                          once))
+                                                          once, lo, hi))
         else:
-            self.write(self.macros.block_elementwise(self.ctype(v), name, layout.num_regs, expr_at("r")))
+            self.write(self.macros.block_elementwise(self.ctype(v), name, layout.num_regs, expr_at("r"), lo, hi))
         self.bind(v, Read(array=name, ctype=self.ctype(v)), layout)
         return name
 
@@ -502,8 +519,14 @@ class Emitter:
         self.emit_ops(region.ops, skip)
 
     def emit_ops(self, ops, skip=()):
+        in_tail = set()
         for op in ops:
-            if op in skip:
+            if op in skip or op in in_tail:
+                continue
+            tail = self.packed.tails.get(op) if self.window is None else None
+            if tail is not None:
+                self._emit_tail_by_runs(tail, skip)
+                in_tail = set(tail.ops)
                 continue
             if op.results and all(r in self.layouts.flexible for r in op.results):
                 continue  # computed on demand, in the layout its user needs
@@ -518,6 +541,8 @@ class Emitter:
             raise NotImplementedError(f"no lowering rule for IR op '{op.name}'")
         layout = self.layout_of(op.results[0]) if op.results and op.results[0].shape else None
         self._lower_in_group(op, layout)
+        if op in self.packed.boundaries:
+            self.phase += 1
 
     def push_scope(self):
         self.scopes.append({})

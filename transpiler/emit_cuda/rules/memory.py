@@ -51,6 +51,12 @@ def whole_run(em, op, mask, vec):
     return _all_of(mask, vec)
 
 
+def _window(em, ctx, layout, vec):
+    """The runs (`v_lo`, `v_hi`) and registers (`r_lo`, `r_hi`) an access covers: all, or a tail's one run."""
+    ctx["v_lo"], ctx["v_hi"] = em.register_range(layout, vec)
+    ctx["r_lo"], ctx["r_hi"] = em.register_range(layout)
+
+
 def _combined_load(em, group):
     """One n-field access per element for a group of loads of neighbouring fields (load_combining.py)."""
     leader = group.leader
@@ -68,8 +74,22 @@ def _combined_load(em, group):
         em.bind(op.result, Read(array=name, ctype=ctype), layout)
 
 
+def _opaque_copy(em, op, layout, earlier: Read):
+    """A packed root read in a later phase (analysis/packed_rows.py): its registers copied as 32-bit words the C
+    compiler cannot see through, so the widening made from the copy is not merged into the first one."""
+    v = op.result
+    name = em.fresh(f"{em.name_of(v)}_words")
+    lo, hi = em.register_range(layout)
+    em.write(em.macros.opaque_copy(cspell.ctype(v.dtype), name, layout.num_regs, earlier.array, lo, hi))
+    em.bind(v, Read(array=name, ctype=earlier.ctype), layout)
+
+
 @lowering(OpKind.LOAD)
 def load(em, op, layout):
+    earlier = em.stale_roots.get((op.result, layout)) if op.results else None
+    if earlier is not None:
+        _opaque_copy(em, op, layout, earlier)
+        return
     rows = em.analysis.row_ring
     ring = rows.ring_of(op) if rows is not None else None
     if ring is not None:           # a row ahead of a row loop, copied into shared memory (analysis/row_ring.py)
@@ -107,6 +127,7 @@ def load(em, op, layout):
                mask=mask.at("r") if mask else "", other=other.at("r") if other else "",
                mask_j=mask.at("(r + j)") if mask else "", other_j=other.at("(r + j)") if other else "",
                mask_all="", mask_first="", other_at_rj=other.at("r + j") if other else "")
+    _window(em, ctx, layout, vec)
     if mask is not None and vec > 1:
         if mask.array is None:
             ctx["mask_first"] = mask.at("r")
@@ -147,6 +168,7 @@ def store(em, op, layout):
                store_one=f"*({ptr.at('r')}) = {value.at('r')}", mask=mask.at("r") if mask else "",
                mask_j=mask.at("(r + j)") if mask else "",
                mask_all="", mask_first="", guard=" && ".join(guards))
+    _window(em, ctx, layout, vec)
     if mask is not None and vec > 1:
         if mask.array is None or em.analysis.mask_uniform.get(op, False):
             ctx["mask_first"] = mask.at("r")
