@@ -103,6 +103,12 @@ class TranspilerError(Exception):
     def line(self):
         return self.loc.line if self.loc else None
 
+    @property
+    def error_message(self):
+        """The message without location or hint: Triton's `CompilationError.error_message`, which code catching
+        Triton's errors (its own tests) reads."""
+        return self.message
+
     def with_context(self, kernel=None, call_site=None):
         """Attach the kernel name, and a helper's call site when the error came from an inlined helper."""
         if kernel and not self.kernel:

@@ -179,6 +179,13 @@ def _bind(signature: inspect.Signature, args, kwargs) -> inspect.BoundArguments:
     return signature.bind(**dict(zip(free, args)), **kwargs)
 
 
+def _read_only(value):
+    """A pointer argument of a parameter annotated `tl.const` as a const pointer (anything else unchanged)."""
+    if isinstance(value, Pointer):
+        return Pointer.to_start_of(value.buffer, const=True)
+    return value
+
+
 class Launch:
     """The bound call of one interpreted kernel launch: converted arguments and their array buffers."""
 
@@ -199,6 +206,8 @@ class Launch:
                 bound.arguments[name] = tuple(self._convert(f"{name}[{i}]", v) for i, v in enumerate(value))
             else:
                 bound.arguments[name] = self._convert(name, value)
+                if core.is_const_parameter(param):
+                    bound.arguments[name] = _read_only(bound.arguments[name])
         self.args, self.kwargs = bound.args, bound.kwargs
 
     def _convert(self, name: str, value):
