@@ -18,7 +18,7 @@ from .records import Record, Slots
 from .returned_values import ReturnedValues
 from .scope import Returned, Unbound
 from .statement_walk import statements
-from .syntax_refusals import describe
+from .syntax_refusals import LOOP_EXITS, describe
 
 _AUGOPS = {
     cst.AddAssign: "add", cst.SubtractAssign: "sub", cst.MultiplyAssign: "mul", cst.DivideAssign: "truediv",
@@ -116,12 +116,14 @@ class StatementBuilder:
                 raise self.error(CompileTimeError, f"assertion failed: {msg}")
 
     def _stmt_Break(self, stmt):
-        raise self.error(UnsupportedSyntaxError, "break (Triton rejects it too)",
-                         hint="use a while loop whose condition carries the exit", refusal=NOT_TRITON)
+        self._refuse_loop_exit("Break")
 
     def _stmt_Continue(self, stmt):
-        raise self.error(UnsupportedSyntaxError, "continue (Triton rejects it too)",
-                         hint="guard the rest of the body with an if", refusal=NOT_TRITON)
+        self._refuse_loop_exit("Continue")
+
+    def _refuse_loop_exit(self, kind):
+        words, hint = LOOP_EXITS[kind]
+        raise self.error(UnsupportedSyntaxError, words, hint=hint, refusal=NOT_TRITON)
 
     # -- if ------------------------------------------------------------------------------------------------
     def _stmt_If(self, stmt, rest=None):
