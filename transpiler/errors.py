@@ -166,6 +166,26 @@ class LaunchError(TranspilerError):
     """A problem with the arguments, grid or options of a launch."""
 
 
+# Launch errors for which Triton raises a plain Python exception: each is that exception too, so code catching
+# Triton's class (its own tests: `pytest.raises(OverflowError)`) catches ours.
+class ArgumentOverflowError(LaunchError, OverflowError):
+    """An integer argument that no 64-bit parameter type holds (Triton: OverflowError)."""
+
+    @classmethod
+    def of(cls, name, value, kernel=None) -> "ArgumentOverflowError":
+        """The error for argument `name` = `value`, worded alike on both paths."""
+        return cls(f"argument '{name}' = {value} does not fit any integer parameter type (int32, int64, uint64)",
+                   kernel=kernel, hint="pass a value between -2**63 and 2**64 - 1")
+
+
+class HostMemoryError(LaunchError, ValueError):
+    """Arrays in host memory given to a GPU launch (Triton's launcher: ValueError)."""
+
+
+class LaunchOptionError(LaunchError, AssertionError):
+    """A launch option out of its range, such as num_warps that is not a power of 2 (Triton asserts it)."""
+
+
 class OutOfResources(LaunchError):
     """A specialization needs more of a per-program resource (shared memory) than the device has: Triton's
     `triton.runtime.errors.OutOfResources`, with its fields, so wrappers that catch it to try a smaller config

@@ -15,7 +15,7 @@ import inspect
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import NOT_YET, LaunchError
+from ..errors import NOT_YET, ArgumentOverflowError, LaunchError
 from ..language import core
 from ..numerics import storage as numeric
 from ..runtime.args import TensorWrapper
@@ -191,6 +191,7 @@ class Launch:
 
     def __init__(self, fn, args, kwargs):
         self.arrays: dict[int, _ArrayArgument] = {}
+        self.kernel_name = fn.__name__
         signature = inspect.signature(fn)
         try:
             bound = _bind(signature, args, kwargs)
@@ -218,8 +219,8 @@ class Launch:
         if is_python_number(value):
             try:   # typed as Triton types a launch argument (not as a literal: no uint32, np.float64 is fp32)
                 return scalar_tensor(value, dt.argument_scalar_dtype(value))
-            except Exception as exc:  # an int that fits no 64-bit type
-                raise LaunchError(f"argument '{name}': {exc}") from None
+            except OverflowError:     # an int that fits no 64-bit type
+                raise ArgumentOverflowError.of(name, value, self.kernel_name) from None
         if isinstance(value, tuple):
             return tuple(self._convert(f"{name}[{i}]", v) for i, v in enumerate(value))
         if isinstance(value, HostTensorDescriptor):
