@@ -158,3 +158,31 @@ def test_kernels_with_const_pointers_compile_without_warnings(kernel, args):
     for arch in ("sm_80", "sm_90a"):
         result = compile_offline(src, arch)
         assert not result.warnings and result.spill_bytes == 0, result.log
+
+
+def test_tl_const_on_the_inputs_of_the_example_matmul_changes_no_generated_code(tmp_path, monkeypatch):
+    """A kernel that only reads through its inputs: the read-only analysis already declares them `const`, so
+    annotating them `tl.const` must leave every decision (pipelining, TMA, wgmma) and the C text as it was."""
+    import importlib.util
+    from pathlib import Path
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    monkeypatch.syspath_prepend(str(examples))          # the example imports its `_harness`
+    source = (examples / "matmul.py").read_text()
+    annotated = source.replace("def matmul_kernel(a_ptr, b_ptr,", "def matmul_kernel(a_ptr: tl.const, b_ptr: tl.const,")
+    assert annotated != source
+    (tmp_path / "matmul_const.py").write_text(annotated)
+    spec = importlib.util.spec_from_file_location("matmul_const", tmp_path / "matmul_const.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    import examples.matmul as plain
+    m, n, k = 300, 200, 128
+    a, b = np.zeros((m, k), np.float16), np.zeros((k, n), np.float16)
+    c = np.zeros((m, n), np.float16)
+    args = (a, b, c, m, n, k, k, 1, n, 1, n, 1)
+    config = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, GROUP_M=8, ACTIVATION="", num_warps=4, num_stages=4)
+    for arch in ("sm_80", "sm_90a"):
+        annotated_lines = module.matmul_kernel.cuda_source(*args, arch=arch, **config).splitlines()
+        plain_lines = plain.matmul_kernel.cuda_source(*args, arch=arch, **config).splitlines()
+        # the header names the file and the parameters' types; everything after it is the same
+        assert "a_ptr const_ptr<fp16>" in annotated_lines[2] and "a_ptr ptr<fp16>" in plain_lines[2]
+        assert annotated_lines[3:] == plain_lines[3:]
