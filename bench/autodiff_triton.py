@@ -1,7 +1,8 @@
 """Hand-written Triton backwards, the baselines of bench/autodiff.py (written for this bench, in real Triton).
 
 - `giou_backward_kernel`: d sum(grad_loss * loss) / d pred of examples/giou_loss.py's loss, derived by hand:
-  the forward's values recomputed per box, the chain rule written out, the four gradient fields stored.
+  the forward's values recomputed per box, the chain rule written out (a min/max tie gives each side half, as
+  torch and our derived backward do), the four gradient fields stored.
 - `layernorm_forward_kernel` (saves mean and 1/std), `layernorm_backward_dx_kernel` (dx per row, and dw, db
   partial sums atomically added into GROUPS rows of a buffer, row r into group r % GROUPS) and
   `layernorm_backward_dwdb_kernel` (sums the groups): the layernorm tutorial's backward math, with the tutorial's
@@ -9,6 +10,13 @@
 """
 import triton
 import triton.language as tl
+
+
+@triton.jit
+def _routed(chosen, tie, g):
+    """The gradient of a min/max operand: all of `g` where it is the chosen side, half on a tie (torch's rule,
+    which the float64 reference follows; fp32 boxes tie often enough to show)."""
+    return tl.where(chosen, g, tl.where(tie, 0.5 * g, 0.0))
 
 
 @triton.jit
@@ -43,16 +51,16 @@ def giou_backward_kernel(PRED, TARGET, GRAD_LOSS, GRAD_PRED, n_boxes, eps, BLOCK
     d_union = tl.where(union > eps, -dgiou * iou / um, 0.0) + dgiou / em
     d_enc = -dgiou / em + tl.where(enc > eps, dgiou * frac / em, 0.0)
     d_inter -= d_union
-    d_iw = tl.where(iw_raw > 0, d_inter * ih, 0.0)
-    d_ih = tl.where(ih_raw > 0, d_inter * iw, 0.0)
+    d_iw = _routed(iw_raw > 0, iw_raw == 0, d_inter * ih)
+    d_ih = _routed(ih_raw > 0, ih_raw == 0, d_inter * iw)
     d_ew = d_enc * eh
     d_eh = d_enc * ew
     wp = pr - pl
     hp = pb - pt
-    d_pr = d_union * hp + tl.where(pr < tr, d_iw, 0.0) + tl.where(pr > tr, d_ew, 0.0)
-    d_pl = -d_union * hp - tl.where(pl > tl_, d_iw, 0.0) - tl.where(pl < tl_, d_ew, 0.0)
-    d_pb = d_union * wp + tl.where(pb < tb, d_ih, 0.0) + tl.where(pb > tb, d_eh, 0.0)
-    d_pt = -d_union * wp - tl.where(pt > tt, d_ih, 0.0) - tl.where(pt < tt, d_eh, 0.0)
+    d_pr = d_union * hp + _routed(pr < tr, pr == tr, d_iw) + _routed(pr > tr, pr == tr, d_ew)
+    d_pl = -d_union * hp - _routed(pl > tl_, pl == tl_, d_iw) - _routed(pl < tl_, pl == tl_, d_ew)
+    d_pb = d_union * wp + _routed(pb < tb, pb == tb, d_ih) + _routed(pb > tb, pb == tb, d_eh)
+    d_pt = -d_union * wp - _routed(pt > tt, pt == tt, d_ih) - _routed(pt < tt, pt == tt, d_eh)
     tl.store(GRAD_PRED + 4 * box + 0, d_pl, mask=live)
     tl.store(GRAD_PRED + 4 * box + 1, d_pt, mask=live)
     tl.store(GRAD_PRED + 4 * box + 2, d_pr, mask=live)

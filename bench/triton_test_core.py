@@ -234,6 +234,7 @@ def main():
     parser.add_argument("--classify", action="store_true", help="count the failures by why they fail")
     parser.add_argument("pytest_args", nargs="*", help="more pytest arguments (after --)")
     args = parser.parse_args()
+    args.tests = os.path.abspath(args.tests)     # pytest runs in that folder: a relative path would not resolve
     if not args.summary_only:
         for stale in [args.report] + [f"{args.report}.gw{i}" for i in range(64)]:
             if os.path.exists(stale):

@@ -35,7 +35,7 @@ def prefix_masks(layouts, axis, widths, uniform, decisions) -> set:
         dim = coalesced_order(axis[ptr], len(ptr.shape))[0]
         if _is_prefix(op.operands[mask_index], dim, vec, axis, 0):
             found.add(op)
-            decisions.add("vectorize", op, f"{op.name}: mask a prefix of each run of {vec}: its last lane decides "
+            decisions.add("mask_runs", op, f"{op.name}: mask a prefix of each run of {vec}: its last lane decides "
                           "whether the run is whole", f"an integer compare contiguous against constant along "
                           f"dim {dim} (analysis/mask_runs.py)")
     return found

@@ -26,7 +26,7 @@ def bit_moves(var: str, pairs, width: int) -> str:
         if s + n < width:
             x = f"({x} & {(1 << n) - 1})"
         if d:
-            x = f"({x} << {d})" if not x.startswith("(") else f"({x} << {d})"
+            x = f"({x} << {d})"
         terms.append(x)
     return " | ".join(terms) if len(terms) > 1 else terms[0]
 
