@@ -17,8 +17,11 @@ so errors, tracebacks and pdb point at the user's lines. Kernels that assign not
 loops and no `and` / `or` / `not` run unchanged.
 
 `break` and `continue`, which Triton's compiler refuses (and ours, `parse/syntax_refusals.py` `LOOP_EXITS`), become
-a call raising the compiler's refusal, so the interpreter refuses them where it reaches them, with the same words
-at the same line, instead of running them as Python would.
+a call raising the compiler's refusal, so the interpreter refuses one where it reaches it, with the same words at
+the same line, instead of running it as Python would; and the condition of an `if` whose branches hold one is
+checked: a runtime condition means the compiler builds both branches, so the first exit is refused then, taken
+or not. (Still unseen: an exit in a loop body that runs no iteration, or under an inner `if` that is not
+reached; the compiler refuses those too.)
 
 The same rewrite gives `and`, `or` and `not` the compiled path's meaning on blocks (Triton's
 `logical_and` / `logical_or` / `logical_not`, elementwise: `mask = rows < M and cols < N`), which plain
