@@ -221,6 +221,8 @@ class Launch:
                 return scalar_tensor(value, dt.argument_scalar_dtype(value))
             except OverflowError:     # an int that fits no 64-bit type
                 raise ArgumentOverflowError.of(name, value, self.kernel_name) from None
+            except Exception as exc:  # a number of no Triton type
+                raise LaunchError(f"argument '{name}': {exc}") from None
         if isinstance(value, tuple):
             return tuple(self._convert(f"{name}[{i}]", v) for i, v in enumerate(value))
         if isinstance(value, HostTensorDescriptor):

@@ -18,7 +18,6 @@ import libcst as cst
 from .. import dtypes
 from ..errors import TranspilerError, UnsupportedSyntaxError
 from ..language import core
-from ..language.core import is_const_parameter
 from . import semantic, typing_rules  # noqa: F401  (every typing rule registered)
 from ..options import DEFAULT as DEFAULT_OPTIONS
 from .builder_calls import CallBuilder
@@ -84,7 +83,7 @@ class Builder(StatementBuilder, LoopBuilder, ExpressionBuilder, CallBuilder):
         args = []
         signature = inspect.signature(self.kernel_fn).parameters
         params = list(signature)
-        read_only = {name for name, p in signature.items() if is_const_parameter(p)}
+        read_only = {name for name, p in signature.items() if core.is_const_parameter(p)}
         tuples = {}                    # tuple parameters: name -> {leaf path: what the kernel sees}
         descriptors = {}               # host tensor descriptors: name -> {path: (block shape, padding)}
         for index, spec in enumerate(self.arg_specs):
