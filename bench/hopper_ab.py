@@ -101,6 +101,25 @@ def setting_of(variants, name):
     return environment(variants.get(name, {}))
 
 
+def watch_variants_made():
+    """Count the kernel variants made from now on (runtime/build_events.py's "variant" event: an in-memory miss);
+    the returned function stops counting and gives the count. Every variant was built and launched in `build`
+    under its own setting, so a timing that makes one ran a build other than the one checked (the fault of this
+    script's A/Bs from 8405db6 to 43a9fb8): the timing must make none."""
+    from transpiler.runtime import build_events
+    count = [0]
+
+    def observe(event):
+        if event.kind == "variant":
+            count[0] += 1
+    stop = build_events.subscribe(observe)
+
+    def made():
+        stop()
+        return count[0]
+    return made
+
+
 def host_time_us(fn, n=200):
     """Wall time per call of `n` calls in a row, synchronised once: the launch rate the host sustains (a
     kernel shorter than this is launch-bound outside do_bench, whose cache flush hides the host)."""
@@ -154,6 +173,7 @@ def main():
         c_cublas = torch.empty_like(ref)
         impls["torch"] = lambda: torch.matmul(a, b, out=c_cublas)
         times = {name: [] for name in impls}
+        made = watch_variants_made()
         for _ in range(args.rounds):
             for name, fn in impls.items():
                 with setting_of(variants, name):
@@ -164,12 +184,15 @@ def main():
             for name, fn in impls.items():
                 with setting_of(variants, name):
                     host_us[name] = round(host_time_us(fn), 1)
+        made = made()
+        if made:       # a variant launched outside the setting it was built and checked under
+            print(f"WARNING {text}: {made} variants made while timing: a timing ran another build", flush=True)
         tflops = {name: flop / (statistics.median(v) * 1e-3) / 1e12 for name, v in times.items()}
         spread = {name: round((max(v) - min(v)) / statistics.median(v), 3) for name, v in times.items()}
         row = dict(dtype=dtype, shape=f"{m}x{n}x{k}" + (f"@{stages}" if stages else ""), config=their_config,
                    tflops={name: round(v, 1) for name, v in tflops.items()},
                    vs_triton={name: round(v / tflops["triton"], 3) for name, v in tflops.items()},
-                   spread=spread, host_us_per_launch=host_us)
+                   spread=spread, host_us_per_launch=host_us, variants_made_while_timing=made)
         print(json.dumps(row), flush=True)
         rows.append(row)
     if args.out and rows:

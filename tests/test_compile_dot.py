@@ -96,11 +96,12 @@ def _bench_matmul(m, n, k, arch):
 @needs_nvrtc
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 def test_skinny_mma_reads_its_stage_whole_and_refills_it(arch, monkeypatch):
-    """TRANSPILER_MMA_REFILL_READ_STAGE=1 (off until timed on the H200). A 16 x 128 x 128 mma.sync tile over 4
-    warps (the decode-shaped bench matmul): its fragments over the whole K and its accumulator fit in 112
-    registers, so the dot loads every fragment, a barrier frees the stage, and the copies of iteration
-    i + num_stages refill it: num_stages iterations in flight, wait_group num_stages - 1."""
-    monkeypatch.setenv("TRANSPILER_MMA_REFILL_READ_STAGE", "1")
+    """By default (TRANSPILER_MMA_REFILL_READ_STAGE; H200: +17% at 16x8192x8192) a 16 x 128 x 128 mma.sync tile
+    over 4 warps (the decode-shaped bench matmul), whose fragments over the whole K and accumulator fit in 112
+    registers, loads every fragment, a barrier frees the stage, and the copies of iteration i + num_stages
+    refill it: num_stages iterations in flight, wait_group num_stages - 1."""
+    monkeypatch.delenv("TRANSPILER_MMA_REFILL_READ_STAGE", raising=False)
+    monkeypatch.delenv("TRANSPILER_MMA_FRAGMENT_REGISTERS", raising=False)
     variant, analysis, config = _bench_matmul(16, 8192, 8192, arch)
     (pipe,) = analysis.pipelines.values()
     (dot,) = analysis.dots.values()
@@ -118,10 +119,53 @@ def test_skinny_mma_reads_its_stage_whole_and_refills_it(arch, monkeypatch):
     assert variant.shared_bytes < 4 * 36 * 1024 + 8192     # the same 4 stages of 36 KiB as before
 
 
+@needs_nvrtc
+def test_ldmatrix_reads_a_shared_base_made_once_per_product(monkeypatch):
+    """Each operand's stage gets its 32-bit shared address once per product and every ldmatrix adds the lane's
+    offset and a constant to it (TRANSPILER_MMA_SHARED_BASE), with the k steps that do not meet the lane's bits
+    added, not XORed (TRANSPILER_TILE_IMMEDIATES). With both off, the skinny loop took 212 registers and 216 SASS
+    instructions under the H200's NVRTC 13.0 (168 and 137 with them; bench/NOTES.md, issue 12 session 10): here
+    the two builds are compared by register count."""
+    registers = {}
+    for setting in ("1", "0"):
+        monkeypatch.setenv("TRANSPILER_MMA_SHARED_BASE", setting)
+        monkeypatch.setenv("TRANSPILER_TILE_IMMEDIATES", setting)
+        variant, _, _ = _bench_matmul(16, 4096, 14336, "sm_90a")
+        loop = variant.source.split("for (int k_ = 0;")[1].split("tp::cp_async_wait<0>();")[0]
+        if setting == "1":
+            assert "const unsigned a_tile_smem = tp::smem_addr(a_stages + (stage) * 2048);" in loop
+            assert "const unsigned b_tile_smem = tp::smem_addr(b_stages + (stage) * 16384);" in loop
+            reads = [line for line in loop.splitlines() if "tp::ldmatrix" in line]
+            assert reads and all("_tile_smem + 2 * ((" in line for line in reads)
+            assert "+ tp::swizzle<256, 2>(kk, 0)" in loop and "((kk) & 64)" in loop     # k steps as immediates
+        else:
+            assert "tp::smem_addr(" not in loop and "&(a_stages + (stage) * 2048)[" in loop
+        result = compile_offline(variant.source, "sm_90a")
+        assert result.spill_bytes == 0 and not result.warnings, result.log
+        registers[setting] = result.registers
+    assert registers["1"] < registers["0"], registers
+
+
+@pytest.mark.parametrize("m", [16, 32])
+def test_refill_switch_off_and_over_budget_keep_the_k_step_order(m, monkeypatch):
+    """TRANSPILER_MMA_REFILL_READ_STAGE=0 gives the 16-row tile the k-step order; by default the 32-row tile
+    (160 registers of fragments and accumulator, over the budget of 128: at 192 it ran 13% slower on the H200)
+    keeps it too. Then the copies go one iteration later, num_stages - 1 ahead."""
+    if m == 16:
+        monkeypatch.setenv("TRANSPILER_MMA_REFILL_READ_STAGE", "0")
+    else:
+        monkeypatch.delenv("TRANSPILER_MMA_REFILL_READ_STAGE", raising=False)
+    monkeypatch.delenv("TRANSPILER_MMA_FRAGMENT_REGISTERS", raising=False)
+    _, analysis, config = _bench_matmul(m, 8192, 8192, "sm_80")
+    (pipe,) = analysis.pipelines.values()
+    assert pipe.refill_dot is None and pipe.distance == config["num_stages"] - 1
+    assert ("stage read k step by k step" in analysis.decisions.report()) == (m == 32)
+
+
 def test_large_mma_tile_keeps_the_k_step_refill(monkeypatch):
-    """With the refill switch on, a 128 x 128 accumulator over 4 warps is 128 registers alone: the dot reads its
-    stage k step by k step and the copies refill the stage of the previous iteration (num_stages - 1 ahead)."""
-    monkeypatch.setenv("TRANSPILER_MMA_REFILL_READ_STAGE", "1")
+    """By default a 128 x 128 accumulator over 4 warps is 128 registers alone: the dot reads its stage k step by
+    k step and the copies refill the stage of the previous iteration (num_stages - 1 ahead)."""
+    monkeypatch.delenv("TRANSPILER_MMA_REFILL_READ_STAGE", raising=False)
     m = n = k = 4096
     a = b = c = np.ones((1, 1), np.float16)
     _, analysis = matmul_example.matmul_kernel.analysis(a, b, c, m, n, k, k, 1, n, 1, n, 1, ACTIVATION="",

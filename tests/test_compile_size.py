@@ -178,7 +178,9 @@ def test_an_operand_shared_by_loops_under_two_ifs_is_written_once_before_them(ar
     assert len(writes) == 1                                     # one write of Q's tile ...
     first_if = body.index("if (", body.index("// if n_full > 0:"))
     assert writes[0] < first_if                                 # ... before the first if, read by both loops
-    assert body.count("q_tile[") >= 3
+    # (mma.sync reads the tile from its shared address, made in each product; wgmma through descriptors)
+    reads = body[first_if:].count("q_tile[") + body[first_if:].count("tp::smem_addr(q_tile)")
+    assert reads >= 2
 
 
 @needs_nvrtc

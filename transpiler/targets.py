@@ -23,16 +23,18 @@ SWITCHES = {
     "TRANSPILER_WGMMA_CHAIN_IN_FLIGHT": "1",  # 0: the last of several wgmma dots of a loop waits for its group
     "TRANSPILER_WGMMA_CP_FENCE": "0",    # 1: fence.proxy.async after every cp.async wait, not only after stores
     "TRANSPILER_CP_ZFILL": "1",          # 0: masked-off runs of an other=0 load go through registers, as before
-    # 1: an mma.sync dot with registers to spare reads its whole stage first, then the refill (pipelining.py;
-    # off until measured on the H200: bench/RESULTS.md, issue 12 session 9)
-    "TRANSPILER_MMA_REFILL_READ_STAGE": "0",
-    "TRANSPILER_MMA_FRAGMENT_REGISTERS": "128",  # the register budget of that (fragments over K + accumulator)
+    # an mma.sync dot with registers to spare reads its whole stage first, then the refill (pipelining.py; H200:
+    # 16x8192x8192 +17%, 16x4096x14336 +27%); 0: the stage read k step by k step
+    "TRANSPILER_MMA_REFILL_READ_STAGE": "1",
+    "TRANSPILER_MMA_FRAGMENT_REGISTERS": "128",  # the register budget of that (fragments over K + accumulator; 192: -13% at 32x8192x8192)
     "TRANSPILER_TMA": "1",               # 0: pipelined loops on sm_90a copy their tiles by cp.async, never TMA
     "TRANSPILER_TMA_IN_FLIGHT": "1",     # 0: a TMA loop waits for its wgmma group in its own iteration
     "TRANSPILER_TMA_REFILL_AFTER_WAIT": "1",  # 0: an in-flight TMA ring refills the stage of i-2 (S-2 ahead)
     "TRANSPILER_TMA_FULL_GRID": "0",     # 1: the TMA ring only where the grid has a program per SM (no gain measured)
     "TRANSPILER_TMA_PREFETCH": "1",      # 0: no prefetch of the tensor maps at kernel entry (1024^3: 11.8 vs 12.2 us)
     "TRANSPILER_WGMMA_TILES_PER_SM": "2",  # wgmma accumulators of 128 x 128 resident per SM (0: no limit; residency.py)
+    "TRANSPILER_MMA_SHARED_BASE": "1",   # 0: ldmatrix addresses from generic pointers, not a tile's 32-bit base
+    "TRANSPILER_TILE_IMMEDIATES": "1",   # 0: a tile offset's constant part all XORed when any bit meets the thread's
     "TRANSPILER_STMATRIX": "1",          # 0: conversions from 8x8 fragment layouts store element by element
     "TRANSPILER_ROW_LOOP": "1",          # 0: one row per program, no persistent row loop (analysis/row_loop.py)
     "TRANSPILER_ROW_LOOP_BYTES": "16",   # bytes a thread may hold one row ahead (32 and 64 measured slower)

@@ -145,6 +145,17 @@ template <int N> __device__ __forceinline__ void cp_async_wait() {
 }
 
 // ldmatrix: lane l gives the address of row (l % 8) of matrix (l / 8); each 16-byte row lands as mma fragments.
+// The dot's reads pass a 32-bit shared address (a stage's base made once, plus the lane's offset and an immediate:
+// ptxas keeps the base in a uniform register and the k steps in the instruction, as `[R + UR + imm]`).
+__device__ __forceinline__ void ldmatrix_x4(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3, unsigned a) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(a));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3,
+                                                  unsigned a) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(a));
+}
 __device__ __forceinline__ void ldmatrix_x4(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3, const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(smem_addr(p)));
@@ -374,18 +385,20 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
       const int warp_m0 = (warp & 1) * 64;
       const int warp_n0 = ((warp >> 1) & 1) * 64;
       const int a_lane_offset = tp::swizzle<128, 2>(warp_m0 + (lane & 15), 8 * (lane >> 4));
+      const unsigned a_tile_smem = tp::smem_addr(a_stages + (stage) * 8192);
       const int b_lane_offset = tp::swizzle<256, 2>(lane & 15, warp_n0 + 8 * (lane >> 4));
+      const unsigned b_tile_smem = tp::smem_addr(b_stages + (stage) * 8192);
       #pragma unroll
       for (int kk = 0; kk < 16; kk += 16) {
         unsigned a_frag[4][4];
         unsigned b_frag[8][2];
         #pragma unroll
         for (int mt = 0; mt < 4; ++mt) {
-          tp::ldmatrix_x4(a_frag[mt][0], a_frag[mt][1], a_frag[mt][2], a_frag[mt][3], &(a_stages + (stage) * 8192)[(a_lane_offset ^ tp::swizzle<128, 2>(16 * mt, kk))]);
+          tp::ldmatrix_x4(a_frag[mt][0], a_frag[mt][1], a_frag[mt][2], a_frag[mt][3], a_tile_smem + 2 * ((a_lane_offset ^ tp::swizzle<128, 2>(0, kk)) + tp::swizzle<128, 2>(16 * mt, 0)));
         }
         #pragma unroll
         for (int nt = 0; nt < 8; nt += 2) {
-          tp::ldmatrix_x4_trans(b_frag[nt][0], b_frag[nt][1], b_frag[nt + 1][0], b_frag[nt + 1][1], &(b_stages + (stage) * 8192)[(b_lane_offset ^ tp::swizzle<256, 2>(kk, 8 * nt))]);
+          tp::ldmatrix_x4_trans(b_frag[nt][0], b_frag[nt][1], b_frag[nt + 1][0], b_frag[nt + 1][1], b_tile_smem + 2 * ((b_lane_offset ^ tp::swizzle<256, 2>(0, 8 * nt)) + tp::swizzle<256, 2>(kk, 0)));
         }
         #pragma unroll
         for (int mt = 0; mt < 4; ++mt) {
@@ -449,11 +462,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(
         unsigned b_frag[8][2];
         #pragma unroll
         for (int mt = 0; mt < 4; ++mt) {
-          tp::ldmatrix_x4(a_frag[mt][0], a_frag[mt][1], a_frag[mt][2], a_frag[mt][3], &(a_stages + (stage) * 8192)[(a_lane_offset ^ tp::swizzle<128, 2>(16 * mt, kk))]);
+          tp::ldmatrix_x4(a_frag[mt][0], a_frag[mt][1], a_frag[mt][2], a_frag[mt][3], a_tile_smem + 2 * ((a_lane_offset ^ tp::swizzle<128, 2>(0, kk)) + tp::swizzle<128, 2>(16 * mt, 0)));
         }
         #pragma unroll
         for (int nt = 0; nt < 8; nt += 2) {
-          tp::ldmatrix_x4_trans(b_frag[nt][0], b_frag[nt][1], b_frag[nt + 1][0], b_frag[nt + 1][1], &(b_stages + (stage) * 8192)[(b_lane_offset ^ tp::swizzle<256, 2>(kk, 8 * nt))]);
+          tp::ldmatrix_x4_trans(b_frag[nt][0], b_frag[nt][1], b_frag[nt + 1][0], b_frag[nt + 1][1], b_tile_smem + 2 * ((b_lane_offset ^ tp::swizzle<256, 2>(0, 8 * nt)) + tp::swizzle<256, 2>(kk, 0)));
         }
         #pragma unroll
         for (int mt = 0; mt < 4; ++mt) {

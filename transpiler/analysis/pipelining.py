@@ -31,10 +31,13 @@ mma.sync dot only and the fragments of its whole K (with the accumulator) fit in
 per thread (`fragment_register_budget`), the dot loads every fragment of the stage, a barrier follows, and the copies of iteration
 i + num_stages refill that same stage while the mma.syncs run: `num_stages` iterations in flight instead of
 `num_stages - 1`, in the same shared memory (Triton's mma.sync pipeline reads its stage into registers so too, with
-`num_stages - 1` buffers). It pays where the loop waits on memory: a small tile (few accumulators, so registers to
-spare) streaming a large operand, as a decode-shaped 16 x N x K product, whose programs, one per SM, are bound by
-the bytes each has in flight. Switch: TRANSPILER_MMA_REFILL_READ_STAGE=1 (off by default: the H200 has not yet
-timed it against the k-step order; bench/RESULTS.md, issue 12 session 9).
+`num_stages - 1` buffers). It pays where the k-step order leaves each mma.sync waiting for the ldmatrix just
+before it and one warp per scheduler hides nothing: a small tile (few accumulators, so registers to spare)
+streaming a large operand, as a decode-shaped 16 x N x K product. On by default (H200, 2026-12-02: 16x8192x8192 fp16
+41.6 -> 48.9 TFLOP/s, 16x4096x14336 22.6 -> 28.8, ncu's short-scoreboard stalls 2.1 -> 0.05 per issue; one more
+stage changed nothing, so it is the order, not the bytes in flight; bench/RESULTS.md, issue 12 session 10);
+TRANSPILER_MMA_REFILL_READ_STAGE=0 gives the k-step order. The budget stays 128: at 192 the 32 x 128 x 128 tile
+takes it (239 registers) and ran 13% slower.
 """
 from __future__ import annotations
 

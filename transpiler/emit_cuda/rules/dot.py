@@ -13,13 +13,14 @@ The tensor-core pass chose the instruction, the warp grid and the product's layo
 """
 from __future__ import annotations
 
-from .. import cspell
+from .. import cexpr, cspell
 from .. import wgmma as wg
 from ..emitter import Read, lowering
 from ..tiles import register_layout_for, staged_view, write_to_tile
 from ...analysis.invariant_operands import invariant_dot_operands
 from ...analysis.layouts import log2
 from ...parse.ir import OpKind
+from ...targets import switch
 
 
 def _operand_views(em, op):
@@ -113,14 +114,22 @@ def _bits(step, count):
 
 
 def _split_address(em, view, hint, thread, thread_bases, const, const_bases):
-    """(declaration of this lane's offset, address expression) for an operand element whose coordinates are
-    `thread` (lane/warp part) plus `const` (the unrolled counters' part); bases in operand coordinates."""
+    """(declarations of this lane's offset and of the tile's 32-bit shared address, the address of an operand
+    element whose coordinates are `thread` (lane/warp part) plus `const` (the unrolled counters' part); bases in
+    operand coordinates). The tile's address is made once per product (a stage's base: once per iteration), so
+    each read adds only the lane's offset and a constant that ptxas puts in the instruction; with a generic
+    pointer NVRTC 13.0 added the stage to each read's own offset register, then the shared window (two
+    instructions for each of the skinny loop's 24 ldmatrix)."""
     tile = view.tile
     name = em.fresh(hint)
-    declaration = f"const int {name} = {tile.offset(view.coords(*thread))};"
+    declarations = [f"const int {name} = {tile.offset(view.coords(*thread))};"]
     offset = tile.split_offset(name, [view.coords(*b) for b in thread_bases], view.coords(*const),
                                [view.coords(*b) for b in const_bases])
-    return declaration, f"&{tile.base}[{offset}]"
+    if not switch("TRANSPILER_MMA_SHARED_BASE"):
+        return declarations, f"&{tile.base}[{offset}]"
+    base = em.fresh(hint.split("_")[0] + "_tile_smem")
+    declarations.append(f"const unsigned {base} = tp::smem_addr({cexpr.strip_parens(tile.base)});")
+    return declarations, f"{base} + {tile.dtype.itemsize} * {offset}"
 
 
 def _load_a(em, view, plan, m0, es, k):
@@ -235,7 +244,7 @@ def dot(em, op, layout):
             prefetch, em.pending_prefetch = em.pending_prefetch, None
         em.write(em.dot_macros.mma(dict(
             ctype=ctype, name=name, n=plan.layout.num_regs, acc=acc.at("r"), m0=m0, n0=n0,
-            lane_offsets=[d for d in (decl_a, decl_b) if d], prefetch=prefetch or "",
+            lane_offsets=[line for d in (decl_a, decl_b) if d for line in d], prefetch=prefetch or "",
             fragments_first=prefetch is not None and em.refill_dot is op,
             warp_m=_scaled(_warp_index(plan, 0), plan.warp_rows), warp_n=_scaled(_warp_index(plan, 1), plan.warp_cols),
             needs_gid=scalar_a or scalar_b, k=k, k_step=plan.instruction.k, tiles_m=plan.tiles_m,
