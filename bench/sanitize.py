@@ -81,7 +81,7 @@ TEST_FILES = ("test_gpu_attention", "test_gpu_dot_dtypes", "test_gpu_tma", "test
               "test_gpu_vs_interpreter", "test_gpu_torch", "test_gpu_continued_lines",
               "test_gpu_dot_scaled", "test_gpu_pointer_condition",
               "test_gpu_fp_contraction", "test_gpu_compile_size", "test_gpu_triton_names",
-              "test_gpu_gather", "test_gpu_dot3d")
+              "test_gpu_gather", "test_gpu_dot3d", "test_gpu_const_pointers")
 # Seconds a test file's plain run took on the H200 (this project's sweep of 2026-12-01, NVRTC included, sizes
 # before tests/gpu_sizes.py): a file is split in shards of about SHARD_SECONDS (shard i of k runs every k-th
 # of its tests), so that no unit is the sweep's long pole, and files of a few seconds share a unit.

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..dtypes import from_array_dtype
-from ..errors import LaunchError
+from ..errors import HostMemoryError, LaunchError
 
 
 
@@ -177,7 +177,7 @@ def device_error(kernel_name, named_infos):
     if host:
         names = ", ".join(f"'{n}' ({i.framework})" for n, i in host)
         subject = f"arguments {names} are" if len(host) > 1 else f"argument {names} is"
-        return LaunchError(f"{subject} in host memory; a GPU launch needs device arrays",
+        return HostMemoryError(f"{subject} in host memory; a GPU launch needs device arrays",
                            kernel=kernel_name,
                            hint="move arrays with cupy.asarray(...) or tensor.cuda(), or run kernel.interpret[grid](...) "
                                 "on the CPU")

@@ -33,7 +33,7 @@ import functools
 import inspect
 import os
 
-from ..errors import LaunchError, SourceLocation, TranspilerError
+from ..errors import LaunchError, LaunchOptionError, SourceLocation, TranspilerError
 from ..language.core import constexpr, current_interpreter
 from . import compiler, grid_launch, launch_key, native_launch, tuple_args
 from .args import FakeTensorArgument
@@ -384,8 +384,8 @@ class Kernel(KernelVariants, KernelInterface):
 
     def _check_num_warps(self, nw):
         if not isinstance(nw, int) or nw <= 0 or nw & (nw - 1) or nw > 32:
-            raise self._launch_error(f"num_warps must be a power of two between 1 and 32, not {nw!r}",
-                                     hint="use 1, 2, 4, 8, 16 or 32")
+            raise LaunchOptionError(f"num_warps must be a power of 2 from 1 to 32, not {nw!r}", self.definition(),
+                                    kernel=self.__name__, hint="use 1, 2, 4, 8, 16 or 32")
 
     def _grid(self, grid, values, num_warps, num_stages):
         """The general path for the grid: a callable of the arguments, an int, or a 1-3 tuple; checked."""

@@ -29,7 +29,7 @@ import numpy as np
 
 from .. import dtypes
 from ..options import ENVIRONMENT, environment_token  # noqa: F401  (named by the generated binders)
-from ..errors import LaunchError
+from ..errors import ArgumentOverflowError, LaunchError
 from ..language.core import constexpr  # noqa: F401  (named by the generated binders)
 from . import cache
 from .args import ArrayInfo, FakeTensorArgument, array_info, device_error
@@ -76,8 +76,7 @@ def wide_int_part(value: int, name: str, kernel_name: str):
     """Key part of an int outside int32 (int64, uint64); LaunchError for one that no C integer holds."""
     if -2**63 <= value < 2**64:
         return int_part(integer_dtype(value).name, value)
-    raise LaunchError(f"argument '{name}' = {value} does not fit any integer parameter type (int32, int64, "
-                      "uint64)", kernel=kernel_name, hint="pass a value between -2**63 and 2**64 - 1")
+    raise ArgumentOverflowError.of(name, value, kernel_name)
 
 
 def scalar_key(value):

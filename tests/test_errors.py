@@ -357,7 +357,7 @@ class FakeCudaArray:
     (lambda: launch_kernel[(1,)](X, X, 64), "missing constexpr 'BLOCK'"),
     (lambda: launch_kernel[(1,)](X, X, 64, X, BLOCK=16), "argument 'BLOCK' given twice"),
     (lambda: launch_kernel[(1,)](X, X, 64, BLOCK=16, num_warps=3),
-     "num_warps must be a power of two between 1 and 32, not 3"),
+     "num_warps must be a power of 2 from 1 to 32, not 3"),
     (lambda: launch_kernel[(1,)](X, X, 64, BLOCK=16),
      "arguments 'X' (numpy), 'Y' (numpy) are in host memory; a GPU launch needs device arrays"),
     (lambda: launch_kernel[(1,)](FakeCudaArray(0), X, 64, BLOCK=16),
@@ -379,6 +379,23 @@ class FakeCudaArray:
 def test_launch_error(call, phrase):
     err = launch_error(call)
     assert phrase in str(err)
+
+
+@pytest.mark.parametrize("call, python_class", [
+    (lambda: launch_kernel[(1,)](FakeCudaArray(0), FakeCudaArray(0), 2**64, BLOCK=16), OverflowError),
+    (lambda: launch_kernel.interpret[(1,)](X, X.copy(), -2**63 - 1, BLOCK=16), OverflowError),
+    (lambda: launch_kernel[(1,)](FakeCudaArray(0), FakeCudaArray(0), 64, BLOCK=16, num_warps=3), AssertionError),
+    (lambda: launch_kernel.interpret[(1,)](X, X.copy(), 64, BLOCK=16, num_warps=6), AssertionError),
+    (lambda: launch_kernel[(1,)](X, X, 64, BLOCK=16), ValueError),
+], ids=["int_past_64_bits", "int_past_64_bits_interpreted", "num_warps", "num_warps_interpreted", "host_memory"])
+def test_launch_errors_are_also_the_python_exception_triton_raises(call, python_class):
+    """Code catching Triton's exception (its tests: `pytest.raises(OverflowError)`) catches ours, which stays a
+    located LaunchError."""
+    with pytest.raises(python_class) as info:
+        call()
+    assert isinstance(info.value, LaunchError)
+    assert_points_at(info.value, launch_kernel, "", line=def_line(launch_kernel))
+    assert info.value.__cause__ is None       # nothing chained: the message prints once
 
 
 def test_launch_errors_are_the_same_through_the_interpreter():

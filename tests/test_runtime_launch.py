@@ -494,7 +494,7 @@ def test_a_refusal_on_the_positional_path_names_every_array_and_points_at_the_de
         gpu.kernel[(1,)](host, host, 100, 1.0, 128)
     assert "arguments 'X' (numpy), 'Y' (numpy) are in host memory" in str(info.value)
     assert info.value.line == _scale.__code__.co_firstlineno and info.value.hint
-    with pytest.raises(LaunchError, match="num_warps must be a power of two"):
+    with pytest.raises(LaunchError, match="num_warps must be a power of 2"):
         gpu.kernel[(1,)](host, host, 100, 1.0, 128, num_warps=3)       # options before arguments
 
 

@@ -161,3 +161,30 @@ def test_reinterpret_as_an_fp8_type_launches_through_our_own_wrapper():
         print("ok", codes.size)
     """)
     assert out.strip() == "ok 254"
+
+
+def test_a_launch_error_is_chained_as_tritons_and_is_an_interpreter_error_when_interpreted():
+    out = run_with_shim("""
+        import os
+        import transpiler
+        from triton.runtime.errors import InterpreterError
+
+        @triton.jit
+        def bad_axis(X, N: tl.constexpr):
+            tl.expand_dims(tl.arange(0, N), 3)
+
+        for interpret in ("1", "0"):
+            os.environ["TRITON_INTERPRET"] = interpret
+            try:
+                bad_axis[(1,)](np.zeros(4, np.float32), 4) if interpret == "1" else \\
+                    bad_axis.cuda_source(np.zeros(4, np.float32), N=4)
+            except transpiler.ShapeError as e:
+                err = e
+            if interpret == "1":     # through the shim's launch: Triton's chaining
+                assert isinstance(err, InterpreterError) and "invalid axis 3" in str(err.__cause__)
+                assert err.error_message in str(err.__cause__) and "with_shim.py" not in str(err.__cause__)
+            else:                    # transpiler itself chains nothing
+                assert err.__cause__ is None and not isinstance(err, InterpreterError)
+        print("ok")
+    """)
+    assert out.strip() == "ok"

@@ -61,6 +61,10 @@ class dtype:
     def is_block(self):
         return False
 
+    def is_const(self):
+        """Triton's predicate: only a `tl.const` pointer is const."""
+        return False
+
     def is_void(self):
         return self.name == "void"
 
@@ -119,21 +123,26 @@ class dtype:
 
 
 class pointer_type(dtype):
-    """Pointer to global memory holding `element_ty` elements."""
+    """Pointer to global memory holding `element_ty` elements; `const` (Triton's `tl.const` parameters, and
+    `tl.pointer_type(ty, const=True)`) marks one the kernel may only read: a store or an atomic through it is
+    refused, and it is a type of its own, as in Triton (an `if` whose branches give a const and a plain pointer
+    is refused like any two types)."""
 
-    __slots__ = ("element_ty",)
+    __slots__ = ("element_ty", "const")
     _interned: dict = {}
 
-    def __new__(cls, element_ty):
-        key = element_ty.name
+    def __new__(cls, element_ty, address_space=1, const=False):
+        key = (element_ty.name, bool(const))
         if key not in cls._interned:
             obj = object.__new__(cls)
-            dtype.__init__(obj, f"ptr<{element_ty.name}>", 64, Kind.INT, False, 0, f"{element_ty.c_name}*", None)
+            prefix = "const_ptr" if const else "ptr"
+            dtype.__init__(obj, f"{prefix}<{element_ty.name}>", 64, Kind.INT, False, 0, f"{element_ty.c_name}*", None)
             obj.element_ty = element_ty
+            obj.const = bool(const)
             cls._interned[key] = obj
         return cls._interned[key]
 
-    def __init__(self, element_ty):
+    def __init__(self, element_ty, address_space=1, const=False):
         pass
 
     def is_ptr(self):
@@ -142,11 +151,14 @@ class pointer_type(dtype):
     def is_int(self):
         return False
 
+    def is_const(self):
+        return self.const
+
     def __repr__(self):
-        return f"pointer<{self.element_ty!r}>"
+        return f"{'const_' if self.const else ''}pointer<{self.element_ty!r}>"
 
     def __reduce__(self):
-        return (pointer_type, (self.element_ty,))
+        return (pointer_type, (self.element_ty, 1, self.const))
 
 
 class block_type:
@@ -247,6 +259,8 @@ bool_ = int1
 def by_name(name: str) -> dtype:
     if name.startswith("ptr<"):
         return pointer_type(by_name(name[4:-1]))
+    if name.startswith("const_ptr<"):
+        return pointer_type(by_name(name[10:-1]), const=True)
     return _BY_NAME[name]
 
 

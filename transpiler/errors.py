@@ -103,6 +103,12 @@ class TranspilerError(Exception):
     def line(self):
         return self.loc.line if self.loc else None
 
+    @property
+    def error_message(self):
+        """The message without location or hint: Triton's `CompilationError.error_message`, which code catching
+        Triton's errors (its own tests) reads."""
+        return self.message
+
     def with_context(self, kernel=None, call_site=None):
         """Attach the kernel name, and a helper's call site when the error came from an inlined helper."""
         if kernel and not self.kernel:
@@ -158,6 +164,26 @@ class DTypeError(TranspilerError):
 
 class LaunchError(TranspilerError):
     """A problem with the arguments, grid or options of a launch."""
+
+
+# Launch errors for which Triton raises a plain Python exception: each is that exception too, so code catching
+# Triton's class (its own tests: `pytest.raises(OverflowError)`) catches ours.
+class ArgumentOverflowError(LaunchError, OverflowError):
+    """An integer argument that no 64-bit parameter type holds (Triton: OverflowError)."""
+
+    @classmethod
+    def of(cls, name, value, kernel=None) -> "ArgumentOverflowError":
+        """The error for argument `name` = `value`, worded alike on both paths."""
+        return cls(f"argument '{name}' = {value} does not fit any integer parameter type (int32, int64, uint64)",
+                   kernel=kernel, hint="pass a value between -2**63 and 2**64 - 1")
+
+
+class HostMemoryError(LaunchError, ValueError):
+    """Arrays in host memory given to a GPU launch (Triton's launcher: ValueError)."""
+
+
+class LaunchOptionError(LaunchError, AssertionError):
+    """A launch option out of its range, such as num_warps that is not a power of 2 (Triton asserts it)."""
 
 
 class OutOfResources(LaunchError):

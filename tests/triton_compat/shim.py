@@ -6,7 +6,9 @@ What maps to what:
   triton.jit / JITFunction         -> `ShimKernel`, a transpiler Kernel that unwraps `TensorWrapper` arguments and
                                       drops Triton-only launch options before the launch
   triton.language (+ .extra, ...)  -> transpiler.language, seen through `_LanguageView` (below)
-  triton.TritonError, CompilationError -> transpiler.TranspilerError (our errors' base class)
+  triton.TritonError, CompilationError -> transpiler.TranspilerError (our errors' base class); a launch's error
+                                      gets Triton's chaining: `__cause__` holds its message, and under
+                                      TRITON_INTERPRET=1 it is an InterpreterError too (`as_tritons_error`)
   triton.runtime.errors.InterpreterError -> transpiler.InterpreterError
   triton.OutOfResources (also in runtime.errors) -> transpiler.OutOfResources (only the resource refusal, so a
                                       wrapper catching it to drop a config does not swallow other launch errors)
@@ -22,6 +24,7 @@ from __future__ import annotations
 import inspect
 import itertools
 import linecache
+import os
 import sys
 import textwrap
 import types
@@ -209,7 +212,10 @@ class ShimKernel(Kernel):
         def launch_triton_style(*args, **kwargs):
             for option in TRITON_ONLY_LAUNCH_OPTIONS:
                 kwargs.pop(option, None)
-            launch(*[_unwrap(a) for a in args], **{k: _unwrap(v) for k, v in kwargs.items()})
+            try:
+                launch(*[_unwrap(a) for a in args], **{k: _unwrap(v) for k, v in kwargs.items()})
+            except transpiler.TranspilerError as error:
+                raise as_tritons_error(error) from TritonCause(error.error_message)
             return CompiledHandle(name)
         return launch_triton_style
 
@@ -220,6 +226,26 @@ class ShimKernel(Kernel):
             kwargs.pop(option, None)
         super().warmup(*[_unwrap(a) for a in args], **{k: _unwrap(v) for k, v in kwargs.items()})
         return CompiledHandle(self.__name__)
+
+
+class TritonCause(Exception):
+    """The unlocated error Triton chains as `__cause__` of its CompilationError (and its interpreter of its
+    InterpreterError), which the tests read for Triton's words: here our error's message. Only the shim chains
+    it: in the product it would print every message twice."""
+
+
+_INTERPRETED_CLASSES: dict = {}
+
+
+def as_tritons_error(error):
+    """Our error as the test expects Triton's: under TRITON_INTERPRET=1 Triton's interpreter raises an
+    InterpreterError for whatever the kernel raised, so the error becomes one too (keeping its own class)."""
+    if os.environ.get("TRITON_INTERPRET") == "1" and not isinstance(error, transpiler.InterpreterError):
+        cls = type(error)
+        if cls not in _INTERPRETED_CLASSES:
+            _INTERPRETED_CLASSES[cls] = type(cls.__name__, (cls, transpiler.InterpreterError), {})
+        error.__class__ = _INTERPRETED_CLASSES[cls]
+    return error
 
 
 _sources = itertools.count()

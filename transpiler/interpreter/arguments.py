@@ -15,7 +15,7 @@ import inspect
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import NOT_YET, LaunchError
+from ..errors import NOT_YET, ArgumentOverflowError, LaunchError
 from ..language import core
 from ..numerics import storage as numeric
 from ..runtime.args import TensorWrapper
@@ -179,11 +179,19 @@ def _bind(signature: inspect.Signature, args, kwargs) -> inspect.BoundArguments:
     return signature.bind(**dict(zip(free, args)), **kwargs)
 
 
+def _read_only(value):
+    """A pointer argument of a parameter annotated `tl.const` as a const pointer (anything else unchanged)."""
+    if isinstance(value, Pointer):
+        return Pointer.to_start_of(value.buffer, const=True)
+    return value
+
+
 class Launch:
     """The bound call of one interpreted kernel launch: converted arguments and their array buffers."""
 
     def __init__(self, fn, args, kwargs):
         self.arrays: dict[int, _ArrayArgument] = {}
+        self.kernel_name = fn.__name__
         signature = inspect.signature(fn)
         try:
             bound = _bind(signature, args, kwargs)
@@ -199,6 +207,8 @@ class Launch:
                 bound.arguments[name] = tuple(self._convert(f"{name}[{i}]", v) for i, v in enumerate(value))
             else:
                 bound.arguments[name] = self._convert(name, value)
+                if core.is_const_parameter(param):
+                    bound.arguments[name] = _read_only(bound.arguments[name])
         self.args, self.kwargs = bound.args, bound.kwargs
 
     def _convert(self, name: str, value):
@@ -209,7 +219,9 @@ class Launch:
         if is_python_number(value):
             try:   # typed as Triton types a launch argument (not as a literal: no uint32, np.float64 is fp32)
                 return scalar_tensor(value, dt.argument_scalar_dtype(value))
-            except Exception as exc:  # an int that fits no 64-bit type
+            except OverflowError:     # an int that fits no 64-bit type
+                raise ArgumentOverflowError.of(name, value, self.kernel_name) from None
+            except Exception as exc:  # a number of no Triton type
                 raise LaunchError(f"argument '{name}': {exc}") from None
         if isinstance(value, tuple):
             return tuple(self._convert(f"{name}[{i}]", v) for i, v in enumerate(value))

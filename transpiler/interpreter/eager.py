@@ -162,7 +162,9 @@ def from_ir(x):
         data, shape = x.data, x.type.shape
         if data.shape != shape:          # a splat or broadcast left as it was (evaluate.py)
             data = np.broadcast_to(data, shape)
-        return pointers.Pointer(data, x.buffer) if x.buffer is not None else Tensor(data, x.type.dtype)
+        if x.buffer is not None:
+            return pointers.Pointer(data, x.buffer, x.type.dtype)
+        return Tensor(data, x.type.dtype)
     if isinstance(x, (list, tuple)):
         return type(x)(from_ir(item) for item in x)
     if isinstance(x, Record):

@@ -16,6 +16,13 @@ loops are left alone, as the compiler unrolls them. Line and column numbers stay
 so errors, tracebacks and pdb point at the user's lines. Kernels that assign nothing, have no runtime
 loops and no `and` / `or` / `not` run unchanged.
 
+`break` and `continue`, which Triton's compiler refuses (and ours, `parse/syntax_refusals.py` `LOOP_EXITS`), become
+a call raising the compiler's refusal, so the interpreter refuses one where it reaches it, with the same words at
+the same line, instead of running it as Python would; and the condition of an `if` whose branches hold one is
+checked: a runtime condition means the compiler builds both branches, so the first exit is refused then, taken
+or not. (Still unseen: an exit in a loop body that runs no iteration, or under an inner `if` that is not
+reached; the compiler refuses those too.)
+
 The same rewrite gives `and`, `or` and `not` the compiled path's meaning on blocks (Triton's
 `logical_and` / `logical_or` / `logical_not`, elementwise: `mask = rows < M and cols < N`), which plain
 Python cannot (a block has no truth value); on Python values they keep Python's short-circuit meaning.
@@ -24,6 +31,7 @@ from __future__ import annotations
 
 import __future__
 import ast
+import dataclasses
 import inspect
 import sys
 import textwrap
@@ -31,12 +39,17 @@ import textwrap
 import numpy as np
 
 from .. import dtypes as dt
+from ..errors import NOT_TRITON, UnsupportedSyntaxError
 from ..language import core
+from ..parse.syntax_refusals import LOOP_EXITS
+from .location import error
 from .tensor import AssignedNumber, Tensor, is_python_number
 
 _CARRY = "__transpiler_carry__"
 _BOOL_OP = "__transpiler_bool_op__"
 _NOT = "__transpiler_not__"
+_REFUSE = "__transpiler_refuse__"
+_CHECKED = "__transpiler_checked_condition__"
 _cache: dict = {}
 
 
@@ -47,6 +60,26 @@ def carry(value, each=False):
         return type(value)(carry(v, True) for v in value)
     value = value.value if isinstance(value, core.constexpr) else value
     return AssignedNumber(value) if is_python_number(value) else value
+
+
+def refuse_loop_exit(kind, line=None, col=None):
+    """A `break` / `continue` (`kind`: "Break" / "Continue") the compiler would build: its refusal, at this line
+    (or at `line`, `col` of this kernel's file)."""
+    words, hint = LOOP_EXITS[kind]
+    err = error(UnsupportedSyntaxError, words, hint=hint, refusal=NOT_TRITON)
+    if line is not None and err.loc is not None:
+        err.loc = dataclasses.replace(err.loc, line=line, col=col)
+        err.args = (err._format(),)
+    raise err
+
+
+def checked_condition(cond, exits):
+    """The condition of an `if` whose branches hold loop exits (`exits`: (kind, line, col) in the order the
+    compiler builds them): a runtime condition (a block, not an assigned number) makes the compiler build both
+    branches, so the first exit is refused even where this run would not reach it."""
+    if isinstance(cond, Tensor) and not isinstance(cond, AssignedNumber):
+        refuse_loop_exit(*exits[0])
+    return cond
 
 
 def _is_block(value) -> bool:
@@ -140,9 +173,22 @@ def _carry_call(value, each=False):
     return ast.copy_location(call, value)
 
 
+def _built_loop_exits(statements) -> list:
+    """The `break` / `continue` statements among `statements` and in the bodies of their loops, which the compiler
+    builds whenever it builds `statements` (those under an inner `if` are that `if`'s to check)."""
+    found = []
+    for stmt in statements:
+        if isinstance(stmt, (ast.Break, ast.Continue)):
+            found.append(stmt)
+        elif isinstance(stmt, (ast.For, ast.While)):
+            found += _built_loop_exits(stmt.body) + _built_loop_exits(stmt.orelse)
+    return found
+
+
 class _Rewriter(ast.NodeTransformer):
-    def __init__(self):
+    def __init__(self, line_offset=0, indent=0):
         self.changed = False
+        self.line_offset, self.indent = line_offset, indent      # where the parsed text sits in its file
 
     def _typed_assignment(self, stmt):
         """The statements that stand for `stmt` with assigned numbers typed as Triton types them (`c = 100` is
@@ -185,6 +231,22 @@ class _Rewriter(ast.NodeTransformer):
                 self.changed = True
             out.append(stmt)
         return out
+
+    def visit_If(self, node):
+        exits = [(type(n).__name__, n.lineno + self.line_offset, n.col_offset + self.indent)
+                 for n in _built_loop_exits(node.body) + _built_loop_exits(node.orelse)]
+        self.generic_visit(node)
+        if exits:
+            node.test = ast.copy_location(ast.Call(ast.Name(_CHECKED, ast.Load()), [node.test, ast.Constant(
+                tuple(exits))], []), node.test)
+        return node
+
+    def _loop_exit(self, node):
+        self.changed = True
+        call = ast.Call(ast.Name(_REFUSE, ast.Load()), [ast.Constant(type(node).__name__)], [])
+        return ast.copy_location(ast.Expr(ast.copy_location(call, node)), node)
+
+    visit_Break = visit_Continue = _loop_exit
 
     def visit_BoolOp(self, node):
         self.generic_visit(node)
@@ -229,15 +291,16 @@ def _rewrite(fn):
     if not isinstance(func, ast.FunctionDef):
         return None
     func.decorator_list = []
-    rewriter = _Rewriter()
+    rewriter = _Rewriter(first_line - 1, indent)
     rewriter.visit(func)
     if not rewriter.changed:
         return None
     # Keep the file's own positions, and close over the carry helper and over fn's own free variables.
     freevars = fn.__code__.co_freevars
     extra = {"type_params": []} if sys.version_info >= (3, 12) else {}
+    helpers = (_CARRY, _BOOL_OP, _NOT, _REFUSE, _CHECKED)
     factory = ast.FunctionDef(name="__transpiler_factory__",
-                              args=ast.arguments(posonlyargs=[], args=[ast.arg(n) for n in (_CARRY, _BOOL_OP, _NOT) + freevars],
+                              args=ast.arguments(posonlyargs=[], args=[ast.arg(n) for n in helpers + freevars],
                                                  kwonlyargs=[], kw_defaults=[], defaults=[]),
                               body=[func, ast.Return(ast.Name(func.name, ast.Load()))], decorator_list=[], **extra)
     module = ast.Module(body=[factory], type_ignores=[])
@@ -256,7 +319,8 @@ def _rewrite(fn):
     namespace: dict = {}
     flags = fn.__code__.co_flags & __future__.annotations.compiler_flag
     exec(compile(module, filename, "exec", flags=flags, dont_inherit=True), fn.__globals__, namespace)
-    new = namespace["__transpiler_factory__"](carry, bool_op, not_op, *cells)
+    new = namespace["__transpiler_factory__"](carry, bool_op, not_op, refuse_loop_exit,
+                                                        checked_condition, *cells)
     new.__defaults__, new.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__
     new.__wrapped__ = fn
     return new

@@ -53,16 +53,18 @@ class Pointer(Tensor):
 
     __slots__ = ("buffer",)
 
-    def __init__(self, offsets, buffer: Buffer):
-        super().__init__(np.asarray(offsets, dtype=np.int64), dt.pointer_type(buffer.element_ty))
+    def __init__(self, offsets, buffer: Buffer, dtype: dt.pointer_type | None = None):
+        # `dtype`: the pointer type the typing rules gave it (a const pointer stays const through arithmetic)
+        super().__init__(np.asarray(offsets, dtype=np.int64), dtype or dt.pointer_type(buffer.element_ty))
         self.buffer = buffer
 
     @classmethod
-    def to_start_of(cls, buffer: Buffer) -> "Pointer":
-        return cls(np.int64(0), buffer)
+    def to_start_of(cls, buffer: Buffer, const: bool = False) -> "Pointer":
+        """A pointer argument: element 0 of its buffer (`const` for a parameter annotated `tl.const`)."""
+        return cls(np.int64(0), buffer, dt.pointer_type(buffer.element_ty, const=const))
 
     def _with_data(self, data) -> "Pointer":
-        return Pointer(data, self.buffer)
+        return Pointer(data, self.buffer, self.dtype)
 
     def __bool__(self):
         """`if bias_ptr:` (vLLM's optional-bias test) is the compiled `ptr != nullptr`: a pointer into an array

@@ -1,5 +1,5 @@
 """The interpreter's own rules: iteration (`tl.range`, `tl.static_range` as Python ranges), `tl.static_print`
-(of values, once, in the first program, as the compiler prints once) and `tl.device_assert` (checked in every run:
+(of values, in every program, as Triton's interpreter prints them) and `tl.device_assert` (checked in every run:
 compiled kernels check it only in debug mode, whose int32 overflow checks the interpreter does not make).
 `tl.device_print` is the typing rule's op, evaluated (`evaluate.py`).
 
@@ -12,8 +12,10 @@ import builtins
 
 import numpy as np
 
+from .. import dtypes as dt
 from ..errors import CompileTimeError, DTypeError, InterpreterError
 from ..language import core
+from ..parse.semantic_debug import triton_text
 from .location import error, program_text
 from .registry import rule
 from .tensor import Tensor, unwrap
@@ -62,9 +64,9 @@ def static_range(arg1, arg2=None, step=None):
 
 @rule("static_print")
 def static_print(*values, sep=" ", end="\n"):
-    # The compiled path prints once, while compiling: print in the first program only.
-    if _interpreter().program_id == (0, 0, 0):
-        print(*(unwrap(v) for v in values), sep=sep, end=end)
+    # The values, in every program, as Triton's interpreter prints them (the compiler prints types, once);
+    # dtypes in Triton's spelling, as the compiler prints them.
+    print(*(triton_text(v) if isinstance(v, dt.dtype) else v for v in map(unwrap, values)), sep=sep, end=end)
 
 
 @rule("device_assert")

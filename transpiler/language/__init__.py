@@ -13,7 +13,7 @@ from ..dtypes import (bfloat16, block_type, dtype, float8e4b8, float8e4b15, floa
                       uint64)
 from . import catalogue as _catalogue
 from . import extra  # `tl.extra.cuda.libdevice`, `tl.extra.libdevice`
-from .core import builtin, constexpr, tensor, tensor_descriptor
+from .core import builtin, const, constexpr, tensor, tensor_descriptor
 from .standard import (bitonic_merge, cat, flip, gather, histogram, interleave, join, ravel, softmax, sort, split,
                        swizzle2d, topk)
 
@@ -22,11 +22,6 @@ bool_ = int1
 pi32_t = pointer_type(int32)
 TRITON_MAX_TENSOR_NUMEL = 1048576     # Triton's limit on a block's elements (tl.static_assert in kernels reads it)
 
-
-class const:
-    """Triton's `tl.const`, an annotation of a kernel parameter: a pointer to data the kernel only reads. Triton
-    refuses `tl.store` through such a pointer; here the annotation is accepted and changes nothing (see
-    docs/language.md)."""
 
 # ---- program and block construction --------------------------------------------------------------------
 

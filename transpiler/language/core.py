@@ -18,6 +18,23 @@ import threading
 _state = threading.local()
 
 
+class const:
+    """Triton's `tl.const`, an annotation of a kernel's pointer parameter: the kernel only reads through it. The
+    parameter's type is then a const pointer (`pointer_type(ty, const=True)`), as in Triton: a `tl.store` or
+    an atomic through it, or through a pointer computed from it, is refused at its line, on both paths. On a
+    parameter that is not a pointer, and on a `@jit` helper's parameter, the annotation changes nothing (as in
+    Triton)."""
+
+
+def is_const_parameter(param) -> bool:
+    """Whether an `inspect.Parameter` of a kernel is annotated `tl.const` (the class, or the string a
+    `from __future__ import annotations` module holds: `"tl.const"`, `"const"`)."""
+    annotation = param.annotation
+    if annotation is const:
+        return True
+    return isinstance(annotation, str) and annotation.strip().split(".")[-1] == "const"
+
+
 class constexpr:
     """Annotation for compile-time parameters (`BLOCK: tl.constexpr`); `tl.constexpr(v)` is `v`."""
 

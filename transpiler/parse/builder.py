@@ -15,6 +15,7 @@ import inspect
 
 import libcst as cst
 
+from .. import dtypes
 from ..errors import TranspilerError, UnsupportedSyntaxError
 from ..language import core
 from . import semantic, typing_rules  # noqa: F401  (every typing rule registered)
@@ -80,14 +81,16 @@ class Builder(StatementBuilder, LoopBuilder, ExpressionBuilder, CallBuilder):
         body = Region()
         self.region = body
         args = []
-        params = list(inspect.signature(self.kernel_fn).parameters)
+        signature = inspect.signature(self.kernel_fn).parameters
+        params = list(signature)
+        read_only = {name for name, p in signature.items() if core.is_const_parameter(p)}
         tuples = {}                    # tuple parameters: name -> {leaf path: what the kernel sees}
         descriptors = {}               # host tensor descriptors: name -> {path: (block shape, padding)}
         for index, spec in enumerate(self.arg_specs):
             if spec.is_constexpr:
                 seen = spec.constexpr
             else:
-                value = Value(Type(spec.dtype), name=spec.c_name)
+                value = Value(Type(_parameter_dtype(spec, read_only)), name=spec.c_name)
                 args.append(Argument(spec.c_name, value, index, spec.divisibility, spec.equal_to_one, spec.is_none))
                 # Triton specializes integer arguments equal to 1 into the constant 1, which still behaves as
                 # a scalar of the argument's type (`n.to(tl.uint8)` works, `x_int8 + n` is int32).
@@ -148,6 +151,13 @@ class Builder(StatementBuilder, LoopBuilder, ExpressionBuilder, CallBuilder):
             what, kind = unsupported_construct(stmt)
             raise self.error(UnsupportedSyntaxError, what, hint=SYNTAX_HINT, refusal=kind)
         method(stmt)
+
+
+def _parameter_dtype(spec, read_only):
+    """A parameter's type: a pointer parameter annotated `tl.const` is a const pointer (Triton's `*k` types)."""
+    if spec.name in read_only and not spec.path and spec.dtype.is_ptr() and not spec.is_none:
+        return dtypes.pointer_type(spec.dtype.element_ty, const=True)
+    return spec.dtype
 
 
 def _rebuild_tuple(leaves: dict, prefix=(), descriptor=None):

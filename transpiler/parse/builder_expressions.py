@@ -210,8 +210,9 @@ class ExpressionBuilder:
         if isinstance(t, Value) and isinstance(e, Value) and t.type != e.type:
             # Triton asserts one type for both branches; a select would promote, the interpreter keeps the
             # taken branch's type.
-            raise self.error(CompileTimeError, f"the branches of a conditional expression on a runtime "
-                             f"condition are {t.type} and {e.type}; both must have the same type (Triton's rule)",
+            raise self.error(CompileTimeError, f"Ternary expression with dynamic condition has inconsistent types "
+                             f"{t.type} and {e.type}: the branches of a conditional expression on a runtime "
+                             "condition must have the same type (Triton's rule)",
                              hint="convert one side with .to(...)")
         if not guarded:
             # Pure branches: computing both and selecting gives the taken branch's value, without a branch.

@@ -213,8 +213,9 @@ class LoopBuilder:
                 t = types[slot.key]
                 vt = v.type if isinstance(v, Value) else t
                 if vt != t and isinstance(slot.initial, Value):
-                    raise self.error(CompileTimeError, f"loop-carried '{slot.name}' is {slot.initial.type} before "
-                                     f"the loop but {vt} after an iteration; it must keep its type",
+                    raise self.error(CompileTimeError, f"Loop-carried variable {slot.name} has initial type "
+                                     f"{slot.initial.type} but is re-assigned to {vt} in the loop; it must keep "
+                                     "its type",
                                      hint="initialize it with the final type, e.g. tl.zeros(..., dtype=...)")
                 stable = stable and vt == t
                 types[slot.key] = vt

@@ -18,7 +18,7 @@ from .records import Record, Slots
 from .returned_values import ReturnedValues
 from .scope import Returned, Unbound
 from .statement_walk import statements
-from .syntax_refusals import describe
+from .syntax_refusals import LOOP_EXITS, describe
 
 _AUGOPS = {
     cst.AddAssign: "add", cst.SubtractAssign: "sub", cst.MultiplyAssign: "mul", cst.DivideAssign: "truediv",
@@ -26,6 +26,7 @@ _AUGOPS = {
     cst.LeftShiftAssign: "lshift", cst.RightShiftAssign: "rshift", cst.BitAndAssign: "and_",
     cst.BitOrAssign: "or_", cst.BitXorAssign: "xor", cst.MatrixMultiplyAssign: "matmul",
 }
+RETURNED_VALUE = "the returned value"     # the name `_unify_branch_values` gets for what an if returns
 
 
 class StatementBuilder:
@@ -115,12 +116,14 @@ class StatementBuilder:
                 raise self.error(CompileTimeError, f"assertion failed: {msg}")
 
     def _stmt_Break(self, stmt):
-        raise self.error(UnsupportedSyntaxError, "break (Triton rejects it too)",
-                         hint="use a while loop whose condition carries the exit", refusal=NOT_TRITON)
+        self._refuse_loop_exit("Break")
 
     def _stmt_Continue(self, stmt):
-        raise self.error(UnsupportedSyntaxError, "continue (Triton rejects it too)",
-                         hint="guard the rest of the body with an if", refusal=NOT_TRITON)
+        self._refuse_loop_exit("Continue")
+
+    def _refuse_loop_exit(self, kind):
+        words, hint = LOOP_EXITS[kind]
+        raise self.error(UnsupportedSyntaxError, words, hint=hint, refusal=NOT_TRITON)
 
     # -- if ------------------------------------------------------------------------------------------------
     def _stmt_If(self, stmt, rest=None):
@@ -214,7 +217,7 @@ class StatementBuilder:
             then_region, else_region = else_region, then_region
         elif then_values is not None:
             for i, (t, e) in enumerate(zip(then_values.leaves, else_values.leaves)):
-                t, e = self._unify_branch_values("the returned value", t, e, then_region, else_region)
+                t, e = self._unify_branch_values(RETURNED_VALUE, t, e, then_region, else_region)
                 then_values.leaves[i], else_values.leaves[i] = t, e
             results = [Value(t.type) for t in then_values.leaves]
         then_region.ops.append(Op(OpKind.YIELD, then_values.leaves if then_values else [], [], {}, loc))
@@ -284,9 +287,12 @@ class StatementBuilder:
         elif not e_is:
             e = self._const_in(else_region, e, t.type)
         if t.type != e.type:
-            raise self.error(CompileTimeError, f"'{name}' is {t.type} after the if branch but {e.type} after the "
-                             "else branch; both branches must give it the same type",
-                             hint="convert one side with .to(...)")
+            # Triton's words (its tests match them), then ours
+            message = (f"Inconsistent return types: {t.type} (if branch) and {e.type} (else branch); both "
+                       "branches must return the same type" if name is RETURNED_VALUE else
+                       f"Mismatched type for {name} between the if branch ({t.type}) and the else branch "
+                       f"({e.type}); both branches must give it the same type")
+            raise self.error(CompileTimeError, message, hint="convert one side with .to(...)")
         return t, e
 
     def _const_in(self, region, value, type_):

@@ -13,7 +13,7 @@ from .. import atomics
 from ..errors import CompileTimeError, DTypeError, ShapeError
 from .ir import OpKind, Type
 from .semantic import RULES, broadcast_to_shape, cast, const_value, is_const, to_value
-from .semantic_memory import _check_pointer, _mask_value
+from .semantic_memory import _check_pointer, _mask_value, refuse_const_pointer
 
 
 def _ordering(b, sem, scope, what):
@@ -51,6 +51,7 @@ def _rmw(op):
     def apply(b, pointer, val, mask=None, sem=None, scope=None):
         what = f"tl.atomic_{op}"
         _check_pointer(b, pointer, what)
+        refuse_const_pointer(b, pointer, what)
         elem = pointer.dtype.element_ty
         why = atomics.rmw_dtype_error(op, elem)
         if why:

@@ -24,6 +24,7 @@ from . import semantic
 from .ir import Type, Value
 from .records import Record
 from .semantic import binary_op, cast, const_value, is_const, logical, rule
+from .semantic_memory import store_pointers
 
 _INT32 = (-(1 << 31), (1 << 31) - 1)
 _INT64 = (-(1 << 63), (1 << 63) - 1)
@@ -281,4 +282,4 @@ def _store(b, pointer, value, mask=None, boundary_check=(), cache_modifier="", e
         raise b.error(ShapeError, f"tl.store through a block pointer needs a block of its shape "
                       f"{list(pointer.block_shape)} (or a scalar), got {list(value.shape)}")
     addresses, in_bounds = _addresses(b, pointer, _boundary_check(b, pointer, boundary_check))
-    return semantic.RULES["store"](b, addresses, value, in_bounds, (), cache_modifier, eviction_policy)
+    return store_pointers(b, addresses, value, in_bounds, (), cache_modifier, eviction_policy)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 
+from .. import dtypes
 from ..errors import CompileTimeError, ShapeError
 from .ir import OpKind, Value
 from .semantic import RULES, const_value, is_const, logical, rule, to_value, unary_op
@@ -40,7 +41,24 @@ def _static_assert(b, cond, msg=""):
 
 @rule("static_print")
 def _static_print(b, *values, sep=" ", end="\n"):
-    print(*[v.type if isinstance(v, Value) else v for v in values], sep=sep, end=end)
+    print(*[triton_text(v) for v in values], sep=sep, end=end)
+
+
+def triton_text(v):
+    """What Triton's compiler prints of a value in `tl.static_print`: a block as `fp32[constexpr[4], constexpr[8]]`,
+    a scalar as `int32[]`, a pointer type as `pointer<fp32>` (`const_pointer<fp32>`); other values as Python
+    prints them."""
+    if isinstance(v, Value):
+        return f"{_triton_type_name(v.dtype)}[{', '.join(f'constexpr[{s}]' for s in v.shape)}]"
+    if isinstance(v, dtypes.dtype):
+        return _triton_type_name(v)
+    return v
+
+
+def _triton_type_name(dt):
+    if dt.is_ptr():
+        return f"{'const_' if dt.is_const() else ''}pointer<{_triton_type_name(dt.element_ty)}>"
+    return str(dt)
 
 
 @rule("device_print")

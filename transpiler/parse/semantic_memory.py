@@ -85,9 +85,26 @@ def _load(b, pointer, mask=None, other=None, boundary_check=(), padding_option="
                   volatile=bool(const_value(b, volatile, "volatile")))
 
 
+def refuse_const_pointer(b, pointer, what):
+    """Triton's rule: nothing is written through a const pointer (a `tl.const` parameter, a pointer computed
+    from one): a store or an atomic other than `atomic_cas` (which Triton does not check) is refused."""
+    if pointer.dtype.is_const():
+        raise b.error(DTypeError, f"Cannot store to a constant pointer: {what} through a {pointer.dtype!r} (a "
+                      "parameter annotated tl.const, or a pointer computed from one)",
+                      hint="write through a parameter without the tl.const annotation")
+
+
 @rule("store")
 def _store(b, pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
     _check_pointer(b, pointer, "tl.store")
+    refuse_const_pointer(b, pointer, "tl.store")
+    return store_pointers(b, pointer, value, mask, boundary_check, cache_modifier, eviction_policy)
+
+
+def store_pointers(b, pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
+    """`tl.store` through a pointer or a block of pointers, const or not: a block pointer's or a tensor
+    descriptor's store comes here with the addresses it computed (Triton lets those write, whatever their
+    base)."""
     _no_block_pointer_options(b, boundary_check, "", "tl.store")
     elem = pointer.dtype.element_ty
     v = to_value(b, value, elem if is_const(value) else None)

@@ -37,11 +37,12 @@ def _expand_dims(b, input, axis):
     # of rank 1 is an error, not axis 1; two axes naming one position are an error too.
     for a in axes:
         if not -rank <= a < rank:
-            raise b.error(ShapeError, f"tl.expand_dims: axis {a} is out of range for a block of rank {rank} "
-                                      f"(expected {-rank} <= axis < {rank})")
+            raise b.error(ShapeError, f"tl.expand_dims: invalid axis {a}. Expected {-rank} <= axis < {rank} (the "
+                                      f"result's rank is {rank})")
     normalized = [a % rank for a in axes]
     if len(set(normalized)) != len(normalized):
-        raise b.error(ShapeError, f"tl.expand_dims: repeated axis in {axes}")
+        raise b.error(ShapeError, f"tl.expand_dims received duplicate axes, normalized axes = {normalized} "
+                                  f"(from {axes})")
     for a in sorted(normalized):
         v = expand_dims(b, v, a)
     return v

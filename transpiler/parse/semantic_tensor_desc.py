@@ -118,8 +118,9 @@ def _make_tensor_descriptor(b, base, shape, strides, block_shape, padding_option
                       "be 1 at compile time (Triton's rule)",
                       hint="pass 1 (a literal, or an argument equal to 1, which is specialized)")
     if block_shape[-1] * elem.itemsize < 16:
-        raise b.error(CompileTimeError, f"a tensor descriptor's block must hold at least 16 bytes in its last "
-                      f"dimension, got {block_shape[-1]} x {elem.itemsize} bytes (Triton's rule)")
+        raise b.error(CompileTimeError, f"Descriptor block shape must have at least 16 bytes in the last dimension, "
+                      f"but got {block_shape[-1]} * {elem.itemsize} = {block_shape[-1] * elem.itemsize} bytes "
+                      "(Triton's rule)")
     what = "tl.make_tensor_descriptor's"
     return TensorDescriptor(base, tuple(_integer_leaf(b, s, f"{what} shape", dtypes.int64, _INT64) for s in shape),
                             tuple(_integer_leaf(b, s, f"{what} strides", dtypes.int64, _INT64) for s in strides),

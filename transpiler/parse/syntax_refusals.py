@@ -30,6 +30,15 @@ _NOT_TRITON = {"Lambda", "Try", "TryStar", "Raise", "ClassDef", "FunctionDef", "
                "Match", "NamedExpr", "Imaginary", "ListComp", "Break", "Continue"}
 
 
+# Loop exits Triton's code generator has no rule for (its "unsupported AST node type: Break"), with the hint, for
+# both paths: the compiler refuses one when it builds it, the interpreter when it reaches it (its rewrite of the
+# kernel, `interpreter/loops.py`), so one under a constexpr `if` that is false is refused by neither, as in Triton.
+LOOP_EXITS = {
+    "Break": ("break (Triton rejects it too)", "use a while loop whose condition carries the exit"),
+    "Continue": ("continue (Triton rejects it too)", "guard the rest of the body with an if"),
+}
+
+
 def unsupported_construct(node) -> tuple:
     """(what is refused, its kind) for a construct the builder has no rule for."""
     if type(node).__name__ in _NOT_TRITON:
