@@ -14,7 +14,7 @@ LIMIT=${LIMIT:-330}            # seconds for each part; SIGINT first so pytest w
 PER_TEST=${PER_TEST:-240}      # pytest-timeout per test
 limited() { timeout --signal=INT --kill-after=15 "$LIMIT" "$@"; }
 
-TENSOR_CORE_TESTS="tests/test_gpu_dot.py tests/test_gpu_dot_dtypes.py tests/test_gpu_attention.py"
+TENSOR_CORE_TESTS="tests/test_gpu_dot.py tests/test_gpu_dot_dtypes.py tests/test_gpu_attention.py tests/test_gpu_dot3d.py"
 limited "$PY" -m pytest -m gpu -q -p no:cacheprovider -n "${DOT_JOBS:-3}" --timeout "$PER_TEST" \
   $TENSOR_CORE_TESTS >"$OUT/dot.log" 2>&1 &
 dot=$!
