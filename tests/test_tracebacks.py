@@ -30,6 +30,12 @@ def maps_elementwise(X, BLOCK: tl.constexpr):
 
 
 @transpiler.jit
+def reads_the_sm_id(X, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(X + offs, tl.load(X + offs) + tl.extra.cuda.smid())
+
+
+@transpiler.jit
 def invents(X, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     tl.store(X + offs, tl.frobnicate(tl.load(X + offs)))
@@ -104,6 +110,14 @@ def test_tritons_names_we_lack_are_not_supported_yet():
     with pytest.raises(transpiler.NameResolutionError,
                        match=r"not supported yet: tl\.target_info is Triton's"):
         maps_elementwise.cuda_source(np.ones(16, np.float32), BLOCK=16)
+
+
+def test_tritons_cuda_names_we_lack_are_not_supported_yet():
+    """tl.extra.cuda's names that Triton 3.6 has and we lack (smid, globaltimer, num_threads, ...) are ours to
+    build, not the user's mistake."""
+    with pytest.raises(transpiler.NameResolutionError,
+                       match=r"not supported yet: tl\.extra\.cuda\.smid is Triton's"):
+        reads_the_sm_id.cuda_source(np.ones(16, np.float32), BLOCK=16)
 
 
 def test_names_neither_has_are_not_tritons_language():

@@ -19,6 +19,15 @@ TRITON_LANGUAGE_NOT_YET = frozenset({
     "float8e4nv", "float8e5", "float8e4b15", "float8e4b8", "float8e5b16",
 })
 
+# Our module -> the names its Triton 3.6 counterpart has that it lacks (so far).
+TRITON_NOT_YET = {
+    "transpiler.language": TRITON_LANGUAGE_NOT_YET,
+    "transpiler.language.extra.cuda": frozenset({
+        "num_threads", "num_warps", "globaltimer", "smid", "gdc", "gdc_launch_dependents", "gdc_wait",
+        "convert_custom_float8_sm70", "convert_custom_float8_sm80", "utils",
+    }),
+}
+
 
 def _language_module(base) -> bool:
     return isinstance(base, types.ModuleType) and base.__name__.startswith("transpiler.language")
@@ -36,8 +45,8 @@ def _spelled(base) -> str:
 def missing_attribute(base, attr: str, base_text: str) -> tuple:
     """(message, hint, refusal kind or None) for `base.attr` that does not exist; `base_text` is how the error
     names `base`."""
-    if _language_module(base) and base.__name__ == "transpiler.language" and attr in TRITON_LANGUAGE_NOT_YET:
-        return (f"tl.{attr} is Triton's", "docs/language.md lists what is missing", NOT_YET)
+    if _language_module(base) and attr in TRITON_NOT_YET.get(base.__name__, ()):
+        return (f"{_spelled(base)}.{attr} is Triton's", "docs/language.md lists what is missing", NOT_YET)
     close = difflib.get_close_matches(attr, _public_names(base), n=3, cutoff=0.6) if isinstance(
         base, types.ModuleType) else []
     message = f"{base_text} has no attribute '{attr}'"
