@@ -209,6 +209,13 @@ def target_info_kernel(X, BLOCK: tl.constexpr):
 
 
 @transpiler.jit
+def pointer_select_kernel(X, Y, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    src = tl.where(offs % 2 == 0, X + offs, Y + offs)  # <-
+    tl.store(X + offs, tl.load(src))
+
+
+@transpiler.jit
 def misspelled_name_kernel(X, BLOCK: tl.constexpr):
     tl.store(X, tl.zorblax(1.0))  # <-
 
@@ -235,6 +242,8 @@ CASES = {
     "fp8 reduction": (fp8_sum_kernel, (F32, F32.copy()), {"BLOCK": 16}, DTypeError, NOT_YET, True),
     # a name of Triton's language we lack
     "tl.target_info": (target_info_kernel, (F32,), {"BLOCK": 16}, NameResolutionError, NOT_YET, False),
+    # Triton selects between pointer blocks (test_core's test_where on the H200)
+    "tl.where of pointers": (pointer_select_kernel, (F32, F32.copy()), {"BLOCK": 16}, DTypeError, NOT_YET, True),
     # a name neither has, with no near miss to suggest
     "unknown tl name": (misspelled_name_kernel, (F32,), {"BLOCK": 16}, NameResolutionError, NOT_TRITON, False),
 }

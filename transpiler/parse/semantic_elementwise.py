@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import dtypes
 from ..dtypes import Kind
-from ..errors import DTypeError
+from ..errors import NOT_YET, DTypeError
 from ..language import catalogue
 from .ir import Value
 from .semantic import (RULES, _truediv, binary_op, binary_operands, broadcast_pair, cast, const_value, elementwise,
@@ -15,6 +15,10 @@ from .semantic import (RULES, _truediv, binary_op, binary_operands, broadcast_pa
 def _where(b, condition, x, y):
     c = to_value(b, condition)
     c = to_bool(b, c)
+    if any(not is_const(v) and to_value(b, v).dtype.is_ptr() for v in (x, y)):
+        raise b.error(DTypeError, "tl.where choosing between pointers", refusal=NOT_YET,
+                      hint="choose between offsets and add them to one pointer: "
+                           "tl.where(c, p + i, p + j) as p + tl.where(c, i, j)")
     x, y, dt = binary_operands(b, x, y)
     c, x = broadcast_pair(b, c, x)
     c, y = broadcast_pair(b, c, y)
