@@ -114,8 +114,8 @@ class Kernel(KernelVariants, KernelInterface):
                                       self.__name__)
         return None
 
-    def _launch_error(self, message, hint=None, refusal=None):
-        return LaunchError(message, self.definition(), kernel=self.__name__, hint=hint, refusal=refusal)
+    def _launch_error(self, message, hint=None, refusal=None, cls=LaunchError):
+        return cls(message, self.definition(), kernel=self.__name__, hint=hint, refusal=refusal)
 
     # -- Triton-compatible entry points ----------------------------------------------------------------------
     def __getitem__(self, grid):
@@ -384,8 +384,8 @@ class Kernel(KernelVariants, KernelInterface):
 
     def _check_num_warps(self, nw):
         if not isinstance(nw, int) or nw <= 0 or nw & (nw - 1) or nw > 32:
-            raise LaunchOptionError(f"num_warps must be a power of 2 from 1 to 32, not {nw!r}", self.definition(),
-                                    kernel=self.__name__, hint="use 1, 2, 4, 8, 16 or 32")
+            raise self._launch_error(f"num_warps must be a power of 2 from 1 to 32, not {nw!r}",
+                                     hint="use 1, 2, 4, 8, 16 or 32", cls=LaunchOptionError)
 
     def _grid(self, grid, values, num_warps, num_stages):
         """The general path for the grid: a callable of the arguments, an int, or a 1-3 tuple; checked."""

@@ -130,7 +130,7 @@ class KernelVariants:
         if include_headers:
             from ..emit_cuda import emit_kernel
             ir, analysis = self.analysis(*args, num_warps=num_warps, num_stages=num_stages, arch=arch, **kwargs)
-            return emit_kernel(ir, analysis).nvcc_source
+            return emit_kernel(ir, analysis, include_headers=True).source
         return self.compiled_variant(*args, num_warps=num_warps, num_stages=num_stages, arch=arch, **kwargs).source
 
     @at_definition

@@ -20,8 +20,8 @@ CASES = ["softmax_fp16_4096", "cumsum_rows_fp32_1000", "histogram_int32", "matmu
 
 
 def _sources(spec):
-    emitted = emit_kernel(*analysis_of(spec))
-    return emitted.source, emitted.nvcc_source
+    ir, analysis = analysis_of(spec)
+    return emit_kernel(ir, analysis).source, emit_kernel(ir, analysis, include_headers=True).source
 
 
 @pytest.mark.parametrize("name", CASES)

@@ -57,7 +57,7 @@ def _device_header(kernel_code: str, with_tiles: bool, with_fp8: bool = False, w
 
 
 def include_dir():
-    """The folder of our device headers (`device.cuh`, ...), for `nvcc -I` on an `EmittedKernel.nvcc_source`."""
+    """The folder of our device headers (`device.cuh`, ...), for `nvcc -I` on `emit_kernel(..., include_headers=True)`."""
     return templates_dir()
 
 
@@ -88,7 +88,6 @@ class EmittedKernel:
     residency: object = None     # analysis.residency.ResidencyPlan: shared_bytes includes a reservation
     num_warps: int = 0           # warps of a block, when not the launch's num_warps (analysis/program_warps.py)
     unspelled_scratch: tuple = ()  # scratch uses analysis planned that no rule spelled (tests: none)
-    nvcc_source: str = ""        # the same kernel #including our headers whole: nvcc -I<include_dir()>
 
 
 def _reads(text, name) -> bool:
@@ -108,7 +107,9 @@ def _referenced_thread_bases(lines, body):
     return kept[::-1]
 
 
-def emit_kernel(kernel, analysis) -> EmittedKernel:
+def emit_kernel(kernel, analysis, include_headers=False) -> EmittedKernel:
+    """The kernel's CUDA with our device helpers inlined (what NVRTC compiles); with `include_headers`, its
+    source `#include`s our headers whole instead, for nvcc users (`nvcc -I<include_dir()>`)."""
     em = Emitter(kernel, analysis)
     for a in kernel.args:
         name = em.name_of(a.value, a.name)    # a parameter named like a template local (`r`) is renamed
@@ -153,21 +154,20 @@ def emit_kernel(kernel, analysis) -> EmittedKernel:
         shared_decls=(smem_constants + em.shared_decls) if shared_bytes else [],
         thread_bases=thread_bases, body=body)
     template = jinja_env().get_template("kernel.cu.j2")
-
-    def render(**header):
-        source = template.render(**{**context, **header})
-        if analysis.options.line_directives:      # a `#line` directive numbers the lines after it: keep them
-            return source
-        return "\n".join(break_long_lines(source.split("\n")))
-    headers = ["device.cuh"] + ["device_tiles.cuh"] * em.uses_tiles + ["device_tma.cuh"] * em.uses_tma
-    source = render(device_header=_device_header(template.render(**context), em.uses_tiles, uses_fp8, em.uses_tma))
-    nvcc_source = render(device_header=_included_headers(headers, uses_fp8),
-                         include_flag=' -I"$(python -m transpiler include-dir)"')
+    if include_headers:
+        headers = ["device.cuh"] + ["device_tiles.cuh"] * em.uses_tiles + ["device_tma.cuh"] * em.uses_tma
+        context.update(device_header=_included_headers(headers, uses_fp8),
+                       include_flag=' -I"$(python -m transpiler include-dir)"')
+    else:
+        context["device_header"] = _device_header(template.render(**context), em.uses_tiles, uses_fp8, em.uses_tma)
+    source = template.render(**context)
+    if not analysis.options.line_directives:      # a `#line` directive numbers the lines after it: keep them
+        source = "\n".join(break_long_lines(source.split("\n")))
     return EmittedKernel(source, residency.launch_shared_bytes if residency else shared_bytes, em.smem.report(),
                          analysis.required_arch, tuple(spec for _, spec in em.tma_params), row_loop,
                          bool(analysis.row_loop and analysis.row_loop.persistent), analysis.programs_per_block,
                          analysis.row_loop.max_waves if analysis.row_loop else 0, residency,
-                         analysis.options.num_warps, em.smem.unspelled_scratch(), nvcc_source)
+                         analysis.options.num_warps, em.smem.unspelled_scratch())
 
 
 __all__ = ["emit_kernel", "EmittedKernel", "OCCUPANCY_MACRO", "MAXNREG_MACRO", "include_dir"]

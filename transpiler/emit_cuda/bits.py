@@ -7,7 +7,6 @@ bits, so `cols = lane * 4 + ...` reads like hand-written code.
 from __future__ import annotations
 
 
-
 def bit_moves(var: str, pairs, width: int) -> str:
     """Expression placing bit `s` of `var` (which has `width` significant bits) at bit `d`, for each (s, d)."""
     pairs = sorted(pairs)

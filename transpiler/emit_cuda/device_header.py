@@ -3,7 +3,7 @@ inside `namespace tp` (a template, a function, a struct, an enum, a macro with i
 comment above it), and kept are the items whose names the kernel's code uses, directly or through another kept
 item. What an item defines and what it uses are read from its text (a macro's from its expansions), so a new
 helper needs nothing here. The lines outside the namespace (the banner, the includes) stay, but `#pragma once`
-(for nvcc users, who `#include` the headers whole: `EmittedKernel.nvcc_source`).
+(for nvcc users, who `#include` the headers whole: `emit_kernel(..., include_headers=True)`).
 """
 from __future__ import annotations
 
