@@ -319,8 +319,7 @@ def _rewrite(fn):
     namespace: dict = {}
     flags = fn.__code__.co_flags & __future__.annotations.compiler_flag
     exec(compile(module, filename, "exec", flags=flags, dont_inherit=True), fn.__globals__, namespace)
-    new = namespace["__transpiler_factory__"](carry, bool_op, not_op, refuse_loop_exit,
-                                                        checked_condition, *cells)
+    new = namespace["__transpiler_factory__"](carry, bool_op, not_op, refuse_loop_exit, checked_condition, *cells)
     new.__defaults__, new.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__
     new.__wrapped__ = fn
     return new
